@@ -1,0 +1,75 @@
+//! Reading a JSON body with our own limits and errors, after authentication,
+//! so an unauthenticated caller learns nothing about what it sent.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, web};
+use domain::FieldError;
+use futures::StreamExt;
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+pub async fn read_json<T: DeserializeOwned>(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<T, ApiError> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if essence != "application/json" && !essence.ends_with("+json") {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > limit) {
+        return Err(ApiError::PayloadTooLarge { limit });
+    }
+    let mut body = web::BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
+    while let Some(chunk) = payload.next().await {
+        let chunk =
+            chunk.map_err(|e| ApiError::MalformedBody(format!("could not read body: {e}")))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::PayloadTooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    parse_json(&body)
+}
+
+/// Syntax errors are 400; well-formed JSON of the wrong shape is 422 naming
+/// the field.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(de).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if inner.is_data() {
+            let field = if path == "." { "body".to_owned() } else { path };
+            ApiError::Validation(vec![FieldError::new(
+                field,
+                strip_position(&inner.to_string()),
+            )])
+        } else {
+            ApiError::MalformedBody(format!("malformed JSON: {inner}"))
+        }
+    })
+}
+
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}

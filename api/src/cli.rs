@@ -1,0 +1,92 @@
+//! `leadpipe …`: serve, migrate, and the admin commands.
+
+use clap::{Parser, Subcommand};
+use domain::auth::Role;
+
+use crate::config::{DbSettings, HttpSettings};
+use crate::startup::Application;
+use crate::storage;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "leadpipe",
+    version,
+    about = "Lead-pipeline CRM backend: every repeat harmless"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub db: DbSettings,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP API (migrating the database first unless --no-migrate).
+    Serve {
+        #[command(flatten)]
+        http: HttpSettings,
+        /// Do not apply pending migrations on start (run `leadpipe migrate` yourself).
+        #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
+        no_migrate: bool,
+    },
+    /// Apply pending database migrations and exit.
+    Migrate,
+    /// Manage API tokens.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a principal and print its bearer token (shown only this once).
+    Create {
+        #[arg(long)]
+        name: String,
+        /// intake, sales, ops or admin
+        #[arg(long)]
+        role: Role,
+        /// The source an intake token may post leads for.
+        #[arg(long)]
+        source: Option<String>,
+    },
+}
+
+pub async fn run() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let db = &cli.db;
+    match cli.command {
+        Command::Serve { http, no_migrate } => {
+            let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
+            let app = Application::build(conn, http.clone())?;
+            tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
+            app.run_until_stopped().await?;
+        }
+        Command::Migrate => {
+            storage::migrate(&db.database_url).await?;
+            println!("migrations applied");
+        }
+        Command::Token {
+            command: TokenCommand::Create { name, role, source },
+        } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            let issued =
+                domain::auth::create_principal(&conn, &name, role, source.as_deref()).await?;
+            eprintln!(
+                "created principal {} '{}' with role {}{}; the token below is shown only once:",
+                issued.principal.id,
+                issued.principal.name,
+                issued.principal.role,
+                issued
+                    .principal
+                    .source
+                    .map(|s| format!(" for source '{s}'"))
+                    .unwrap_or_default()
+            );
+            println!("{}", issued.token);
+        }
+    }
+    Ok(())
+}

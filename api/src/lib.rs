@@ -1,0 +1,12 @@
+//! leadpipe's HTTP edge and command line.
+
+pub mod auth;
+pub mod body;
+pub mod cli;
+pub mod config;
+pub mod correlation;
+pub mod error;
+pub mod routes;
+pub mod startup;
+pub mod storage;
+pub mod telemetry;

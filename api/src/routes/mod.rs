@@ -1,0 +1,13 @@
+//! One module per resource: its request/response types, handlers and routes.
+
+use actix_web::web;
+
+mod front;
+mod health;
+pub mod leads;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    front::configure(cfg);
+    health::configure(cfg);
+    leads::configure(cfg);
+}

@@ -1,0 +1,64 @@
+//! Building the HTTP application; `main` and the tests both start it here.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer, web};
+use sea_orm::DatabaseConnection;
+
+use crate::config::HttpSettings;
+use crate::{correlation, error::ApiError, routes};
+
+/// What every handler may reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: DatabaseConnection,
+    pub http: Arc<HttpSettings>,
+}
+
+pub struct Application {
+    port: u16,
+    server: Server,
+}
+
+impl Application {
+    /// Binds `settings.bind` (port 0 picks a free port, as the tests do).
+    pub fn build(db: DatabaseConnection, settings: HttpSettings) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(&settings.bind)?;
+        let port = listener.local_addr()?.port();
+        let state = web::Data::new(AppState {
+            db,
+            http: Arc::new(settings),
+        });
+        let server = HttpServer::new(move || {
+            App::new()
+                .app_data(state.clone())
+                .app_data(web::PathConfig::default().error_handler(|err, _| {
+                    ApiError::NotFound(format!("no such resource: {err}")).into()
+                }))
+                .app_data(web::QueryConfig::default().error_handler(|err, _| {
+                    ApiError::Validation(vec![domain::FieldError::new("query", err.to_string())])
+                        .into()
+                }))
+                .wrap(from_fn(correlation::middleware))
+                .configure(routes::configure)
+                .default_service(web::to(|| async {
+                    Err::<actix_web::HttpResponse, _>(ApiError::NotFound("no such route".into()))
+                }))
+        })
+        .listen(listener)?
+        .shutdown_timeout(10)
+        .run();
+        Ok(Self { port, server })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}

@@ -1,0 +1,56 @@
+//! A lead's timeline. Every change to a lead, by a sender or a human, writes
+//! one row here in the same transaction as the change.
+
+use chrono::Utc;
+use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
+
+use crate::entities::activity;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ActivityKind {
+    Ingest,
+    Note,
+    StatusChanged,
+    Assigned,
+}
+
+impl ActivityKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ingest => "ingest",
+            Self::Note => "note",
+            Self::StatusChanged => "status_changed",
+            Self::Assigned => "assigned",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct NewActivity {
+    pub lead_id: i64,
+    pub kind: ActivityKind,
+    pub origin: Option<&'static str>,
+    pub outcome: Option<&'static str>,
+    pub author_id: Option<i64>,
+    pub detail: Option<serde_json::Value>,
+    pub correlation_id: Option<String>,
+}
+
+pub async fn record<C: ConnectionTrait>(
+    conn: &C,
+    new: NewActivity,
+) -> Result<activity::Model, DbErr> {
+    activity::ActiveModel {
+        lead_id: Set(new.lead_id),
+        kind: Set(new.kind.as_str().to_owned()),
+        origin: Set(new.origin.map(str::to_owned)),
+        outcome: Set(new.outcome.map(str::to_owned)),
+        author_id: Set(new.author_id),
+        detail: Set(new.detail),
+        correlation_id: Set(new.correlation_id),
+        created_at: Set(Utc::now()),
+        ..Default::default()
+    }
+    .insert(conn)
+    .await
+}

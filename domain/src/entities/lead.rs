@@ -1,0 +1,30 @@
+use sea_orm::entity::prelude::*;
+use serde::Serialize;
+
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize)]
+#[sea_orm(table_name = "lead")]
+pub struct Model {
+    #[sea_orm(primary_key)]
+    pub id: i64,
+    pub source: String,
+    pub source_ref: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub name: Option<String>,
+    pub company: Option<String>,
+    #[sea_orm(column_type = "JsonBinary")]
+    pub payload: Json,
+    #[serde(skip)]
+    pub content_hash: String,
+    pub source_updated_at: Option<ChronoDateTimeUtc>,
+    pub status: String,
+    pub owner_id: Option<i64>,
+    pub version: i64,
+    pub created_at: ChronoDateTimeUtc,
+    pub updated_at: ChronoDateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

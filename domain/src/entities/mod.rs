@@ -1,0 +1,6 @@
+//! sea-orm entities, one file per table. The schema itself lives in `migration`.
+
+pub mod activity;
+pub mod lead;
+pub mod outbox_event;
+pub mod principal;

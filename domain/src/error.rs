@@ -1,0 +1,76 @@
+use sea_orm::DbErr;
+use serde::Serialize;
+
+/// One invalid field of an input, named as the client sent it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("invalid input: {} field(s)", .0.len())]
+    Invalid(Vec<FieldError>),
+    #[error("not found")]
+    NotFound,
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+}
+
+impl Error {
+    pub fn invalid(field: &str, message: &str) -> Self {
+        Self::Invalid(vec![FieldError::new(field, message)])
+    }
+
+    /// A lost or saturated database is worth retrying; anything else is not.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Db(e) if is_transient_db(e))
+    }
+}
+
+pub fn is_transient_db(err: &DbErr) -> bool {
+    matches!(err, DbErr::ConnectionAcquire(_) | DbErr::Conn(_))
+}
+
+impl From<validator::ValidationErrors> for Error {
+    fn from(errors: validator::ValidationErrors) -> Self {
+        let mut fields: Vec<FieldError> = errors
+            .field_errors()
+            .into_iter()
+            .flat_map(|(field, errs)| {
+                errs.iter().map(move |e| {
+                    let message = e
+                        .message
+                        .as_ref()
+                        .map(|m| m.to_string())
+                        .unwrap_or_else(|| describe_code(&e.code).to_owned());
+                    FieldError::new(field.to_string(), message)
+                })
+            })
+            .collect();
+        fields.sort_by(|a, b| a.field.cmp(&b.field));
+        Self::Invalid(fields)
+    }
+}
+
+fn describe_code(code: &str) -> &str {
+    match code {
+        "email" => "must be an email address",
+        "length" => "has an invalid length",
+        "required" => "is required",
+        "range" => "is out of range",
+        other => other,
+    }
+}

@@ -1,0 +1,32 @@
+//! The transactional outbox: events for downstream systems, written in the
+//! same transaction as the change they describe, published later by a job.
+
+use chrono::Utc;
+use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
+
+use crate::entities::outbox_event;
+
+pub const LEAD_CREATED: &str = "lead.created";
+pub const LEAD_UPDATED: &str = "lead.updated";
+
+pub async fn enqueue<C: ConnectionTrait>(
+    conn: &C,
+    event_type: &str,
+    lead_id: Option<i64>,
+    payload: serde_json::Value,
+    correlation_id: Option<String>,
+) -> Result<outbox_event::Model, DbErr> {
+    outbox_event::ActiveModel {
+        event_id: Set(format!("evt_{}", uuid::Uuid::now_v7().simple())),
+        event_type: Set(event_type.to_owned()),
+        lead_id: Set(lead_id),
+        payload: Set(payload),
+        correlation_id: Set(correlation_id),
+        state: Set("pending".to_owned()),
+        created_at: Set(Utc::now()),
+        published_at: Set(None),
+        ..Default::default()
+    }
+    .insert(conn)
+    .await
+}

@@ -1,0 +1,224 @@
+//! A lead record as a sender states it, and its validated, normalised form.
+
+use chrono::{DateTime, SubsecRound, Utc};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use validator::Validate;
+
+use crate::error::{Error, FieldError};
+
+pub const MAX_SOURCE_LEN: usize = 64;
+pub const MAX_SOURCE_REF_LEN: usize = 255;
+
+/// What a sender says about a lead: every door (API, webhook, reconcile,
+/// import) produces one of these before calling `ingest`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct LeadRecord {
+    pub source: String,
+    pub source_ref: Option<String>,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub name: Option<String>,
+    pub company: Option<String>,
+    pub source_updated_at: Option<DateTime<Utc>>,
+    pub payload: Option<serde_json::Value>,
+}
+
+/// A record that passed validation: strings trimmed, empties dropped, email
+/// lower-cased, phone reduced to `+` and digits, timestamps in microseconds.
+#[derive(Debug, Clone, PartialEq, Validate)]
+pub struct NewLead {
+    #[validate(custom(function = "validate_source_name"))]
+    pub source: String,
+    #[validate(length(min = 1, max = 255, message = "must be 1 to 255 characters"))]
+    pub source_ref: String,
+    #[validate(email(message = "must be an email address"), length(max = 320))]
+    pub email: Option<String>,
+    #[validate(custom(function = "validate_phone"))]
+    pub phone: Option<String>,
+    #[validate(length(max = 255, message = "must be at most 255 characters"))]
+    pub name: Option<String>,
+    #[validate(length(max = 255, message = "must be at most 255 characters"))]
+    pub company: Option<String>,
+    pub source_updated_at: Option<DateTime<Utc>>,
+    pub payload: serde_json::Value,
+}
+
+impl LeadRecord {
+    pub fn normalise(self) -> Result<NewLead, Error> {
+        let source_ref = clean(self.source_ref);
+        let Some(source_ref) = source_ref else {
+            let mut errors = vec![FieldError::new("source_ref", "is required")];
+            if !is_valid_source_name(self.source.trim()) {
+                errors.insert(0, FieldError::new("source", SOURCE_RULE));
+            }
+            return Err(Error::Invalid(errors));
+        };
+        let payload = match self.payload {
+            None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
+            Some(v @ serde_json::Value::Object(_)) => v,
+            Some(_) => return Err(Error::invalid("payload", "must be a JSON object")),
+        };
+        let lead = NewLead {
+            source: self.source.trim().to_owned(),
+            source_ref,
+            email: clean(self.email).map(|e| e.to_lowercase()),
+            phone: clean(self.phone).map(|p| normalise_phone(&p)),
+            name: clean(self.name),
+            company: clean(self.company),
+            // Stored precision is microseconds on both backends; comparing a
+            // nanosecond value with its stored copy must not look "newer".
+            source_updated_at: self.source_updated_at.map(|t| t.trunc_subsecs(6)),
+            payload,
+        };
+        lead.validate()?;
+        if lead.source_ref.chars().any(char::is_control) {
+            return Err(Error::invalid(
+                "source_ref",
+                "must not contain control characters",
+            ));
+        }
+        Ok(lead)
+    }
+}
+
+impl NewLead {
+    /// Fingerprint of everything the sender owns: equal hashes mean an ingest
+    /// has nothing to change. The timestamp is part of it, so a newer copy of
+    /// the same content still advances the staleness bar.
+    pub fn content_hash(&self) -> String {
+        let canonical = serde_json::json!([
+            self.email,
+            self.phone,
+            self.name,
+            self.company,
+            self.source_updated_at.map(|t| t.timestamp_micros()),
+            self.payload,
+        ]);
+        hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+    }
+}
+
+fn clean(value: Option<String>) -> Option<String> {
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+}
+
+/// Keeps a leading `+` and the digits: "+49 (30) 123-45" becomes "+493012345".
+pub fn normalise_phone(raw: &str) -> String {
+    let trimmed = raw.trim();
+    let digits: String = trimmed.chars().filter(char::is_ascii_digit).collect();
+    if trimmed.starts_with('+') {
+        format!("+{digits}")
+    } else {
+        digits
+    }
+}
+
+const SOURCE_RULE: &str = "must be 1 to 64 characters: lower-case letters, digits, '.', '_' or '-', starting with a letter or digit";
+
+fn validate_source_name(source: &str) -> Result<(), validator::ValidationError> {
+    if is_valid_source_name(source) {
+        Ok(())
+    } else {
+        Err(validator::ValidationError::new("source").with_message(SOURCE_RULE.into()))
+    }
+}
+
+/// `^[a-z0-9][a-z0-9_.-]{0,63}$`: safe in URLs, logs and metric labels.
+pub fn is_valid_source_name(source: &str) -> bool {
+    let mut chars = source.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+    first_ok
+        && source.len() <= MAX_SOURCE_LEN
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c))
+}
+
+fn validate_phone(phone: &str) -> Result<(), validator::ValidationError> {
+    let digits = phone.trim_start_matches('+').len();
+    if (5..=20).contains(&digits) {
+        Ok(())
+    } else {
+        Err(validator::ValidationError::new("phone")
+            .with_message("must contain 5 to 20 digits".into()))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn record() -> LeadRecord {
+        LeadRecord {
+            source: "webform".into(),
+            source_ref: Some(" abc-1 ".into()),
+            email: Some("  Ada@Example.COM ".into()),
+            phone: Some("+49 (30) 123-4567".into()),
+            name: Some(" Ada Lovelace ".into()),
+            company: Some("".into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn normalises_strings_email_and_phone() {
+        let lead = record().normalise().unwrap();
+        assert_eq!(lead.source_ref, "abc-1");
+        assert_eq!(lead.email.as_deref(), Some("ada@example.com"));
+        assert_eq!(lead.phone.as_deref(), Some("+49301234567"));
+        assert_eq!(lead.name.as_deref(), Some("Ada Lovelace"));
+        assert_eq!(lead.company, None);
+        assert_eq!(lead.payload, serde_json::json!({}));
+    }
+
+    #[test]
+    fn rejects_missing_source_ref_and_bad_source() {
+        let err = LeadRecord {
+            source: "Bad Source".into(),
+            ..Default::default()
+        }
+        .normalise()
+        .unwrap_err();
+        let Error::Invalid(fields) = err else {
+            panic!("expected invalid")
+        };
+        let names: Vec<_> = fields.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(names, ["source", "source_ref"]);
+    }
+
+    #[test]
+    fn rejects_bad_email_phone_and_payload() {
+        let mut r = record();
+        r.email = Some("not-an-email".into());
+        r.phone = Some("12".into());
+        let Error::Invalid(fields) = r.normalise().unwrap_err() else {
+            panic!()
+        };
+        let names: Vec<_> = fields.iter().map(|f| f.field.as_str()).collect();
+        assert_eq!(names, ["email", "phone"]);
+
+        let mut r = record();
+        r.payload = Some(serde_json::json!([1, 2]));
+        assert!(matches!(r.normalise(), Err(Error::Invalid(f)) if f[0].field == "payload"));
+    }
+
+    #[test]
+    fn rejects_overlong_source_ref() {
+        let mut r = record();
+        r.source_ref = Some("x".repeat(MAX_SOURCE_REF_LEN + 1));
+        assert!(matches!(r.normalise(), Err(Error::Invalid(f)) if f[0].field == "source_ref"));
+    }
+
+    #[test]
+    fn content_hash_ignores_whitespace_but_not_content() {
+        let a = record().normalise().unwrap();
+        let mut r = record();
+        r.name = Some("Ada Lovelace".into());
+        assert_eq!(a.content_hash(), r.normalise().unwrap().content_hash());
+        let mut r = record();
+        r.name = Some("Ada King".into());
+        assert_ne!(a.content_hash(), r.normalise().unwrap().content_hash());
+    }
+}

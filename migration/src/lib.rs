@@ -1,0 +1,24 @@
+//! leadpipe's schema. Every migration runs unchanged on SQLite and PostgreSQL,
+//! and inside a transaction (see `in_transaction!`) so that on SQLite no pooled
+//! connection can cache a half-built schema (PITFALLS 2).
+
+pub use sea_orm_migration::prelude::*;
+
+mod m20261130_000001_create_principal;
+mod m20261130_000002_create_lead;
+mod m20261130_000003_create_activity;
+mod m20261130_000004_create_outbox_event;
+
+pub struct Migrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for Migrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261130_000001_create_principal::Migration),
+            Box::new(m20261130_000002_create_lead::Migration),
+            Box::new(m20261130_000003_create_activity::Migration),
+            Box::new(m20261130_000004_create_outbox_event::Migration),
+        ]
+    }
+}
