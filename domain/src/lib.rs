@@ -8,5 +8,6 @@ pub mod error;
 pub mod ingest;
 pub mod outbox;
 pub mod record;
+pub mod signature;
 
 pub use error::{Error, FieldError};

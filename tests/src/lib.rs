@@ -1,1 +1,188 @@
+//! Test harness: the real application on a random port, against a fresh
+//! SQLite file or a fresh PostgreSQL database per test.
+//!
+//! PostgreSQL comes from `LEADPIPE_TEST_PG_URL` (an admin URL; `scripts/test`
+//! starts a throwaway cluster and sets it). `LEADPIPE_TEST_BACKENDS=sqlite`
+//! skips the PostgreSQL variants for quick local runs; CI never sets it.
 
+#![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
+
+use std::path::PathBuf;
+
+use api::config::HttpSettings;
+use api::startup::Application;
+use domain::auth::Role;
+use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, Statement};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Generates `name::sqlite` and `name::postgres` tests from `async fn name(Backend)`.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::Backend::Sqlite).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                if $crate::postgres_skipped() {
+                    return;
+                }
+                super::$name($crate::Backend::Postgres).await
+            }
+        }
+    )*};
+}
+
+pub fn postgres_skipped() -> bool {
+    std::env::var("LEADPIPE_TEST_BACKENDS").is_ok_and(|b| !b.contains("postgres"))
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub db: DatabaseConnection,
+    pub database_url: String,
+    pub client: reqwest::Client,
+    pub backend: Backend,
+    _dir: Option<TempDir>,
+}
+
+/// Removes a test's SQLite files when the test ends.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> Self {
+        Self::spawn_with(backend, HttpSettings::for_tests()).await
+    }
+
+    pub async fn spawn_with(backend: Backend, http: HttpSettings) -> Self {
+        if std::env::var("TEST_LOG").is_ok() {
+            api::telemetry::init();
+        }
+        let (database_url, dir) = match backend {
+            Backend::Sqlite => {
+                let dir =
+                    std::env::temp_dir().join(format!("leadpipe-test-{}", uuid::Uuid::new_v4()));
+                std::fs::create_dir_all(&dir).unwrap();
+                (
+                    format!("sqlite://{}?mode=rwc", dir.join("test.db").display()),
+                    Some(TempDir(dir)),
+                )
+            }
+            Backend::Postgres => (fresh_postgres_database().await, None),
+        };
+        let db = api::storage::open(&database_url, 10, true).await.unwrap();
+        let app = Application::build(db.clone(), http).unwrap();
+        let address = format!("http://127.0.0.1:{}", app.port());
+        tokio::spawn(app.run_until_stopped());
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        Self {
+            address,
+            db,
+            database_url,
+            client,
+            backend,
+            _dir: dir,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    /// A new principal's bearer token.
+    pub async fn token(&self, role: Role, source: Option<&str>) -> String {
+        let name = format!("{}-{}", role, uuid::Uuid::new_v4().simple());
+        domain::auth::create_principal(&self.db, &name, role, source)
+            .await
+            .unwrap()
+            .token
+    }
+
+    pub async fn post_lead(&self, token: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .post(self.url("/api/leads"))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn get(&self, token: &str, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn count<E: EntityTrait>(&self, _entity: E) -> u64
+    where
+        E::Model: Sync,
+    {
+        E::find().count(&self.db).await.unwrap()
+    }
+
+    /// Runs raw SQL written for both backends (no placeholders).
+    pub async fn exec(&self, sql: &str) {
+        self.db
+            .execute_raw(Statement::from_string(self.db.get_database_backend(), sql))
+            .await
+            .unwrap();
+    }
+}
+
+async fn fresh_postgres_database() -> String {
+    let admin = std::env::var("LEADPIPE_TEST_PG_URL").expect(
+        "LEADPIPE_TEST_PG_URL is not set: run the tests with scripts/test, which starts a \
+         throwaway PostgreSQL, or set LEADPIPE_TEST_BACKENDS=sqlite to skip PostgreSQL",
+    );
+    let name = format!("lp_{}", uuid::Uuid::new_v4().simple());
+    let conn = sea_orm::Database::connect(&admin).await.unwrap();
+    conn.execute_unprepared(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let base = admin
+        .rsplit_once('/')
+        .map(|(base, _)| base)
+        .unwrap_or(&admin);
+    format!("{base}/{name}")
+}
+
+/// Asserts an RFC 9457 problem response and returns its body.
+pub async fn assert_problem(response: reqwest::Response, status: u16, problem_type: &str) -> Value {
+    assert_eq!(response.status().as_u16(), status, "unexpected status");
+    let content_type = response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(content_type, "application/problem+json");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["type"], problem_type, "problem type in {body}");
+    assert_eq!(body["status"], status);
+    assert!(
+        body["title"].is_string() && body["detail"].is_string(),
+        "{body}"
+    );
+    body
+}
