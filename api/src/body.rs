@@ -11,9 +11,19 @@ use crate::error::ApiError;
 
 pub async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
     limit: usize,
 ) -> Result<T, ApiError> {
+    parse_json(&read_json_bytes(req, payload, limit).await?)
+}
+
+/// The raw bytes of a JSON body (checked content type, bounded size), for
+/// callers that also hash them (Idempotency-Key fingerprints).
+pub async fn read_json_bytes(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<web::Bytes, ApiError> {
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -45,7 +55,7 @@ pub async fn read_json<T: DeserializeOwned>(
         }
         body.extend_from_slice(&chunk);
     }
-    parse_json(&body)
+    Ok(body.freeze())
 }
 
 /// Syntax errors are 400; well-formed JSON of the wrong shape is 422 naming

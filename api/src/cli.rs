@@ -32,6 +32,8 @@ pub enum Command {
     },
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Delete what has outlived its retention (expired Idempotency-Keys) and exit.
+    Prune,
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
@@ -60,9 +62,16 @@ pub async fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { http, no_migrate } => {
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
-            let app = Application::build(conn, http.clone())?;
+            let app = Application::build(conn.clone(), http.clone())?;
+            let sweep_every = std::time::Duration::from_secs(http.sweep_interval_secs.max(1));
+            tokio::spawn(workers::sweeper::run(conn, sweep_every));
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
             app.run_until_stopped().await?;
+        }
+        Command::Prune => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            let deleted = workers::sweeper::sweep_once(&conn).await?;
+            println!("deleted {deleted} expired idempotency keys");
         }
         Command::Migrate => {
             storage::migrate(&db.database_url).await?;

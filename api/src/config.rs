@@ -30,6 +30,20 @@ pub struct HttpSettings {
     /// Largest request body accepted, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_MAX_BODY_BYTES", default_value_t = 256 * 1024)]
     pub max_body_bytes: usize,
+    /// How long an Idempotency-Key and its stored response are kept, in hours.
+    #[arg(
+        long,
+        env = "LEADPIPE_IDEMPOTENCY_RETENTION_HOURS",
+        default_value_t = 72
+    )]
+    pub idempotency_retention_hours: u32,
+    /// How long a claimed Idempotency-Key may stay in progress before another
+    /// request may take it over (its first holder presumed dead), in seconds.
+    #[arg(long, env = "LEADPIPE_IDEMPOTENCY_LEASE_SECS", default_value_t = 60)]
+    pub idempotency_lease_secs: u32,
+    /// How often expired Idempotency-Keys are deleted, in seconds.
+    #[arg(long, env = "LEADPIPE_SWEEP_INTERVAL_SECS", default_value_t = 300)]
+    pub sweep_interval_secs: u64,
 }
 
 impl HttpSettings {
@@ -37,6 +51,16 @@ impl HttpSettings {
         Self {
             bind: "127.0.0.1:0".into(),
             max_body_bytes: 256 * 1024,
+            idempotency_retention_hours: 72,
+            idempotency_lease_secs: 60,
+            sweep_interval_secs: 300,
+        }
+    }
+
+    pub fn idempotency_policy(&self) -> domain::idempotency::Policy {
+        domain::idempotency::Policy {
+            retention: chrono::Duration::hours(i64::from(self.idempotency_retention_hours)),
+            lease: chrono::Duration::seconds(i64::from(self.idempotency_lease_secs)),
         }
     }
 }

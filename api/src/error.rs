@@ -5,6 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use domain::FieldError;
+use domain::status::TransitionError;
 use serde::Serialize;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
@@ -27,6 +28,22 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
+    #[error("cannot move a lead from '{from}' to '{to}'")]
+    IllegalTransition {
+        from: String,
+        to: String,
+        allowed: Vec<String>,
+    },
+    #[error("the lead is at version {current}; fetch it again and retry with its ETag")]
+    PreconditionFailed { current: i64 },
+    #[error("this request needs an Idempotency-Key header")]
+    IdempotencyKeyMissing,
+    #[error("the Idempotency-Key header {0}")]
+    IdempotencyKeyInvalid(&'static str),
+    #[error("a request with this Idempotency-Key is still being processed; retry later")]
+    IdempotencyKeyInFlight,
+    #[error("this Idempotency-Key was used for another request ({method} {path})")]
+    IdempotencyKeyReused { method: String, path: String },
     #[error("the database is unavailable")]
     Unavailable,
     /// The cause is logged, never sent to the client.
@@ -50,6 +67,17 @@ impl ApiError {
             Self::Forbidden(_) => ("forbidden", "Forbidden"),
             Self::NotFound(_) => ("not-found", "Not found"),
             Self::Conflict(_) => ("conflict", "Conflict"),
+            Self::IllegalTransition { .. } => ("illegal-transition", "Illegal status transition"),
+            Self::PreconditionFailed { .. } => ("precondition-failed", "Precondition failed"),
+            Self::IdempotencyKeyMissing => ("idempotency-key-missing", "Idempotency-Key required"),
+            Self::IdempotencyKeyInvalid(_) => {
+                ("idempotency-key-invalid", "Invalid Idempotency-Key")
+            }
+            Self::IdempotencyKeyInFlight => ("idempotency-key-in-flight", "Request in progress"),
+            Self::IdempotencyKeyReused { .. } => (
+                "idempotency-key-reused",
+                "Idempotency-Key reused for another request",
+            ),
             Self::Unavailable => ("unavailable", "Service unavailable"),
             Self::Internal(_) => ("internal", "Internal server error"),
         }
@@ -65,6 +93,42 @@ struct Problem<'a> {
     detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     errors: Option<&'a [FieldError]>,
+    /// Extension member of `illegal-transition`: where the lead may go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    allowed: Option<&'a [String]>,
+    /// Extension member of `precondition-failed`: the version to retry with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    current_version: Option<i64>,
+}
+
+impl ApiError {
+    pub fn status_code_u16(&self) -> u16 {
+        self.status_code().as_u16()
+    }
+
+    /// The RFC 9457 body, also what an idempotent request stores for replay.
+    pub fn problem_body(&self) -> String {
+        let (slug, title) = self.kind();
+        let problem = Problem {
+            kind: format!("/problems/{slug}"),
+            title,
+            status: self.status_code().as_u16(),
+            detail: self.to_string(),
+            errors: match self {
+                Self::Validation(fields) => Some(fields),
+                _ => None,
+            },
+            allowed: match self {
+                Self::IllegalTransition { allowed, .. } => Some(allowed),
+                _ => None,
+            },
+            current_version: match self {
+                Self::PreconditionFailed { current } => Some(*current),
+                _ => None,
+            },
+        };
+        serde_json::to_string(&problem).unwrap_or_default()
+    }
 }
 
 impl ResponseError for ApiError {
@@ -77,7 +141,12 @@ impl ResponseError for ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Conflict(_) | Self::IllegalTransition { .. } | Self::IdempotencyKeyInFlight => {
+                StatusCode::CONFLICT
+            }
+            Self::PreconditionFailed { .. } => StatusCode::PRECONDITION_FAILED,
+            Self::IdempotencyKeyMissing | Self::IdempotencyKeyInvalid(_) => StatusCode::BAD_REQUEST,
+            Self::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -88,26 +157,15 @@ impl ResponseError for ApiError {
         if let Self::Internal(cause) = self {
             tracing::error!(error = %cause, "request failed");
         }
-        let (slug, title) = self.kind();
-        let problem = Problem {
-            kind: format!("/problems/{slug}"),
-            title,
-            status: status.as_u16(),
-            detail: self.to_string(),
-            errors: match self {
-                Self::Validation(fields) => Some(fields),
-                _ => None,
-            },
-        };
         let mut response = HttpResponse::build(status);
         response.insert_header((header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON)));
         if matches!(self, Self::Unauthorized) {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
         }
-        if matches!(self, Self::Unavailable) {
+        if matches!(self, Self::Unavailable | Self::IdempotencyKeyInFlight) {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
         }
-        response.json(problem)
+        response.body(self.problem_body())
     }
 }
 
@@ -117,6 +175,20 @@ impl From<domain::Error> for ApiError {
             domain::Error::Invalid(fields) => Self::Validation(fields),
             domain::Error::NotFound => Self::NotFound("no such resource".into()),
             domain::Error::Conflict(msg) => Self::Conflict(msg),
+            domain::Error::IllegalTransition(TransitionError::Illegal { from, to, allowed }) => {
+                Self::IllegalTransition {
+                    from: from.to_string(),
+                    to: to.to_string(),
+                    allowed: allowed.iter().map(ToString::to_string).collect(),
+                }
+            }
+            domain::Error::IllegalTransition(TransitionError::ReasonRequired) => {
+                Self::Validation(vec![FieldError::new(
+                    "reason",
+                    "is required when moving to 'lost'",
+                )])
+            }
+            domain::Error::PreconditionFailed { current } => Self::PreconditionFailed { current },
             domain::Error::Db(db) => db.into(),
         }
     }

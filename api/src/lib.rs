@@ -6,6 +6,7 @@ pub mod cli;
 pub mod config;
 pub mod correlation;
 pub mod error;
+pub mod idempotency;
 pub mod routes;
 pub mod startup;
 pub mod storage;

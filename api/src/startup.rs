@@ -16,6 +16,7 @@ use crate::{correlation, error::ApiError, routes};
 pub struct AppState {
     pub db: DatabaseConnection,
     pub http: Arc<HttpSettings>,
+    pub idempotency: domain::idempotency::Policy,
 }
 
 pub struct Application {
@@ -30,6 +31,7 @@ impl Application {
         let port = listener.local_addr()?.port();
         let state = web::Data::new(AppState {
             db,
+            idempotency: settings.idempotency_policy(),
             http: Arc::new(settings),
         });
         let server = HttpServer::new(move || {

@@ -1,7 +1,6 @@
 //! A lead's timeline. Every change to a lead, by a sender or a human, writes
 //! one row here in the same transaction as the change.
 
-use chrono::Utc;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
 
 use crate::entities::activity;
@@ -48,7 +47,7 @@ pub async fn record<C: ConnectionTrait>(
         author_id: Set(new.author_id),
         detail: Set(new.detail),
         correlation_id: Set(new.correlation_id),
-        created_at: Set(Utc::now()),
+        created_at: Set(crate::clock::now()),
         ..Default::default()
     }
     .insert(conn)

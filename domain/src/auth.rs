@@ -6,7 +6,6 @@ use std::str::FromStr;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use chrono::Utc;
 use rand::RngCore;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set,
@@ -140,7 +139,7 @@ pub async fn create_principal<C: ConnectionTrait>(
         source: Set(source.map(str::to_owned)),
         token_hash: Set(hash_token(&token)),
         active: Set(true),
-        created_at: Set(Utc::now()),
+        created_at: Set(crate::clock::now()),
         ..Default::default()
     }
     .insert(conn)

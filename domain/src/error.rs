@@ -25,6 +25,11 @@ pub enum Error {
     NotFound,
     #[error("conflict: {0}")]
     Conflict(String),
+    #[error("{0}")]
+    IllegalTransition(#[from] crate::status::TransitionError),
+    /// `If-Match` named another version than the stored one.
+    #[error("the lead is at version {current}, not the one given in If-Match")]
+    PreconditionFailed { current: i64 },
     #[error("database error: {0}")]
     Db(#[from] DbErr),
 }

@@ -2,11 +2,10 @@
 //! any of them costs nothing: the database's unique key on
 //! `(source, source_ref)` decides, never a select-then-insert.
 
-use chrono::Utc;
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, FromQueryResult,
-    QueryFilter, TransactionTrait,
+    QueryFilter,
 };
 use serde::Serialize;
 
@@ -84,7 +83,7 @@ pub async fn ingest(
     ctx: &IngestContext,
 ) -> Result<Ingested, Error> {
     let new = record.normalise()?;
-    let txn = db.begin().await?;
+    let txn = crate::db::begin_write(db).await?;
     let done = ingest_in(&txn, &new, origin, ctx).await?;
     txn.commit().await?;
     tracing::Span::current().record("outcome", done.outcome.as_str());
@@ -167,7 +166,7 @@ pub async fn ingest_in<C: ConnectionTrait>(
 /// not older`, returning the row only when it was written. Only sender-owned
 /// columns appear in the update arm: `status` and `owner_id` are insert-only.
 async fn upsert<C: ConnectionTrait>(txn: &C, new: &NewLead) -> Result<Option<lead::Model>, DbErr> {
-    let now = Utc::now();
+    let now = crate::clock::now();
     let excluded = |col: Column| Expr::col((Alias::new("excluded"), col));
     let stored = |col: Column| Expr::col((lead::Entity, col));
 

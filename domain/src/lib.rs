@@ -3,11 +3,17 @@
 
 pub mod activity;
 pub mod auth;
+pub mod clock;
+pub mod db;
 pub mod entities;
 pub mod error;
+pub mod idempotency;
 pub mod ingest;
+pub mod lead_query;
 pub mod outbox;
 pub mod record;
+pub mod sales;
 pub mod signature;
+pub mod status;
 
 pub use error::{Error, FieldError};

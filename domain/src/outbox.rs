@@ -1,13 +1,15 @@
 //! The transactional outbox: events for downstream systems, written in the
 //! same transaction as the change they describe, published later by a job.
 
-use chrono::Utc;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
 
 use crate::entities::outbox_event;
 
 pub const LEAD_CREATED: &str = "lead.created";
 pub const LEAD_UPDATED: &str = "lead.updated";
+pub const LEAD_STATUS_CHANGED: &str = "lead.status_changed";
+pub const LEAD_ASSIGNED: &str = "lead.assigned";
+pub const LEAD_NOTE_ADDED: &str = "lead.note_added";
 
 pub async fn enqueue<C: ConnectionTrait>(
     conn: &C,
@@ -23,7 +25,7 @@ pub async fn enqueue<C: ConnectionTrait>(
         payload: Set(payload),
         correlation_id: Set(correlation_id),
         state: Set("pending".to_owned()),
-        created_at: Set(Utc::now()),
+        created_at: Set(crate::clock::now()),
         published_at: Set(None),
         ..Default::default()
     }

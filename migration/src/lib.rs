@@ -8,6 +8,7 @@ mod m20261130_000001_create_principal;
 mod m20261130_000002_create_lead;
 mod m20261130_000003_create_activity;
 mod m20261130_000004_create_outbox_event;
+mod m20261130_000201_create_idempotency_key;
 
 pub struct Migrator;
 
@@ -19,6 +20,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000002_create_lead::Migration),
             Box::new(m20261130_000003_create_activity::Migration),
             Box::new(m20261130_000004_create_outbox_event::Migration),
+            Box::new(m20261130_000201_create_idempotency_key::Migration),
         ]
     }
 }

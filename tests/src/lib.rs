@@ -43,7 +43,11 @@ macro_rules! on_both_backends {
 }
 
 pub fn postgres_skipped() -> bool {
-    std::env::var("LEADPIPE_TEST_BACKENDS").is_ok_and(|b| !b.contains("postgres"))
+    let skipped = std::env::var("LEADPIPE_TEST_BACKENDS").is_ok_and(|b| !b.contains("postgres"));
+    if skipped {
+        eprintln!("skipped: LEADPIPE_TEST_BACKENDS excludes postgres");
+    }
+    skipped
 }
 
 pub struct TestApp {

@@ -1,1 +1,3 @@
+//! leadpipe's background work.
 
+pub mod sweeper;

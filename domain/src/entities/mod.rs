@@ -1,6 +1,7 @@
 //! sea-orm entities, one file per table. The schema itself lives in `migration`.
 
 pub mod activity;
+pub mod idempotency_key;
 pub mod lead;
 pub mod outbox_event;
 pub mod principal;

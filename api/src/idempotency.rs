@@ -1,0 +1,214 @@
+//! The `Idempotency-Key` layer of the HTTP edge. Rules and storage live in
+//! `domain::idempotency`; this module reads the header, replays stored
+//! responses and runs a write so that its effects and its stored response
+//! commit in one transaction.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse};
+use domain::auth::Principal;
+use domain::idempotency::{self, Claim, IdempotencyKey, NewRequest, StoredResponse};
+use futures::future::LocalBoxFuture;
+use sea_orm::DatabaseTransaction;
+use serde::Serialize;
+
+use crate::error::{ApiError, PROBLEM_JSON};
+use crate::startup::AppState;
+
+pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyRule {
+    Optional,
+    Required,
+}
+
+/// What a write handler answers; storable for replay.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    status: StatusCode,
+    location: Option<String>,
+    etag: Option<String>,
+    body: String,
+}
+
+impl Reply {
+    pub fn new(status: StatusCode, body: &impl Serialize) -> Result<Self, ApiError> {
+        let body = serde_json::to_string(body).map_err(ApiError::internal)?;
+        Ok(Self {
+            status,
+            location: None,
+            etag: None,
+            body,
+        })
+    }
+
+    pub fn location(mut self, location: String) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    pub fn etag(mut self, etag: String) -> Self {
+        self.etag = Some(etag);
+        self
+    }
+
+    fn stored(&self) -> StoredResponse {
+        let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+        headers.extend(self.location.clone().map(|l| ("location".to_owned(), l)));
+        headers.extend(self.etag.clone().map(|e| ("etag".to_owned(), e)));
+        StoredResponse {
+            status: self.status.as_u16(),
+            headers,
+            body: self.body.clone(),
+        }
+    }
+
+    fn into_response(self, replayed: Option<bool>) -> HttpResponse {
+        respond(&self.stored(), replayed)
+    }
+}
+
+fn respond(stored: &StoredResponse, replayed: Option<bool>) -> HttpResponse {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    let mut response = HttpResponse::build(status);
+    for (name, value) in &stored.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::try_from(name.as_str()),
+            HeaderValue::from_str(value),
+        ) {
+            response.insert_header((name, value));
+        }
+    }
+    if let Some(replayed) = replayed {
+        response.insert_header((IDEMPOTENT_REPLAYED, if replayed { "true" } else { "false" }));
+    }
+    response.body(stored.body.clone())
+}
+
+/// Outcomes of executing the request: stored and replayed like a success.
+/// Everything else (validation, preconditions, 5xx…) releases the key so the
+/// client may correct the request and retry it.
+fn is_storable(err: &ApiError) -> bool {
+    matches!(
+        err,
+        ApiError::NotFound(_) | ApiError::Conflict(_) | ApiError::IllegalTransition { .. }
+    )
+}
+
+fn parse_key(req: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
+    match req.headers().get(&IDEMPOTENCY_KEY) {
+        None => Ok(None),
+        Some(value) => {
+            let value = value
+                .to_str()
+                .map_err(|_| ApiError::IdempotencyKeyInvalid("must be ASCII"))?;
+            IdempotencyKey::parse(value)
+                .map(Some)
+                .map_err(ApiError::IdempotencyKeyInvalid)
+        }
+    }
+}
+
+/// Runs `work` in a write transaction, under the request's Idempotency-Key
+/// when it has one.
+pub async fn run<F>(
+    state: &AppState,
+    caller: &Principal,
+    req: &HttpRequest,
+    body: &[u8],
+    rule: KeyRule,
+    work: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: for<'t> FnOnce(&'t DatabaseTransaction) -> LocalBoxFuture<'t, Result<Reply, ApiError>>,
+{
+    let Some(key) = parse_key(req)? else {
+        if rule == KeyRule::Required {
+            return Err(ApiError::IdempotencyKeyMissing);
+        }
+        let txn = domain::db::begin_write(&state.db).await?;
+        let reply = work(&txn).await?;
+        txn.commit().await?;
+        return Ok(reply.into_response(None));
+    };
+
+    let method = req.method().as_str();
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or(req.path(), |p| p.as_str());
+    let fingerprint = idempotency::fingerprint(method, path, body);
+    let request = NewRequest {
+        principal_id: caller.id,
+        key: &key,
+        fingerprint: &fingerprint,
+        method,
+        path,
+    };
+    let lease = match idempotency::claim(&state.db, &state.idempotency, &request).await? {
+        Claim::Acquired(lease) => lease,
+        Claim::Replay(stored) => return Ok(respond(&stored, Some(true))),
+        Claim::InFlight => return Err(ApiError::IdempotencyKeyInFlight),
+        Claim::Mismatch { method, path } => {
+            return Err(ApiError::IdempotencyKeyReused { method, path });
+        }
+    };
+
+    let txn = domain::db::begin_write(&state.db).await?;
+    if !lease.fence(&txn).await? {
+        txn.rollback().await?;
+        return Err(ApiError::IdempotencyKeyInFlight);
+    }
+    match work(&txn).await {
+        Ok(reply) => {
+            if !lease.complete(&txn, &reply.stored()).await? {
+                // Our lease lapsed and another request took the key over:
+                // its execution is the one that counts.
+                txn.rollback().await?;
+                return Err(ApiError::IdempotencyKeyInFlight);
+            }
+            txn.commit().await?;
+            Ok(reply.into_response(Some(false)))
+        }
+        Err(err) => {
+            txn.rollback().await?;
+            if is_storable(&err) {
+                let stored = StoredResponse {
+                    status: err.status_code_u16(),
+                    headers: vec![("content-type".to_owned(), PROBLEM_JSON.to_owned())],
+                    body: err.problem_body(),
+                };
+                lease.complete(&state.db, &stored).await?;
+                return Ok(respond(&stored, Some(false)));
+            }
+            if let Err(release_err) = lease.release(&state.db).await {
+                tracing::warn!(error = %release_err, "could not release idempotency key; it frees itself after the lease");
+            }
+            Err(err)
+        }
+    }
+}
+
+/// `If-Match` as a lead version: `"3"` → 3; absent or `*` → no check.
+pub fn if_match_version(req: &HttpRequest) -> Result<Option<i64>, ApiError> {
+    let Some(value) = req.headers().get(header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let value = value.to_str().unwrap_or("").trim();
+    if value == "*" {
+        return Ok(None);
+    }
+    value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .and_then(|v| v.parse::<i64>().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::Validation(vec![domain::FieldError::new(
+                "If-Match",
+                "must be one strong entity tag as returned in ETag, e.g. \"3\"",
+            )])
+        })
+}

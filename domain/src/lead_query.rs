@@ -1,0 +1,223 @@
+//! Reading leads and timelines: filters and opaque keyset cursors.
+//!
+//! Pages are ordered newest first by `(timestamp, id)` and continue strictly
+//! after the last row of the previous page, so rows inserted between pages
+//! never shift a page: each row that existed is visited exactly once.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, Func};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::entities::{activity, lead};
+use crate::error::Error;
+use crate::status::LeadStatus;
+
+pub const DEFAULT_LIMIT: u64 = 50;
+pub const MAX_LIMIT: u64 = 200;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortKey {
+    #[default]
+    UpdatedAt,
+    CreatedAt,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OwnerFilter {
+    Id(i64),
+    Unassigned,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct LeadFilter {
+    pub status: Option<LeadStatus>,
+    pub owner: Option<OwnerFilter>,
+    pub source: Option<String>,
+    pub q: Option<String>,
+    pub updated_since: Option<DateTime<Utc>>,
+    pub sort: SortKey,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct LeadCursor {
+    s: SortKey,
+    t: DateTime<Utc>,
+    i: i64,
+}
+
+fn encode<T: Serialize>(value: &T) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(value).unwrap_or_default())
+}
+
+fn decode<T: for<'de> Deserialize<'de>>(cursor: &str) -> Result<T, Error> {
+    URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(|| Error::invalid("cursor", "is not a cursor this API returned"))
+}
+
+pub fn clamp_limit(limit: Option<u64>) -> u64 {
+    limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT)
+}
+
+/// `%`, `_` and `\` in the search text match themselves.
+fn like_pattern(q: &str) -> String {
+    let escaped = q
+        .to_lowercase()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+pub async fn list_leads<C: ConnectionTrait>(
+    conn: &C,
+    filter: &LeadFilter,
+    limit: u64,
+    cursor: Option<&str>,
+) -> Result<Page<lead::Model>, Error> {
+    let sort_col = match filter.sort {
+        SortKey::UpdatedAt => lead::Column::UpdatedAt,
+        SortKey::CreatedAt => lead::Column::CreatedAt,
+    };
+    let mut query = lead::Entity::find();
+    if let Some(status) = filter.status {
+        query = query.filter(lead::Column::Status.eq(status.as_str()));
+    }
+    match filter.owner {
+        Some(OwnerFilter::Id(id)) => query = query.filter(lead::Column::OwnerId.eq(id)),
+        Some(OwnerFilter::Unassigned) => query = query.filter(lead::Column::OwnerId.is_null()),
+        None => {}
+    }
+    if let Some(source) = &filter.source {
+        query = query.filter(lead::Column::Source.eq(source.as_str()));
+    }
+    if let Some(since) = filter.updated_since {
+        query = query.filter(lead::Column::UpdatedAt.gte(since));
+    }
+    if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        let pattern = like_pattern(q);
+        let matches = |col: lead::Column| {
+            Expr::expr(Func::lower(Expr::col(col)))
+                .like(sea_orm::sea_query::LikeExpr::new(pattern.clone()).escape('\\'))
+        };
+        query = query.filter(
+            Condition::any()
+                .add(matches(lead::Column::Name))
+                .add(matches(lead::Column::Email))
+                .add(matches(lead::Column::Company)),
+        );
+    }
+    if let Some(cursor) = cursor {
+        let cursor: LeadCursor = decode(cursor)?;
+        if cursor.s != filter.sort {
+            return Err(Error::invalid("cursor", "was made for another sort order"));
+        }
+        query = query.filter(
+            Condition::any().add(sort_col.lt(cursor.t)).add(
+                Condition::all()
+                    .add(sort_col.eq(cursor.t))
+                    .add(lead::Column::Id.lt(cursor.i)),
+            ),
+        );
+    }
+    let mut rows = query
+        .order_by_desc(sort_col)
+        .order_by_desc(lead::Column::Id)
+        .limit(limit + 1)
+        .all(conn)
+        .await?;
+    let next_cursor = if rows.len() as u64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|last| {
+            let t = match filter.sort {
+                SortKey::UpdatedAt => last.updated_at,
+                SortKey::CreatedAt => last.created_at,
+            };
+            encode(&LeadCursor {
+                s: filter.sort,
+                t,
+                i: last.id,
+            })
+        })
+    } else {
+        None
+    };
+    Ok(Page {
+        data: rows,
+        next_cursor,
+    })
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct ActivityCursor {
+    i: i64,
+}
+
+/// A lead's timeline, newest first.
+pub async fn list_activities<C: ConnectionTrait>(
+    conn: &C,
+    lead_id: i64,
+    limit: u64,
+    cursor: Option<&str>,
+) -> Result<Page<activity::Model>, Error> {
+    let mut query = activity::Entity::find().filter(activity::Column::LeadId.eq(lead_id));
+    if let Some(cursor) = cursor {
+        let cursor: ActivityCursor = decode(cursor)?;
+        query = query.filter(activity::Column::Id.lt(cursor.i));
+    }
+    let mut rows = query
+        .order_by_desc(activity::Column::Id)
+        .limit(limit + 1)
+        .all(conn)
+        .await?;
+    let next_cursor = if rows.len() as u64 > limit {
+        rows.truncate(limit as usize);
+        rows.last()
+            .map(|last| encode(&ActivityCursor { i: last.id }))
+    } else {
+        None
+    };
+    Ok(Page {
+        data: rows,
+        next_cursor,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let c = LeadCursor {
+            s: SortKey::CreatedAt,
+            t: crate::clock::now(),
+            i: 42,
+        };
+        assert_eq!(decode::<LeadCursor>(&encode(&c)).unwrap(), c);
+        assert!(decode::<LeadCursor>("not-a-cursor").is_err());
+    }
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_pattern("50%_A\\b"), "%50\\%\\_a\\\\b%");
+        assert_eq!(clamp_limit(Some(0)), 1);
+        assert_eq!(clamp_limit(Some(10_000)), MAX_LIMIT);
+        assert_eq!(clamp_limit(None), DEFAULT_LIMIT);
+    }
+}

@@ -1,0 +1,218 @@
+//! What sales staff do to a lead: move its status, assign it, add notes.
+//! These are the human-owned fields that no ingest ever touches. Each change
+//! writes its timeline row and outbox event in the caller's transaction.
+
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use serde_json::json;
+
+use crate::activity::{self, ActivityKind, NewActivity};
+use crate::auth::Role;
+use crate::clock;
+use crate::entities::{activity as activity_entity, lead, principal};
+use crate::error::Error;
+use crate::outbox;
+use crate::status::LeadStatus;
+
+/// Who acts, and the correlation id their request carries.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub principal_id: i64,
+    pub correlation_id: Option<String>,
+}
+
+pub const MAX_NOTE_LEN: usize = 10_000;
+pub const MAX_REASON_LEN: usize = 1_000;
+
+pub async fn find_lead<C: ConnectionTrait>(conn: &C, id: i64) -> Result<lead::Model, Error> {
+    lead::Entity::find_by_id(id)
+        .one(conn)
+        .await?
+        .ok_or(Error::NotFound)
+}
+
+fn check_precondition(lead: &lead::Model, if_match: Option<i64>) -> Result<(), Error> {
+    match if_match {
+        Some(expected) if expected != lead.version => Err(Error::PreconditionFailed {
+            current: lead.version,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Compare-and-set on `version`: the update applies only to the row we read.
+async fn update_if_version<C: ConnectionTrait>(
+    conn: &C,
+    lead: &lead::Model,
+    column: lead::Column,
+    value: sea_orm::Value,
+) -> Result<Option<lead::Model>, Error> {
+    let updated = lead::Entity::update_many()
+        .col_expr(column, Expr::val(value))
+        .col_expr(
+            lead::Column::Version,
+            Expr::col(lead::Column::Version).add(1),
+        )
+        .col_expr(lead::Column::UpdatedAt, Expr::val(clock::now()))
+        .filter(lead::Column::Id.eq(lead.id))
+        .filter(lead::Column::Version.eq(lead.version))
+        .exec_with_returning(conn)
+        .await?;
+    Ok(updated.into_iter().next())
+}
+
+/// Moves a lead along the status machine.
+pub async fn transition<C: ConnectionTrait>(
+    conn: &C,
+    lead_id: i64,
+    to: LeadStatus,
+    reason: Option<String>,
+    if_match: Option<i64>,
+    actor: &Actor,
+) -> Result<lead::Model, Error> {
+    let reason = reason
+        .map(|r| r.trim().to_owned())
+        .filter(|r| !r.is_empty());
+    if reason
+        .as_ref()
+        .is_some_and(|r| r.chars().count() > MAX_REASON_LEN)
+    {
+        return Err(Error::invalid("reason", "must be at most 1000 characters"));
+    }
+    // Without If-Match a concurrent change just means: read again and decide again.
+    for _ in 0..3 {
+        let lead = find_lead(conn, lead_id).await?;
+        check_precondition(&lead, if_match)?;
+        let from: LeadStatus = lead.status.parse().map_err(sea_orm::DbErr::Custom)?;
+        from.transition(to, reason.as_deref())?;
+        let Some(updated) =
+            update_if_version(conn, &lead, lead::Column::Status, to.as_str().into()).await?
+        else {
+            continue;
+        };
+        let detail = json!({ "from": from, "to": to, "reason": reason });
+        activity::record(
+            conn,
+            NewActivity {
+                lead_id,
+                kind: ActivityKind::StatusChanged,
+                origin: None,
+                outcome: None,
+                author_id: Some(actor.principal_id),
+                detail: Some(detail.clone()),
+                correlation_id: actor.correlation_id.clone(),
+            },
+        )
+        .await?;
+        let payload = json!({ "lead_id": lead_id, "from": from, "to": to, "reason": reason, "version": updated.version });
+        outbox::enqueue(
+            conn,
+            outbox::LEAD_STATUS_CHANGED,
+            Some(lead_id),
+            payload,
+            actor.correlation_id.clone(),
+        )
+        .await?;
+        return Ok(updated);
+    }
+    let current = find_lead(conn, lead_id).await?;
+    Err(Error::PreconditionFailed {
+        current: current.version,
+    })
+}
+
+/// Sets (or clears) a lead's owner; only active `sales` principals may own leads.
+pub async fn assign<C: ConnectionTrait>(
+    conn: &C,
+    lead_id: i64,
+    owner_id: Option<i64>,
+    if_match: Option<i64>,
+    actor: &Actor,
+) -> Result<lead::Model, Error> {
+    if let Some(owner_id) = owner_id {
+        let owner = principal::Entity::find_by_id(owner_id).one(conn).await?;
+        if !owner.is_some_and(|o| o.active && o.role == Role::Sales.as_str()) {
+            return Err(Error::invalid(
+                "owner_id",
+                "must be the id of an active sales principal",
+            ));
+        }
+    }
+    for _ in 0..3 {
+        let lead = find_lead(conn, lead_id).await?;
+        check_precondition(&lead, if_match)?;
+        if lead.owner_id == owner_id {
+            return Ok(lead);
+        }
+        let Some(updated) =
+            update_if_version(conn, &lead, lead::Column::OwnerId, owner_id.into()).await?
+        else {
+            continue;
+        };
+        let detail = json!({ "from": lead.owner_id, "to": owner_id });
+        activity::record(
+            conn,
+            NewActivity {
+                lead_id,
+                kind: ActivityKind::Assigned,
+                origin: None,
+                outcome: None,
+                author_id: Some(actor.principal_id),
+                detail: Some(detail),
+                correlation_id: actor.correlation_id.clone(),
+            },
+        )
+        .await?;
+        let payload = json!({ "lead_id": lead_id, "from": lead.owner_id, "to": owner_id, "version": updated.version });
+        outbox::enqueue(
+            conn,
+            outbox::LEAD_ASSIGNED,
+            Some(lead_id),
+            payload,
+            actor.correlation_id.clone(),
+        )
+        .await?;
+        return Ok(updated);
+    }
+    let current = find_lead(conn, lead_id).await?;
+    Err(Error::PreconditionFailed {
+        current: current.version,
+    })
+}
+
+/// Adds a note to a lead's timeline.
+pub async fn add_note<C: ConnectionTrait>(
+    conn: &C,
+    lead_id: i64,
+    text: &str,
+    actor: &Actor,
+) -> Result<activity_entity::Model, Error> {
+    let text = text.trim();
+    if text.is_empty() || text.chars().count() > MAX_NOTE_LEN {
+        return Err(Error::invalid("text", "must be 1 to 10000 characters"));
+    }
+    find_lead(conn, lead_id).await?;
+    let note = activity::record(
+        conn,
+        NewActivity {
+            lead_id,
+            kind: ActivityKind::Note,
+            origin: None,
+            outcome: None,
+            author_id: Some(actor.principal_id),
+            detail: Some(json!({ "text": text })),
+            correlation_id: actor.correlation_id.clone(),
+        },
+    )
+    .await?;
+    let payload = json!({ "lead_id": lead_id, "activity_id": note.id, "text": text });
+    outbox::enqueue(
+        conn,
+        outbox::LEAD_NOTE_ADDED,
+        Some(lead_id),
+        payload,
+        actor.correlation_id.clone(),
+    )
+    .await?;
+    Ok(note)
+}
