@@ -44,6 +44,7 @@ impl Deref for Authenticated {
 }
 
 pub const SALES_AND_UP: &[Role] = &[Role::Sales, Role::Ops, Role::Admin];
+pub const OPS_AND_UP: &[Role] = &[Role::Ops, Role::Admin];
 
 fn bearer_token(req: &HttpRequest) -> Option<String> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use domain::auth::Role;
 
-use crate::config::{DbSettings, HttpSettings};
+use crate::config::{DbSettings, HttpSettings, WorkerSettings};
 use crate::startup::Application;
 use crate::storage;
 
@@ -26,6 +26,11 @@ pub enum Command {
     Serve {
         #[command(flatten)]
         http: HttpSettings,
+        #[command(flatten)]
+        workers: WorkerSettings,
+        /// Run the API only, no background work (several processes can share one PostgreSQL).
+        #[arg(long, env = "LEADPIPE_NO_WORKERS")]
+        no_workers: bool,
         /// Do not apply pending migrations on start (run `leadpipe migrate` yourself).
         #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
         no_migrate: bool,
@@ -60,11 +65,17 @@ pub async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let db = &cli.db;
     match cli.command {
-        Command::Serve { http, no_migrate } => {
+        Command::Serve {
+            http,
+            workers,
+            no_workers,
+            no_migrate,
+        } => {
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
-            let sweep_every = std::time::Duration::from_secs(http.sweep_interval_secs.max(1));
-            tokio::spawn(workers::sweeper::run(conn, sweep_every));
+            if !no_workers {
+                crate::background::spawn(&conn, &http, &workers)?;
+            }
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
             app.run_until_stopped().await?;
         }

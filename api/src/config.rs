@@ -44,6 +44,10 @@ pub struct HttpSettings {
     /// How often expired Idempotency-Keys are deleted, in seconds.
     #[arg(long, env = "LEADPIPE_SWEEP_INTERVAL_SECS", default_value_t = 300)]
     pub sweep_interval_secs: u64,
+    /// Hosts (names or IPs, comma-separated) that outgoing requests may reach
+    /// even though they are internal (loopback, private, link-local).
+    #[arg(long, env = "LEADPIPE_OUTBOUND_ALLOW", default_value = "")]
+    pub outbound_allow: String,
 }
 
 impl HttpSettings {
@@ -54,13 +58,58 @@ impl HttpSettings {
             idempotency_retention_hours: 72,
             idempotency_lease_secs: 60,
             sweep_interval_secs: 300,
+            outbound_allow: "127.0.0.1,localhost".into(),
         }
+    }
+
+    pub fn outbound_policy(&self) -> domain::net_guard::OutboundPolicy {
+        domain::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
     }
 
     pub fn idempotency_policy(&self) -> domain::idempotency::Policy {
         domain::idempotency::Policy {
             retention: chrono::Duration::hours(i64::from(self.idempotency_retention_hours)),
             lease: chrono::Duration::seconds(i64::from(self.idempotency_lease_secs)),
+        }
+    }
+}
+
+/// Background work: the outbox publisher, lead processing, sweeping.
+#[derive(Debug, Clone, Args)]
+pub struct WorkerSettings {
+    /// Timeout of one outgoing webhook request, in seconds.
+    #[arg(long, env = "LEADPIPE_DELIVERY_TIMEOUT_SECS", default_value_t = 15)]
+    pub delivery_timeout_secs: u64,
+    /// Attempts per outgoing delivery before it is dead.
+    #[arg(long, env = "LEADPIPE_DELIVERY_MAX_ATTEMPTS", default_value_t = 8)]
+    pub delivery_max_attempts: u32,
+    /// First retry delay ceiling, in milliseconds; doubles per attempt (full jitter).
+    #[arg(long, env = "LEADPIPE_RETRY_BASE_MS", default_value_t = 1000)]
+    pub retry_base_ms: u64,
+    /// Largest retry delay, in seconds.
+    #[arg(long, env = "LEADPIPE_RETRY_CAP_SECS", default_value_t = 300)]
+    pub retry_cap_secs: u64,
+    /// How long an idle worker loop waits before looking for work again, in milliseconds.
+    #[arg(long, env = "LEADPIPE_POLL_INTERVAL_MS", default_value_t = 500)]
+    pub poll_interval_ms: u64,
+}
+
+impl WorkerSettings {
+    pub fn retry_policy(&self, max_attempts: u32) -> domain::retry::RetryPolicy {
+        domain::retry::RetryPolicy {
+            base: std::time::Duration::from_millis(self.retry_base_ms),
+            cap: std::time::Duration::from_secs(self.retry_cap_secs),
+            max_attempts,
+        }
+    }
+
+    pub fn for_tests() -> Self {
+        Self {
+            delivery_timeout_secs: 5,
+            delivery_max_attempts: 8,
+            retry_base_ms: 10,
+            retry_cap_secs: 1,
+            poll_interval_ms: 50,
         }
     }
 }

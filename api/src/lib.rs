@@ -1,6 +1,7 @@
 //! leadpipe's HTTP edge and command line.
 
 pub mod auth;
+pub mod background;
 pub mod body;
 pub mod cli;
 pub mod config;

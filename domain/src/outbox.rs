@@ -10,6 +10,21 @@ pub const LEAD_UPDATED: &str = "lead.updated";
 pub const LEAD_STATUS_CHANGED: &str = "lead.status_changed";
 pub const LEAD_ASSIGNED: &str = "lead.assigned";
 pub const LEAD_NOTE_ADDED: &str = "lead.note_added";
+pub const LEAD_CONVERTED: &str = "lead.converted";
+
+/// Every event type a subscription may ask for.
+pub const EVENT_TYPES: &[&str] = &[
+    LEAD_CREATED,
+    LEAD_UPDATED,
+    LEAD_STATUS_CHANGED,
+    LEAD_ASSIGNED,
+    LEAD_NOTE_ADDED,
+    LEAD_CONVERTED,
+];
+
+pub const PENDING: &str = "pending";
+/// Copied into one delivery per matching subscription.
+pub const DISPATCHED: &str = "dispatched";
 
 pub async fn enqueue<C: ConnectionTrait>(
     conn: &C,
@@ -24,7 +39,7 @@ pub async fn enqueue<C: ConnectionTrait>(
         lead_id: Set(lead_id),
         payload: Set(payload),
         correlation_id: Set(correlation_id),
-        state: Set("pending".to_owned()),
+        state: Set(PENDING.to_owned()),
         created_at: Set(crate::clock::now()),
         published_at: Set(None),
         ..Default::default()

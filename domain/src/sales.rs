@@ -53,6 +53,16 @@ async fn update_if_version<C: ConnectionTrait>(
             lead::Column::Version,
             Expr::col(lead::Column::Version).add(1),
         )
+        // A human change needs no processing: keep a processed lead processed.
+        .col_expr(
+            lead::Column::ProcessedVersion,
+            Expr::case(
+                Expr::col(lead::Column::ProcessedVersion).eq(Expr::col(lead::Column::Version)),
+                Expr::col(lead::Column::Version).add(1),
+            )
+            .finally(Expr::col(lead::Column::ProcessedVersion))
+            .into(),
+        )
         .col_expr(lead::Column::UpdatedAt, Expr::val(clock::now()))
         .filter(lead::Column::Id.eq(lead.id))
         .filter(lead::Column::Version.eq(lead.version))

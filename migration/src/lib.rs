@@ -9,6 +9,9 @@ mod m20261130_000002_create_lead;
 mod m20261130_000003_create_activity;
 mod m20261130_000004_create_outbox_event;
 mod m20261130_000201_create_idempotency_key;
+mod m20261130_000301_create_subscription;
+mod m20261130_000302_create_outbox_delivery;
+mod m20261130_000303_create_lead_processing;
 
 pub struct Migrator;
 
@@ -21,6 +24,9 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000003_create_activity::Migration),
             Box::new(m20261130_000004_create_outbox_event::Migration),
             Box::new(m20261130_000201_create_idempotency_key::Migration),
+            Box::new(m20261130_000301_create_subscription::Migration),
+            Box::new(m20261130_000302_create_outbox_delivery::Migration),
+            Box::new(m20261130_000303_create_lead_processing::Migration),
         ]
     }
 }

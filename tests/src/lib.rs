@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+pub mod receiver;
+
 use std::path::PathBuf;
 
 use api::config::HttpSettings;

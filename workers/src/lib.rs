@@ -1,3 +1,5 @@
 //! leadpipe's background work.
 
+pub mod lead_processor;
+pub mod publisher;
 pub mod sweeper;

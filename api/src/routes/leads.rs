@@ -43,6 +43,15 @@ pub struct LeadOut {
     pub lead: lead::Model,
 }
 
+/// One lead with what only its own page shows.
+#[derive(Serialize)]
+struct LeadDetail {
+    #[serde(flatten)]
+    lead: LeadOut,
+    /// Leads from other sources with the same email or phone (never merged).
+    possible_duplicates: Vec<domain::processing::DuplicateHint>,
+}
+
 #[derive(Serialize)]
 struct IngestOut {
     #[serde(flatten)]
@@ -138,9 +147,15 @@ async fn get_lead(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(SALES_AND_UP)?;
     let lead = sales::find_lead(&state.db, id.into_inner()).await?;
+    let possible_duplicates = domain::processing::duplicates_of(&state.db, lead.id).await?;
+    let tag = etag(&lead);
+    let detail = LeadDetail {
+        lead: LeadOut { lead },
+        possible_duplicates,
+    };
     Ok(HttpResponse::Ok()
-        .insert_header((header::ETAG, etag(&lead)))
-        .json(LeadOut { lead }))
+        .insert_header((header::ETAG, tag))
+        .json(detail))
 }
 
 #[derive(Deserialize)]

@@ -2,12 +2,16 @@
 
 use actix_web::web;
 
+mod deliveries;
 mod front;
 mod health;
 pub mod leads;
+mod subscriptions;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     front::configure(cfg);
     health::configure(cfg);
     leads::configure(cfg);
+    subscriptions::configure(cfg);
+    deliveries::configure(cfg);
 }

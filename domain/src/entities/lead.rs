@@ -20,6 +20,9 @@ pub struct Model {
     pub status: String,
     pub owner_id: Option<i64>,
     pub version: i64,
+    /// The `version` the `process_lead` job last worked on.
+    #[serde(skip)]
+    pub processed_version: i64,
     pub created_at: ChronoDateTimeUtc,
     pub updated_at: ChronoDateTimeUtc,
 }

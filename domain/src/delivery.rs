@@ -1,0 +1,501 @@
+//! Outbox deliveries: one row per (outbox event, subscription), claimed by
+//! publishers with `SKIP LOCKED`, attempted, and settled only by the
+//! receiver's answer. Never `delivered` before a 2xx.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
+};
+use serde::Serialize;
+
+use crate::clock;
+use crate::db::begin_write;
+use crate::entities::{outbox_delivery, outbox_event, subscription};
+use crate::error::Error;
+use crate::outbox;
+use crate::retry::RetryPolicy;
+use crate::subscription as subscriptions;
+
+pub const PENDING: &str = "pending";
+pub const DELIVERING: &str = "delivering";
+pub const FAILED: &str = "failed";
+pub const DELIVERED: &str = "delivered";
+pub const DEAD: &str = "dead";
+
+/// Other 4xx (and 3xx) answers are retried this many times at most, in case
+/// the receiver is mid-deploy, before the delivery is dead.
+const PERMANENT_ATTEMPTS: u32 = 3;
+
+/// Copies pending outbox events into one delivery per matching active
+/// subscription. Safe to run on several workers at once: events are claimed
+/// with `SKIP LOCKED` and deliveries are unique per (event, subscription).
+pub async fn fan_out(db: &DatabaseConnection, limit: u64) -> Result<usize, DbErr> {
+    let txn = begin_write(db).await?;
+    let events = outbox_event::Entity::find()
+        .filter(outbox_event::Column::State.eq(outbox::PENDING))
+        .order_by_asc(outbox_event::Column::Id)
+        .limit(limit)
+        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+        .all(&txn)
+        .await?;
+    if events.is_empty() {
+        txn.rollback().await?;
+        return Ok(0);
+    }
+    let subs = subscription::Entity::find()
+        .filter(subscription::Column::State.eq(subscriptions::ACTIVE))
+        .all(&txn)
+        .await?;
+    let now = clock::now();
+    for event in &events {
+        for sub in subs
+            .iter()
+            .filter(|s| subscriptions::wants(s, &event.event_type))
+        {
+            let mut insert = Query::insert();
+            insert
+                .into_table(outbox_delivery::Entity)
+                .columns([
+                    outbox_delivery::Column::OutboxEventId,
+                    outbox_delivery::Column::SubscriptionId,
+                    outbox_delivery::Column::LeadId,
+                    outbox_delivery::Column::State,
+                    outbox_delivery::Column::Attempts,
+                    outbox_delivery::Column::NextAttemptAt,
+                    outbox_delivery::Column::CreatedAt,
+                    outbox_delivery::Column::UpdatedAt,
+                ])
+                .values([
+                    event.id.into(),
+                    sub.id.into(),
+                    event.lead_id.into(),
+                    PENDING.into(),
+                    0i32.into(),
+                    now.into(),
+                    now.into(),
+                    now.into(),
+                ])
+                .map_err(|e| DbErr::Custom(e.to_string()))?
+                .on_conflict(
+                    OnConflict::columns([
+                        outbox_delivery::Column::OutboxEventId,
+                        outbox_delivery::Column::SubscriptionId,
+                    ])
+                    .do_nothing()
+                    .to_owned(),
+                );
+            txn.execute(&insert).await?;
+        }
+    }
+    let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
+    outbox_event::Entity::update_many()
+        .col_expr(outbox_event::Column::State, Expr::val(outbox::DISPATCHED))
+        .col_expr(outbox_event::Column::PublishedAt, Expr::val(now))
+        .filter(outbox_event::Column::Id.is_in(ids))
+        .exec(&txn)
+        .await?;
+    txn.commit().await?;
+    Ok(events.len())
+}
+
+/// A delivery a publisher holds until `lease_until`, with what it needs to send.
+#[derive(Debug, Clone)]
+pub struct Claimed {
+    pub delivery: outbox_delivery::Model,
+    pub event: outbox_event::Model,
+    pub subscription: subscription::Model,
+}
+
+/// Claims up to `limit` due deliveries. A delivery is due when it waits for a
+/// (re)try, or its previous holder's lease ran out; it is held back while an
+/// earlier delivery of the same lead to the same subscription is unsettled,
+/// so each receiver sees a lead's events in order.
+pub async fn claim_due(
+    db: &DatabaseConnection,
+    limit: u64,
+    lease: Duration,
+) -> Result<Vec<Claimed>, DbErr> {
+    let now = clock::now();
+    let lease_until =
+        now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
+    let d = Alias::new("d");
+    let e = Alias::new("e");
+    let earlier_unsettled = Query::select()
+        .expr(Expr::val(1))
+        .from_as(outbox_delivery::Entity, e.clone())
+        .and_where(
+            Expr::col((e.clone(), outbox_delivery::Column::SubscriptionId))
+                .equals((d.clone(), outbox_delivery::Column::SubscriptionId)),
+        )
+        .and_where(
+            Expr::col((e.clone(), outbox_delivery::Column::LeadId))
+                .equals((d.clone(), outbox_delivery::Column::LeadId)),
+        )
+        .and_where(
+            Expr::col((e.clone(), outbox_delivery::Column::Id))
+                .lt(Expr::col((d.clone(), outbox_delivery::Column::Id))),
+        )
+        .and_where(
+            Expr::col((e.clone(), outbox_delivery::Column::State)).is_not_in([DELIVERED, DEAD]),
+        )
+        .to_owned();
+    let active_subscriptions = Query::select()
+        .column(subscription::Column::Id)
+        .from(subscription::Entity)
+        .and_where(Expr::col(subscription::Column::State).eq(subscriptions::ACTIVE))
+        .to_owned();
+    let due = Query::select()
+        .column((d.clone(), outbox_delivery::Column::Id))
+        .from_as(outbox_delivery::Entity, d.clone())
+        .cond_where(
+            sea_orm::Condition::any()
+                .add(
+                    Expr::col((d.clone(), outbox_delivery::Column::State))
+                        .is_in([PENDING, FAILED])
+                        .and(
+                            Expr::col((d.clone(), outbox_delivery::Column::NextAttemptAt)).lte(now),
+                        ),
+                )
+                .add(
+                    Expr::col((d.clone(), outbox_delivery::Column::State))
+                        .eq(DELIVERING)
+                        .and(Expr::col((d.clone(), outbox_delivery::Column::LockedUntil)).lt(now)),
+                ),
+        )
+        .and_where(
+            Expr::col((d.clone(), outbox_delivery::Column::SubscriptionId))
+                .in_subquery(active_subscriptions),
+        )
+        .and_where(Expr::exists(earlier_unsettled).not())
+        .order_by(
+            (d.clone(), outbox_delivery::Column::Id),
+            sea_orm::Order::Asc,
+        )
+        .limit(limit)
+        .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
+        .to_owned();
+
+    let txn = begin_write(db).await?;
+    let deliveries = outbox_delivery::Entity::update_many()
+        .col_expr(outbox_delivery::Column::State, Expr::val(DELIVERING))
+        .col_expr(outbox_delivery::Column::LockedUntil, Expr::val(lease_until))
+        .col_expr(outbox_delivery::Column::UpdatedAt, Expr::val(now))
+        .filter(outbox_delivery::Column::Id.in_subquery(due))
+        .exec_with_returning(&txn)
+        .await?;
+    txn.commit().await?;
+    if deliveries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let event_ids: Vec<i64> = deliveries.iter().map(|d| d.outbox_event_id).collect();
+    let sub_ids: Vec<i64> = deliveries.iter().map(|d| d.subscription_id).collect();
+    let events = outbox_event::Entity::find()
+        .filter(outbox_event::Column::Id.is_in(event_ids))
+        .all(db)
+        .await?;
+    let subs = subscription::Entity::find()
+        .filter(subscription::Column::Id.is_in(sub_ids))
+        .all(db)
+        .await?;
+    let mut claimed: Vec<Claimed> = deliveries
+        .into_iter()
+        .filter_map(|delivery| {
+            let event = events
+                .iter()
+                .find(|e| e.id == delivery.outbox_event_id)?
+                .clone();
+            let subscription = subs
+                .iter()
+                .find(|s| s.id == delivery.subscription_id)?
+                .clone();
+            Some(Claimed {
+                delivery,
+                event,
+                subscription,
+            })
+        })
+        .collect();
+    claimed.sort_by_key(|c| c.delivery.id);
+    Ok(claimed)
+}
+
+/// What one attempt to deliver produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// The receiver answered with this status (and perhaps `Retry-After`).
+    Answered {
+        status: u16,
+        retry_after: Option<Duration>,
+        detail: String,
+    },
+    /// No answer in time.
+    TimedOut,
+    /// Could not connect or the exchange broke off.
+    Failed(String),
+    /// The URL is not one we may call (it resolves to an internal address).
+    Refused(String),
+}
+
+/// How a delivery settles after an attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settlement {
+    Delivered,
+    RetryIn(Duration),
+    Dead,
+    /// 410 Gone: the receiver wants no more; its subscription is disabled.
+    Gone,
+}
+
+/// The rules: 2xx delivered; 410 gone; 429, 5xx, timeouts and broken
+/// connections are transient (honouring `Retry-After`) up to the attempt cap;
+/// 3xx (redirects are not followed) and other 4xx are permanent after a few
+/// attempts; a refused URL is dead at once.
+pub fn settle(result: &AttemptResult, attempts: u32, policy: &RetryPolicy) -> Settlement {
+    let transient = |retry_after: Option<Duration>| {
+        if policy.exhausted(attempts) {
+            Settlement::Dead
+        } else {
+            Settlement::RetryIn(policy.delay(attempts, retry_after))
+        }
+    };
+    match result {
+        AttemptResult::Answered { status, .. } if (200..300).contains(status) => {
+            Settlement::Delivered
+        }
+        AttemptResult::Answered { status: 410, .. } => Settlement::Gone,
+        AttemptResult::Answered {
+            status,
+            retry_after,
+            ..
+        } if *status == 429 || *status >= 500 => transient(*retry_after),
+        AttemptResult::Answered { .. } => {
+            if attempts >= std::cmp::min(PERMANENT_ATTEMPTS, policy.max_attempts) {
+                Settlement::Dead
+            } else {
+                transient(None)
+            }
+        }
+        AttemptResult::TimedOut | AttemptResult::Failed(_) => transient(None),
+        AttemptResult::Refused(_) => Settlement::Dead,
+    }
+}
+
+fn describe(result: &AttemptResult) -> (Option<i16>, Option<String>) {
+    let clip = |s: &str| s.chars().take(500).collect::<String>();
+    match result {
+        AttemptResult::Answered { status, detail, .. } => {
+            let status_i16 = i16::try_from(*status).ok();
+            if (200..300).contains(status) {
+                (status_i16, None)
+            } else {
+                (status_i16, Some(clip(&format!("HTTP {status}: {detail}"))))
+            }
+        }
+        AttemptResult::TimedOut => (None, Some("timed out".to_owned())),
+        AttemptResult::Failed(e) => (None, Some(clip(e))),
+        AttemptResult::Refused(e) => (None, Some(clip(&format!("refused: {e}")))),
+    }
+}
+
+/// Records an attempt. Fenced on the claim's `locked_until`, so a publisher
+/// whose lease ran out cannot overwrite the settlement of the one that took over.
+pub async fn record_attempt(
+    db: &DatabaseConnection,
+    claimed: &Claimed,
+    result: &AttemptResult,
+    policy: &RetryPolicy,
+) -> Result<Settlement, DbErr> {
+    let attempts = claimed.delivery.attempts.saturating_add(1);
+    let settlement = settle(result, u32::try_from(attempts).unwrap_or(0), policy);
+    let (last_status, last_error) = describe(result);
+    let now = clock::now();
+    let (state, next_attempt_at, delivered_at): (&str, DateTime<Utc>, Option<DateTime<Utc>>) =
+        match &settlement {
+            Settlement::Delivered => (DELIVERED, now, Some(now)),
+            Settlement::RetryIn(delay) => (
+                FAILED,
+                now + chrono::Duration::from_std(*delay).unwrap_or_default(),
+                None,
+            ),
+            Settlement::Dead | Settlement::Gone => (DEAD, now, None),
+        };
+    let txn = begin_write(db).await?;
+    let mut update = outbox_delivery::Entity::update_many()
+        .col_expr(outbox_delivery::Column::State, Expr::val(state))
+        .col_expr(outbox_delivery::Column::Attempts, Expr::val(attempts))
+        .col_expr(
+            outbox_delivery::Column::NextAttemptAt,
+            Expr::val(next_attempt_at),
+        )
+        .col_expr(
+            outbox_delivery::Column::LockedUntil,
+            Expr::val(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(outbox_delivery::Column::LastStatus, Expr::val(last_status))
+        .col_expr(outbox_delivery::Column::LastError, Expr::val(last_error))
+        .col_expr(
+            outbox_delivery::Column::DeliveredAt,
+            Expr::val(delivered_at),
+        )
+        .col_expr(outbox_delivery::Column::UpdatedAt, Expr::val(now))
+        .filter(outbox_delivery::Column::Id.eq(claimed.delivery.id))
+        .filter(outbox_delivery::Column::State.eq(DELIVERING));
+    if let Some(locked_until) = claimed.delivery.locked_until {
+        update = update.filter(outbox_delivery::Column::LockedUntil.eq(locked_until));
+    }
+    let result = update.exec(&txn).await?;
+    if result.rows_affected == 1 && settlement == Settlement::Gone {
+        subscriptions::disable(
+            &txn,
+            claimed.subscription.id,
+            "the receiver answered 410 Gone",
+        )
+        .await
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
+    }
+    txn.commit().await?;
+    Ok(settlement)
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter {
+    pub state: Option<String>,
+    pub subscription_id: Option<i64>,
+}
+
+pub async fn list<C: ConnectionTrait>(
+    conn: &C,
+    filter: &DeliveryFilter,
+    limit: u64,
+    before_id: Option<i64>,
+) -> Result<Vec<outbox_delivery::Model>, Error> {
+    let mut query = outbox_delivery::Entity::find();
+    if let Some(state) = &filter.state {
+        query = query.filter(outbox_delivery::Column::State.eq(state.as_str()));
+    }
+    if let Some(id) = filter.subscription_id {
+        query = query.filter(outbox_delivery::Column::SubscriptionId.eq(id));
+    }
+    if let Some(before) = before_id {
+        query = query.filter(outbox_delivery::Column::Id.lt(before));
+    }
+    Ok(query
+        .order_by_desc(outbox_delivery::Column::Id)
+        .limit(limit)
+        .all(conn)
+        .await?)
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct RetryReport {
+    pub matched: u64,
+    pub retried: u64,
+    pub dry_run: bool,
+}
+
+/// Puts dead deliveries back in line: same delivery, same `webhook-id`, so a
+/// receiver that did get it after all can tell it is a repeat.
+pub async fn retry_dead<C: ConnectionTrait>(
+    conn: &C,
+    ids: Option<&[i64]>,
+    filter: &DeliveryFilter,
+    dry_run: bool,
+) -> Result<RetryReport, Error> {
+    let mut scope = outbox_delivery::Entity::find().filter(outbox_delivery::Column::State.eq(DEAD));
+    if let Some(ids) = ids {
+        scope = scope.filter(outbox_delivery::Column::Id.is_in(ids.to_vec()));
+    }
+    if let Some(id) = filter.subscription_id {
+        scope = scope.filter(outbox_delivery::Column::SubscriptionId.eq(id));
+    }
+    let matched = sea_orm::PaginatorTrait::count(scope, conn).await?;
+    if dry_run {
+        return Ok(RetryReport {
+            matched,
+            retried: 0,
+            dry_run,
+        });
+    }
+    let now = clock::now();
+    let mut update = outbox_delivery::Entity::update_many()
+        .col_expr(outbox_delivery::Column::State, Expr::val(PENDING))
+        .col_expr(outbox_delivery::Column::Attempts, Expr::val(0))
+        .col_expr(outbox_delivery::Column::NextAttemptAt, Expr::val(now))
+        .col_expr(outbox_delivery::Column::UpdatedAt, Expr::val(now))
+        .filter(outbox_delivery::Column::State.eq(DEAD));
+    if let Some(ids) = ids {
+        update = update.filter(outbox_delivery::Column::Id.is_in(ids.to_vec()));
+    }
+    if let Some(id) = filter.subscription_id {
+        update = update.filter(outbox_delivery::Column::SubscriptionId.eq(id));
+    }
+    let retried = update.exec(conn).await?.rows_affected;
+    Ok(RetryReport {
+        matched,
+        retried,
+        dry_run,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answered(status: u16) -> AttemptResult {
+        AttemptResult::Answered {
+            status,
+            retry_after: None,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn settlements_follow_the_rules() {
+        let p = RetryPolicy {
+            max_attempts: 5,
+            ..Default::default()
+        };
+        assert_eq!(settle(&answered(200), 1, &p), Settlement::Delivered);
+        assert_eq!(settle(&answered(204), 1, &p), Settlement::Delivered);
+        assert_eq!(settle(&answered(410), 1, &p), Settlement::Gone);
+        for transient in [
+            answered(429),
+            answered(500),
+            answered(503),
+            AttemptResult::TimedOut,
+            AttemptResult::Failed("reset".into()),
+        ] {
+            assert!(
+                matches!(settle(&transient, 1, &p), Settlement::RetryIn(_)),
+                "{transient:?}"
+            );
+            assert_eq!(settle(&transient, 5, &p), Settlement::Dead, "{transient:?}");
+        }
+        for permanent in [answered(301), answered(400), answered(404)] {
+            assert!(matches!(settle(&permanent, 1, &p), Settlement::RetryIn(_)));
+            assert_eq!(settle(&permanent, 3, &p), Settlement::Dead);
+        }
+        assert_eq!(
+            settle(&AttemptResult::Refused("internal".into()), 1, &p),
+            Settlement::Dead
+        );
+    }
+
+    #[test]
+    fn retry_after_is_honoured() {
+        let p = RetryPolicy::default();
+        let slow = AttemptResult::Answered {
+            status: 429,
+            retry_after: Some(Duration::from_secs(120)),
+            detail: String::new(),
+        };
+        let Settlement::RetryIn(delay) = settle(&slow, 1, &p) else {
+            panic!("expected a retry")
+        };
+        assert!(delay >= Duration::from_secs(120));
+    }
+}

@@ -1,0 +1,268 @@
+//! The outbox publisher: fans pending outbox events out to subscriptions and
+//! delivers them as signed Standard Webhooks requests. Delivery state lives in
+//! the database (`domain::delivery`), so any worker may pick up where another
+//! stopped, and nothing is marked delivered before the receiver's 2xx.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use domain::delivery::{self, AttemptResult, Claimed, Settlement};
+use domain::net_guard::OutboundPolicy;
+use domain::retry::RetryPolicy;
+use domain::signature::standard_webhooks;
+use futures::StreamExt;
+use sea_orm::DatabaseConnection;
+use serde_json::json;
+
+#[derive(Debug, Clone)]
+pub struct PublisherSettings {
+    pub request_timeout: Duration,
+    pub retry: RetryPolicy,
+    pub outbound: OutboundPolicy,
+    /// Deliveries claimed per pass.
+    pub batch: u64,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+}
+
+impl Default for PublisherSettings {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(15),
+            retry: RetryPolicy::default(),
+            outbound: OutboundPolicy::default(),
+            batch: 64,
+            concurrency: 8,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Publisher {
+    db: DatabaseConnection,
+    client: reqwest::Client,
+    settings: PublisherSettings,
+}
+
+/// What one pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pass {
+    pub fanned_out: usize,
+    pub attempted: usize,
+    pub delivered: usize,
+}
+
+impl Publisher {
+    pub fn new(
+        db: DatabaseConnection,
+        settings: PublisherSettings,
+    ) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            // A redirect is a failure, not an instruction: following one could
+            // lead the request anywhere, past the address check.
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(settings.request_timeout)
+            .user_agent(concat!("leadpipe/", env!("CARGO_PKG_VERSION")))
+            .build()?;
+        Ok(Self {
+            db,
+            client,
+            settings,
+        })
+    }
+
+    /// Fans out, then delivers what is due, once.
+    pub async fn run_once(&self) -> Result<Pass, sea_orm::DbErr> {
+        let fanned_out = delivery::fan_out(&self.db, 500).await?;
+        // A lease well past the request timeout: a claim outlives its attempt.
+        let lease = self.settings.request_timeout * 2 + Duration::from_secs(5);
+        let claimed = delivery::claim_due(&self.db, self.settings.batch, lease).await?;
+        let attempted = claimed.len();
+        let settlements: Vec<Option<Settlement>> = futures::stream::iter(claimed)
+            .map(|claim| async move { self.deliver(&claim).await })
+            .buffer_unordered(self.settings.concurrency.max(1))
+            .collect()
+            .await;
+        let delivered = settlements
+            .iter()
+            .filter(|s| **s == Some(Settlement::Delivered))
+            .count();
+        Ok(Pass {
+            fanned_out,
+            attempted,
+            delivered,
+        })
+    }
+
+    /// Runs passes forever: back to back while there is work, else every `idle`.
+    pub async fn run(self, idle: Duration) {
+        loop {
+            match self.run_once().await {
+                Ok(pass) if pass.attempted > 0 || pass.fanned_out > 0 => continue,
+                Ok(_) => {}
+                Err(err) => tracing::warn!(error = %err, "outbox pass failed; retrying"),
+            }
+            tokio::time::sleep(idle).await;
+        }
+    }
+
+    #[tracing::instrument(name = "outbox.deliver", skip_all, fields(
+        delivery_id = claim.delivery.id,
+        subscription_id = claim.subscription.id,
+        event_type = %claim.event.event_type,
+        correlation_id = claim.event.correlation_id.as_deref().unwrap_or(""),
+    ))]
+    async fn deliver(&self, claim: &Claimed) -> Option<Settlement> {
+        let result = self.attempt(claim).await;
+        match delivery::record_attempt(&self.db, claim, &result, &self.settings.retry).await {
+            Ok(settlement) => {
+                match &settlement {
+                    Settlement::Delivered => tracing::debug!("delivered"),
+                    Settlement::RetryIn(delay) => {
+                        tracing::info!(retry_in_ms = delay.as_millis() as u64, result = ?result_kind(&result), "delivery failed; will retry")
+                    }
+                    Settlement::Dead => {
+                        tracing::warn!(result = ?result_kind(&result), "delivery dead")
+                    }
+                    Settlement::Gone => {
+                        tracing::warn!("receiver answered 410; subscription disabled")
+                    }
+                }
+                Some(settlement)
+            }
+            Err(err) => {
+                // The claim lapses and another pass retries the delivery.
+                tracing::warn!(error = %err, "could not record a delivery attempt");
+                None
+            }
+        }
+    }
+
+    async fn attempt(&self, claim: &Claimed) -> AttemptResult {
+        let url = match self.settings.outbound.check_url(&claim.subscription.url) {
+            Ok(url) => url,
+            Err(reason) => return AttemptResult::Refused(reason),
+        };
+        if let Err(reason) = self.check_resolution(&url).await {
+            return AttemptResult::Refused(reason);
+        }
+        let body = json!({
+            "type": claim.event.event_type,
+            "timestamp": claim.event.created_at,
+            "data": claim.event.payload,
+        })
+        .to_string();
+        let timestamp = chrono::Utc::now().timestamp();
+        let msg_id = &claim.event.event_id;
+        let signature = match standard_webhooks::sign(
+            &claim.subscription.secret,
+            msg_id,
+            timestamp,
+            body.as_bytes(),
+        ) {
+            Ok(signature) => signature,
+            Err(err) => return AttemptResult::Refused(format!("cannot sign: {err}")),
+        };
+        let response = self
+            .client
+            .post(url)
+            .header("content-type", "application/json")
+            .header(standard_webhooks::ID_HEADER, msg_id)
+            .header(standard_webhooks::TIMESTAMP_HEADER, timestamp.to_string())
+            .header(standard_webhooks::SIGNATURE_HEADER, signature)
+            .body(body)
+            .send()
+            .await;
+        match response {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                let retry_after = response
+                    .headers()
+                    .get(reqwest::header::RETRY_AFTER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(parse_retry_after);
+                let detail = if response.status().is_success() {
+                    String::new()
+                } else {
+                    response
+                        .text()
+                        .await
+                        .unwrap_or_default()
+                        .chars()
+                        .take(200)
+                        .collect()
+                };
+                AttemptResult::Answered {
+                    status,
+                    retry_after,
+                    detail,
+                }
+            }
+            Err(err) if err.is_timeout() => AttemptResult::TimedOut,
+            Err(err) => AttemptResult::Failed(without_url(&err)),
+        }
+    }
+
+    /// Resolves the host and refuses internal addresses unless allow-listed,
+    /// so a public name that points inside is caught too.
+    async fn check_resolution(&self, url: &url::Url) -> Result<(), String> {
+        let Some(host) = url.host_str() else {
+            return Err("no host".into());
+        };
+        if self.settings.outbound.allows_host(host) {
+            return Ok(());
+        }
+        let port = url.port_or_known_default().unwrap_or(443);
+        let addrs: Vec<IpAddr> =
+            tokio::net::lookup_host((host.trim_start_matches('[').trim_end_matches(']'), port))
+                .await
+                .map_err(|e| format!("cannot resolve {host}: {e}"))?
+                .map(|a| a.ip())
+                .collect();
+        self.settings.outbound.check_resolved(host, &addrs)
+    }
+}
+
+fn result_kind(result: &AttemptResult) -> String {
+    match result {
+        AttemptResult::Answered { status, .. } => format!("HTTP {status}"),
+        AttemptResult::TimedOut => "timeout".into(),
+        AttemptResult::Failed(_) => "connection failed".into(),
+        AttemptResult::Refused(_) => "refused".into(),
+    }
+}
+
+/// Error text without the URL: subscription URLs may carry tokens in paths.
+fn without_url(err: &reqwest::Error) -> String {
+    let mut text = err.to_string();
+    if let Some(url) = err.url() {
+        text = text.replace(url.as_str(), "<url>");
+    }
+    text
+}
+
+/// `Retry-After` as seconds or an HTTP date.
+pub fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_or_a_date() {
+        assert_eq!(parse_retry_after("120"), Some(Duration::from_secs(120)));
+        let later = (chrono::Utc::now() + chrono::Duration::seconds(90)).to_rfc2822();
+        let parsed = parse_retry_after(&later).unwrap_or_default();
+        assert!(parsed > Duration::from_secs(80) && parsed <= Duration::from_secs(90));
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+}
