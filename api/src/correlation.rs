@@ -49,6 +49,18 @@ pub async fn middleware(
     if let Ok(value) = HeaderValue::from_str(&id) {
         res.headers_mut().insert(X_REQUEST_ID, value);
     }
+    let route = res
+        .request()
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let labels = [
+        ("method", res.request().method().to_string()),
+        ("route", route),
+        ("status", res.status().as_u16().to_string()),
+    ];
+    metrics::counter!("leadpipe_http_requests_total", &labels).increment(1);
+    metrics::histogram!("leadpipe_http_request_duration_seconds", &labels)
+        .record(started.elapsed().as_secs_f64());
     span.in_scope(|| {
         tracing::info!(
             status = res.status().as_u16(),

@@ -147,7 +147,15 @@ where
         method,
         path,
     };
-    let lease = match idempotency::claim(&state.db, &state.idempotency, &request).await? {
+    let claim = idempotency::claim(&state.db, &state.idempotency, &request).await?;
+    let result = match &claim {
+        Claim::Acquired(_) => "executed",
+        Claim::Replay(_) => "replayed",
+        Claim::InFlight => "in_flight",
+        Claim::Mismatch { .. } => "mismatch",
+    };
+    metrics::counter!("leadpipe_idempotency_requests_total", "result" => result).increment(1);
+    let lease = match claim {
         Claim::Acquired(lease) => lease,
         Claim::Replay(stored) => return Ok(respond(&stored, Some(true))),
         Claim::InFlight => return Err(ApiError::IdempotencyKeyInFlight),

@@ -27,6 +27,7 @@ pub struct Application {
 impl Application {
     /// Binds `settings.bind` (port 0 picks a free port, as the tests do).
     pub fn build(db: DatabaseConnection, settings: HttpSettings) -> std::io::Result<Self> {
+        crate::metrics::handle();
         let listener = TcpListener::bind(&settings.bind)?;
         let port = listener.local_addr()?.port();
         let state = web::Data::new(AppState {

@@ -159,6 +159,8 @@ pub async fn ingest_in<C: ConnectionTrait>(
         )
         .await?;
     }
+    metrics::counter!("leadpipe_ingest_total", "origin" => origin.as_str(), "outcome" => outcome.as_str())
+        .increment(1);
     Ok(Ingested { outcome, lead })
 }
 

@@ -15,10 +15,12 @@ pub mod net_guard;
 pub mod outbox;
 pub mod processing;
 pub mod record;
+pub mod redact;
 pub mod retry;
 pub mod sales;
 pub mod signature;
 pub mod status;
 pub mod subscription;
+pub mod trace;
 
 pub use error::{Error, FieldError};

@@ -16,7 +16,9 @@ use crate::activity::{self, ActivityKind, NewActivity};
 use crate::auth::Role;
 use crate::clock;
 use crate::db::begin_write;
-use crate::entities::{assignment_cursor, lead, lead_duplicate, principal};
+use crate::entities::{
+    activity as activity_entity, assignment_cursor, lead, lead_duplicate, principal,
+};
 use crate::error::Error;
 use crate::outbox;
 use crate::status::LeadStatus;
@@ -73,6 +75,11 @@ pub async fn process_lead(
             ..Default::default()
         });
     }
+    // Work done for a lead carries the correlation id of the change that caused it.
+    let correlation_id = match correlation_id {
+        Some(id) => Some(id),
+        None => latest_correlation_id(&txn, lead_id).await?,
+    };
     let open = lead
         .status
         .parse::<LeadStatus>()
@@ -97,6 +104,22 @@ pub async fn process_lead(
         new_duplicates,
         skipped: false,
     })
+}
+
+async fn latest_correlation_id<C: ConnectionTrait>(
+    txn: &C,
+    lead_id: i64,
+) -> Result<Option<String>, DbErr> {
+    let latest: Option<Option<String>> = activity_entity::Entity::find()
+        .select_only()
+        .column(activity_entity::Column::CorrelationId)
+        .filter(activity_entity::Column::LeadId.eq(lead_id))
+        .filter(activity_entity::Column::Kind.eq(ActivityKind::Ingest.as_str()))
+        .order_by_desc(activity_entity::Column::Id)
+        .into_tuple()
+        .one(txn)
+        .await?;
+    Ok(latest.flatten())
 }
 
 /// Takes the next turn and gives the lead to whoever it falls on. The turn

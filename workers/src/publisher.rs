@@ -116,6 +116,14 @@ impl Publisher {
         let result = self.attempt(claim).await;
         match delivery::record_attempt(&self.db, claim, &result, &self.settings.retry).await {
             Ok(settlement) => {
+                let label = match &settlement {
+                    Settlement::Delivered => "delivered",
+                    Settlement::RetryIn(_) => "retry",
+                    Settlement::Dead => "dead",
+                    Settlement::Gone => "gone",
+                };
+                metrics::counter!("leadpipe_outbox_deliveries_total", "result" => label)
+                    .increment(1);
                 match &settlement {
                     Settlement::Delivered => tracing::debug!("delivered"),
                     Settlement::RetryIn(delay) => {

@@ -7,11 +7,14 @@ mod front;
 mod health;
 pub mod leads;
 mod subscriptions;
+mod trace;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     front::configure(cfg);
     health::configure(cfg);
+    crate::metrics::configure(cfg);
     leads::configure(cfg);
     subscriptions::configure(cfg);
     deliveries::configure(cfg);
+    trace::configure(cfg);
 }

@@ -1,0 +1,220 @@
+//! Metrics, traces by correlation id.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use domain::auth::Role;
+use domain::net_guard::OutboundPolicy;
+use domain::retry::RetryPolicy;
+use leadpipe_tests::receiver::Receiver;
+use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use serde_json::{Value, json};
+use workers::publisher::{Publisher, PublisherSettings};
+
+/// The value of one sample in Prometheus text, 0 if absent.
+fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(series, _)| {
+            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
+            metric == name
+                && labels
+                    .iter()
+                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
+        })
+        .map(|(_, value)| value.parse::<f64>().unwrap())
+        .sum()
+}
+
+async fn scrape(app: &TestApp) -> String {
+    let response = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain")
+    );
+    response.text().await.unwrap()
+}
+
+on_both_backends!(
+    counters_follow_requests_ingests_and_replays,
+    a_trace_follows_one_request_everywhere
+);
+
+async fn counters_follow_requests_ingests_and_replays(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let sales = app.token(Role::Sales, None).await;
+    let before = scrape(&app).await;
+    let created = |t: &str| {
+        sample(
+            t,
+            "leadpipe_ingest_total",
+            &[("origin", "api"), ("outcome", "created")],
+        )
+    };
+    let posts = |t: &str| {
+        sample(
+            t,
+            "leadpipe_http_requests_total",
+            &[
+                ("route", "/api/leads"),
+                ("status", "201"),
+                ("method", "POST"),
+            ],
+        )
+    };
+    let replays = |t: &str| {
+        sample(
+            t,
+            "leadpipe_idempotency_requests_total",
+            &[("result", "replayed")],
+        )
+    };
+
+    let lead: Value = app
+        .post_lead(&intake, &json!({"source": "webform", "source_ref": "m-1"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let path = format!("/api/leads/{}/notes", lead["id"]);
+    for _ in 0..2 {
+        let r = app
+            .client
+            .post(app.url(&path))
+            .bearer_auth(&sales)
+            .header("idempotency-key", "m-note")
+            .json(&json!({"text": "hi"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 201);
+    }
+    let after = scrape(&app).await;
+    // Other tests in this binary record too: compare at least the increments.
+    assert!(created(&after) - created(&before) >= 1.0);
+    assert!(posts(&after) - posts(&before) >= 1.0);
+    assert!(replays(&after) - replays(&before) >= 1.0);
+    assert!(after.contains("leadpipe_http_request_duration_seconds_bucket"));
+    assert!(after.contains("# HELP leadpipe_ingest_total"));
+}
+
+async fn a_trace_follows_one_request_everywhere(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let sales = app.token(Role::Sales, None).await;
+    let ops = app.token(Role::Ops, None).await;
+    let admin = app.token(Role::Admin, None).await;
+    let receiver = Receiver::start().await;
+    let sub: Value = app
+        .client
+        .post(app.url("/api/subscriptions"))
+        .bearer_auth(&admin)
+        .json(&json!({"url": receiver.url}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    receiver.set_secret(sub["secret"].as_str().unwrap());
+
+    let response = app
+        .client
+        .post(app.url("/api/leads"))
+        .bearer_auth(&intake)
+        .header("x-request-id", "trace-me-1")
+        .json(&json!({"source": "webform", "source_ref": "t-1", "name": "Traced"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    workers::lead_processor::run_once(&app.db, 10)
+        .await
+        .unwrap();
+    let publisher = Publisher::new(
+        app.db.clone(),
+        PublisherSettings {
+            retry: RetryPolicy {
+                base: Duration::from_millis(10),
+                cap: Duration::from_millis(20),
+                max_attempts: 3,
+            },
+            outbound: OutboundPolicy::from_list("127.0.0.1"),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    while publisher.run_once().await.unwrap().attempted > 0 {}
+
+    let trace: Value = app
+        .get(&ops, "/api/ops/trace/trace-me-1")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(trace["leads"][0]["source_ref"], "t-1");
+    let kinds: Vec<String> = trace["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| match e["kind"].as_str().unwrap() {
+            "activity" => format!("activity:{}", e["activity"]["kind"].as_str().unwrap()),
+            "outbox_event" => format!("event:{}", e["event"]["event_type"].as_str().unwrap()),
+            other => format!("{other}:{}", e["delivery"]["state"].as_str().unwrap()),
+        })
+        .collect();
+    for expected in [
+        "activity:ingest",
+        "event:lead.created",
+        "activity:assigned",
+        "event:lead.assigned",
+        "delivery:delivered",
+    ] {
+        assert!(
+            kinds.contains(&expected.to_owned()),
+            "{expected} missing from {kinds:?}"
+        );
+    }
+    assert_eq!(kinds[0], "activity:ingest");
+
+    assert_problem(
+        app.get(&ops, "/api/ops/trace/nothing-here").await,
+        404,
+        "/problems/not-found",
+    )
+    .await;
+    assert_problem(
+        app.get(&sales, "/api/ops/trace/trace-me-1").await,
+        403,
+        "/problems/forbidden",
+    )
+    .await;
+}
+
+/// Gauges are process-wide, so one test sets and reads them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gauges_show_backlogs_from_the_database() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    for i in 0..3 {
+        app.post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": format!("g-{i}")}),
+        )
+        .await;
+    }
+    let text = scrape(&app).await;
+    assert_eq!(sample(&text, "leadpipe_outbox_events_pending", &[]), 3.0);
+    assert_eq!(sample(&text, "leadpipe_leads_processing_backlog", &[]), 3.0);
+    workers::lead_processor::run_once(&app.db, 10)
+        .await
+        .unwrap();
+    let text = scrape(&app).await;
+    assert_eq!(sample(&text, "leadpipe_leads_processing_backlog", &[]), 0.0);
+}
