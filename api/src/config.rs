@@ -48,6 +48,15 @@ pub struct HttpSettings {
     /// even though they are internal (loopback, private, link-local).
     #[arg(long, env = "LEADPIPE_OUTBOUND_ALLOW", default_value = "")]
     pub outbound_allow: String,
+    /// Coalesce concurrent intake upserts into shared transactions (group commit).
+    #[arg(long, env = "LEADPIPE_GROUP_COMMIT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub group_commit: bool,
+    /// Most records in one group-commit transaction.
+    #[arg(long, env = "LEADPIPE_GROUP_COMMIT_MAX_BATCH", default_value_t = 128)]
+    pub group_commit_max_batch: usize,
+    /// Group-commit transactions in flight at once.
+    #[arg(long, env = "LEADPIPE_GROUP_COMMIT_COMMITTERS", default_value_t = 4)]
+    pub group_commit_committers: usize,
 }
 
 impl HttpSettings {
@@ -59,6 +68,9 @@ impl HttpSettings {
             idempotency_lease_secs: 60,
             sweep_interval_secs: 300,
             outbound_allow: "127.0.0.1,localhost".into(),
+            group_commit: true,
+            group_commit_max_batch: 128,
+            group_commit_committers: 4,
         }
     }
 

@@ -65,7 +65,7 @@ impl Reply {
         }
     }
 
-    fn into_response(self, replayed: Option<bool>) -> HttpResponse {
+    pub fn into_response(self, replayed: Option<bool>) -> HttpResponse {
         respond(&self.stored(), replayed)
     }
 }
@@ -95,6 +95,11 @@ fn is_storable(err: &ApiError) -> bool {
         err,
         ApiError::NotFound(_) | ApiError::Conflict(_) | ApiError::IllegalTransition { .. }
     )
+}
+
+/// Whether the request carries an `Idempotency-Key` header at all.
+pub fn has_key(req: &HttpRequest) -> bool {
+    req.headers().contains_key(&IDEMPOTENCY_KEY)
 }
 
 fn parse_key(req: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {

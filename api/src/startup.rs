@@ -17,6 +17,8 @@ pub struct AppState {
     pub db: DatabaseConnection,
     pub http: Arc<HttpSettings>,
     pub idempotency: domain::idempotency::Policy,
+    /// Batches intake upserts when enabled.
+    pub group_commit: Option<domain::group_commit::GroupCommitter>,
 }
 
 pub struct Application {
@@ -30,7 +32,18 @@ impl Application {
         crate::metrics::handle();
         let listener = TcpListener::bind(&settings.bind)?;
         let port = listener.local_addr()?.port();
+        let group_commit = settings.group_commit.then(|| {
+            domain::group_commit::GroupCommitter::start(
+                db.clone(),
+                domain::group_commit::GroupCommitSettings {
+                    max_batch: settings.group_commit_max_batch.max(1),
+                    committers: settings.group_commit_committers.max(1),
+                    ..Default::default()
+                },
+            )
+        });
         let state = web::Data::new(AppState {
+            group_commit,
             db,
             idempotency: settings.idempotency_policy(),
             http: Arc::new(settings),

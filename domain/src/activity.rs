@@ -41,17 +41,23 @@ pub async fn record<C: ConnectionTrait>(
     conn: &C,
     new: NewActivity,
 ) -> Result<activity::Model, DbErr> {
-    activity::ActiveModel {
-        lead_id: Set(new.lead_id),
-        kind: Set(new.kind.as_str().to_owned()),
-        origin: Set(new.origin.map(str::to_owned)),
-        outcome: Set(new.outcome.map(str::to_owned)),
-        author_id: Set(new.author_id),
-        detail: Set(new.detail),
-        correlation_id: Set(new.correlation_id),
-        created_at: Set(crate::clock::now()),
-        ..Default::default()
+    new.into_active_model().insert(conn).await
+}
+
+impl NewActivity {
+    /// For callers that insert many rows in one statement.
+    pub fn into_active_model(self) -> activity::ActiveModel {
+        let new = self;
+        activity::ActiveModel {
+            lead_id: Set(new.lead_id),
+            kind: Set(new.kind.as_str().to_owned()),
+            origin: Set(new.origin.map(str::to_owned)),
+            outcome: Set(new.outcome.map(str::to_owned)),
+            author_id: Set(new.author_id),
+            detail: Set(new.detail),
+            correlation_id: Set(new.correlation_id),
+            created_at: Set(crate::clock::now()),
+            ..Default::default()
+        }
     }
-    .insert(conn)
-    .await
 }

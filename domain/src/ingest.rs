@@ -2,15 +2,18 @@
 //! any of them costs nothing: the database's unique key on
 //! `(source, source_ref)` decides, never a select-then-insert.
 
+use std::collections::HashMap;
+
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, FromQueryResult,
-    QueryFilter,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    FromQueryResult, QueryFilter,
 };
 use serde::Serialize;
 
-use crate::activity::{self, ActivityKind, NewActivity};
+use crate::activity::{ActivityKind, NewActivity};
 use crate::entities::lead::{self, Column};
+use crate::entities::{activity as activity_entity, outbox_event};
 use crate::error::Error;
 use crate::outbox;
 use crate::record::{LeadRecord, NewLead};
@@ -97,77 +100,173 @@ pub async fn ingest_in<C: ConnectionTrait>(
     origin: Origin,
     ctx: &IngestContext,
 ) -> Result<Ingested, DbErr> {
-    let (outcome, lead) = match upsert(txn, new).await? {
-        // Inserts start at version 1; the update arm always bumps it.
-        Some(lead) if lead.version == 1 => (Outcome::Created, lead),
-        Some(lead) => (Outcome::Updated, lead),
-        None => {
-            let stored = lead::Entity::find()
-                .filter(Column::Source.eq(&new.source))
-                .filter(Column::SourceRef.eq(&new.source_ref))
-                .one(txn)
-                .await?
-                .ok_or_else(|| DbErr::RecordNotFound("lead vanished during upsert".into()))?;
-            let stale = matches!(
-                (new.source_updated_at, stored.source_updated_at),
-                (Some(incoming), Some(stored)) if incoming < stored
-            );
-            (
-                if stale {
-                    Outcome::Stale
-                } else {
-                    Outcome::Unchanged
-                },
-                stored,
-            )
-        }
+    let item = IngestItem {
+        new: new.clone(),
+        origin,
+        ctx: ctx.clone(),
     };
-
-    let detail = match outcome {
-        Outcome::Stale => Some(serde_json::json!({
-            "record_source_updated_at": new.source_updated_at,
-            "stored_source_updated_at": lead.source_updated_at,
-        })),
-        _ => Some(serde_json::json!({ "version": lead.version })),
-    };
-    activity::record(
-        txn,
-        NewActivity {
-            lead_id: lead.id,
-            kind: ActivityKind::Ingest,
-            origin: Some(origin.as_str()),
-            outcome: Some(outcome.as_str()),
-            author_id: ctx.author_id,
-            detail,
-            correlation_id: ctx.correlation_id.clone(),
-        },
-    )
-    .await?;
-    if outcome.changed() {
-        let event_type = if outcome == Outcome::Created {
-            outbox::LEAD_CREATED
-        } else {
-            outbox::LEAD_UPDATED
-        };
-        let payload = serde_json::to_value(&lead).map_err(|e| DbErr::Json(e.to_string()))?;
-        outbox::enqueue(
-            txn,
-            event_type,
-            Some(lead.id),
-            payload,
-            ctx.correlation_id.clone(),
-        )
-        .await?;
-    }
-    metrics::counter!("leadpipe_ingest_total", "origin" => origin.as_str(), "outcome" => outcome.as_str())
-        .increment(1);
-    Ok(Ingested { outcome, lead })
+    ingest_many_in(txn, std::slice::from_ref(&item))
+        .await?
+        .pop()
+        .ok_or_else(|| DbErr::Custom("ingest of one record returned nothing".into()))
 }
 
-/// `INSERT .. ON CONFLICT (source, source_ref) DO UPDATE .. WHERE changed and
-/// not older`, returning the row only when it was written. Only sender-owned
-/// columns appear in the update arm: `status` and `owner_id` are insert-only.
-async fn upsert<C: ConnectionTrait>(txn: &C, new: &NewLead) -> Result<Option<lead::Model>, DbErr> {
+/// One record of a batch, with where it came from.
+#[derive(Debug, Clone)]
+pub struct IngestItem {
+    pub new: NewLead,
+    pub origin: Origin,
+    pub ctx: IngestContext,
+}
+
+type Key = (String, String);
+
+fn key_of(new: &NewLead) -> Key {
+    (new.source.clone(), new.source_ref.clone())
+}
+
+/// Ingests many records in one transaction with multi-row upserts, each
+/// record getting the outcome it would have had alone, in arrival order: a
+/// key that repeats within the batch goes into a later wave, so its second
+/// record sees what its first one wrote.
+pub async fn ingest_many_in<C: ConnectionTrait>(
+    txn: &C,
+    items: &[IngestItem],
+) -> Result<Vec<Ingested>, DbErr> {
+    let mut seen: HashMap<Key, usize> = HashMap::new();
+    let mut waves: Vec<Vec<usize>> = Vec::new();
+    for (index, item) in items.iter().enumerate() {
+        let occurrence = seen.entry(key_of(&item.new)).or_insert(0);
+        if waves.len() <= *occurrence {
+            waves.push(Vec::new());
+        }
+        waves[*occurrence].push(index);
+        *occurrence += 1;
+    }
+
+    let mut results: Vec<Option<Ingested>> = vec![None; items.len()];
+    for wave in waves {
+        let news: Vec<&NewLead> = wave.iter().map(|&i| &items[i].new).collect();
+        let mut written: HashMap<Key, lead::Model> = upsert(txn, &news)
+            .await?
+            .into_iter()
+            .map(|lead| ((lead.source.clone(), lead.source_ref.clone()), lead))
+            .collect();
+        let untouched: Vec<&NewLead> = news
+            .iter()
+            .copied()
+            .filter(|n| !written.contains_key(&key_of(n)))
+            .collect();
+        let mut stored = find_stored(txn, &untouched).await?;
+        for &index in &wave {
+            let new = &items[index].new;
+            let key = key_of(new);
+            let (outcome, lead) = match written.remove(&key) {
+                // Inserts start at version 1; the update arm always bumps it.
+                Some(lead) if lead.version == 1 => (Outcome::Created, lead),
+                Some(lead) => (Outcome::Updated, lead),
+                None => {
+                    let lead = stored.remove(&key).ok_or_else(|| {
+                        DbErr::RecordNotFound("lead vanished during upsert".into())
+                    })?;
+                    let stale = matches!(
+                        (new.source_updated_at, lead.source_updated_at),
+                        (Some(incoming), Some(stored)) if incoming < stored
+                    );
+                    (
+                        if stale {
+                            Outcome::Stale
+                        } else {
+                            Outcome::Unchanged
+                        },
+                        lead,
+                    )
+                }
+            };
+            results[index] = Some(Ingested { outcome, lead });
+        }
+    }
+    let results: Vec<Ingested> = results.into_iter().flatten().collect();
+
+    let mut activities = Vec::with_capacity(items.len());
+    let mut events = Vec::new();
+    for (item, done) in items.iter().zip(&results) {
+        let detail = match done.outcome {
+            Outcome::Stale => serde_json::json!({
+                "record_source_updated_at": item.new.source_updated_at,
+                "stored_source_updated_at": done.lead.source_updated_at,
+            }),
+            _ => serde_json::json!({ "version": done.lead.version }),
+        };
+        activities.push(
+            NewActivity {
+                lead_id: done.lead.id,
+                kind: ActivityKind::Ingest,
+                origin: Some(item.origin.as_str()),
+                outcome: Some(done.outcome.as_str()),
+                author_id: item.ctx.author_id,
+                detail: Some(detail),
+                correlation_id: item.ctx.correlation_id.clone(),
+            }
+            .into_active_model(),
+        );
+        if done.outcome.changed() {
+            let event_type = if done.outcome == Outcome::Created {
+                outbox::LEAD_CREATED
+            } else {
+                outbox::LEAD_UPDATED
+            };
+            let payload =
+                serde_json::to_value(&done.lead).map_err(|e| DbErr::Json(e.to_string()))?;
+            events.push(outbox::new_event(
+                event_type,
+                Some(done.lead.id),
+                payload,
+                item.ctx.correlation_id.clone(),
+            ));
+        }
+        metrics::counter!("leadpipe_ingest_total", "origin" => item.origin.as_str(), "outcome" => done.outcome.as_str())
+            .increment(1);
+    }
+    activity_entity::Entity::insert_many(activities)
+        .exec_without_returning(txn)
+        .await?;
+    if !events.is_empty() {
+        outbox_event::Entity::insert_many(events)
+            .exec_without_returning(txn)
+            .await?;
+    }
+    Ok(results)
+}
+
+/// The stored rows for these keys (all exist: their upsert conflicted).
+async fn find_stored<C: ConnectionTrait>(
+    txn: &C,
+    news: &[&NewLead],
+) -> Result<HashMap<Key, lead::Model>, DbErr> {
+    if news.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let mut any = Condition::any();
+    for new in news {
+        any = any.add(
+            Condition::all()
+                .add(Column::Source.eq(new.source.as_str()))
+                .add(Column::SourceRef.eq(new.source_ref.as_str())),
+        );
+    }
+    let rows = lead::Entity::find().filter(any).all(txn).await?;
+    Ok(rows
+        .into_iter()
+        .map(|l| ((l.source.clone(), l.source_ref.clone()), l))
+        .collect())
+}
+
+/// `INSERT .. VALUES (..), (..) ON CONFLICT (source, source_ref) DO UPDATE ..
+/// WHERE changed and not older`, returning the rows it wrote. Only
+/// sender-owned columns appear in the update arm: `status` and `owner_id` are
+/// insert-only. Keys must be distinct within one call.
+async fn upsert<C: ConnectionTrait>(txn: &C, news: &[&NewLead]) -> Result<Vec<lead::Model>, DbErr> {
     let now = crate::clock::now();
     let excluded = |col: Column| Expr::col((Alias::new("excluded"), col));
     let stored = |col: Column| Expr::col((lead::Entity, col));
@@ -179,39 +278,41 @@ async fn upsert<C: ConnectionTrait>(txn: &C, new: &NewLead) -> Result<Option<lea
         .or(excluded(Column::SourceUpdatedAt).gte(stored(Column::SourceUpdatedAt)));
 
     let mut insert = Query::insert();
+    insert.into_table(lead::Entity).columns([
+        Column::Source,
+        Column::SourceRef,
+        Column::Email,
+        Column::Phone,
+        Column::Name,
+        Column::Company,
+        Column::Payload,
+        Column::ContentHash,
+        Column::SourceUpdatedAt,
+        Column::Status,
+        Column::Version,
+        Column::CreatedAt,
+        Column::UpdatedAt,
+    ]);
+    for new in news {
+        insert
+            .values([
+                new.source.clone().into(),
+                new.source_ref.clone().into(),
+                new.email.clone().into(),
+                new.phone.clone().into(),
+                new.name.clone().into(),
+                new.company.clone().into(),
+                new.payload.clone().into(),
+                new.content_hash().into(),
+                new.source_updated_at.into(),
+                "new".into(),
+                1i64.into(),
+                now.into(),
+                now.into(),
+            ])
+            .map_err(|e| DbErr::Custom(e.to_string()))?;
+    }
     insert
-        .into_table(lead::Entity)
-        .columns([
-            Column::Source,
-            Column::SourceRef,
-            Column::Email,
-            Column::Phone,
-            Column::Name,
-            Column::Company,
-            Column::Payload,
-            Column::ContentHash,
-            Column::SourceUpdatedAt,
-            Column::Status,
-            Column::Version,
-            Column::CreatedAt,
-            Column::UpdatedAt,
-        ])
-        .values([
-            new.source.clone().into(),
-            new.source_ref.clone().into(),
-            new.email.clone().into(),
-            new.phone.clone().into(),
-            new.name.clone().into(),
-            new.company.clone().into(),
-            new.payload.clone().into(),
-            new.content_hash().into(),
-            new.source_updated_at.into(),
-            "new".into(),
-            1i64.into(),
-            now.into(),
-            now.into(),
-        ])
-        .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(
             OnConflict::columns([Column::Source, Column::SourceRef])
                 .update_columns([
@@ -237,5 +338,5 @@ async fn upsert<C: ConnectionTrait>(txn: &C, new: &NewLead) -> Result<Option<lea
         .returning_all();
 
     let stmt = txn.get_database_backend().build(&insert);
-    lead::Model::find_by_statement(stmt).one(txn).await
+    lead::Model::find_by_statement(stmt).all(txn).await
 }

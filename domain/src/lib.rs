@@ -8,6 +8,7 @@ pub mod db;
 pub mod delivery;
 pub mod entities;
 pub mod error;
+pub mod group_commit;
 pub mod idempotency;
 pub mod ingest;
 pub mod lead_query;

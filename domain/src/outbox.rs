@@ -33,6 +33,18 @@ pub async fn enqueue<C: ConnectionTrait>(
     payload: serde_json::Value,
     correlation_id: Option<String>,
 ) -> Result<outbox_event::Model, DbErr> {
+    new_event(event_type, lead_id, payload, correlation_id)
+        .insert(conn)
+        .await
+}
+
+/// An event row, for callers that insert many in one statement.
+pub fn new_event(
+    event_type: &str,
+    lead_id: Option<i64>,
+    payload: serde_json::Value,
+    correlation_id: Option<String>,
+) -> outbox_event::ActiveModel {
     outbox_event::ActiveModel {
         event_id: Set(format!("evt_{}", uuid::Uuid::now_v7().simple())),
         event_type: Set(event_type.to_owned()),
@@ -44,6 +56,4 @@ pub async fn enqueue<C: ConnectionTrait>(
         published_at: Set(None),
         ..Default::default()
     }
-    .insert(conn)
-    .await
 }

@@ -109,35 +109,46 @@ async fn create_or_update(
             "this token may not post leads for source '{source}'"
         )));
     }
-    let new = record.normalise()?;
     let ctx = IngestContext {
         correlation_id: Some(correlation.0),
         author_id: Some(caller.id),
     };
+    // Without a key, concurrent intake shares transactions (group commit);
+    // a keyed request must commit its stored response with its write.
+    let keyless = rule == KeyRule::Optional && !idempotency::has_key(&req);
+    if let (Some(group), true) = (&state.group_commit, keyless) {
+        let done = group.ingest(record, Origin::Api, ctx).await?;
+        return Ok(ingest_reply(done)?.into_response(None));
+    }
+    let new = record.normalise()?;
     idempotency::run(&state, &caller, &req, &body, rule, move |txn| {
-        Box::pin(async move {
-            let done = ingest::ingest_in(txn, &new, Origin::Api, &ctx).await?;
-            let (status, location) = if done.outcome == Outcome::Created {
-                (
-                    StatusCode::CREATED,
-                    Some(format!("/api/leads/{}", done.lead.id)),
-                )
-            } else {
-                (StatusCode::OK, None)
-            };
-            let tag = etag(&done.lead);
-            let out = IngestOut {
-                lead: LeadOut { lead: done.lead },
-                outcome: done.outcome,
-            };
-            let reply = Reply::new(status, &out)?.etag(tag);
-            Ok(match location {
-                Some(location) => reply.location(location),
-                None => reply,
-            })
-        })
+        Box::pin(
+            async move { ingest_reply(ingest::ingest_in(txn, &new, Origin::Api, &ctx).await?) },
+        )
     })
     .await
+}
+
+/// `201` with `Location` for a new lead, `200` otherwise; the lead plus its outcome.
+fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
+    let created = done.outcome == Outcome::Created;
+    let location = format!("/api/leads/{}", done.lead.id);
+    let tag = etag(&done.lead);
+    let out = IngestOut {
+        lead: LeadOut { lead: done.lead },
+        outcome: done.outcome,
+    };
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let reply = Reply::new(status, &out)?.etag(tag);
+    Ok(if created {
+        reply.location(location)
+    } else {
+        reply
+    })
 }
 
 async fn get_lead(

@@ -1,0 +1,156 @@
+//! Group commit for the write path. With durable commits the database's
+//! fsync rate, not our code, bounds one-record-per-transaction ingest; here
+//! concurrent ingests are coalesced into one transaction with multi-row
+//! upserts. Nothing waits on purpose: while one batch commits, the records
+//! that arrive meanwhile queue up and form the next batch, so a lone request
+//! pays nothing and a crowd shares its fsyncs. Each caller is answered only
+//! after its own row is committed, with its own outcome.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sea_orm::{DatabaseConnection, DbErr};
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+use crate::db::begin_write;
+use crate::error::Error;
+use crate::ingest::{IngestContext, IngestItem, Ingested, Origin, ingest_many_in};
+use crate::record::LeadRecord;
+
+#[derive(Debug, Clone, Copy)]
+pub struct GroupCommitSettings {
+    /// Most records in one transaction.
+    pub max_batch: usize,
+    /// Transactions committing at once (each needs a pooled connection).
+    pub committers: usize,
+    /// Extra time a committer waits to fill a batch; zero is right unless
+    /// the load is steady and latency matters less than throughput.
+    pub max_wait: Duration,
+}
+
+impl Default for GroupCommitSettings {
+    fn default() -> Self {
+        Self {
+            max_batch: 128,
+            committers: 4,
+            max_wait: Duration::ZERO,
+        }
+    }
+}
+
+struct Job {
+    item: IngestItem,
+    reply: oneshot::Sender<Result<Ingested, Error>>,
+}
+
+/// A handle to the committers; cheap to clone.
+#[derive(Clone)]
+pub struct GroupCommitter {
+    tx: mpsc::Sender<Job>,
+}
+
+impl GroupCommitter {
+    /// Starts the committer tasks on the current runtime.
+    pub fn start(db: DatabaseConnection, settings: GroupCommitSettings) -> Self {
+        let (tx, rx) = mpsc::channel::<Job>(settings.max_batch * settings.committers.max(1) * 4);
+        let rx = Arc::new(Mutex::new(rx));
+        for _ in 0..settings.committers.max(1) {
+            tokio::spawn(commit_loop(db.clone(), rx.clone(), settings));
+        }
+        Self { tx }
+    }
+
+    /// Validates and ingests one record as part of whatever batch it joins.
+    pub async fn ingest(
+        &self,
+        record: LeadRecord,
+        origin: Origin,
+        ctx: IngestContext,
+    ) -> Result<Ingested, Error> {
+        let new = record.normalise()?;
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            item: IngestItem { new, origin, ctx },
+            reply,
+        };
+        self.tx
+            .send(job)
+            .await
+            .map_err(|_| Error::Db(DbErr::Custom("group commit stopped".into())))?;
+        answer
+            .await
+            .map_err(|_| Error::Db(DbErr::Custom("group commit dropped a record".into())))?
+    }
+}
+
+async fn commit_loop(
+    db: DatabaseConnection,
+    rx: Arc<Mutex<mpsc::Receiver<Job>>>,
+    settings: GroupCommitSettings,
+) {
+    loop {
+        let batch = {
+            let mut rx = rx.lock().await;
+            let Some(first) = rx.recv().await else { return };
+            let mut batch = vec![first];
+            while batch.len() < settings.max_batch {
+                match rx.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) if settings.max_wait.is_zero() => break,
+                    Err(_) => match tokio::time::timeout(settings.max_wait, rx.recv()).await {
+                        Ok(Some(job)) => batch.push(job),
+                        _ => break,
+                    },
+                }
+            }
+            batch
+        };
+        commit(&db, batch).await;
+    }
+}
+
+async fn commit(db: &DatabaseConnection, batch: Vec<Job>) {
+    metrics::histogram!("leadpipe_group_commit_batch_size").record(batch.len() as f64);
+    let items: Vec<IngestItem> = batch.iter().map(|j| j.item.clone()).collect();
+    match commit_items(db, &items).await {
+        Ok(results) => {
+            for (job, result) in batch.into_iter().zip(results) {
+                let _ = job.reply.send(Ok(result));
+            }
+        }
+        // One bad row must not fail its neighbours: retry each on its own.
+        Err(err) if batch.len() > 1 => {
+            tracing::warn!(error = %err, size = batch.len(), "batch failed; committing its records one by one");
+            for job in batch {
+                let result = commit_items(db, std::slice::from_ref(&job.item))
+                    .await
+                    .map(|mut r| r.remove(0))
+                    .map_err(Error::from);
+                let _ = job.reply.send(result);
+            }
+        }
+        Err(err) => {
+            for job in batch {
+                let _ = job.reply.send(Err(Error::Db(clone_err(&err))));
+            }
+        }
+    }
+}
+
+async fn commit_items(
+    db: &DatabaseConnection,
+    items: &[IngestItem],
+) -> Result<Vec<Ingested>, DbErr> {
+    let txn = begin_write(db).await?;
+    let results = ingest_many_in(&txn, items).await?;
+    txn.commit().await?;
+    Ok(results)
+}
+
+/// `DbErr` is not `Clone`; keep what callers classify on.
+fn clone_err(err: &DbErr) -> DbErr {
+    match err {
+        DbErr::ConnectionAcquire(e) => DbErr::ConnectionAcquire(e.clone()),
+        other => DbErr::Custom(other.to_string()),
+    }
+}
