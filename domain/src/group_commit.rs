@@ -150,7 +150,7 @@ async fn commit_items(
 /// `DbErr` is not `Clone`; keep what callers classify on.
 fn clone_err(err: &DbErr) -> DbErr {
     match err {
-        DbErr::ConnectionAcquire(e) => DbErr::ConnectionAcquire(e.clone()),
+        DbErr::ConnectionAcquire(e) => DbErr::ConnectionAcquire(*e),
         other => DbErr::Custom(other.to_string()),
     }
 }
