@@ -39,6 +39,12 @@ pub enum Command {
     Migrate,
     /// Delete what has outlived its retention (expired Idempotency-Keys) and exit.
     Prune,
+    /// Print the intake upsert as PostgreSQL SQL with sample rows (for bench/run's pgbench).
+    #[command(hide = true)]
+    BenchSql {
+        #[arg(long, default_value_t = 1)]
+        rows: usize,
+    },
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
@@ -83,6 +89,9 @@ pub async fn run() -> anyhow::Result<()> {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let deleted = workers::sweeper::sweep_once(&conn).await?;
             println!("deleted {deleted} expired idempotency keys");
+        }
+        Command::BenchSql { rows } => {
+            println!("{}", domain::ingest::upsert_sql_for_benchmark(rows.max(1))?);
         }
         Command::Migrate => {
             storage::migrate(&db.database_url).await?;

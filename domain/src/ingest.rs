@@ -267,6 +267,32 @@ async fn find_stored<C: ConnectionTrait>(
 /// sender-owned columns appear in the update arm: `status` and `owner_id` are
 /// insert-only. Keys must be distinct within one call.
 async fn upsert<C: ConnectionTrait>(txn: &C, news: &[&NewLead]) -> Result<Vec<lead::Model>, DbErr> {
+    let insert = upsert_statement(news)?;
+    let stmt = txn.get_database_backend().build(&insert);
+    lead::Model::find_by_statement(stmt).all(txn).await
+}
+
+/// The upsert as PostgreSQL SQL with `rows` sample records whose
+/// `source_ref`s are `'__REF_<i>__'`, for the benchmark's pgbench script:
+/// the raw database limit is measured with exactly what we send.
+pub fn upsert_sql_for_benchmark(rows: usize) -> Result<String, DbErr> {
+    let records: Vec<NewLead> = (0..rows)
+        .map(|i| NewLead {
+            source: "bench".into(),
+            source_ref: format!("__REF_{i}__"),
+            email: Some("person@example-company.com".into()),
+            phone: Some("+493012345678".into()),
+            name: Some("Person Number".into()),
+            company: Some("Example Company GmbH".into()),
+            source_updated_at: None,
+            payload: serde_json::json!({"form": "contact-sales", "utm_source": "newsletter", "message": "We would like a demo next week."}),
+        })
+        .collect();
+    let refs: Vec<&NewLead> = records.iter().collect();
+    Ok(upsert_statement(&refs)?.to_string(sea_orm::sea_query::PostgresQueryBuilder))
+}
+
+fn upsert_statement(news: &[&NewLead]) -> Result<sea_orm::sea_query::InsertStatement, DbErr> {
     let now = crate::clock::now();
     let excluded = |col: Column| Expr::col((Alias::new("excluded"), col));
     let stored = |col: Column| Expr::col((lead::Entity, col));
@@ -336,7 +362,5 @@ async fn upsert<C: ConnectionTrait>(txn: &C, news: &[&NewLead]) -> Result<Vec<le
                 .to_owned(),
         )
         .returning_all();
-
-    let stmt = txn.get_database_backend().build(&insert);
-    lead::Model::find_by_statement(stmt).all(txn).await
+    Ok(insert)
 }
