@@ -11,6 +11,7 @@ pub enum ActivityKind {
     Note,
     StatusChanged,
     Assigned,
+    Converted,
 }
 
 impl ActivityKind {
@@ -20,6 +21,7 @@ impl ActivityKind {
             Self::Note => "note",
             Self::StatusChanged => "status_changed",
             Self::Assigned => "assigned",
+            Self::Converted => "converted",
         }
     }
 }

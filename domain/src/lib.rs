@@ -4,10 +4,13 @@
 pub mod activity;
 pub mod auth;
 pub mod clock;
+pub mod conversion;
+pub mod crm;
 pub mod db;
 pub mod entities;
 pub mod error;
 pub mod idempotency;
+pub mod import;
 pub mod ingest;
 pub mod lead_query;
 pub mod outbox;

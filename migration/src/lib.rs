@@ -9,6 +9,12 @@ mod m20261130_000002_create_lead;
 mod m20261130_000003_create_activity;
 mod m20261130_000004_create_outbox_event;
 mod m20261130_000201_create_idempotency_key;
+mod m20261130_000401_create_company;
+mod m20261130_000402_create_contact;
+mod m20261130_000403_create_deal;
+mod m20261130_000404_create_lead_conversion;
+mod m20261130_000405_create_crm_activity;
+mod m20261130_000406_create_import;
 
 pub struct Migrator;
 
@@ -21,6 +27,12 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000003_create_activity::Migration),
             Box::new(m20261130_000004_create_outbox_event::Migration),
             Box::new(m20261130_000201_create_idempotency_key::Migration),
+            Box::new(m20261130_000401_create_company::Migration),
+            Box::new(m20261130_000402_create_contact::Migration),
+            Box::new(m20261130_000403_create_deal::Migration),
+            Box::new(m20261130_000404_create_lead_conversion::Migration),
+            Box::new(m20261130_000405_create_crm_activity::Migration),
+            Box::new(m20261130_000406_create_import::Migration),
         ]
     }
 }

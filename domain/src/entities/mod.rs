@@ -5,3 +5,12 @@ pub mod idempotency_key;
 pub mod lead;
 pub mod outbox_event;
 pub mod principal;
+// CRM depth and bulk import (issue 10).
+pub mod company;
+pub mod contact;
+pub mod crm_activity;
+pub mod deal;
+pub mod import_applied_row;
+pub mod import_row;
+pub mod import_run;
+pub mod lead_conversion;
