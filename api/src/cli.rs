@@ -34,6 +34,9 @@ pub enum Command {
     Migrate,
     /// Delete what has outlived its retention (expired Idempotency-Keys) and exit.
     Prune,
+    /// Import leads from a CSV (header row) or NDJSON file, through the same
+    /// write path as the API; safe to re-run (see README, "Bulk import").
+    Import(crate::import_cmd::ImportArgs),
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
@@ -72,6 +75,10 @@ pub async fn run() -> anyhow::Result<()> {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let deleted = workers::sweeper::sweep_once(&conn).await?;
             println!("deleted {deleted} expired idempotency keys");
+        }
+        Command::Import(args) => {
+            let conn = storage::open(&db.database_url, 2, true).await?;
+            crate::import_cmd::run(&conn, args).await?;
         }
         Command::Migrate => {
             storage::migrate(&db.database_url).await?;

@@ -44,6 +44,9 @@ pub struct HttpSettings {
     /// How often expired Idempotency-Keys are deleted, in seconds.
     #[arg(long, env = "LEADPIPE_SWEEP_INTERVAL_SECS", default_value_t = 300)]
     pub sweep_interval_secs: u64,
+    /// Largest file accepted by `POST /api/imports`, in bytes (larger: 413).
+    #[arg(long, env = "LEADPIPE_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub import_max_bytes: usize,
 }
 
 impl HttpSettings {
@@ -54,6 +57,7 @@ impl HttpSettings {
             idempotency_retention_hours: 72,
             idempotency_lease_secs: 60,
             sweep_interval_secs: 300,
+            import_max_bytes: 64 * 1024 * 1024,
         }
     }
 

@@ -7,6 +7,7 @@ pub mod config;
 pub mod correlation;
 pub mod error;
 pub mod idempotency;
+pub mod import_cmd;
 pub mod routes;
 pub mod startup;
 pub mod storage;
