@@ -283,7 +283,7 @@ async fn two_leads_of_one_company_share_one_company(backend: Backend) {
 
 async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
     let t = Crm::new(backend).await;
-    let body = json!({"name": "Support plan", "amount_cents": 99_00, "currency": "EUR"});
+    let body = json!({"name": "Support plan", "amount_cents": 9_900, "currency": "EUR"});
     assert_problem(
         t.post("/api/deals", &body, None).await,
         400,
@@ -388,7 +388,7 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
         .send(
             reqwest::Method::PATCH,
             &format!("/api/deals/{id}"),
-            &json!({"amount_cents": 120_00}),
+            &json!({"amount_cents": 12_000}),
             None,
             Some("\"2\""),
             &ops,
