@@ -103,6 +103,7 @@ on_both_backends!(
     contacts_and_companies_match_instead_of_duplicating,
     lists_filter_and_page_with_cursors,
     only_sales_and_up_convert_and_a_key_is_required,
+    concurrent_conversions_with_different_keys_convert_once,
 );
 
 async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(backend: Backend) {
@@ -644,4 +645,28 @@ async fn only_sales_and_up_convert_and_a_key_is_required(backend: Backend) {
     let problem = assert_problem(no_owner, 422, "/problems/validation").await;
     assert_eq!(problem["errors"][0]["field"], "deal.owner_id");
     assert_eq!(t.app.count(contact::Entity).await, 0, "rolled back");
+}
+
+async fn concurrent_conversions_with_different_keys_convert_once(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let id = t
+        .qualified_lead("c-10", "race@together.example", Some("Together"))
+        .await;
+    let body = json!({"deal": {"name": "Race", "amount_cents": 100, "currency": "EUR"}});
+    let keys: Vec<String> = (0..8).map(|i| format!("race-{i}")).collect();
+    let responses =
+        futures::future::join_all(keys.iter().map(|key| t.convert(id, &body, key))).await;
+    let mut statuses: Vec<u16> = responses.iter().map(|r| r.status().as_u16()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 409, 409, 409, 409, 409, 409, 409]);
+    for response in responses {
+        if response.status() == 409 {
+            let problem: Value = response.json().await.unwrap();
+            assert_eq!(problem["type"], "/problems/already-converted", "{problem}");
+        }
+    }
+    assert_eq!(t.app.count(lead_conversion::Entity).await, 1);
+    assert_eq!(t.app.count(deal::Entity).await, 1);
+    assert_eq!(t.app.count(contact::Entity).await, 1);
+    assert_eq!(t.app.count(company::Entity).await, 1);
 }
