@@ -45,6 +45,9 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         rows: usize,
     },
+    /// Import leads from a CSV (header row) or NDJSON file, through the same
+    /// write path as the API; safe to re-run (see README, "Bulk import").
+    Import(crate::import_cmd::ImportArgs),
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
@@ -92,6 +95,10 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::BenchSql { rows } => {
             println!("{}", domain::ingest::upsert_sql_for_benchmark(rows.max(1))?);
+        }
+        Command::Import(args) => {
+            let conn = storage::open(&db.database_url, 2, true).await?;
+            crate::import_cmd::run(&conn, args).await?;
         }
         Command::Migrate => {
             storage::migrate(&db.database_url).await?;

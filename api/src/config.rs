@@ -57,6 +57,9 @@ pub struct HttpSettings {
     /// Group-commit transactions in flight at once.
     #[arg(long, env = "LEADPIPE_GROUP_COMMIT_COMMITTERS", default_value_t = 4)]
     pub group_commit_committers: usize,
+    /// Largest file accepted by `POST /api/imports`, in bytes (larger: 413).
+    #[arg(long, env = "LEADPIPE_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub import_max_bytes: usize,
 }
 
 impl HttpSettings {
@@ -71,6 +74,7 @@ impl HttpSettings {
             group_commit: true,
             group_commit_max_batch: 128,
             group_commit_committers: 4,
+            import_max_bytes: 64 * 1024 * 1024,
         }
     }
 

@@ -34,6 +34,20 @@ pub enum ApiError {
         to: String,
         allowed: Vec<String>,
     },
+    #[error("cannot move a deal from '{from}' to '{to}'")]
+    IllegalStageMove {
+        from: String,
+        to: String,
+        allowed: Vec<String>,
+    },
+    /// Names the earlier conversion (`conversion` member of the problem).
+    #[error("lead {lead_id} was already converted; see `conversion`")]
+    AlreadyConverted {
+        lead_id: i64,
+        conversion: serde_json::Value,
+    },
+    #[error("expected Content-Type: text/csv or application/x-ndjson")]
+    UnsupportedImportType,
     #[error("the lead is at version {current}; fetch it again and retry with its ETag")]
     PreconditionFailed { current: i64 },
     #[error("this request needs an Idempotency-Key header")]
@@ -68,6 +82,9 @@ impl ApiError {
             Self::NotFound(_) => ("not-found", "Not found"),
             Self::Conflict(_) => ("conflict", "Conflict"),
             Self::IllegalTransition { .. } => ("illegal-transition", "Illegal status transition"),
+            Self::IllegalStageMove { .. } => ("illegal-transition", "Illegal stage move"),
+            Self::AlreadyConverted { .. } => ("already-converted", "Lead already converted"),
+            Self::UnsupportedImportType => ("unsupported-media-type", "Unsupported media type"),
             Self::PreconditionFailed { .. } => ("precondition-failed", "Precondition failed"),
             Self::IdempotencyKeyMissing => ("idempotency-key-missing", "Idempotency-Key required"),
             Self::IdempotencyKeyInvalid(_) => {
@@ -99,6 +116,9 @@ struct Problem<'a> {
     /// Extension member of `precondition-failed`: the version to retry with.
     #[serde(skip_serializing_if = "Option::is_none")]
     current_version: Option<i64>,
+    /// Extension member of `already-converted`: the earlier conversion's ids.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    conversion: Option<&'a serde_json::Value>,
 }
 
 impl ApiError {
@@ -119,11 +139,16 @@ impl ApiError {
                 _ => None,
             },
             allowed: match self {
-                Self::IllegalTransition { allowed, .. } => Some(allowed),
+                Self::IllegalTransition { allowed, .. }
+                | Self::IllegalStageMove { allowed, .. } => Some(allowed),
                 _ => None,
             },
             current_version: match self {
                 Self::PreconditionFailed { current } => Some(*current),
+                _ => None,
+            },
+            conversion: match self {
+                Self::AlreadyConverted { conversion, .. } => Some(conversion),
                 _ => None,
             },
         };
@@ -135,7 +160,10 @@ impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {
             Self::MalformedBody(_) => StatusCode::BAD_REQUEST,
-            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::UnsupportedMediaType | Self::UnsupportedImportType => {
+                StatusCode::UNSUPPORTED_MEDIA_TYPE
+            }
+            Self::IllegalStageMove { .. } | Self::AlreadyConverted { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
@@ -189,6 +217,15 @@ impl From<domain::Error> for ApiError {
                 )])
             }
             domain::Error::PreconditionFailed { current } => Self::PreconditionFailed { current },
+            domain::Error::IllegalStageMove(m) => Self::IllegalStageMove {
+                from: m.from.to_string(),
+                to: m.to.to_string(),
+                allowed: m.allowed.iter().map(ToString::to_string).collect(),
+            },
+            domain::Error::AlreadyConverted(conversion) => Self::AlreadyConverted {
+                lead_id: conversion.lead_id,
+                conversion: serde_json::to_value(&*conversion).unwrap_or_default(),
+            },
             domain::Error::Db(db) => db.into(),
         }
     }

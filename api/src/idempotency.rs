@@ -93,7 +93,11 @@ fn respond(stored: &StoredResponse, replayed: Option<bool>) -> HttpResponse {
 fn is_storable(err: &ApiError) -> bool {
     matches!(
         err,
-        ApiError::NotFound(_) | ApiError::Conflict(_) | ApiError::IllegalTransition { .. }
+        ApiError::NotFound(_)
+            | ApiError::Conflict(_)
+            | ApiError::IllegalTransition { .. }
+            | ApiError::IllegalStageMove { .. }
+            | ApiError::AlreadyConverted { .. }
     )
 }
 

@@ -8,6 +8,7 @@ pub mod config;
 pub mod correlation;
 pub mod error;
 pub mod idempotency;
+pub mod import_cmd;
 pub mod metrics;
 pub mod routes;
 pub mod startup;

@@ -12,6 +12,7 @@ pub enum ActivityKind {
     StatusChanged,
     Assigned,
     DuplicateHint,
+    Converted,
 }
 
 impl ActivityKind {
@@ -22,6 +23,7 @@ impl ActivityKind {
             Self::StatusChanged => "status_changed",
             Self::Assigned => "assigned",
             Self::DuplicateHint => "duplicate_hint",
+            Self::Converted => "converted",
         }
     }
 }

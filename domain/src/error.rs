@@ -30,6 +30,11 @@ pub enum Error {
     /// `If-Match` named another version than the stored one.
     #[error("the lead is at version {current}, not the one given in If-Match")]
     PreconditionFailed { current: i64 },
+    #[error("{0}")]
+    IllegalStageMove(#[from] crate::crm::deal::IllegalStageMove),
+    /// The lead was converted before; names that conversion.
+    #[error("lead {} was already converted", .0.lead_id)]
+    AlreadyConverted(Box<crate::entities::lead_conversion::Model>),
     #[error("database error: {0}")]
     Db(#[from] DbErr),
 }

@@ -4,12 +4,15 @@
 pub mod activity;
 pub mod auth;
 pub mod clock;
+pub mod conversion;
+pub mod crm;
 pub mod db;
 pub mod delivery;
 pub mod entities;
 pub mod error;
 pub mod group_commit;
 pub mod idempotency;
+pub mod import;
 pub mod ingest;
 pub mod lead_query;
 pub mod net_guard;

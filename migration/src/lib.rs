@@ -12,6 +12,12 @@ mod m20261130_000201_create_idempotency_key;
 mod m20261130_000301_create_subscription;
 mod m20261130_000302_create_outbox_delivery;
 mod m20261130_000303_create_lead_processing;
+mod m20261130_000401_create_company;
+mod m20261130_000402_create_contact;
+mod m20261130_000403_create_deal;
+mod m20261130_000404_create_lead_conversion;
+mod m20261130_000405_create_crm_activity;
+mod m20261130_000406_create_import;
 
 pub struct Migrator;
 
@@ -27,6 +33,12 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000301_create_subscription::Migration),
             Box::new(m20261130_000302_create_outbox_delivery::Migration),
             Box::new(m20261130_000303_create_lead_processing::Migration),
+            Box::new(m20261130_000401_create_company::Migration),
+            Box::new(m20261130_000402_create_contact::Migration),
+            Box::new(m20261130_000403_create_deal::Migration),
+            Box::new(m20261130_000404_create_lead_conversion::Migration),
+            Box::new(m20261130_000405_create_crm_activity::Migration),
+            Box::new(m20261130_000406_create_import::Migration),
         ]
     }
 }

@@ -2,9 +2,11 @@
 
 use actix_web::web;
 
+mod crm;
 mod deliveries;
 mod front;
 mod health;
+mod imports;
 pub mod leads;
 mod subscriptions;
 mod trace;
@@ -13,6 +15,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     front::configure(cfg);
     health::configure(cfg);
     crate::metrics::configure(cfg);
+    crm::configure(cfg);
+    imports::configure(cfg);
     leads::configure(cfg);
     subscriptions::configure(cfg);
     deliveries::configure(cfg);

@@ -9,3 +9,12 @@ pub mod outbox_delivery;
 pub mod outbox_event;
 pub mod principal;
 pub mod subscription;
+// CRM depth and bulk import (issue 10).
+pub mod company;
+pub mod contact;
+pub mod crm_activity;
+pub mod deal;
+pub mod import_applied_row;
+pub mod import_row;
+pub mod import_run;
+pub mod lead_conversion;

@@ -1,0 +1,275 @@
+//! Contacts, matched by normalised email. A contact without an address is
+//! never matched: each such create makes a new one (callers use an
+//! Idempotency-Key for those).
+
+use sea_orm::sea_query::{OnConflict, Query};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter,
+    SqlErr,
+};
+use serde_json::json;
+use validator::ValidateEmail;
+
+use super::company::Matched;
+use super::normalise;
+use super::page::{self, KeyColumns, Page, Window};
+use super::timeline::{self, Author, Subject};
+use crate::entities::contact::{self, Column, Entity};
+use crate::error::Error;
+use crate::record::normalise_phone;
+
+#[derive(Debug, Clone, Default)]
+pub struct ContactInput {
+    pub email: Option<String>,
+    pub name: Option<String>,
+    pub phone: Option<String>,
+    pub company_id: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewContact {
+    pub email: Option<String>,
+    pub name: Option<String>,
+    pub phone: Option<String>,
+    pub company_id: Option<i64>,
+}
+
+fn valid_email(raw: Option<String>) -> Result<Option<String>, Error> {
+    match raw.as_deref().and_then(normalise::email) {
+        Some(e) if e.len() <= 320 && e.validate_email() => Ok(Some(e)),
+        Some(_) => Err(Error::invalid("email", "must be an email address")),
+        None => Ok(None),
+    }
+}
+
+fn valid_phone(raw: Option<String>) -> Result<Option<String>, Error> {
+    match super::clean(raw).map(|p| normalise_phone(&p)) {
+        Some(p) if (5..=20).contains(&p.trim_start_matches('+').len()) => Ok(Some(p)),
+        Some(_) => Err(Error::invalid("phone", "must contain 5 to 20 digits")),
+        None => Ok(None),
+    }
+}
+
+impl ContactInput {
+    pub fn validate(self) -> Result<NewContact, Error> {
+        let name = super::clean(self.name);
+        super::check_len("name", name.as_deref(), 255)?;
+        Ok(NewContact {
+            email: valid_email(self.email)?,
+            name,
+            phone: valid_phone(self.phone)?,
+            company_id: self.company_id,
+        })
+    }
+}
+
+async fn check_company<C: ConnectionTrait>(conn: &C, company_id: Option<i64>) -> Result<(), Error> {
+    if let Some(id) = company_id
+        && crate::entities::company::Entity::find_by_id(id)
+            .one(conn)
+            .await?
+            .is_none()
+    {
+        return Err(Error::invalid("company_id", "no such company"));
+    }
+    Ok(())
+}
+
+/// Inserts the contact unless one with its email exists, which is returned
+/// instead (unchanged): matching never overwrites what sales keeps.
+pub async fn match_or_create<C: ConnectionTrait>(
+    conn: &C,
+    new: &NewContact,
+    author: &Author,
+) -> Result<Matched<contact::Model>, Error> {
+    check_company(conn, new.company_id).await?;
+    let now = crate::clock::now();
+    let mut insert = Query::insert();
+    insert
+        .into_table(Entity)
+        .columns([
+            Column::Email,
+            Column::Name,
+            Column::Phone,
+            Column::CompanyId,
+            Column::Version,
+            Column::CreatedAt,
+            Column::UpdatedAt,
+        ])
+        .values([
+            new.email.clone().into(),
+            new.name.clone().into(),
+            new.phone.clone().into(),
+            new.company_id.into(),
+            1i64.into(),
+            now.into(),
+            now.into(),
+        ])
+        .map_err(|e| DbErr::Custom(e.to_string()))?
+        .on_conflict(OnConflict::column(Column::Email).do_nothing().to_owned())
+        .returning_all();
+    let stmt = conn.get_database_backend().build(&insert);
+    if let Some(created) = contact::Model::find_by_statement(stmt).one(conn).await? {
+        timeline::record(
+            conn,
+            Subject::Contact,
+            created.id,
+            "created",
+            json!({ "company_id": created.company_id }),
+            author,
+        )
+        .await?;
+        return Ok(Matched {
+            model: created,
+            created: true,
+        });
+    }
+    let existing = Entity::find()
+        .filter(Column::Email.eq(new.email.clone()))
+        .one(conn)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotFound("contact vanished during upsert".into()))?;
+    Ok(Matched {
+        model: existing,
+        created: false,
+    })
+}
+
+pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<contact::Model, Error> {
+    Entity::find_by_id(id)
+        .one(conn)
+        .await?
+        .ok_or(Error::NotFound)
+}
+
+/// A change to a contact: `None` leaves a field alone, `Some(None)` clears it.
+#[derive(Debug, Clone, Default)]
+pub struct ContactPatch {
+    pub email: Option<Option<String>>,
+    pub name: Option<Option<String>>,
+    pub phone: Option<Option<String>>,
+    pub company_id: Option<Option<i64>>,
+}
+
+pub async fn update<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    patch: ContactPatch,
+    if_match: Option<i64>,
+    author: &Author,
+) -> Result<contact::Model, Error> {
+    let email = patch.email.map(valid_email).transpose()?;
+    let phone = patch.phone.map(valid_phone).transpose()?;
+    let name = patch.name.map(super::clean);
+    super::check_len("name", name.clone().flatten().as_deref(), 255)?;
+    if let Some(company_id) = patch.company_id {
+        check_company(conn, company_id).await?;
+    }
+    for _ in 0..super::CAS_ROUNDS {
+        let current = find(conn, id).await?;
+        super::check_precondition(current.version, if_match)?;
+        let mut sets = Vec::new();
+        if let Some(email) = &email
+            && *email != current.email
+        {
+            sets.push((Column::Email, email.clone().into()));
+        }
+        if let Some(name) = &name
+            && *name != current.name
+        {
+            sets.push((Column::Name, name.clone().into()));
+        }
+        if let Some(phone) = &phone
+            && *phone != current.phone
+        {
+            sets.push((Column::Phone, phone.clone().into()));
+        }
+        if let Some(company_id) = patch.company_id
+            && company_id != current.company_id
+        {
+            sets.push((Column::CompanyId, company_id.into()));
+        }
+        if sets.is_empty() {
+            return Ok(current);
+        }
+        let changed: Vec<String> = sets.iter().map(|(c, _)| column_name(*c)).collect();
+        let updated = super::update_if_version::<Entity, _>(
+            conn,
+            Column::Id,
+            Column::Version,
+            Column::UpdatedAt,
+            id,
+            current.version,
+            sets,
+        )
+        .await
+        .map_err(|e| match e {
+            Error::Db(db) if matches!(db.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                Error::Conflict("another contact already has this email address".into())
+            }
+            other => other,
+        })?;
+        let Some(updated) = updated else { continue };
+        // Field names only: the timeline carries no personal data it need not.
+        timeline::record(
+            conn,
+            Subject::Contact,
+            id,
+            "updated",
+            json!({ "fields": changed, "version": updated.version }),
+            author,
+        )
+        .await?;
+        return Ok(updated);
+    }
+    let current = find(conn, id).await?;
+    Err(Error::PreconditionFailed {
+        current: current.version,
+    })
+}
+
+fn column_name(col: Column) -> String {
+    use sea_orm::Iden;
+    col.to_string()
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ContactFilter {
+    /// Case-insensitive text in name or email.
+    pub q: Option<String>,
+    pub email: Option<String>,
+    pub company_id: Option<i64>,
+}
+
+pub async fn list<C: ConnectionTrait>(
+    conn: &C,
+    filter: &ContactFilter,
+    window: &Window,
+) -> Result<Page<contact::Model>, Error> {
+    let mut query = Entity::find();
+    if let Some(email) = filter.email.as_deref().and_then(normalise::email) {
+        query = query.filter(Column::Email.eq(email));
+    }
+    if let Some(company_id) = filter.company_id {
+        query = query.filter(Column::CompanyId.eq(company_id));
+    }
+    if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        let pattern = page::like_pattern(q);
+        query = query.filter(
+            Condition::any()
+                .add(page::matches(Column::Name, &pattern))
+                .add(page::matches(Column::Email, &pattern)),
+        );
+    }
+    page::fetch(
+        conn,
+        query,
+        KeyColumns {
+            id: Column::Id,
+            created_at: Column::CreatedAt,
+            updated_at: Column::UpdatedAt,
+        },
+        window,
+    )
+    .await
+}

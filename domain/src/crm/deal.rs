@@ -1,0 +1,463 @@
+//! Deals: a stage (`open → won | lost`), an amount in minor units and an ISO
+//! 4217 currency, an owner (an active sales principal), and links to a
+//! contact and a company.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::page::{self, KeyColumns, Page, Window};
+use super::timeline::{self, Author, Subject};
+use crate::auth::Role;
+use crate::entities::deal::{self, Column, Entity};
+use crate::entities::{company, contact, principal};
+use crate::error::Error;
+use crate::outbox;
+
+pub const DEAL_STAGE_CHANGED: &str = "deal.stage_changed";
+pub const MAX_REASON_LEN: usize = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DealStage {
+    Open,
+    Won,
+    Lost,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot move a deal from '{from}' to '{to}'")]
+pub struct IllegalStageMove {
+    pub from: DealStage,
+    pub to: DealStage,
+    pub allowed: Vec<DealStage>,
+}
+
+impl DealStage {
+    pub const ALL: [DealStage; 3] = [Self::Open, Self::Won, Self::Lost];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Won => "won",
+            Self::Lost => "lost",
+        }
+    }
+
+    /// `open → won | lost`; a closed deal stays closed.
+    pub fn allowed_next(self) -> &'static [DealStage] {
+        match self {
+            Self::Open => &[Self::Won, Self::Lost],
+            Self::Won | Self::Lost => &[],
+        }
+    }
+
+    pub fn check_move(self, to: DealStage) -> Result<(), IllegalStageMove> {
+        if self.allowed_next().contains(&to) {
+            Ok(())
+        } else {
+            Err(IllegalStageMove {
+                from: self,
+                to,
+                allowed: self.allowed_next().to_vec(),
+            })
+        }
+    }
+}
+
+impl fmt::Display for DealStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DealStage {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|stage| stage.as_str() == s)
+            .ok_or_else(|| format!("unknown stage '{s}' (open, won, lost)"))
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DealInput {
+    pub name: Option<String>,
+    pub amount_cents: Option<i64>,
+    pub currency: Option<String>,
+    pub owner_id: Option<i64>,
+    pub contact_id: Option<i64>,
+    pub company_id: Option<i64>,
+}
+
+/// Three upper-case letters (ISO 4217 form; `eur` is accepted as `EUR`).
+pub fn currency(raw: &str) -> Result<String, Error> {
+    let c = raw.trim().to_ascii_uppercase();
+    if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) {
+        Ok(c)
+    } else {
+        Err(Error::invalid(
+            "currency",
+            "must be an ISO 4217 code such as EUR or USD",
+        ))
+    }
+}
+
+fn amount(cents: i64) -> Result<i64, Error> {
+    if cents < 0 {
+        return Err(Error::invalid(
+            "amount_cents",
+            "must be zero or more (minor units, e.g. cents)",
+        ));
+    }
+    Ok(cents)
+}
+
+fn name(raw: Option<String>) -> Result<String, Error> {
+    let name = super::clean(raw).ok_or_else(|| Error::invalid("name", "is required"))?;
+    super::check_len("name", Some(&name), 255)?;
+    Ok(name)
+}
+
+/// Only active `sales` principals own deals, as they own leads.
+pub async fn check_owner<C: ConnectionTrait>(conn: &C, owner_id: i64) -> Result<(), Error> {
+    let owner = principal::Entity::find_by_id(owner_id).one(conn).await?;
+    if owner.is_some_and(|o| o.active && o.role == Role::Sales.as_str()) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "owner_id",
+            "must be the id of an active sales principal",
+        ))
+    }
+}
+
+async fn check_links<C: ConnectionTrait>(
+    conn: &C,
+    contact_id: Option<i64>,
+    company_id: Option<i64>,
+) -> Result<(), Error> {
+    if let Some(id) = contact_id
+        && contact::Entity::find_by_id(id).one(conn).await?.is_none()
+    {
+        return Err(Error::invalid("contact_id", "no such contact"));
+    }
+    if let Some(id) = company_id
+        && company::Entity::find_by_id(id).one(conn).await?.is_none()
+    {
+        return Err(Error::invalid("company_id", "no such company"));
+    }
+    Ok(())
+}
+
+/// Creates an `open` deal. `lead_id` is set by conversions.
+pub async fn create<C: ConnectionTrait>(
+    conn: &C,
+    input: DealInput,
+    lead_id: Option<i64>,
+    author: &Author,
+) -> Result<deal::Model, Error> {
+    let name = name(input.name)?;
+    let amount_cents = amount(
+        input
+            .amount_cents
+            .ok_or_else(|| Error::invalid("amount_cents", "is required"))?,
+    )?;
+    let currency = currency(
+        input
+            .currency
+            .as_deref()
+            .ok_or_else(|| Error::invalid("currency", "is required"))?,
+    )?;
+    if let Some(owner_id) = input.owner_id {
+        check_owner(conn, owner_id).await?;
+    }
+    check_links(conn, input.contact_id, input.company_id).await?;
+    let now = crate::clock::now();
+    let created = deal::ActiveModel {
+        name: Set(name),
+        stage: Set(DealStage::Open.as_str().to_owned()),
+        amount_cents: Set(amount_cents),
+        currency: Set(currency),
+        owner_id: Set(input.owner_id),
+        contact_id: Set(input.contact_id),
+        company_id: Set(input.company_id),
+        lead_id: Set(lead_id),
+        lost_reason: Set(None),
+        closed_at: Set(None),
+        version: Set(1),
+        created_at: Set(now),
+        updated_at: Set(now),
+        ..Default::default()
+    }
+    .insert(conn)
+    .await?;
+    timeline::record(
+        conn,
+        Subject::Deal,
+        created.id,
+        "created",
+        json!({
+            "amount_cents": created.amount_cents, "currency": created.currency,
+            "owner_id": created.owner_id, "contact_id": created.contact_id,
+            "company_id": created.company_id, "lead_id": created.lead_id,
+        }),
+        author,
+    )
+    .await?;
+    Ok(created)
+}
+
+pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<deal::Model, Error> {
+    Entity::find_by_id(id)
+        .one(conn)
+        .await?
+        .ok_or(Error::NotFound)
+}
+
+/// Moves a deal to `won` or `lost`.
+pub async fn transition<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    to: DealStage,
+    reason: Option<String>,
+    if_match: Option<i64>,
+    author: &Author,
+) -> Result<deal::Model, Error> {
+    let reason = super::clean(reason);
+    super::check_len("reason", reason.as_deref(), MAX_REASON_LEN)?;
+    for _ in 0..super::CAS_ROUNDS {
+        let current = find(conn, id).await?;
+        super::check_precondition(current.version, if_match)?;
+        let from: DealStage = current.stage.parse().map_err(sea_orm::DbErr::Custom)?;
+        from.check_move(to)?;
+        let sets = vec![
+            (Column::Stage, to.as_str().into()),
+            (Column::ClosedAt, Some(crate::clock::now()).into()),
+            (
+                Column::LostReason,
+                (if to == DealStage::Lost {
+                    reason.clone()
+                } else {
+                    None
+                })
+                .into(),
+            ),
+        ];
+        let Some(updated) = super::update_if_version::<Entity, _>(
+            conn,
+            Column::Id,
+            Column::Version,
+            Column::UpdatedAt,
+            id,
+            current.version,
+            sets,
+        )
+        .await?
+        else {
+            continue;
+        };
+        let detail = json!({ "from": from, "to": to, "reason": reason });
+        timeline::record(conn, Subject::Deal, id, "stage_changed", detail, author).await?;
+        let payload = json!({
+            "deal_id": id, "from": from, "to": to, "reason": reason,
+            "lead_id": updated.lead_id, "version": updated.version,
+        });
+        outbox::enqueue(
+            conn,
+            DEAL_STAGE_CHANGED,
+            updated.lead_id,
+            payload,
+            author.correlation_id.clone(),
+        )
+        .await?;
+        return Ok(updated);
+    }
+    let current = find(conn, id).await?;
+    Err(Error::PreconditionFailed {
+        current: current.version,
+    })
+}
+
+/// A change to a deal's fields (not its stage): `None` leaves a field alone,
+/// `Some(None)` clears an optional one.
+#[derive(Debug, Clone, Default)]
+pub struct DealPatch {
+    pub name: Option<String>,
+    pub amount_cents: Option<i64>,
+    pub currency: Option<String>,
+    pub owner_id: Option<Option<i64>>,
+    pub contact_id: Option<Option<i64>>,
+    pub company_id: Option<Option<i64>>,
+}
+
+pub async fn update<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    patch: DealPatch,
+    if_match: Option<i64>,
+    author: &Author,
+) -> Result<deal::Model, Error> {
+    let new_name = patch.name.map(|n| name(Some(n))).transpose()?;
+    let new_amount = patch.amount_cents.map(amount).transpose()?;
+    let new_currency = patch.currency.as_deref().map(currency).transpose()?;
+    if let Some(Some(owner_id)) = patch.owner_id {
+        check_owner(conn, owner_id).await?;
+    }
+    check_links(conn, patch.contact_id.flatten(), patch.company_id.flatten()).await?;
+    for _ in 0..super::CAS_ROUNDS {
+        let current = find(conn, id).await?;
+        super::check_precondition(current.version, if_match)?;
+        let mut sets: Vec<(Column, sea_orm::Value)> = Vec::new();
+        let mut fields: Vec<&str> = Vec::new();
+        if let Some(n) = &new_name
+            && *n != current.name
+        {
+            sets.push((Column::Name, n.clone().into()));
+            fields.push("name");
+        }
+        if let Some(a) = new_amount
+            && a != current.amount_cents
+        {
+            sets.push((Column::AmountCents, a.into()));
+            fields.push("amount_cents");
+        }
+        if let Some(c) = &new_currency
+            && *c != current.currency
+        {
+            sets.push((Column::Currency, c.clone().into()));
+            fields.push("currency");
+        }
+        for (value, stored, col, field) in [
+            (
+                patch.owner_id,
+                current.owner_id,
+                Column::OwnerId,
+                "owner_id",
+            ),
+            (
+                patch.contact_id,
+                current.contact_id,
+                Column::ContactId,
+                "contact_id",
+            ),
+            (
+                patch.company_id,
+                current.company_id,
+                Column::CompanyId,
+                "company_id",
+            ),
+        ] {
+            if let Some(v) = value
+                && v != stored
+            {
+                sets.push((col, v.into()));
+                fields.push(field);
+            }
+        }
+        if sets.is_empty() {
+            return Ok(current);
+        }
+        let Some(updated) = super::update_if_version::<Entity, _>(
+            conn,
+            Column::Id,
+            Column::Version,
+            Column::UpdatedAt,
+            id,
+            current.version,
+            sets,
+        )
+        .await?
+        else {
+            continue;
+        };
+        timeline::record(
+            conn,
+            Subject::Deal,
+            id,
+            "updated",
+            json!({ "fields": fields, "version": updated.version }),
+            author,
+        )
+        .await?;
+        return Ok(updated);
+    }
+    let current = find(conn, id).await?;
+    Err(Error::PreconditionFailed {
+        current: current.version,
+    })
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct DealFilter {
+    pub stage: Option<DealStage>,
+    pub owner_id: Option<i64>,
+    pub contact_id: Option<i64>,
+    pub company_id: Option<i64>,
+    /// Case-insensitive text in the name.
+    pub q: Option<String>,
+}
+
+pub async fn list<C: ConnectionTrait>(
+    conn: &C,
+    filter: &DealFilter,
+    window: &Window,
+) -> Result<Page<deal::Model>, Error> {
+    let mut query = Entity::find();
+    if let Some(stage) = filter.stage {
+        query = query.filter(Column::Stage.eq(stage.as_str()));
+    }
+    if let Some(id) = filter.owner_id {
+        query = query.filter(Column::OwnerId.eq(id));
+    }
+    if let Some(id) = filter.contact_id {
+        query = query.filter(Column::ContactId.eq(id));
+    }
+    if let Some(id) = filter.company_id {
+        query = query.filter(Column::CompanyId.eq(id));
+    }
+    if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
+        query = query.filter(page::matches(Column::Name, &page::like_pattern(q)));
+    }
+    page::fetch(
+        conn,
+        query,
+        KeyColumns {
+            id: Column::Id,
+            created_at: Column::CreatedAt,
+            updated_at: Column::UpdatedAt,
+        },
+        window,
+    )
+    .await
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::DealStage::*;
+    use super::*;
+
+    #[test]
+    fn only_open_deals_move_and_only_to_won_or_lost() {
+        for from in DealStage::ALL {
+            for to in DealStage::ALL {
+                let legal = from == Open && to != Open;
+                assert_eq!(from.check_move(to).is_ok(), legal, "{from} -> {to}");
+            }
+        }
+        assert_eq!(Won.check_move(Lost).unwrap_err().allowed, []);
+    }
+
+    #[test]
+    fn currencies_are_three_letters() {
+        assert_eq!(currency(" eur ").unwrap(), "EUR");
+        assert!(currency("EURO").is_err());
+        assert!(currency("E1R").is_err());
+    }
+}

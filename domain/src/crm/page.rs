@@ -1,0 +1,147 @@
+//! Keyset pages for contacts, companies and deals, with the same conventions
+//! as `/api/leads` (`lead_query`): newest first by `(timestamp, id)`, opaque
+//! cursors that continue strictly after the previous page's last row.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::{DateTime, Utc};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    Select,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::error::Error;
+pub use crate::lead_query::{Page, SortKey, clamp_limit};
+
+pub(crate) fn encode<T: Serialize>(value: &T) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(value).unwrap_or_default())
+}
+
+pub(crate) fn decode<T: for<'de> Deserialize<'de>>(cursor: &str) -> Result<T, Error> {
+    URL_SAFE_NO_PAD
+        .decode(cursor)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(|| Error::invalid("cursor", "is not a cursor this API returned"))
+}
+
+/// What a row contributes to its cursor.
+pub trait Keyed {
+    fn id(&self) -> i64;
+    fn created_at(&self) -> DateTime<Utc>;
+    fn updated_at(&self) -> DateTime<Utc>;
+}
+
+/// The columns a keyset page orders by.
+pub struct KeyColumns<C> {
+    pub id: C,
+    pub created_at: C,
+    pub updated_at: C,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Cursor {
+    s: SortKey,
+    t: DateTime<Utc>,
+    i: i64,
+}
+
+/// Common filter of every CRM list.
+#[derive(Debug, Clone, Default)]
+pub struct Window {
+    pub updated_since: Option<DateTime<Utc>>,
+    pub sort: SortKey,
+    pub limit: u64,
+    pub cursor: Option<String>,
+}
+
+pub async fn fetch<E, C>(
+    conn: &C,
+    mut query: Select<E>,
+    cols: KeyColumns<E::Column>,
+    window: &Window,
+) -> Result<Page<E::Model>, Error>
+where
+    E: EntityTrait,
+    E::Model: Keyed + Send + Sync,
+    C: ConnectionTrait,
+{
+    let sort_col = match window.sort {
+        SortKey::UpdatedAt => cols.updated_at,
+        SortKey::CreatedAt => cols.created_at,
+    };
+    if let Some(since) = window.updated_since {
+        query = query.filter(cols.updated_at.gte(since));
+    }
+    if let Some(cursor) = window.cursor.as_deref() {
+        let cursor: Cursor = decode(cursor)?;
+        if cursor.s != window.sort {
+            return Err(Error::invalid("cursor", "was made for another sort order"));
+        }
+        query = query.filter(
+            Condition::any().add(sort_col.lt(cursor.t)).add(
+                Condition::all()
+                    .add(sort_col.eq(cursor.t))
+                    .add(cols.id.lt(cursor.i)),
+            ),
+        );
+    }
+    let limit = window.limit;
+    let mut rows = query
+        .order_by_desc(sort_col)
+        .order_by_desc(cols.id)
+        .limit(limit + 1)
+        .all(conn)
+        .await?;
+    let next_cursor = if rows.len() as u64 > limit {
+        rows.truncate(limit as usize);
+        rows.last().map(|last| {
+            let t = match window.sort {
+                SortKey::UpdatedAt => last.updated_at(),
+                SortKey::CreatedAt => last.created_at(),
+            };
+            encode(&Cursor {
+                s: window.sort,
+                t,
+                i: last.id(),
+            })
+        })
+    } else {
+        None
+    };
+    Ok(Page {
+        data: rows,
+        next_cursor,
+    })
+}
+
+macro_rules! keyed {
+    ($($entity:ident),*) => {$(
+        impl Keyed for crate::entities::$entity::Model {
+            fn id(&self) -> i64 { self.id }
+            fn created_at(&self) -> DateTime<Utc> { self.created_at }
+            fn updated_at(&self) -> DateTime<Utc> { self.updated_at }
+        }
+    )*};
+}
+keyed!(contact, company, deal);
+
+/// `%`, `_` and `\` in search text match themselves.
+pub fn like_pattern(q: &str) -> String {
+    let escaped = q
+        .to_lowercase()
+        .replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+/// `lower(col) LIKE pattern ESCAPE '\'`.
+pub fn matches<C: sea_orm::sea_query::IntoColumnRef>(
+    col: C,
+    pattern: &str,
+) -> sea_orm::sea_query::SimpleExpr {
+    use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr};
+    Expr::expr(Func::lower(Expr::col(col))).like(LikeExpr::new(pattern).escape('\\'))
+}

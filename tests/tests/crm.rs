@@ -1,0 +1,672 @@
+//! Contacts, companies, deals and lead conversion.
+
+#![allow(clippy::unwrap_used)]
+
+use domain::auth::Role;
+use domain::entities::{
+    activity, company, contact, crm_activity, deal, lead, lead_conversion, outbox_event,
+};
+use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
+use serde_json::{Value, json};
+
+struct Crm {
+    app: TestApp,
+    intake: String,
+    sales: String,
+}
+
+impl Crm {
+    async fn new(backend: Backend) -> Self {
+        let app = TestApp::spawn(backend).await;
+        let intake = app.token(Role::Intake, Some("webform")).await;
+        let sales = app.token(Role::Sales, None).await;
+        Self { app, intake, sales }
+    }
+
+    async fn lead(&self, source_ref: &str, email: &str, company: Option<&str>) -> i64 {
+        let body = json!({"source": "webform", "source_ref": source_ref, "email": email,
+                          "name": format!("Lead {source_ref}"), "company": company});
+        let response = self.app.post_lead(&self.intake, &body).await;
+        assert_eq!(response.status(), 201);
+        response.json::<Value>().await.unwrap()["id"]
+            .as_i64()
+            .unwrap()
+    }
+
+    async fn qualified_lead(&self, source_ref: &str, email: &str, company: Option<&str>) -> i64 {
+        let id = self.lead(source_ref, email, company).await;
+        for to in ["contacted", "qualified"] {
+            let r = self
+                .post(
+                    &format!("/api/leads/{id}/transitions"),
+                    &json!({"to": to}),
+                    None,
+                )
+                .await;
+            assert_eq!(r.status(), 200);
+        }
+        id
+    }
+
+    async fn post(&self, path: &str, body: &Value, key: Option<&str>) -> reqwest::Response {
+        self.send(reqwest::Method::POST, path, body, key, None, &self.sales)
+            .await
+    }
+
+    async fn send(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: &Value,
+        key: Option<&str>,
+        if_match: Option<&str>,
+        token: &str,
+    ) -> reqwest::Response {
+        let mut request = self
+            .app
+            .client
+            .request(method, self.app.url(path))
+            .bearer_auth(token)
+            .json(body);
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        if let Some(tag) = if_match {
+            request = request.header("if-match", tag);
+        }
+        request.send().await.unwrap()
+    }
+
+    async fn convert(&self, id: i64, body: &Value, key: &str) -> reqwest::Response {
+        self.post(&format!("/api/leads/{id}/convert"), body, Some(key))
+            .await
+    }
+
+    async fn crm_activities(&self, subject: &str, id: i64, kind: &str) -> u64 {
+        crm_activity::Entity::find()
+            .filter(crm_activity::Column::SubjectType.eq(subject))
+            .filter(crm_activity::Column::SubjectId.eq(id))
+            .filter(crm_activity::Column::Kind.eq(kind))
+            .count(&self.app.db)
+            .await
+            .unwrap()
+    }
+}
+
+on_both_backends!(
+    converting_twice_with_one_key_creates_one_contact_company_and_deal,
+    converting_again_with_another_key_is_409_naming_the_conversion,
+    converting_a_new_lead_is_409_naming_the_allowed_moves,
+    two_leads_of_one_company_share_one_company,
+    deal_stages_move_open_to_won_or_lost_only,
+    contacts_and_companies_match_instead_of_duplicating,
+    lists_filter_and_page_with_cursors,
+    only_sales_and_up_convert_and_a_key_is_required,
+    concurrent_conversions_with_different_keys_convert_once,
+);
+
+async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let id = t
+        .qualified_lead("c-1", "Ada@Analytical.example", Some("Analytical Engines"))
+        .await;
+    let body =
+        json!({"deal": {"name": "Engine No. 2", "amount_cents": 1_250_000, "currency": "gbp"}});
+
+    let first = t.convert(id, &body, "convert-1").await;
+    assert_eq!(first.status(), 201);
+    assert_eq!(first.headers()["idempotent-replayed"], "false");
+    assert_eq!(
+        first.headers()["location"],
+        format!("/api/leads/{id}/conversion").as_str()
+    );
+    let first_body = first.text().await.unwrap();
+    let second = t.convert(id, &body, "convert-1").await;
+    assert_eq!(second.status(), 201);
+    assert_eq!(second.headers()["idempotent-replayed"], "true");
+    assert_eq!(second.text().await.unwrap(), first_body);
+
+    let out: Value = serde_json::from_str(&first_body).unwrap();
+    assert_eq!(out["lead"]["status"], "converted");
+    assert_eq!(out["lead"]["version"], 4);
+    assert_eq!(out["contact"]["email"], "ada@analytical.example");
+    assert_eq!(out["company"]["domain"], "analytical.example");
+    assert_eq!(out["company"]["name"], "Analytical Engines");
+    assert_eq!(out["deal"]["stage"], "open");
+    assert_eq!(out["deal"]["amount_cents"], 1_250_000);
+    assert_eq!(out["deal"]["currency"], "GBP");
+    assert_eq!(out["deal"]["lead_id"], id);
+    assert_eq!(out["contact_created"], true);
+    let (contact_id, company_id, deal_id) = (
+        out["conversion"]["contact_id"].as_i64().unwrap(),
+        out["conversion"]["company_id"].as_i64().unwrap(),
+        out["conversion"]["deal_id"].as_i64().unwrap(),
+    );
+    assert_eq!(out["deal"]["contact_id"], contact_id);
+    assert_eq!(out["deal"]["company_id"], company_id);
+    assert_eq!(out["contact"]["company_id"], company_id);
+
+    assert_eq!(t.app.count(contact::Entity).await, 1);
+    assert_eq!(t.app.count(company::Entity).await, 1);
+    assert_eq!(t.app.count(deal::Entity).await, 1);
+    assert_eq!(t.app.count(lead_conversion::Entity).await, 1);
+    let converted_events = outbox_event::Entity::find()
+        .filter(outbox_event::Column::EventType.eq("lead.converted"))
+        .all(&t.app.db)
+        .await
+        .unwrap();
+    assert_eq!(converted_events.len(), 1);
+    assert_eq!(converted_events[0].payload["deal_id"], deal_id);
+    assert_eq!(converted_events[0].payload["contact_id"], contact_id);
+    let lead_entries = activity::Entity::find()
+        .filter(activity::Column::LeadId.eq(id))
+        .filter(activity::Column::Kind.eq("converted"))
+        .count(&t.app.db)
+        .await
+        .unwrap();
+    assert_eq!(lead_entries, 1);
+    for (subject, sid) in [
+        ("contact", contact_id),
+        ("company", company_id),
+        ("deal", deal_id),
+    ] {
+        assert_eq!(t.crm_activities(subject, sid, "lead_converted").await, 1);
+        assert_eq!(t.crm_activities(subject, sid, "created").await, 1);
+    }
+
+    // The conversion can be read back, and the deal's timeline through the API.
+    let stored: Value = t
+        .app
+        .get(&t.sales, &format!("/api/leads/{id}/conversion"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored["deal_id"], deal_id);
+    let timeline: Value = t
+        .app
+        .get(&t.sales, &format!("/api/deals/{deal_id}/activities"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(timeline["data"][0]["kind"], "lead_converted");
+}
+
+async fn converting_again_with_another_key_is_409_naming_the_conversion(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let id = t.qualified_lead("c-2", "grace@navy.example", None).await;
+    let first: Value = t.convert(id, &json!({}), "k-a").await.json().await.unwrap();
+    assert!(first["deal"].is_null());
+    assert_eq!(first["company"]["name"], "navy.example");
+
+    let again = t.convert(id, &json!({}), "k-b").await;
+    let problem = assert_problem(again, 409, "/problems/already-converted").await;
+    assert_eq!(problem["conversion"]["lead_id"], id);
+    assert_eq!(
+        problem["conversion"]["contact_id"],
+        first["conversion"]["contact_id"]
+    );
+    // A 409 outcome is stored like a success: the same key replays it.
+    let replay = t.convert(id, &json!({}), "k-b").await;
+    assert_eq!(replay.headers()["idempotent-replayed"], "true");
+    assert_problem(replay, 409, "/problems/already-converted").await;
+    assert_eq!(t.app.count(contact::Entity).await, 1);
+    assert_eq!(t.app.count(lead_conversion::Entity).await, 1);
+}
+
+async fn converting_a_new_lead_is_409_naming_the_allowed_moves(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let id = t.lead("c-3", "new@lead.example", None).await;
+    let body = assert_problem(
+        t.convert(id, &json!({}), "k-new").await,
+        409,
+        "/problems/illegal-transition",
+    )
+    .await;
+    assert_eq!(body["allowed"], json!(["contacted", "lost"]));
+    assert_eq!(t.app.count(contact::Entity).await, 0);
+    assert_eq!(t.app.count(company::Entity).await, 0);
+    let lead = lead::Entity::find_by_id(id)
+        .one(&t.app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((lead.status.as_str(), lead.version), ("new", 1));
+    assert_problem(
+        t.convert(404_404, &json!({}), "k-missing").await,
+        404,
+        "/problems/not-found",
+    )
+    .await;
+}
+
+async fn two_leads_of_one_company_share_one_company(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let a = t
+        .qualified_lead("c-4a", "ann@acme.example", Some("ACME"))
+        .await;
+    let b = t
+        .qualified_lead("c-4b", "bob@www.ACME.example", Some("Acme Inc."))
+        .await;
+    let free_mail = t
+        .qualified_lead("c-4c", "carol@gmail.com", Some("Carol Consulting"))
+        .await;
+    let mut companies = Vec::new();
+    for (id, key) in [(a, "k-a"), (b, "k-b"), (free_mail, "k-c")] {
+        let out: Value = t.convert(id, &json!({}), key).await.json().await.unwrap();
+        companies.push(out["conversion"]["company_id"].as_i64().unwrap());
+    }
+    assert_eq!(companies[0], companies[1]);
+    assert_ne!(companies[0], companies[2]);
+    assert_eq!(t.app.count(company::Entity).await, 2);
+    assert_eq!(t.app.count(contact::Entity).await, 3);
+    let carol = company::Entity::find_by_id(companies[2])
+        .one(&t.app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        carol.domain, None,
+        "free-mail domains are not company domains"
+    );
+    assert_eq!(carol.name, "Carol Consulting");
+
+    // A contact that already exists is linked, not duplicated.
+    let d = t
+        .qualified_lead("c-4d", "ANN@acme.example", Some("ACME"))
+        .await;
+    let out: Value = t.convert(d, &json!({}), "k-d").await.json().await.unwrap();
+    assert_eq!(out["contact_created"], false);
+    assert_eq!(t.app.count(contact::Entity).await, 3);
+}
+
+async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let body = json!({"name": "Support plan", "amount_cents": 9_900, "currency": "EUR"});
+    assert_problem(
+        t.post("/api/deals", &body, None).await,
+        400,
+        "/problems/idempotency-key-missing",
+    )
+    .await;
+    let created = t.post("/api/deals", &body, Some("deal-1")).await;
+    assert_eq!(created.status(), 201);
+    assert_eq!(created.headers()["etag"], "\"1\"");
+    let deal: Value = created.json().await.unwrap();
+    let id = deal["id"].as_i64().unwrap();
+    assert_eq!(deal["stage"], "open");
+    assert!(deal["owner_id"].is_i64(), "a sales caller owns the deal");
+    let path = format!("/api/deals/{id}/transitions");
+
+    let stale = t
+        .send(
+            reqwest::Method::POST,
+            &path,
+            &json!({"to": "won"}),
+            None,
+            Some("\"7\""),
+            &t.sales,
+        )
+        .await;
+    let problem = assert_problem(stale, 412, "/problems/precondition-failed").await;
+    assert_eq!(problem["current_version"], 1);
+
+    let won = t.post(&path, &json!({"to": "won"}), None).await;
+    assert_eq!(won.status(), 200);
+    let won: Value = won.json().await.unwrap();
+    assert_eq!(
+        (won["stage"].clone(), won["version"].clone()),
+        (json!("won"), json!(2))
+    );
+    assert!(won["closed_at"].is_string());
+    let body = assert_problem(
+        t.post(&path, &json!({"to": "lost"}), None).await,
+        409,
+        "/problems/illegal-transition",
+    )
+    .await;
+    assert_eq!(body["allowed"], json!([]));
+    assert_problem(
+        t.post(&path, &json!({"to": "pending"}), None).await,
+        422,
+        "/problems/validation",
+    )
+    .await;
+
+    let other: Value = t
+        .post(
+            "/api/deals",
+            &json!({"name": "Lost one", "amount_cents": 1, "currency": "USD"}),
+            Some("deal-2"),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let other_path = format!("/api/deals/{}/transitions", other["id"]);
+    assert_problem(
+        t.post(&other_path, &json!({"to": "open"}), None).await,
+        409,
+        "/problems/illegal-transition",
+    )
+    .await;
+    let lost: Value = t
+        .post(
+            &other_path,
+            &json!({"to": "lost", "reason": "budget cut"}),
+            None,
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(lost["lost_reason"], "budget cut");
+
+    let bad = t
+        .post(
+            "/api/deals",
+            &json!({"name": "x", "amount_cents": -1, "currency": "EURO"}),
+            Some("deal-3"),
+        )
+        .await;
+    let problem = assert_problem(bad, 422, "/problems/validation").await;
+    assert!(
+        problem["errors"][0]["field"] == "amount_cents"
+            || problem["errors"][0]["field"] == "currency"
+    );
+    let stage_events = outbox_event::Entity::find()
+        .filter(outbox_event::Column::EventType.eq("deal.stage_changed"))
+        .count(&t.app.db)
+        .await
+        .unwrap();
+    assert_eq!(stage_events, 2);
+
+    // PATCH honours If-Match; an owner must be an active sales principal.
+    let ops = t.app.token(Role::Ops, None).await;
+    let patch = t
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/api/deals/{id}"),
+            &json!({"amount_cents": 12_000}),
+            None,
+            Some("\"2\""),
+            &ops,
+        )
+        .await;
+    assert_eq!(patch.status(), 200);
+    assert_eq!(patch.headers()["etag"], "\"3\"");
+    let not_sales = t
+        .send(
+            reqwest::Method::PATCH,
+            &format!("/api/deals/{id}"),
+            &json!({"owner_id": 999}),
+            None,
+            None,
+            &ops,
+        )
+        .await;
+    assert_problem(not_sales, 422, "/problems/validation").await;
+}
+
+async fn contacts_and_companies_match_instead_of_duplicating(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let first = t
+        .post(
+            "/api/companies",
+            &json!({"name": "Acme", "website": "https://www.Acme.example/about"}),
+            None,
+        )
+        .await;
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(
+        (first["domain"].clone(), first["outcome"].clone()),
+        (json!("acme.example"), json!("created"))
+    );
+    let again = t
+        .post(
+            "/api/companies",
+            &json!({"name": "ACME Corporation", "domain": "acme.example"}),
+            None,
+        )
+        .await;
+    assert_eq!(again.status(), 200);
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(again["outcome"], "matched");
+    let by_name = t
+        .post("/api/companies", &json!({"name": "  Blue   Sky "}), None)
+        .await;
+    assert_eq!(by_name.status(), 201);
+    let by_name_again = t
+        .post("/api/companies", &json!({"name": "blue sky"}), None)
+        .await;
+    assert_eq!(by_name_again.status(), 200);
+    assert_eq!(t.app.count(company::Entity).await, 2);
+
+    let company_id = first["id"].as_i64().unwrap();
+    let contact = t
+        .post(
+            "/api/contacts",
+            &json!({"email": "Zed@Acme.example", "name": "Zed", "company_id": company_id}),
+            None,
+        )
+        .await;
+    assert_eq!(contact.status(), 201);
+    let contact: Value = contact.json().await.unwrap();
+    let matched = t
+        .post("/api/contacts", &json!({"email": "zed@acme.example"}), None)
+        .await;
+    assert_eq!(matched.status(), 200);
+    assert_eq!(matched.json::<Value>().await.unwrap()["id"], contact["id"]);
+    assert_problem(
+        t.post("/api/contacts", &json!({"name": "No Mail"}), None)
+            .await,
+        400,
+        "/problems/idempotency-key-missing",
+    )
+    .await;
+    assert_eq!(
+        t.post("/api/contacts", &json!({"name": "No Mail"}), Some("nm-1"))
+            .await
+            .status(),
+        201
+    );
+    assert_problem(
+        t.post(
+            "/api/contacts",
+            &json!({"email": "zed", "company_id": 1}),
+            None,
+        )
+        .await,
+        422,
+        "/problems/validation",
+    )
+    .await;
+
+    let path = format!("/api/contacts/{}", contact["id"]);
+    let get = t.app.get(&t.sales, &path).await;
+    assert_eq!(get.headers()["etag"], "\"1\"");
+    let patched = t
+        .send(
+            reqwest::Method::PATCH,
+            &path,
+            &json!({"phone": "+44 20 7946 0000", "name": null}),
+            None,
+            Some("\"1\""),
+            &t.sales,
+        )
+        .await;
+    assert_eq!(patched.status(), 200);
+    let patched: Value = patched.json().await.unwrap();
+    assert_eq!(patched["phone"], "+442079460000");
+    assert!(patched["name"].is_null());
+    assert_problem(
+        t.send(
+            reqwest::Method::PATCH,
+            &path,
+            &json!({"name": "Z"}),
+            None,
+            Some("\"1\""),
+            &t.sales,
+        )
+        .await,
+        412,
+        "/problems/precondition-failed",
+    )
+    .await;
+    // Another contact may not take an email that is already someone's.
+    let other = t
+        .post("/api/contacts", &json!({"email": "yan@acme.example"}), None)
+        .await
+        .json::<Value>()
+        .await
+        .unwrap();
+    assert_problem(
+        t.send(
+            reqwest::Method::PATCH,
+            &format!("/api/contacts/{}", other["id"]),
+            &json!({"email": "ZED@acme.example"}),
+            None,
+            None,
+            &t.sales,
+        )
+        .await,
+        409,
+        "/problems/conflict",
+    )
+    .await;
+}
+
+async fn lists_filter_and_page_with_cursors(backend: Backend) {
+    let t = Crm::new(backend).await;
+    for i in 0..5 {
+        let r = t
+            .post(
+                "/api/contacts",
+                &json!({"email": format!("p{i}@page.example"), "name": format!("Person {i}")}),
+                None,
+            )
+            .await;
+        assert_eq!(r.status(), 201);
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let query = match &cursor {
+            Some(c) => format!("/api/contacts?limit=2&sort=created_at&cursor={c}"),
+            None => "/api/contacts?limit=2&sort=created_at".to_owned(),
+        };
+        let page: Value = t.app.get(&t.sales, &query).await.json().await.unwrap();
+        for row in page["data"].as_array().unwrap() {
+            seen.push(row["email"].as_str().unwrap().to_owned());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(
+        seen,
+        ["p4", "p3", "p2", "p1", "p0"].map(|p| format!("{p}@page.example"))
+    );
+    let found: Value = t
+        .app
+        .get(&t.sales, "/api/contacts?q=PERSON%203")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(found["data"].as_array().unwrap().len(), 1);
+    let bad = t.app.get(&t.sales, "/api/contacts?cursor=garbage").await;
+    assert_problem(bad, 422, "/problems/validation").await;
+    let bad = t.app.get(&t.sales, "/api/deals?stage=pending").await;
+    assert_problem(bad, 422, "/problems/validation").await;
+    let open: Value = t
+        .app
+        .get(&t.sales, "/api/deals?stage=open&owner=me")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(open["data"], json!([]));
+}
+
+async fn only_sales_and_up_convert_and_a_key_is_required(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let id = t.qualified_lead("c-9", "x@roles.example", None).await;
+    let intake = t
+        .send(
+            reqwest::Method::POST,
+            &format!("/api/leads/{id}/convert"),
+            &json!({}),
+            Some("k-i"),
+            None,
+            &t.intake,
+        )
+        .await;
+    assert_problem(intake, 403, "/problems/forbidden").await;
+    assert_problem(
+        t.post(&format!("/api/leads/{id}/convert"), &json!({}), None)
+            .await,
+        400,
+        "/problems/idempotency-key-missing",
+    )
+    .await;
+    let unauthenticated = t
+        .app
+        .client
+        .post(t.app.url("/api/contacts"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_problem(unauthenticated, 401, "/problems/unauthorized").await;
+    assert_problem(
+        t.app.get(&t.intake, "/api/companies").await,
+        403,
+        "/problems/forbidden",
+    )
+    .await;
+    // An admin converting a lead nobody owns must name the deal's owner.
+    let admin = t.app.token(Role::Admin, None).await;
+    let no_owner = t
+        .send(
+            reqwest::Method::POST,
+            &format!("/api/leads/{id}/convert"),
+            &json!({"deal": {"name": "D", "amount_cents": 5, "currency": "EUR"}}),
+            Some("k-admin"),
+            None,
+            &admin,
+        )
+        .await;
+    let problem = assert_problem(no_owner, 422, "/problems/validation").await;
+    assert_eq!(problem["errors"][0]["field"], "deal.owner_id");
+    assert_eq!(t.app.count(contact::Entity).await, 0, "rolled back");
+}
+
+async fn concurrent_conversions_with_different_keys_convert_once(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let id = t
+        .qualified_lead("c-10", "race@together.example", Some("Together"))
+        .await;
+    let body = json!({"deal": {"name": "Race", "amount_cents": 100, "currency": "EUR"}});
+    let keys: Vec<String> = (0..8).map(|i| format!("race-{i}")).collect();
+    let responses =
+        futures::future::join_all(keys.iter().map(|key| t.convert(id, &body, key))).await;
+    let mut statuses: Vec<u16> = responses.iter().map(|r| r.status().as_u16()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 409, 409, 409, 409, 409, 409, 409]);
+    for response in responses {
+        if response.status() == 409 {
+            let problem: Value = response.json().await.unwrap();
+            assert_eq!(problem["type"], "/problems/already-converted", "{problem}");
+        }
+    }
+    assert_eq!(t.app.count(lead_conversion::Entity).await, 1);
+    assert_eq!(t.app.count(deal::Entity).await, 1);
+    assert_eq!(t.app.count(contact::Entity).await, 1);
+    assert_eq!(t.app.count(company::Entity).await, 1);
+}
