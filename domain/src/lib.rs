@@ -5,9 +5,11 @@ pub mod activity;
 pub mod auth;
 pub mod entities;
 pub mod error;
+pub mod inbox;
 pub mod ingest;
 pub mod outbox;
 pub mod record;
 pub mod signature;
+pub mod source;
 
 pub use error::{Error, FieldError};
