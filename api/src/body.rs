@@ -11,7 +11,7 @@ use crate::error::ApiError;
 
 pub async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
     limit: usize,
 ) -> Result<T, ApiError> {
     let content_type = req
@@ -28,6 +28,16 @@ pub async fn read_json<T: DeserializeOwned>(
     if essence != "application/json" && !essence.ends_with("+json") {
         return Err(ApiError::UnsupportedMediaType);
     }
+    parse_json(&read_bytes(req, payload, limit).await?)
+}
+
+/// The body exactly as sent, at most `limit` bytes (else 413, decided from
+/// `Content-Length` before reading when the client declares it).
+pub async fn read_bytes(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<web::Bytes, ApiError> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -45,7 +55,7 @@ pub async fn read_json<T: DeserializeOwned>(
         }
         body.extend_from_slice(&chunk);
     }
-    parse_json(&body)
+    Ok(body.freeze())
 }
 
 /// Syntax errors are 400; well-formed JSON of the wrong shape is 422 naming

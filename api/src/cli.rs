@@ -6,6 +6,8 @@ use domain::auth::Role;
 use crate::config::{DbSettings, HttpSettings};
 use crate::startup::Application;
 use crate::storage;
+use crate::webhook_cli::{self, InboxCommand, SourceCommand};
+use crate::worker_config::WorkerArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -20,15 +22,30 @@ pub struct Cli {
     pub command: Command,
 }
 
+// Parsed once per run: the size of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the HTTP API (migrating the database first unless --no-migrate).
+    /// Run the HTTP API and the background workers (migrating the database
+    /// first unless --no-migrate).
     Serve {
         #[command(flatten)]
         http: HttpSettings,
         /// Do not apply pending migrations on start (run `leadpipe migrate` yourself).
         #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
         no_migrate: bool,
+        /// Serve HTTP only; run the workers elsewhere with `leadpipe work`.
+        #[arg(long, env = "LEADPIPE_NO_WORKERS")]
+        no_workers: bool,
+        #[command(flatten)]
+        workers: WorkerArgs,
+    },
+    /// Run only the background workers (inbox processing, sweeper).
+    Work {
+        #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
+        no_migrate: bool,
+        #[command(flatten)]
+        workers: WorkerArgs,
     },
     /// Apply pending database migrations and exit.
     Migrate,
@@ -36,6 +53,16 @@ pub enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Manage webhook sources.
+    Source {
+        #[command(subcommand)]
+        command: SourceCommand,
+    },
+    /// Inspect and retry webhook inbox events.
+    Inbox {
+        #[command(subcommand)]
+        command: InboxCommand,
     },
 }
 
@@ -58,11 +85,32 @@ pub async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let db = &cli.db;
     match cli.command {
-        Command::Serve { http, no_migrate } => {
+        Command::Serve {
+            http,
+            no_migrate,
+            no_workers,
+            workers,
+        } => {
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
-            let app = Application::build(conn, http.clone())?;
+            let app = Application::build(conn.clone(), http.clone())?;
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
-            app.run_until_stopped().await?;
+            if no_workers {
+                app.run_until_stopped().await?;
+            } else {
+                // actix stops on SIGINT/SIGTERM by itself; the workers get
+                // the same signals and finish their in-flight jobs.
+                let work = workers::runtime::run(conn, workers.settings(), shutdown_signal());
+                let (served, worked) = tokio::join!(app.run_until_stopped(), work);
+                served?;
+                worked?;
+            }
+        }
+        Command::Work {
+            no_migrate,
+            workers,
+        } => {
+            let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
+            workers::runtime::run(conn, workers.settings(), shutdown_signal()).await?;
         }
         Command::Migrate => {
             storage::migrate(&db.database_url).await?;
@@ -87,6 +135,38 @@ pub async fn run() -> anyhow::Result<()> {
             );
             println!("{}", issued.token);
         }
+        Command::Source { command } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            webhook_cli::run_source(&conn, command).await?;
+        }
+        Command::Inbox { command } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            webhook_cli::run_inbox(&conn, command).await?;
+        }
     }
     Ok(())
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutdown requested");
 }

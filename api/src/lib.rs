@@ -10,3 +10,5 @@ pub mod routes;
 pub mod startup;
 pub mod storage;
 pub mod telemetry;
+pub mod webhook_cli;
+pub mod worker_config;

@@ -16,6 +16,8 @@ use crate::{correlation, error::ApiError, routes};
 pub struct AppState {
     pub db: DatabaseConnection,
     pub http: Arc<HttpSettings>,
+    /// Where the webhook receiver and ops retries queue inbox jobs.
+    pub jobs: workers::InboxQueue,
 }
 
 pub struct Application {
@@ -28,9 +30,11 @@ impl Application {
     pub fn build(db: DatabaseConnection, settings: HttpSettings) -> std::io::Result<Self> {
         let listener = TcpListener::bind(&settings.bind)?;
         let port = listener.local_addr()?.port();
+        let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
         let state = web::Data::new(AppState {
             db,
             http: Arc::new(settings),
+            jobs,
         });
         let server = HttpServer::new(move || {
             App::new()

@@ -455,7 +455,7 @@ fn locator(
         (Some(_), Some(_)) => {
             errors.push(FieldError::new(
                 pointer_name,
-                &format!("give either {header_name} or {pointer_name}, not both"),
+                format!("give either {header_name} or {pointer_name}, not both"),
             ));
             None
         }

@@ -48,6 +48,8 @@ impl MigrationTrait for Migration {
     }
 }
 
+// `SourceRefPointer` is the column `source_ref_pointer`, not a variant of a source.
+#[allow(clippy::enum_variant_names)]
 #[derive(DeriveIden)]
 pub enum Source {
     Table,
