@@ -91,6 +91,11 @@ pub async fn run() -> anyhow::Result<()> {
             no_workers,
             workers,
         } => {
+            let settings = workers.settings();
+            if !no_workers {
+                // Refuse bad worker settings before serving anything.
+                settings.validate().map_err(anyhow::Error::msg)?;
+            }
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
@@ -99,7 +104,7 @@ pub async fn run() -> anyhow::Result<()> {
             } else {
                 // actix stops on SIGINT/SIGTERM by itself; the workers get
                 // the same signals and finish their in-flight jobs.
-                let work = workers::runtime::run(conn, workers.settings(), shutdown_signal());
+                let work = workers::runtime::run(conn, settings, shutdown_signal());
                 let (served, worked) = tokio::join!(app.run_until_stopped(), work);
                 served?;
                 worked?;
