@@ -21,7 +21,7 @@ pub async fn read_json<T: DeserializeOwned>(
 /// callers that also hash them (Idempotency-Key fingerprints).
 pub async fn read_json_bytes(
     req: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
     limit: usize,
 ) -> Result<web::Bytes, ApiError> {
     let content_type = req
@@ -38,6 +38,16 @@ pub async fn read_json_bytes(
     if essence != "application/json" && !essence.ends_with("+json") {
         return Err(ApiError::UnsupportedMediaType);
     }
+    read_bytes(req, payload, limit).await
+}
+
+/// The body exactly as sent, at most `limit` bytes (else 413, decided from
+/// `Content-Length` before reading when the client declares it).
+pub async fn read_bytes(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<web::Bytes, ApiError> {
     let declared = req
         .headers()
         .get(header::CONTENT_LENGTH)

@@ -3,9 +3,11 @@
 use clap::{Parser, Subcommand};
 use domain::auth::Role;
 
-use crate::config::{DbSettings, HttpSettings, WorkerSettings};
+use crate::config::{DbSettings, HttpSettings, OutboundSettings};
 use crate::startup::Application;
 use crate::storage;
+use crate::webhook_cli::{self, InboxCommand, SourceCommand};
+use crate::worker_config::WorkerArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -16,24 +18,36 @@ use crate::storage;
 pub struct Cli {
     #[command(flatten)]
     pub db: DbSettings,
+    #[command(flatten)]
+    pub outbound: OutboundSettings,
     #[command(subcommand)]
     pub command: Command,
 }
 
+// Parsed once per run: the size of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the HTTP API (migrating the database first unless --no-migrate).
+    /// Run the HTTP API and the background workers (migrating the database
+    /// first unless --no-migrate).
     Serve {
         #[command(flatten)]
         http: HttpSettings,
-        #[command(flatten)]
-        workers: WorkerSettings,
-        /// Run the API only, no background work (several processes can share one PostgreSQL).
-        #[arg(long, env = "LEADPIPE_NO_WORKERS")]
-        no_workers: bool,
         /// Do not apply pending migrations on start (run `leadpipe migrate` yourself).
         #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
         no_migrate: bool,
+        /// Serve HTTP only; run the workers elsewhere with `leadpipe work`.
+        #[arg(long, env = "LEADPIPE_NO_WORKERS")]
+        no_workers: bool,
+        #[command(flatten)]
+        workers: WorkerArgs,
+    },
+    /// Run only the background workers (inbox processing, sweeper).
+    Work {
+        #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
+        no_migrate: bool,
+        #[command(flatten)]
+        workers: WorkerArgs,
     },
     /// Apply pending database migrations and exit.
     Migrate,
@@ -52,6 +66,16 @@ pub enum Command {
     Token {
         #[command(subcommand)]
         command: TokenCommand,
+    },
+    /// Manage webhook sources.
+    Source {
+        #[command(subcommand)]
+        command: SourceCommand,
+    },
+    /// Inspect and retry webhook inbox events.
+    Inbox {
+        #[command(subcommand)]
+        command: InboxCommand,
     },
 }
 
@@ -76,21 +100,42 @@ pub async fn run() -> anyhow::Result<()> {
     match cli.command {
         Command::Serve {
             http,
-            workers,
-            no_workers,
             no_migrate,
+            no_workers,
+            workers,
         } => {
+            let settings = workers.settings(cli.outbound.policy());
+            if !no_workers {
+                // Refuse bad worker settings before serving anything.
+                settings.validate().map_err(anyhow::Error::msg)?;
+            }
+            let mut http = http;
+            http.outbound_allow = cli.outbound.outbound_allow.clone();
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
-            if !no_workers {
-                crate::background::spawn(&conn, &http, &workers)?;
-            }
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
-            app.run_until_stopped().await?;
+            if no_workers {
+                app.run_until_stopped().await?;
+            } else {
+                // actix stops on SIGINT/SIGTERM by itself; the workers get
+                // the same signals and finish their in-flight jobs.
+                let work = workers::runtime::run(conn, settings, shutdown_signal());
+                let (served, worked) = tokio::join!(app.run_until_stopped(), work);
+                served?;
+                worked?;
+            }
+        }
+        Command::Work {
+            no_migrate,
+            workers,
+        } => {
+            let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
+            let settings = workers.settings(cli.outbound.policy());
+            workers::runtime::run(conn, settings, shutdown_signal()).await?;
         }
         Command::Prune => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            let deleted = workers::sweeper::sweep_once(&conn).await?;
+            let deleted = workers::housekeeping::sweep_once(&conn).await?;
             println!("deleted {deleted} expired idempotency keys");
         }
         Command::BenchSql { rows } => {
@@ -123,6 +168,38 @@ pub async fn run() -> anyhow::Result<()> {
             );
             println!("{}", issued.token);
         }
+        Command::Source { command } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            webhook_cli::run_source(&conn, command).await?;
+        }
+        Command::Inbox { command } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            webhook_cli::run_inbox(&conn, command).await?;
+        }
     }
     Ok(())
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutdown requested");
 }

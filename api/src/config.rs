@@ -41,12 +41,8 @@ pub struct HttpSettings {
     /// request may take it over (its first holder presumed dead), in seconds.
     #[arg(long, env = "LEADPIPE_IDEMPOTENCY_LEASE_SECS", default_value_t = 60)]
     pub idempotency_lease_secs: u32,
-    /// How often expired Idempotency-Keys are deleted, in seconds.
-    #[arg(long, env = "LEADPIPE_SWEEP_INTERVAL_SECS", default_value_t = 300)]
-    pub sweep_interval_secs: u64,
-    /// Hosts (names or IPs, comma-separated) that outgoing requests may reach
-    /// even though they are internal (loopback, private, link-local).
-    #[arg(long, env = "LEADPIPE_OUTBOUND_ALLOW", default_value = "")]
+    /// Filled from the global `--outbound-allow` (see `OutboundSettings`).
+    #[arg(skip)]
     pub outbound_allow: String,
     /// Coalesce concurrent intake upserts into shared transactions (group commit).
     #[arg(long, env = "LEADPIPE_GROUP_COMMIT", default_value_t = true, action = clap::ArgAction::Set)]
@@ -69,7 +65,6 @@ impl HttpSettings {
             max_body_bytes: 256 * 1024,
             idempotency_retention_hours: 72,
             idempotency_lease_secs: 60,
-            sweep_interval_secs: 300,
             outbound_allow: "127.0.0.1,localhost".into(),
             group_commit: true,
             group_commit_max_batch: 128,
@@ -90,42 +85,22 @@ impl HttpSettings {
     }
 }
 
-/// Background work: the outbox publisher, lead processing, sweeping.
+/// Where outgoing requests (webhooks to subscribers, pulls from sources) may go.
 #[derive(Debug, Clone, Args)]
-pub struct WorkerSettings {
-    /// Timeout of one outgoing webhook request, in seconds.
-    #[arg(long, env = "LEADPIPE_DELIVERY_TIMEOUT_SECS", default_value_t = 15)]
-    pub delivery_timeout_secs: u64,
-    /// Attempts per outgoing delivery before it is dead.
-    #[arg(long, env = "LEADPIPE_DELIVERY_MAX_ATTEMPTS", default_value_t = 8)]
-    pub delivery_max_attempts: u32,
-    /// First retry delay ceiling, in milliseconds; doubles per attempt (full jitter).
-    #[arg(long, env = "LEADPIPE_RETRY_BASE_MS", default_value_t = 1000)]
-    pub retry_base_ms: u64,
-    /// Largest retry delay, in seconds.
-    #[arg(long, env = "LEADPIPE_RETRY_CAP_SECS", default_value_t = 300)]
-    pub retry_cap_secs: u64,
-    /// How long an idle worker loop waits before looking for work again, in milliseconds.
-    #[arg(long, env = "LEADPIPE_POLL_INTERVAL_MS", default_value_t = 500)]
-    pub poll_interval_ms: u64,
+pub struct OutboundSettings {
+    /// Hosts (names or IPs, comma-separated) that outgoing requests may reach
+    /// even though they are internal (loopback, private, link-local).
+    #[arg(
+        long,
+        env = "LEADPIPE_OUTBOUND_ALLOW",
+        default_value = "",
+        global = true
+    )]
+    pub outbound_allow: String,
 }
 
-impl WorkerSettings {
-    pub fn retry_policy(&self, max_attempts: u32) -> domain::retry::RetryPolicy {
-        domain::retry::RetryPolicy {
-            base: std::time::Duration::from_millis(self.retry_base_ms),
-            cap: std::time::Duration::from_secs(self.retry_cap_secs),
-            max_attempts,
-        }
-    }
-
-    pub fn for_tests() -> Self {
-        Self {
-            delivery_timeout_secs: 5,
-            delivery_max_attempts: 8,
-            retry_base_ms: 10,
-            retry_cap_secs: 1,
-            poll_interval_ms: 50,
-        }
+impl OutboundSettings {
+    pub fn policy(&self) -> domain::net_guard::OutboundPolicy {
+        domain::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
     }
 }

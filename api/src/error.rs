@@ -22,6 +22,10 @@ pub enum ApiError {
     Validation(Vec<FieldError>),
     #[error("missing or invalid bearer token")]
     Unauthorized,
+    /// A webhook whose signature is missing, malformed, stale or wrong; the
+    /// reason is a stable label (`SignatureError::reason`), never a secret.
+    #[error("webhook signature rejected: {0}")]
+    InvalidSignature(&'static str),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -78,6 +82,7 @@ impl ApiError {
             Self::PayloadTooLarge { .. } => ("payload-too-large", "Request body too large"),
             Self::Validation(_) => ("validation", "Validation failed"),
             Self::Unauthorized => ("unauthorized", "Unauthorized"),
+            Self::InvalidSignature(_) => ("invalid-signature", "Invalid webhook signature"),
             Self::Forbidden(_) => ("forbidden", "Forbidden"),
             Self::NotFound(_) => ("not-found", "Not found"),
             Self::Conflict(_) => ("conflict", "Conflict"),
@@ -166,7 +171,7 @@ impl ResponseError for ApiError {
             Self::IllegalStageMove { .. } | Self::AlreadyConverted { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized | Self::InvalidSignature(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) | Self::IllegalTransition { .. } | Self::IdempotencyKeyInFlight => {

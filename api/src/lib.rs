@@ -1,7 +1,6 @@
 //! leadpipe's HTTP edge and command line.
 
 pub mod auth;
-pub mod background;
 pub mod body;
 pub mod cli;
 pub mod config;
@@ -14,3 +13,5 @@ pub mod routes;
 pub mod startup;
 pub mod storage;
 pub mod telemetry;
+pub mod webhook_cli;
+pub mod worker_config;

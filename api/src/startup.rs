@@ -19,6 +19,8 @@ pub struct AppState {
     pub idempotency: domain::idempotency::Policy,
     /// Batches intake upserts when enabled.
     pub group_commit: Option<domain::group_commit::GroupCommitter>,
+    /// Where the webhook receiver and ops retries queue inbox jobs.
+    pub jobs: workers::InboxQueue,
 }
 
 pub struct Application {
@@ -42,11 +44,13 @@ impl Application {
                 },
             )
         });
+        let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
         let state = web::Data::new(AppState {
             group_commit,
             db,
             idempotency: settings.idempotency_policy(),
             http: Arc::new(settings),
+            jobs,
         });
         let server = HttpServer::new(move || {
             App::new()

@@ -38,9 +38,11 @@ fn sqlite_options(url: &str) -> anyhow::Result<SqliteConnectOptions> {
         .foreign_keys(true))
 }
 
-/// Applies every pending migration.
+/// Applies every pending migration, and creates or upgrades the job tables
+/// (apalis) on the same one-connection pool.
 pub async fn migrate(url: &str) -> anyhow::Result<()> {
     let db = open_pool(url, 1).await?;
+    workers::storage::setup(&db).await?;
     Migrator::up(&db, None).await?;
     db.close().await?;
     Ok(())

@@ -8,6 +8,8 @@ mod m20261130_000001_create_principal;
 mod m20261130_000002_create_lead;
 mod m20261130_000003_create_activity;
 mod m20261130_000004_create_outbox_event;
+mod m20261130_000101_create_source;
+mod m20261130_000102_create_inbox_event;
 mod m20261130_000201_create_idempotency_key;
 mod m20261130_000301_create_subscription;
 mod m20261130_000302_create_outbox_delivery;
@@ -29,6 +31,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000002_create_lead::Migration),
             Box::new(m20261130_000003_create_activity::Migration),
             Box::new(m20261130_000004_create_outbox_event::Migration),
+            Box::new(m20261130_000101_create_source::Migration),
+            Box::new(m20261130_000102_create_inbox_event::Migration),
             Box::new(m20261130_000201_create_idempotency_key::Migration),
             Box::new(m20261130_000301_create_subscription::Migration),
             Box::new(m20261130_000302_create_outbox_delivery::Migration),

@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
 pub mod receiver;
+pub mod webhooks;
 
 use std::path::PathBuf;
 
@@ -58,6 +59,7 @@ pub struct TestApp {
     pub database_url: String,
     pub client: reqwest::Client,
     pub backend: Backend,
+    workers: Option<webhooks::RunningWorkers>,
     _dir: Option<TempDir>,
 }
 
@@ -105,7 +107,29 @@ impl TestApp {
             database_url,
             client,
             backend,
+            workers: None,
             _dir: dir,
+        }
+    }
+
+    /// The app with the real worker runtime (apalis + sweeper) running
+    /// in-process, with test-fast settings.
+    pub async fn spawn_with_workers(backend: Backend) -> Self {
+        let mut app = Self::spawn(backend).await;
+        app.start_workers(workers::WorkerSettings::for_tests());
+        app
+    }
+
+    /// Starts the worker runtime on this app's database; it stops when the
+    /// app is dropped or on `stop_workers`.
+    pub fn start_workers(&mut self, settings: workers::WorkerSettings) {
+        assert!(self.workers.is_none(), "workers already running");
+        self.workers = Some(webhooks::RunningWorkers::start(self.db.clone(), settings));
+    }
+
+    pub async fn stop_workers(&mut self) {
+        if let Some(running) = self.workers.take() {
+            running.stop().await;
         }
     }
 

@@ -483,7 +483,10 @@ async fn expired_keys_are_swept_and_reusable(backend: Backend) {
         .exec("UPDATE idempotency_key SET expires_at = created_at WHERE key = 'old'")
         .await;
 
-    assert_eq!(workers::sweeper::sweep_once(&t.app.db).await.unwrap(), 1);
+    assert_eq!(
+        workers::housekeeping::sweep_once(&t.app.db).await.unwrap(),
+        1
+    );
     let keys: Vec<String> = idempotency_key::Entity::find()
         .all(&t.app.db)
         .await

@@ -1,5 +1,22 @@
-//! leadpipe's background work.
+//! leadpipe's background jobs, on apalis with its storage in the app's own
+//! database (SQLite by default, PostgreSQL in production). apalis types stay
+//! inside this crate: the API pushes jobs through [`queue::InboxQueue`] and
+//! runs workers through [`runtime::run`].
+//!
+//! Jobs carry only an inbox event id; the `inbox_event` row holds the state,
+//! so a job that runs twice, late or never costs nothing (see
+//! `domain::inbox`).
 
+pub mod housekeeping;
+pub mod inbox_job;
 pub mod lead_processor;
+mod poll;
 pub mod publisher;
+pub mod queue;
+pub mod runtime;
+pub mod settings;
+pub mod storage;
 pub mod sweeper;
+
+pub use queue::InboxQueue;
+pub use settings::WorkerSettings;

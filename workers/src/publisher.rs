@@ -14,7 +14,7 @@ use futures::StreamExt;
 use sea_orm::DatabaseConnection;
 use serde_json::json;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherSettings {
     pub request_timeout: Duration,
     pub retry: RetryPolicy,

@@ -1,28 +1,53 @@
-//! Housekeeping that runs in every process: deleting what has outlived its
-//! retention. Every step is an idempotent DELETE, so several nodes running
-//! it at once do no harm.
+//! Re-enqueues inbox events that no job will process (see
+//! `domain::inbox::sweep`). Safe on any number of processes at once.
 
 use std::time::Duration;
 
-use sea_orm::DatabaseConnection;
+use chrono::Utc;
+use domain::inbox::sweep::{SweepRules, take_stranded};
+use sea_orm::{DatabaseConnection, DbErr};
+use tokio::sync::watch;
 
-/// Deletes expired Idempotency-Keys; returns how many.
-pub async fn sweep_once(db: &DatabaseConnection) -> Result<u64, sea_orm::DbErr> {
-    let deleted = domain::idempotency::sweep_expired(db, domain::clock::now()).await?;
-    if deleted > 0 {
-        tracing::info!(deleted, "swept expired idempotency keys");
+use crate::queue::InboxQueue;
+
+/// One pass; returns how many events were re-enqueued.
+pub async fn sweep_once(
+    db: &DatabaseConnection,
+    queue: &InboxQueue,
+    rules: &SweepRules,
+) -> Result<usize, DbErr> {
+    let ids = take_stranded(db, Utc::now(), rules).await?;
+    for id in &ids {
+        if let Err(error) = queue.push(*id, None).await {
+            tracing::warn!(%error, "sweeper could not queue an inbox event; next pass will");
+        }
     }
-    Ok(deleted)
+    if !ids.is_empty() {
+        tracing::info!(count = ids.len(), "re-enqueued stranded inbox events");
+    }
+    Ok(ids.len())
 }
 
-/// Sweeps every `interval` until the task is dropped.
-pub async fn run(db: DatabaseConnection, interval: Duration) {
-    let mut ticker = tokio::time::interval(interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+/// Sweeps every `interval` until `stop` turns true.
+pub async fn run(
+    db: DatabaseConnection,
+    queue: InboxQueue,
+    rules: SweepRules,
+    interval: Duration,
+    stop: watch::Receiver<bool>,
+) {
+    let stopped = crate::runtime::stopped(stop);
+    tokio::pin!(stopped);
+    let mut ticks = tokio::time::interval(interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticker.tick().await;
-        if let Err(err) = sweep_once(&db).await {
-            tracing::warn!(error = %err, "idempotency sweep failed; retrying next tick");
+        tokio::select! {
+            _ = ticks.tick() => {
+                if let Err(error) = sweep_once(&db, &queue, &rules).await {
+                    tracing::warn!(%error, "inbox sweep failed; retrying next interval");
+                }
+            }
+            () = &mut stopped => break,
         }
     }
 }

@@ -8,8 +8,11 @@ mod front;
 mod health;
 mod imports;
 pub mod leads;
+pub mod ops_inbox;
+mod sources;
 mod subscriptions;
 mod trace;
+mod webhooks;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     front::configure(cfg);
@@ -21,4 +24,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     subscriptions::configure(cfg);
     deliveries::configure(cfg);
     trace::configure(cfg);
+    sources::configure(cfg);
+    webhooks::configure(cfg);
+    ops_inbox::configure(cfg);
 }

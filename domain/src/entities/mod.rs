@@ -3,6 +3,7 @@
 pub mod activity;
 pub mod assignment_cursor;
 pub mod idempotency_key;
+pub mod inbox_event;
 pub mod lead;
 pub mod lead_duplicate;
 pub mod outbox_delivery;
@@ -18,3 +19,4 @@ pub mod import_applied_row;
 pub mod import_row;
 pub mod import_run;
 pub mod lead_conversion;
+pub mod source;

@@ -1,0 +1,112 @@
+//! `POST /webhooks/{source}`: verify the raw body's signature, store the
+//! event once per event id, answer. No lead work here — a job does it — so
+//! the sender gets its answer as soon as the inbox row is committed.
+
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse, web};
+use chrono::Utc;
+use domain::inbox::InboxState;
+use domain::inbox::receive::{Delivery, Received, receive};
+use domain::record::is_valid_source_name;
+use domain::signature::{self, HeaderFn, VerifyRequest};
+use domain::source;
+use serde::Serialize;
+
+use crate::body::read_bytes;
+use crate::correlation::CorrelationId;
+use crate::error::ApiError;
+use crate::startup::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/webhooks/{source}", web::post().to(receive_webhook));
+}
+
+#[derive(Serialize)]
+struct Acknowledged {
+    /// The inbox event; for a duplicate, the original delivery's.
+    id: i64,
+    event_id: String,
+    state: InboxState,
+    duplicate: bool,
+}
+
+async fn receive_webhook(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    name: web::Path<String>,
+    payload: web::Payload,
+    correlation: CorrelationId,
+) -> Result<HttpResponse, ApiError> {
+    let name = name.into_inner();
+    let found = if is_valid_source_name(&name) {
+        source::find(&state.db, &name).await?
+    } else {
+        None
+    };
+    let source = found.ok_or_else(|| ApiError::NotFound("no such webhook source".into()))?;
+    let body = read_bytes(&req, payload, state.http.max_body_bytes).await?;
+
+    let headers = HeaderFn(|name: &str| {
+        req.headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    });
+    let verified = signature::verify(
+        &source.scheme,
+        &VerifyRequest {
+            headers: &headers,
+            body: &body,
+            now_unix: Utc::now().timestamp(),
+        },
+    );
+    if let Err(err) = verified {
+        // The source and the reason only: never the signature or a secret.
+        tracing::warn!(source = %source.name, reason = err.reason(), "webhook rejected");
+        return Err(ApiError::InvalidSignature(err.reason()));
+    }
+
+    let delivery = Delivery {
+        headers: &headers,
+        body: &body,
+        correlation_id: Some(correlation.0),
+    };
+    let received = receive(&state.db, &source, &delivery, Utc::now()).await?;
+    tracing::info!(
+        source = %source.name,
+        inbox_event_id = received.id,
+        state = received.state.as_str(),
+        duplicate = received.duplicate,
+        "webhook received"
+    );
+    if received.needs_processing() {
+        // After the commit and off the response path: a lost push leaves the
+        // event `received`, and the sweeper queues it.
+        let jobs = state.jobs.clone();
+        let id = received.id;
+        actix_web::rt::spawn(async move {
+            if let Err(error) = jobs.push(id, None).await {
+                tracing::warn!(%error, "inbox job not queued; the sweeper will");
+            }
+        });
+    }
+    Ok(acknowledge(received))
+}
+
+/// `202` for a new event to process; `200` for a duplicate (with the
+/// original's id) or an event type the source skips.
+fn acknowledge(received: Received) -> HttpResponse {
+    let mut response = if received.needs_processing() {
+        HttpResponse::Accepted()
+    } else {
+        HttpResponse::Ok()
+    };
+    response
+        .insert_header((header::LOCATION, format!("/api/ops/inbox/{}", received.id)))
+        .json(Acknowledged {
+            id: received.id,
+            event_id: received.event_id,
+            state: received.state,
+            duplicate: received.duplicate,
+        })
+}

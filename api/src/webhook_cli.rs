@@ -1,0 +1,256 @@
+//! `leadpipe source …` and `leadpipe inbox …`: the same operations as
+//! `/api/sources` and `/api/ops/inbox`, straight on the database.
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
+use domain::inbox::InboxState;
+use domain::inbox::ops::{self, InboxFilter};
+use domain::signature::{Scheme, generate_standard_secret};
+use domain::source::{self, Saved, SourceInput};
+use sea_orm::DatabaseConnection;
+use workers::InboxQueue;
+
+// Parsed once per run: the size of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum SourceCommand {
+    /// Create a webhook source, or replace the configuration of an existing one.
+    Add(SourceArgs),
+    /// List sources (secrets are never shown).
+    List,
+}
+
+#[derive(Debug, Args)]
+pub struct SourceArgs {
+    #[arg(long)]
+    name: String,
+    /// standard-webhooks, github, stripe or hmac-sha256
+    #[arg(long)]
+    scheme: String,
+    /// A verification secret; repeat for rotation (any may match). Omit on
+    /// an update to keep the stored ones.
+    #[arg(long = "secret")]
+    secrets: Vec<String>,
+    /// standard-webhooks: generate a whsec_ secret and print it once.
+    #[arg(long, conflicts_with = "secrets")]
+    generate_secret: bool,
+    #[arg(long)]
+    tolerance_secs: Option<i64>,
+    /// hmac-sha256: the header carrying the signature (default x-signature).
+    #[arg(long)]
+    signature_header: Option<String>,
+    #[arg(long, conflicts_with = "event_id_pointer")]
+    event_id_header: Option<String>,
+    #[arg(long)]
+    event_id_pointer: Option<String>,
+    #[arg(long, conflicts_with = "event_type_pointer")]
+    event_type_header: Option<String>,
+    #[arg(long)]
+    event_type_pointer: Option<String>,
+    /// An event type to process (repeatable); others are stored as skipped.
+    #[arg(long = "allow-event-type")]
+    allowed_event_types: Vec<String>,
+    #[arg(long)]
+    record_pointer: Option<String>,
+    #[arg(long)]
+    source_ref_pointer: Option<String>,
+    #[arg(long)]
+    email_pointer: Option<String>,
+    #[arg(long)]
+    name_pointer: Option<String>,
+    #[arg(long)]
+    phone_pointer: Option<String>,
+    #[arg(long)]
+    company_pointer: Option<String>,
+    #[arg(long)]
+    updated_at_pointer: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// List inbox events, newest first.
+    List {
+        #[command(flatten)]
+        filter: FilterArgs,
+        #[arg(long, default_value_t = 50)]
+        limit: u64,
+    },
+    /// Send an event (by id) or every event matching a filter back for
+    /// processing. The same event is reprocessed, so no lead is duplicated.
+    Retry {
+        /// One event; without it, --state (and optionally more) selects.
+        id: Option<i64>,
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Only count what a bulk retry would take.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    #[arg(long)]
+    source: Option<String>,
+    /// received, processing, processed, failed, dead or skipped
+    #[arg(long)]
+    state: Option<String>,
+    /// Received at or after (RFC 3339).
+    #[arg(long)]
+    since: Option<DateTime<Utc>>,
+    /// Received before (RFC 3339).
+    #[arg(long)]
+    until: Option<DateTime<Utc>>,
+}
+
+impl FilterArgs {
+    fn filter(&self) -> anyhow::Result<InboxFilter> {
+        Ok(InboxFilter {
+            source: self.source.clone(),
+            state: self
+                .state
+                .as_deref()
+                .map(str::parse::<InboxState>)
+                .transpose()
+                .map_err(anyhow::Error::msg)?,
+            received_since: self.since,
+            received_until: self.until,
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.source.is_none()
+            && self.state.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+    }
+}
+
+pub async fn run_source(db: &DatabaseConnection, command: SourceCommand) -> anyhow::Result<()> {
+    match command {
+        SourceCommand::Add(args) => {
+            let generated = if args.generate_secret {
+                if args.scheme.parse::<Scheme>().ok() != Some(Scheme::StandardWebhooks) {
+                    anyhow::bail!("--generate-secret is for the standard-webhooks scheme");
+                }
+                Some(generate_standard_secret())
+            } else {
+                None
+            };
+            let secrets = match &generated {
+                Some(secret) => Some(vec![secret.clone()]),
+                None if args.secrets.is_empty() => None,
+                None => Some(args.secrets),
+            };
+            let input = SourceInput {
+                name: args.name,
+                scheme: args.scheme,
+                secrets,
+                tolerance_secs: args.tolerance_secs,
+                signature_header: args.signature_header,
+                event_id_header: args.event_id_header,
+                event_id_pointer: args.event_id_pointer,
+                event_type_header: args.event_type_header,
+                event_type_pointer: args.event_type_pointer,
+                allowed_event_types: Some(args.allowed_event_types),
+                record_pointer: args.record_pointer,
+                source_ref_pointer: args.source_ref_pointer,
+                email_pointer: args.email_pointer,
+                name_pointer: args.name_pointer,
+                phone_pointer: args.phone_pointer,
+                company_pointer: args.company_pointer,
+                updated_at_pointer: args.updated_at_pointer,
+            };
+            let (view, how) = source::upsert(db, input).await.map_err(describe)?;
+            eprintln!(
+                "{} source '{}' ({}); webhook URL path: /webhooks/{}",
+                if how == Saved::Created {
+                    "created"
+                } else {
+                    "updated"
+                },
+                view.name,
+                view.scheme,
+                view.name
+            );
+            eprintln!("{}", serde_json::to_string_pretty(&view)?);
+            if let Some(secret) = generated {
+                eprintln!("the generated secret below is shown only once:");
+                println!("{secret}");
+            }
+        }
+        SourceCommand::List => {
+            for view in source::list(db).await? {
+                println!("{}", serde_json::to_string(&view)?);
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow::Result<()> {
+    match command {
+        InboxCommand::List { filter, limit } => {
+            let events = ops::list(db, &filter.filter()?, None, limit).await?;
+            println!("id\tsource\tstate\tattempts\tevent_type\treceived_at\tlead_id\tlast_error");
+            for e in events {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    e.id,
+                    e.source,
+                    e.state,
+                    e.attempts,
+                    e.event_type.unwrap_or_default(),
+                    e.received_at.to_rfc3339(),
+                    e.lead_id.map(|id| id.to_string()).unwrap_or_default(),
+                    e.last_error.unwrap_or_default(),
+                );
+            }
+        }
+        InboxCommand::Retry {
+            id,
+            filter,
+            dry_run,
+        } => {
+            let queue = InboxQueue::for_connection(db)?;
+            let ids = match id {
+                Some(_) if !filter.is_empty() || dry_run => {
+                    anyhow::bail!("give either an event id or a filter, not both")
+                }
+                Some(id) => vec![ops::retry(db, id, Utc::now()).await.map_err(describe)?.id],
+                None => {
+                    let done = ops::retry_matching(db, &filter.filter()?, Utc::now(), dry_run)
+                        .await
+                        .map_err(describe)?;
+                    if dry_run {
+                        println!("{} event(s) would be retried", done.matched);
+                        return Ok(());
+                    }
+                    done.retried
+                }
+            };
+            for id in &ids {
+                if let Err(error) = queue.push(*id, None).await {
+                    eprintln!("warning: {error}; a running worker's sweeper will queue it");
+                }
+            }
+            println!("{} event(s) sent back for processing", ids.len());
+        }
+    }
+    Ok(())
+}
+
+fn describe(err: domain::Error) -> anyhow::Error {
+    match err {
+        domain::Error::Invalid(fields) => anyhow::anyhow!(
+            "invalid: {}",
+            fields
+                .iter()
+                .map(|f| format!("{} {}", f.field, f.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        domain::Error::NotFound => anyhow::anyhow!("no such inbox event"),
+        other => other.into(),
+    }
+}

@@ -1,0 +1,116 @@
+//! Worker settings by flags and `LEADPIPE_*` variables (`serve`, `work`).
+
+use std::time::Duration;
+
+use clap::Args;
+use domain::inbox::sweep::SweepRules;
+use domain::retry::RetryPolicy;
+use workers::WorkerSettings;
+
+#[derive(Debug, Clone, Args)]
+pub struct WorkerArgs {
+    /// Inbox events processed at once by this process.
+    #[arg(long, env = "LEADPIPE_WORKER_CONCURRENCY", default_value_t = 4)]
+    pub worker_concurrency: usize,
+    /// How often an idle worker polls for jobs.
+    #[arg(long, env = "LEADPIPE_WORKER_POLL_INTERVAL", default_value = "500ms", value_parser = parse_duration)]
+    pub worker_poll_interval: Duration,
+    /// Processing attempts per inbox event before it is `dead`.
+    #[arg(long, env = "LEADPIPE_INBOX_MAX_ATTEMPTS", default_value_t = 8)]
+    pub inbox_max_attempts: u32,
+    /// Backoff ceiling of the first retry; doubles per attempt (full jitter).
+    #[arg(long, env = "LEADPIPE_RETRY_BASE", default_value = "1s", value_parser = parse_duration)]
+    pub retry_base: Duration,
+    /// Largest backoff ceiling.
+    #[arg(long, env = "LEADPIPE_RETRY_CAP", default_value = "5m", value_parser = parse_duration)]
+    pub retry_cap: Duration,
+    /// An attempt running longer is abandoned and retried.
+    #[arg(long, env = "LEADPIPE_ATTEMPT_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub attempt_timeout: Duration,
+    /// How often the sweeper looks for stranded inbox events.
+    #[arg(long, env = "LEADPIPE_SWEEP_INTERVAL", default_value = "15s", value_parser = parse_duration)]
+    pub sweep_interval: Duration,
+    /// How long an event may wait for its job before the sweeper queues another.
+    #[arg(long, env = "LEADPIPE_SWEEP_GRACE", default_value = "60s", value_parser = parse_duration)]
+    pub sweep_grace: Duration,
+    /// How long an attempt may hold an event before another worker may take it.
+    #[arg(long, env = "LEADPIPE_PROCESSING_LEASE", default_value = "5m", value_parser = parse_duration)]
+    pub processing_lease: Duration,
+    /// Timeout of one outgoing webhook request.
+    #[arg(long, env = "LEADPIPE_DELIVERY_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
+    pub delivery_timeout: Duration,
+    /// Attempts per outgoing delivery before it is `dead`.
+    #[arg(long, env = "LEADPIPE_DELIVERY_MAX_ATTEMPTS", default_value_t = 8)]
+    pub delivery_max_attempts: u32,
+}
+
+impl WorkerArgs {
+    pub fn settings(&self, outbound: domain::net_guard::OutboundPolicy) -> WorkerSettings {
+        WorkerSettings {
+            concurrency: self.worker_concurrency,
+            poll_interval: self.worker_poll_interval,
+            retry: RetryPolicy {
+                base: self.retry_base,
+                cap: self.retry_cap,
+                max_attempts: self.inbox_max_attempts,
+            },
+            attempt_timeout: self.attempt_timeout,
+            sweep_interval: self.sweep_interval,
+            sweep: SweepRules {
+                grace: self.sweep_grace,
+                lease: self.processing_lease,
+                batch: 500,
+            },
+            publisher: workers::publisher::PublisherSettings {
+                request_timeout: self.delivery_timeout,
+                retry: RetryPolicy {
+                    base: self.retry_base,
+                    cap: self.retry_cap,
+                    max_attempts: self.delivery_max_attempts,
+                },
+                outbound,
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// `250ms`, `30s`, `5m`, `1h`; a bare number is seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration like 250ms, 30s, 5m or 1h"))?;
+    let millis = match unit.trim() {
+        "ms" => Some(n),
+        "" | "s" => n.checked_mul(1000),
+        "m" => n.checked_mul(60_000),
+        "h" => n.checked_mul(3_600_000),
+        other => return Err(format!("unknown duration unit '{other}' (ms, s, m, h)")),
+    };
+    millis
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("'{text}' is too long"))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        for bad in ["", "s", "5d", "-1s", "1.5s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,46 @@
+use sea_orm::entity::prelude::*;
+
+/// A webhook sender's configuration. No `Serialize`: `secrets` must never
+/// reach a response or a log line; see `crate::source::SourceView`.
+#[derive(Clone, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "source")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub name: String,
+    pub scheme: String,
+    #[sea_orm(column_type = "JsonBinary")]
+    pub secrets: Json,
+    pub tolerance_secs: i64,
+    pub signature_header: Option<String>,
+    pub event_id_header: Option<String>,
+    pub event_id_pointer: Option<String>,
+    pub event_type_header: Option<String>,
+    pub event_type_pointer: Option<String>,
+    #[sea_orm(column_type = "JsonBinary", nullable)]
+    pub allowed_event_types: Option<Json>,
+    pub record_pointer: String,
+    pub source_ref_pointer: String,
+    pub email_pointer: Option<String>,
+    pub name_pointer: Option<String>,
+    pub phone_pointer: Option<String>,
+    pub company_pointer: Option<String>,
+    pub updated_at_pointer: Option<String>,
+    pub created_at: ChronoDateTimeUtc,
+    pub updated_at: ChronoDateTimeUtc,
+}
+
+// Hand-written so the secrets never reach logs through `{:?}`.
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("source::Model")
+            .field("name", &self.name)
+            .field("scheme", &self.scheme)
+            .field("secrets", &"[redacted]")
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

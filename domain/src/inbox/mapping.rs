@@ -1,0 +1,180 @@
+//! From a delivery's body to a `LeadRecord`, by the source's JSON pointers.
+//! Every error here is permanent: the same body maps the same way next time,
+//! so only a fixed mapping (and an ops retry) can help.
+
+use chrono::{DateTime, TimeZone, Utc};
+use serde_json::Value;
+
+use crate::record::LeadRecord;
+
+/// JSON pointers (RFC 6901): `record` into the body, the others into the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordMapping {
+    pub record: String,
+    pub source_ref: String,
+    pub email: Option<String>,
+    pub name: Option<String>,
+    pub phone: Option<String>,
+    pub company: Option<String>,
+    pub updated_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MappingError {
+    #[error("body is not JSON")]
+    NotJson,
+    #[error("no record at {0:?}")]
+    NoRecord(String),
+    #[error("the record at {0:?} is not a JSON object")]
+    RecordNotObject(String),
+    #[error("{field} at {pointer:?} must be a string or a number")]
+    NotText {
+        field: &'static str,
+        pointer: String,
+    },
+    #[error("updated_at at {0:?} must be an RFC 3339 timestamp or unix seconds")]
+    BadTimestamp(String),
+}
+
+/// The lead record in `body`. The record object itself becomes the lead's
+/// `payload`, so nothing the sender said is lost.
+pub fn map_record(
+    source: &str,
+    mapping: &RecordMapping,
+    body: &[u8],
+) -> Result<LeadRecord, MappingError> {
+    let document: Value = serde_json::from_slice(body).map_err(|_| MappingError::NotJson)?;
+    let record = document
+        .pointer(&mapping.record)
+        .filter(|v| !v.is_null())
+        .ok_or_else(|| MappingError::NoRecord(mapping.record.clone()))?;
+    if !record.is_object() {
+        return Err(MappingError::RecordNotObject(mapping.record.clone()));
+    }
+    let text =
+        |field: &'static str, pointer: Option<&String>| -> Result<Option<String>, MappingError> {
+            let Some(pointer) = pointer else {
+                return Ok(None);
+            };
+            match record.pointer(pointer) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(Value::Number(n)) => Ok(Some(n.to_string())),
+                Some(_) => Err(MappingError::NotText {
+                    field,
+                    pointer: pointer.clone(),
+                }),
+            }
+        };
+    Ok(LeadRecord {
+        source: source.to_owned(),
+        // A missing source_ref is left to `normalise`, which names the field.
+        source_ref: text("source_ref", Some(&mapping.source_ref))?,
+        email: text("email", mapping.email.as_ref())?,
+        phone: text("phone", mapping.phone.as_ref())?,
+        name: text("name", mapping.name.as_ref())?,
+        company: text("company", mapping.company.as_ref())?,
+        source_updated_at: timestamp(record, mapping.updated_at.as_ref())?,
+        payload: Some(record.clone()),
+    })
+}
+
+fn timestamp(
+    record: &Value,
+    pointer: Option<&String>,
+) -> Result<Option<DateTime<Utc>>, MappingError> {
+    let Some(pointer) = pointer else {
+        return Ok(None);
+    };
+    let bad = || MappingError::BadTimestamp(pointer.clone());
+    match record.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => DateTime::parse_from_rfc3339(s.trim())
+            .map(|t| Some(t.with_timezone(&Utc)))
+            .map_err(|_| bad()),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .and_then(|secs| Utc.timestamp_opt(secs, 0).single())
+            .map(Some)
+            .ok_or_else(bad),
+        Some(_) => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn mapping() -> RecordMapping {
+        RecordMapping {
+            record: "/data".into(),
+            source_ref: "/id".into(),
+            email: Some("/email".into()),
+            name: Some("/name".into()),
+            phone: Some("/phone".into()),
+            company: Some("/company".into()),
+            updated_at: Some("/updated_at".into()),
+        }
+    }
+
+    #[test]
+    fn maps_by_pointers_and_keeps_the_record_as_payload() {
+        let body = br#"{"type":"lead.created","data":{"id":42,"email":"A@B.io",
+            "name":"Ada","updated_at":"2026-11-30T10:00:00Z","extra":{"x":1}}}"#;
+        let r = map_record("ads", &mapping(), body).unwrap();
+        assert_eq!(r.source, "ads");
+        assert_eq!(r.source_ref.as_deref(), Some("42"));
+        assert_eq!(r.email.as_deref(), Some("A@B.io"));
+        assert_eq!(r.phone, None);
+        assert_eq!(
+            r.source_updated_at,
+            Some(Utc.with_ymd_and_hms(2026, 11, 30, 10, 0, 0).unwrap())
+        );
+        assert_eq!(r.payload.unwrap()["extra"]["x"], 1);
+    }
+
+    #[test]
+    fn nested_pointers_and_unix_timestamps() {
+        let mut m = mapping();
+        m.record = "/data/object".into();
+        m.email = Some("/contact/email".into());
+        m.updated_at = Some("/changed".into());
+        let body = br#"{"data":{"object":{"id":"c_1","contact":{"email":"x@y.io"},"changed":1700000000}}}"#;
+        let r = map_record("s", &m, body).unwrap();
+        assert_eq!(r.email.as_deref(), Some("x@y.io"));
+        assert_eq!(r.source_updated_at.unwrap().timestamp(), 1_700_000_000);
+    }
+
+    #[test]
+    fn permanent_errors_name_the_problem() {
+        let m = mapping();
+        assert_eq!(
+            map_record("s", &m, b"not json").unwrap_err(),
+            MappingError::NotJson
+        );
+        assert_eq!(
+            map_record("s", &m, br#"{"lead":{}}"#).unwrap_err(),
+            MappingError::NoRecord("/data".into())
+        );
+        assert_eq!(
+            map_record("s", &m, br#"{"data":[1]}"#).unwrap_err(),
+            MappingError::RecordNotObject("/data".into())
+        );
+        assert!(matches!(
+            map_record("s", &m, br#"{"data":{"id":1,"email":{"a":1}}}"#),
+            Err(MappingError::NotText { field: "email", .. })
+        ));
+        assert!(matches!(
+            map_record("s", &m, br#"{"data":{"id":1,"updated_at":"yesterday"}}"#),
+            Err(MappingError::BadTimestamp(_))
+        ));
+    }
+
+    #[test]
+    fn missing_source_ref_is_left_to_validation() {
+        let r = map_record("s", &mapping(), br#"{"data":{"email":"a@b.io"}}"#).unwrap();
+        assert_eq!(r.source_ref, None);
+        assert!(r.normalise().is_err());
+    }
+}

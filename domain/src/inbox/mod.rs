@@ -1,0 +1,78 @@
+//! The webhook inbox: every verified delivery is stored once per EVENT
+//! (`UNIQUE(source, event_id)`) and answered; a job then turns it into a lead
+//! through `ingest`. The row is the source of truth for its state, so jobs
+//! may run twice, late or never (the sweeper catches those) without harm.
+//!
+//! States: `received` → `processing` → `processed`, or `failed` (a transient
+//! error; retried with backoff) → … → `dead` (a permanent error, or too many
+//! attempts). `skipped`: an event type the source does not allow.
+
+pub mod mapping;
+pub mod ops;
+pub mod process;
+pub mod receive;
+pub mod sweep;
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InboxState {
+    Received,
+    Processing,
+    Processed,
+    Failed,
+    Dead,
+    Skipped,
+}
+
+impl InboxState {
+    pub const ALL: [InboxState; 6] = [
+        Self::Received,
+        Self::Processing,
+        Self::Processed,
+        Self::Failed,
+        Self::Dead,
+        Self::Skipped,
+    ];
+
+    /// States ops may send back for processing. `received` and `processing`
+    /// are already on their way.
+    pub const RETRYABLE: [InboxState; 4] =
+        [Self::Failed, Self::Dead, Self::Skipped, Self::Processed];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Received => "received",
+            Self::Processing => "processing",
+            Self::Processed => "processed",
+            Self::Failed => "failed",
+            Self::Dead => "dead",
+            Self::Skipped => "skipped",
+        }
+    }
+}
+
+impl fmt::Display for InboxState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for InboxState {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|state| state.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown inbox state '{s}' (received, processing, processed, failed, dead, skipped)"
+                )
+            })
+    }
+}

@@ -1,0 +1,271 @@
+//! Turning a stored event into a lead. A job calls [`claim`], then [`apply`],
+//! and [`record_failure`] if that failed. Each step is guarded by the row's
+//! state, so a second job for the same event — a duplicate push, a sweeper
+//! re-enqueue, a retry racing a slow worker — finds nothing to do.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
+    TransactionTrait,
+};
+
+use super::InboxState;
+use super::mapping::map_record;
+use crate::entities::inbox_event::{self, Column, Model};
+use crate::error::Error;
+use crate::ingest::{IngestContext, Origin, Outcome, ingest_in};
+use crate::retry::RetryPolicy;
+use crate::source;
+
+/// Why an attempt failed, and so what happens next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProcessError {
+    /// The same event will fail the same way: `dead` at once.
+    #[error("{0}")]
+    Permanent(String),
+    /// May succeed later (database trouble, a timeout): retried with backoff.
+    #[error("{0}")]
+    Transient(String),
+}
+
+impl From<DbErr> for ProcessError {
+    /// Database errors are retried: the record already passed validation, so
+    /// a failing write is trouble with the database, not with the event. A
+    /// database error that never clears still ends in `dead` after the
+    /// attempts run out.
+    fn from(err: DbErr) -> Self {
+        Self::Transient(format!("database error: {err}"))
+    }
+}
+
+impl From<Error> for ProcessError {
+    fn from(err: Error) -> Self {
+        match err {
+            Error::Invalid(fields) => Self::Permanent(format!(
+                "invalid record: {}",
+                fields
+                    .iter()
+                    .map(|f| format!("{} {}", f.field, f.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            Error::Db(db) => db.into(),
+            // Everything else is a judgement on the record, not on the moment.
+            other => Self::Permanent(other.to_string()),
+        }
+    }
+}
+
+/// What a successful attempt did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Applied {
+    Processed {
+        outcome: Outcome,
+        lead_id: i64,
+    },
+    /// The source no longer allows this event type.
+    Skipped,
+    /// Another worker took the event over (our lease had expired); our
+    /// changes were rolled back.
+    LostClaim,
+}
+
+/// What [`record_failure`] decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FailureRecorded {
+    RetryAt(DateTime<Utc>),
+    Dead,
+    LostClaim,
+}
+
+/// Takes the event for one attempt: `received`, `failed` and due, or
+/// `processing` under an expired lease (its worker died). Returns the row as
+/// claimed (its `attempts` now counts this attempt), or `None` when there is
+/// nothing to do.
+pub async fn claim<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    worker: &str,
+    now: DateTime<Utc>,
+    lease: Duration,
+) -> Result<Option<Model>, DbErr> {
+    let lease_expired = now - chrono::Duration::from_std(lease).unwrap_or(chrono::TimeDelta::MAX);
+    let claimable = Condition::any()
+        .add(Column::State.eq(InboxState::Received.as_str()))
+        .add(
+            Condition::all()
+                .add(Column::State.eq(InboxState::Failed.as_str()))
+                .add(
+                    Condition::any()
+                        .add(Column::NextAttemptAt.is_null())
+                        .add(Column::NextAttemptAt.lte(now)),
+                ),
+        )
+        .add(
+            Condition::all()
+                .add(Column::State.eq(InboxState::Processing.as_str()))
+                .add(Column::LockedAt.lte(lease_expired)),
+        );
+    let claimed = inbox_event::Entity::update_many()
+        .col_expr(Column::State, Expr::value(InboxState::Processing.as_str()))
+        .col_expr(Column::Attempts, Expr::col(Column::Attempts).add(1))
+        .col_expr(Column::LockedAt, Expr::value(now))
+        .col_expr(Column::LockedBy, Expr::value(worker))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .filter(Column::Id.eq(id))
+        .filter(claimable)
+        .exec_with_returning(conn)
+        .await?;
+    Ok(claimed.into_iter().next())
+}
+
+/// Maps the claimed event's record and ingests it; the lead, its timeline
+/// and outbox rows, and the event's `processed` state commit together or not
+/// at all.
+#[tracing::instrument(name = "inbox.apply", skip_all, fields(inbox_event_id = event.id, source = %event.source))]
+pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, ProcessError> {
+    let source = source::find(db, &event.source)
+        .await?
+        .ok_or_else(|| ProcessError::Permanent(format!("source '{}' is gone", event.source)))?;
+    let now = Utc::now();
+    if !source.allows(event.event_type.as_deref()) {
+        let done = finish(db, event, InboxState::Skipped, None, now).await?;
+        return Ok(if done {
+            Applied::Skipped
+        } else {
+            Applied::LostClaim
+        });
+    }
+    let record = map_record(&source.name, &source.mapping, &event.body)
+        .map_err(|e| ProcessError::Permanent(format!("mapping: {e}")))?;
+    let new = record.normalise()?;
+
+    let ctx = IngestContext {
+        correlation_id: event.correlation_id.clone(),
+        author_id: None,
+    };
+    let txn = db.begin().await?;
+    let ingested = ingest_in(&txn, &new, Origin::Webhook, &ctx).await?;
+    let done = finish(
+        &txn,
+        event,
+        InboxState::Processed,
+        Some((ingested.outcome, ingested.lead.id)),
+        now,
+    )
+    .await?;
+    if !done {
+        txn.rollback().await?;
+        return Ok(Applied::LostClaim);
+    }
+    txn.commit().await?;
+    Ok(Applied::Processed {
+        outcome: ingested.outcome,
+        lead_id: ingested.lead.id,
+    })
+}
+
+/// Records a failed attempt: `dead` for a permanent error or when the
+/// attempts are used up, else `failed` with the next attempt's time.
+pub async fn record_failure<C: ConnectionTrait>(
+    conn: &C,
+    event: &Model,
+    error: &ProcessError,
+    policy: &RetryPolicy,
+    now: DateTime<Utc>,
+) -> Result<FailureRecorded, DbErr> {
+    let attempt = u32::try_from(event.attempts).unwrap_or(0);
+    let (state, last_error, next_attempt_at) = match error {
+        ProcessError::Permanent(reason) => (InboxState::Dead, reason.clone(), None),
+        ProcessError::Transient(reason) if policy.exhausted(attempt) => (
+            InboxState::Dead,
+            format!("gave up after {attempt} attempts: {reason}"),
+            None,
+        ),
+        ProcessError::Transient(reason) => {
+            let delay = policy.delay(attempt, None);
+            let at = now + chrono::Duration::from_std(delay).unwrap_or(chrono::TimeDelta::MAX);
+            (InboxState::Failed, reason.clone(), Some(at))
+        }
+    };
+    let updated = owned(inbox_event::Entity::update_many(), event)
+        .col_expr(Column::State, Expr::value(state.as_str()))
+        .col_expr(Column::LastError, Expr::value(last_error))
+        .col_expr(Column::NextAttemptAt, Expr::value(next_attempt_at))
+        // The job for the next attempt is pushed right after this.
+        .col_expr(
+            Column::EnqueuedAt,
+            Expr::value(next_attempt_at.map(|_| now)),
+        )
+        .col_expr(Column::LockedAt, Expr::value(Option::<DateTime<Utc>>::None))
+        .col_expr(Column::LockedBy, Expr::value(Option::<String>::None))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .exec(conn)
+        .await?;
+    Ok(match (updated.rows_affected, next_attempt_at) {
+        (0, _) => FailureRecorded::LostClaim,
+        (_, Some(at)) => FailureRecorded::RetryAt(at),
+        (_, None) => FailureRecorded::Dead,
+    })
+}
+
+/// Ends a successful attempt; false when the claim was lost meanwhile.
+async fn finish<C: ConnectionTrait>(
+    conn: &C,
+    event: &Model,
+    state: InboxState,
+    result: Option<(Outcome, i64)>,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let updated = owned(inbox_event::Entity::update_many(), event)
+        .col_expr(Column::State, Expr::value(state.as_str()))
+        .col_expr(
+            Column::Outcome,
+            Expr::value(result.map(|(o, _)| o.as_str())),
+        )
+        .col_expr(Column::LeadId, Expr::value(result.map(|(_, id)| id)))
+        .col_expr(Column::LastError, Expr::value(Option::<String>::None))
+        .col_expr(
+            Column::NextAttemptAt,
+            Expr::value(Option::<DateTime<Utc>>::None),
+        )
+        .col_expr(Column::LockedAt, Expr::value(Option::<DateTime<Utc>>::None))
+        .col_expr(Column::LockedBy, Expr::value(Option::<String>::None))
+        .col_expr(Column::ProcessedAt, Expr::value(now))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .exec(conn)
+        .await?;
+    Ok(updated.rows_affected == 1)
+}
+
+/// Only the holder of the current claim may write: same attempt, still
+/// `processing`.
+fn owned(
+    update: sea_orm::UpdateMany<inbox_event::Entity>,
+    event: &Model,
+) -> sea_orm::UpdateMany<inbox_event::Entity> {
+    update
+        .filter(Column::Id.eq(event.id))
+        .filter(Column::State.eq(InboxState::Processing.as_str()))
+        .filter(Column::Attempts.eq(event.attempts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classification() {
+        let invalid: ProcessError =
+            Error::Invalid(vec![crate::FieldError::new("source_ref", "is required")]).into();
+        assert_eq!(
+            invalid,
+            ProcessError::Permanent("invalid record: source_ref is required".into())
+        );
+        let db: ProcessError = Error::Db(DbErr::Custom("connection reset".into())).into();
+        assert!(matches!(db, ProcessError::Transient(_)));
+    }
+}

@@ -1,0 +1,322 @@
+//! Storing a verified delivery. One statement decides whether the event is
+//! new: `INSERT .. ON CONFLICT (source, event_id) DO UPDATE SET deliveries =
+//! deliveries + 1 RETURNING ..` — under any concurrency exactly one delivery
+//! sees `deliveries = 1`, and every repeat gets the original row's id back.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};
+use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use super::InboxState;
+use crate::entities::inbox_event::{self, Column};
+use crate::signature::HeaderLookup;
+use crate::source::{Locator, Source};
+
+const MAX_EVENT_ID_LEN: usize = 255;
+
+/// Headers worth keeping with an event for ops. Signatures are never kept.
+const KEPT_HEADERS: [&str; 6] = [
+    "content-type",
+    "user-agent",
+    "webhook-id",
+    "webhook-timestamp",
+    "x-github-delivery",
+    "x-github-event",
+];
+
+/// A delivery whose signature checked out.
+pub struct Delivery<'a> {
+    pub headers: &'a dyn HeaderLookup,
+    pub body: &'a [u8],
+    pub correlation_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// The inbox row; for a duplicate, the original event's row.
+    pub id: i64,
+    pub event_id: String,
+    pub state: InboxState,
+    pub duplicate: bool,
+}
+
+impl Received {
+    /// A new event that a job must now process.
+    pub fn needs_processing(&self) -> bool {
+        !self.duplicate && self.state == InboxState::Received
+    }
+}
+
+/// Where an event's identity came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventIdFrom {
+    Header,
+    Pointer,
+    /// The sender gave none: a hash of source and raw body, so stripping a
+    /// header cannot turn a repeat into a new event.
+    Hash,
+}
+
+impl EventIdFrom {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Header => "header",
+            Self::Pointer => "pointer",
+            Self::Hash => "hash",
+        }
+    }
+}
+
+#[derive(FromQueryResult)]
+struct Stored {
+    id: i64,
+    state: String,
+    deliveries: i32,
+}
+
+pub async fn receive<C: ConnectionTrait>(
+    conn: &C,
+    source: &Source,
+    delivery: &Delivery<'_>,
+    now: DateTime<Utc>,
+) -> Result<Received, DbErr> {
+    // Parsed only to find the id and type; the worker maps the record.
+    let document: Option<Value> = serde_json::from_slice(delivery.body).ok();
+    let (event_id, from) = event_identity(source, delivery, document.as_ref());
+    let event_type = locate(
+        source.event_type.as_ref(),
+        delivery.headers,
+        document.as_ref(),
+    )
+    .filter(|t| t.len() <= 255);
+    let state = if source.allows(event_type.as_deref()) {
+        InboxState::Received
+    } else {
+        InboxState::Skipped
+    };
+    let headers = kept_headers(source, delivery.headers);
+
+    let mut insert = Query::insert();
+    insert
+        .into_table(inbox_event::Entity)
+        .columns([
+            Column::Source,
+            Column::EventId,
+            Column::EventIdFrom,
+            Column::EventType,
+            Column::Headers,
+            Column::Body,
+            Column::State,
+            Column::Deliveries,
+            Column::Attempts,
+            Column::Retries,
+            Column::EnqueuedAt,
+            Column::CorrelationId,
+            Column::ReceivedAt,
+            Column::LastDeliveryAt,
+            Column::UpdatedAt,
+        ])
+        .values([
+            source.name.clone().into(),
+            event_id.clone().into(),
+            from.as_str().into(),
+            event_type.into(),
+            headers.into(),
+            delivery.body.to_vec().into(),
+            state.as_str().into(),
+            1i32.into(),
+            0i32.into(),
+            0i32.into(),
+            // The receiver pushes the job right after answering; if that
+            // push is lost, the sweeper re-enqueues once this is old enough.
+            (state == InboxState::Received).then_some(now).into(),
+            delivery.correlation_id.clone().into(),
+            now.into(),
+            now.into(),
+            now.into(),
+        ])
+        .map_err(|e| DbErr::Custom(e.to_string()))?
+        .on_conflict(
+            OnConflict::columns([Column::Source, Column::EventId])
+                .value(
+                    Column::Deliveries,
+                    Expr::col((inbox_event::Entity, Column::Deliveries)).add(1),
+                )
+                .value(
+                    Column::LastDeliveryAt,
+                    Expr::col((Alias::new("excluded"), Column::LastDeliveryAt)),
+                )
+                .to_owned(),
+        )
+        .returning(Query::returning().columns([Column::Id, Column::State, Column::Deliveries]));
+
+    let stmt = conn.get_database_backend().build(&insert);
+    let stored = Stored::find_by_statement(stmt)
+        .one(conn)
+        .await?
+        .ok_or_else(|| DbErr::RecordNotInserted)?;
+    Ok(Received {
+        id: stored.id,
+        event_id,
+        state: stored.state.parse().map_err(DbErr::Custom)?,
+        duplicate: stored.deliveries > 1,
+    })
+}
+
+fn event_identity(
+    source: &Source,
+    delivery: &Delivery<'_>,
+    document: Option<&Value>,
+) -> (String, EventIdFrom) {
+    let given = locate(source.event_id.as_ref(), delivery.headers, document).map(|id| {
+        let from = match source.event_id {
+            Some(Locator::Header(_)) => EventIdFrom::Header,
+            _ => EventIdFrom::Pointer,
+        };
+        (id, from)
+    });
+    match given {
+        Some((id, from)) if id.len() <= MAX_EVENT_ID_LEN => (id, from),
+        // Too long to index: still the sender's identity, hashed.
+        Some((id, from)) => (format!("sha256:{}", hex::encode(Sha256::digest(id))), from),
+        None => {
+            let mut hash = Sha256::new();
+            hash.update(source.name.as_bytes());
+            hash.update(b"\n");
+            hash.update(delivery.body);
+            (
+                format!("sha256:{}", hex::encode(hash.finalize())),
+                EventIdFrom::Hash,
+            )
+        }
+    }
+}
+
+/// A header's value, or a string/number at a JSON pointer; blanks are absent.
+fn locate(
+    locator: Option<&Locator>,
+    headers: &dyn HeaderLookup,
+    document: Option<&Value>,
+) -> Option<String> {
+    let value = match locator? {
+        Locator::Header(name) => headers.header(name)?.trim().to_owned(),
+        Locator::Pointer(pointer) => match document?.pointer(pointer)? {
+            Value::String(s) => s.trim().to_owned(),
+            Value::Number(n) => n.to_string(),
+            _ => return None,
+        },
+    };
+    (!value.is_empty()).then_some(value)
+}
+
+fn kept_headers(source: &Source, headers: &dyn HeaderLookup) -> Value {
+    let configured = [&source.event_id, &source.event_type]
+        .into_iter()
+        .filter_map(|l| match l {
+            Some(Locator::Header(h)) => Some(h.as_str()),
+            _ => None,
+        });
+    let mut kept = Map::new();
+    for name in KEPT_HEADERS.into_iter().chain(configured) {
+        if let Some(value) = headers.header(name) {
+            kept.insert(name.to_owned(), Value::String(value.into_owned()));
+        }
+    }
+    Value::Object(kept)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::inbox::mapping::RecordMapping;
+    use crate::signature::{Scheme, SchemeConfig};
+
+    fn source(event_id: Option<Locator>) -> Source {
+        Source {
+            name: "ads".into(),
+            scheme: SchemeConfig::new(Scheme::HmacSha256, vec!["s".into()]),
+            event_id,
+            event_type: Some(Locator::Header("x-github-event".into())),
+            allowed_event_types: vec![],
+            mapping: RecordMapping {
+                record: "".into(),
+                source_ref: "/id".into(),
+                email: None,
+                name: None,
+                phone: None,
+                company: None,
+                updated_at: None,
+            },
+        }
+    }
+
+    fn delivery<'a>(headers: &'a dyn HeaderLookup, body: &'a [u8]) -> Delivery<'a> {
+        Delivery {
+            headers,
+            body,
+            correlation_id: None,
+        }
+    }
+
+    #[test]
+    fn event_id_from_header_pointer_or_hash() {
+        let h = [("X-Event-Id", " evt_1 ")];
+        let body = br#"{"id":"evt_body","n":7}"#;
+        let s = source(Some(Locator::Header("x-event-id".into())));
+        assert_eq!(
+            event_identity(&s, &delivery(&h, body), None),
+            ("evt_1".into(), EventIdFrom::Header)
+        );
+        let doc: Value = serde_json::from_slice(body).unwrap();
+        let s = source(Some(Locator::Pointer("/n".into())));
+        assert_eq!(
+            event_identity(&s, &delivery(&h, body), Some(&doc)),
+            ("7".into(), EventIdFrom::Pointer)
+        );
+    }
+
+    #[test]
+    fn missing_id_falls_back_to_a_hash_of_source_and_body() {
+        let s = source(Some(Locator::Header("x-event-id".into())));
+        let none: [(&str, &str); 0] = [];
+        let (a, from) = event_identity(&s, &delivery(&none, b"{}"), None);
+        assert_eq!(from, EventIdFrom::Hash);
+        assert!(a.starts_with("sha256:") && a.len() == 71);
+        let (b, _) = event_identity(&s, &delivery(&none, b"{}"), None);
+        assert_eq!(a, b);
+        let (c, _) = event_identity(&s, &delivery(&none, b"{ }"), None);
+        assert_ne!(a, c);
+        let mut other = s.clone();
+        other.name = "other".into();
+        assert_ne!(a, event_identity(&other, &delivery(&none, b"{}"), None).0);
+    }
+
+    #[test]
+    fn overlong_ids_are_hashed() {
+        let long = "x".repeat(300);
+        let h = [("x-event-id", long.as_str())];
+        let s = source(Some(Locator::Header("x-event-id".into())));
+        let (id, from) = event_identity(&s, &delivery(&h, b""), None);
+        assert_eq!(from, EventIdFrom::Header);
+        assert!(id.len() <= MAX_EVENT_ID_LEN);
+    }
+
+    #[test]
+    fn kept_headers_never_include_signatures() {
+        let h = [
+            ("Content-Type", "application/json"),
+            ("X-GitHub-Event", "push"),
+            ("X-Hub-Signature-256", "sha256=abc"),
+            ("webhook-signature", "v1,abc"),
+            ("Authorization", "Bearer x"),
+        ];
+        let kept = kept_headers(&source(None), &h);
+        assert_eq!(
+            kept,
+            serde_json::json!({"content-type": "application/json", "x-github-event": "push"})
+        );
+    }
+}

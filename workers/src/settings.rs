@@ -1,0 +1,96 @@
+//! The worker's knobs; the `leadpipe` command fills them from flags and
+//! `LEADPIPE_*` variables.
+
+use std::time::Duration;
+
+use domain::inbox::sweep::SweepRules;
+use domain::retry::RetryPolicy;
+
+use crate::publisher::PublisherSettings;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerSettings {
+    /// Inbox events processed at once by this process.
+    pub concurrency: usize,
+    /// How often an idle worker looks for new jobs.
+    pub poll_interval: Duration,
+    pub retry: RetryPolicy,
+    /// An attempt taking longer is abandoned and counts as a transient failure.
+    pub attempt_timeout: Duration,
+    /// How often the sweeper looks for stranded events.
+    pub sweep_interval: Duration,
+    pub sweep: SweepRules,
+    /// Outgoing webhooks (the outbox publisher).
+    pub publisher: PublisherSettings,
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            poll_interval: Duration::from_millis(500),
+            retry: RetryPolicy::default(),
+            attempt_timeout: Duration::from_secs(30),
+            sweep_interval: Duration::from_secs(15),
+            sweep: SweepRules {
+                grace: Duration::from_secs(60),
+                lease: Duration::from_secs(300),
+                batch: 500,
+            },
+            publisher: PublisherSettings::default(),
+        }
+    }
+}
+
+impl WorkerSettings {
+    /// Fast everything, for tests that wait on real workers.
+    pub fn for_tests() -> Self {
+        Self {
+            concurrency: 4,
+            poll_interval: Duration::from_millis(50),
+            retry: RetryPolicy {
+                base: Duration::from_millis(50),
+                cap: Duration::from_millis(200),
+                max_attempts: 8,
+            },
+            attempt_timeout: Duration::from_secs(5),
+            sweep_interval: Duration::from_millis(200),
+            sweep: SweepRules {
+                grace: Duration::from_millis(500),
+                lease: Duration::from_secs(10),
+                batch: 100,
+            },
+            publisher: PublisherSettings {
+                request_timeout: Duration::from_secs(5),
+                retry: RetryPolicy {
+                    base: Duration::from_millis(20),
+                    cap: Duration::from_millis(200),
+                    max_attempts: 8,
+                },
+                outbound: domain::net_guard::OutboundPolicy::from_list("127.0.0.1,localhost"),
+                ..PublisherSettings::default()
+            },
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.concurrency == 0 {
+            return Err("worker concurrency must be at least 1".into());
+        }
+        if self.retry.max_attempts == 0 {
+            return Err("max attempts must be at least 1".into());
+        }
+        if self.retry.base.is_zero() || self.retry.cap < self.retry.base {
+            return Err("retry base must be positive and at most the retry cap".into());
+        }
+        // A lease shorter than an attempt would let a second worker take an
+        // event that the first is still working on.
+        if self.sweep.lease <= self.attempt_timeout {
+            return Err("the processing lease must be longer than the attempt timeout".into());
+        }
+        if self.poll_interval.is_zero() || self.sweep_interval.is_zero() {
+            return Err("poll and sweep intervals must be positive".into());
+        }
+        Ok(())
+    }
+}
