@@ -5,14 +5,11 @@ use std::sync::OnceLock;
 
 use actix_web::{HttpResponse, web};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use sea_orm::sea_query::{Expr, ExprTrait, Func};
-use sea_orm::{
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect,
-};
+
+use sea_orm::{DatabaseConnection, DbErr};
 
 use crate::error::ApiError;
 use crate::startup::AppState;
-use domain::entities::{lead, outbox_delivery, outbox_event};
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -89,53 +86,23 @@ async fn scrape(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
 
 /// Gauges read from the database, so they are right whichever process did the work.
 async fn refresh_gauges(db: &DatabaseConnection) -> Result<(), DbErr> {
-    let pending = outbox_event::Entity::find()
-        .filter(outbox_event::Column::State.eq(domain::outbox::PENDING))
-        .count(db)
-        .await?;
-    metrics::gauge!("leadpipe_outbox_events_pending").set(pending as f64);
-
-    let by_state: Vec<(String, i64)> = outbox_delivery::Entity::find()
-        .select_only()
-        .column(outbox_delivery::Column::State)
-        .column_as(Expr::col(outbox_delivery::Column::Id).count(), "n")
-        .filter(outbox_delivery::Column::State.ne(domain::delivery::DELIVERED))
-        .group_by(outbox_delivery::Column::State)
-        .into_tuple()
-        .all(db)
-        .await?;
-    for state in [
-        domain::delivery::PENDING,
-        domain::delivery::DELIVERING,
-        domain::delivery::FAILED,
-        domain::delivery::DEAD,
-    ] {
-        let n = by_state
-            .iter()
-            .find(|(s, _)| s == state)
-            .map_or(0, |(_, n)| *n);
-        metrics::gauge!("leadpipe_outbox_deliveries", "state" => state).set(n as f64);
+    let stats = domain::stats::collect(db).await?;
+    for source in &stats.sources {
+        for (state, n) in &source.inbox {
+            metrics::gauge!("leadpipe_inbox_events", "source" => source.source.clone(), "state" => *state)
+                .set(*n as f64);
+        }
+        metrics::gauge!("leadpipe_inbox_oldest_unprocessed_age_seconds", "source" => source.source.clone())
+            .set(source.oldest_unprocessed_age_seconds.unwrap_or(0.0));
+        metrics::gauge!("leadpipe_leads", "source" => source.source.clone())
+            .set(source.leads as f64);
     }
-
-    let oldest: Option<Option<chrono::DateTime<chrono::Utc>>> = outbox_delivery::Entity::find()
-        .select_only()
-        .expr(Func::min(Expr::col(outbox_delivery::Column::CreatedAt)))
-        .filter(
-            outbox_delivery::Column::State
-                .is_in([domain::delivery::PENDING, domain::delivery::FAILED]),
-        )
-        .into_tuple()
-        .one(db)
-        .await?;
-    let age = oldest.flatten().map_or(0.0, |t| {
-        std::cmp::max((domain::clock::now() - t).num_milliseconds(), 0) as f64 / 1000.0
-    });
-    metrics::gauge!("leadpipe_outbox_oldest_undelivered_age_seconds").set(age);
-
-    let backlog = lead::Entity::find()
-        .filter(Expr::col(lead::Column::ProcessedVersion).lt(Expr::col(lead::Column::Version)))
-        .count(db)
-        .await?;
-    metrics::gauge!("leadpipe_leads_processing_backlog").set(backlog as f64);
+    metrics::gauge!("leadpipe_outbox_events_pending").set(stats.outbox.events_pending as f64);
+    for (state, n) in &stats.outbox.deliveries {
+        metrics::gauge!("leadpipe_outbox_deliveries", "state" => *state).set(*n as f64);
+    }
+    metrics::gauge!("leadpipe_outbox_oldest_undelivered_age_seconds")
+        .set(stats.outbox.oldest_undelivered_age_seconds.unwrap_or(0.0));
+    metrics::gauge!("leadpipe_leads_processing_backlog").set(stats.leads_processing_backlog as f64);
     Ok(())
 }

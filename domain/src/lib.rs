@@ -25,6 +25,7 @@ pub mod retry;
 pub mod sales;
 pub mod signature;
 pub mod source;
+pub mod stats;
 pub mod status;
 pub mod subscription;
 pub mod trace;

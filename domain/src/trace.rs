@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 use serde::Serialize;
 
-use crate::entities::{activity, lead, outbox_delivery, outbox_event};
+use crate::entities::{activity, inbox_event, lead, outbox_delivery, outbox_event};
 use crate::error::Error;
 
 /// Bounds one trace; a correlation id that touched more is a bulk job.
@@ -14,6 +14,10 @@ const MAX_ROWS: u64 = 1_000;
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TraceEntry {
+    InboxEvent {
+        at: DateTime<Utc>,
+        event: InboxSummary,
+    },
     Activity {
         at: DateTime<Utc>,
         activity: activity::Model,
@@ -31,9 +35,44 @@ pub enum TraceEntry {
 impl TraceEntry {
     fn at(&self) -> DateTime<Utc> {
         match self {
-            Self::Activity { at, .. }
+            Self::InboxEvent { at, .. }
+            | Self::Activity { at, .. }
             | Self::OutboxEvent { at, .. }
             | Self::Delivery { at, .. } => *at,
+        }
+    }
+}
+
+/// An inbox event without its body (the ops inbox API shows that).
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxSummary {
+    pub id: i64,
+    pub source: String,
+    pub event_id: String,
+    pub event_type: Option<String>,
+    pub state: String,
+    pub deliveries: i32,
+    pub attempts: i32,
+    pub outcome: Option<String>,
+    pub lead_id: Option<i64>,
+    pub last_error: Option<String>,
+    pub processed_at: Option<DateTime<Utc>>,
+}
+
+impl From<inbox_event::Model> for InboxSummary {
+    fn from(m: inbox_event::Model) -> Self {
+        Self {
+            id: m.id,
+            source: m.source,
+            event_id: m.event_id,
+            event_type: m.event_type,
+            state: m.state,
+            deliveries: m.deliveries,
+            attempts: m.attempts,
+            outcome: m.outcome,
+            lead_id: m.lead_id,
+            last_error: m.last_error,
+            processed_at: m.processed_at,
         }
     }
 }
@@ -47,6 +86,12 @@ pub struct Trace {
 }
 
 pub async fn collect<C: ConnectionTrait>(conn: &C, correlation_id: &str) -> Result<Trace, Error> {
+    let inbox = inbox_event::Entity::find()
+        .filter(inbox_event::Column::CorrelationId.eq(correlation_id))
+        .order_by_asc(inbox_event::Column::Id)
+        .limit(MAX_ROWS)
+        .all(conn)
+        .await?;
     let activities = activity::Entity::find()
         .filter(activity::Column::CorrelationId.eq(correlation_id))
         .order_by_asc(activity::Column::Id)
@@ -71,6 +116,7 @@ pub async fn collect<C: ConnectionTrait>(conn: &C, correlation_id: &str) -> Resu
             .await?
     };
     let mut lead_ids: Vec<i64> = activities.iter().map(|a| a.lead_id).collect();
+    lead_ids.extend(inbox.iter().filter_map(|e| e.lead_id));
     lead_ids.extend(events.iter().filter_map(|e| e.lead_id));
     lead_ids.sort_unstable();
     lead_ids.dedup();
@@ -84,12 +130,16 @@ pub async fn collect<C: ConnectionTrait>(conn: &C, correlation_id: &str) -> Resu
             .await?
     };
 
-    let mut entries: Vec<TraceEntry> = activities
+    let mut entries: Vec<TraceEntry> = inbox
         .into_iter()
-        .map(|a| TraceEntry::Activity {
+        .map(|e| TraceEntry::InboxEvent {
+            at: e.received_at,
+            event: e.into(),
+        })
+        .chain(activities.into_iter().map(|a| TraceEntry::Activity {
             at: a.created_at,
             activity: a,
-        })
+        }))
         .chain(events.into_iter().map(|e| TraceEntry::OutboxEvent {
             at: e.created_at,
             event: e,

@@ -9,6 +9,7 @@ use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 use workers::publisher::{Publisher, PublisherSettings};
 
@@ -217,4 +218,109 @@ async fn gauges_show_backlogs_from_the_database() {
         .unwrap();
     let text = scrape(&app).await;
     assert_eq!(sample(&text, "leadpipe_leads_processing_backlog", &[]), 0.0);
+}
+
+on_both_backends!(webhook_counters_stats_and_trace_follow_a_delivery);
+
+/// One event delivered three times, one forged: counters by result and
+/// reason, per-source stats with the duplicate rate, and a trace from the
+/// inbox row to the lead.
+async fn webhook_counters_stats_and_trace_follow_a_delivery(backend: Backend) {
+    use leadpipe_tests::webhooks::{lead_event, now, standard_headers};
+    let app = TestApp::spawn_with_workers(backend).await;
+    let source = format!(
+        "obs-{}",
+        uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap()
+    );
+    let key = app.standard_source(&source).await;
+    let before = scrape(&app).await;
+    let body = lead_event("obs-1", "stats@example.com", "2026-11-30T10:00:00Z");
+    let mut headers = standard_headers(&key, "msg_obs_1", now(), &body);
+    headers.push(("x-request-id".into(), format!("trace-{source}")));
+    for expected in [202, 200, 200] {
+        assert_eq!(
+            app.post_webhook(&source, &headers, &body).await.status(),
+            expected
+        );
+    }
+    let forged = standard_headers(b"not-the-key-at-all-0123456789", "msg_obs_2", now(), &body);
+    assert_eq!(
+        app.post_webhook(&source, &forged, &body).await.status(),
+        401
+    );
+    let id: i64 = {
+        let events = domain::entities::inbox_event::Entity::find()
+            .all(&app.db)
+            .await
+            .unwrap();
+        events.iter().find(|e| e.source == source).unwrap().id
+    };
+    app.wait_for_state(id, "processed").await;
+
+    let after = scrape(&app).await;
+    let count = |text: &str, result: &str, reason: &str| {
+        sample(
+            text,
+            "leadpipe_webhook_deliveries_total",
+            &[("source", &source), ("result", result), ("reason", reason)],
+        )
+    };
+    assert_eq!(
+        count(&after, "accepted", "") - count(&before, "accepted", ""),
+        1.0
+    );
+    assert_eq!(
+        count(&after, "duplicate", "") - count(&before, "duplicate", ""),
+        2.0
+    );
+    assert_eq!(count(&after, "rejected", "no_matching_signature"), 1.0);
+    assert_eq!(
+        sample(
+            &after,
+            "leadpipe_inbox_events",
+            &[("source", &source), ("state", "processed")]
+        ),
+        1.0
+    );
+
+    let ops = app.token(Role::Ops, None).await;
+    let stats: Value = app.get(&ops, "/api/ops/stats").await.json().await.unwrap();
+    let mine = stats["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["source"] == source.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(mine["all_time"]["events"], 1);
+    assert_eq!(mine["all_time"]["deliveries"], 3);
+    assert_eq!(mine["last_hour"]["duplicates"], 2);
+    let rate = mine["last_day"]["duplicate_rate"].as_f64().unwrap();
+    assert!((rate - 2.0 / 3.0).abs() < 1e-9, "{rate}");
+    assert_eq!(mine["inbox"]["processed"], 1);
+    assert_eq!(mine["leads"], 1);
+    assert!(mine["oldest_unprocessed_age_seconds"].is_null());
+    let sales = app.token(Role::Sales, None).await;
+    assert_problem(
+        app.get(&sales, "/api/ops/stats").await,
+        403,
+        "/problems/forbidden",
+    )
+    .await;
+
+    let trace: Value = app
+        .get(&ops, &format!("/api/ops/trace/trace-{source}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let entries = trace["entries"].as_array().unwrap();
+    assert_eq!(entries[0]["kind"], "inbox_event", "{trace:#}");
+    assert_eq!(entries[0]["event"]["deliveries"], 3);
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "activity" && e["activity"]["origin"] == "webhook")
+    );
+    assert_eq!(trace["leads"][0]["source_ref"], "obs-1");
 }

@@ -80,6 +80,15 @@ impl InboxProcessor {
                         timeout.as_millis()
                     )))
                 });
+                        let label = match &result {
+                Ok(Applied::Processed { .. }) => "processed",
+                Ok(Applied::Skipped) => "skipped",
+                Ok(Applied::LostClaim) => "lost_claim",
+                Err(ProcessError::Permanent(_)) => "permanent_error",
+                Err(ProcessError::Transient(_)) => "transient_error",
+            };
+            metrics::counter!("leadpipe_inbox_attempts_total", "source" => event.source.clone(), "result" => label)
+                .increment(1);
             match result {
                 Ok(Applied::Processed { outcome, lead_id }) => {
                     tracing::info!(outcome = outcome.as_str(), lead_id, "inbox event processed");
@@ -115,6 +124,8 @@ impl InboxProcessor {
                 Step::RetryScheduled(at)
             }
             FailureRecorded::Dead => {
+                metrics::counter!("leadpipe_inbox_dead_total", "source" => event.source.clone())
+                    .increment(1);
                 tracing::warn!(reason = %error, "inbox event is dead");
                 Step::Dead(error.to_string())
             }

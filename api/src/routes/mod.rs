@@ -10,6 +10,7 @@ mod imports;
 pub mod leads;
 pub mod ops_inbox;
 mod sources;
+mod stats;
 mod subscriptions;
 mod trace;
 mod webhooks;
@@ -23,6 +24,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     leads::configure(cfg);
     subscriptions::configure(cfg);
     deliveries::configure(cfg);
+    stats::configure(cfg);
     trace::configure(cfg);
     sources::configure(cfg);
     webhooks::configure(cfg);

@@ -43,8 +43,23 @@ async fn receive_webhook(
     } else {
         None
     };
-    let source = found.ok_or_else(|| ApiError::NotFound("no such webhook source".into()))?;
-    let body = read_bytes(&req, payload, state.http.max_body_bytes).await?;
+    let Some(source) = found else {
+        // Not the caller's name as a label: anyone may post to any path.
+        count(UNKNOWN_SOURCE, "rejected", "unknown_source");
+        return Err(ApiError::NotFound("no such webhook source".into()));
+    };
+    let body = match read_bytes(&req, payload, state.http.max_body_bytes).await {
+        Ok(body) => body,
+        Err(err) => {
+            let reason = if matches!(err, ApiError::PayloadTooLarge { .. }) {
+                "too_large"
+            } else {
+                "unreadable"
+            };
+            count(&source.name, "rejected", reason);
+            return Err(err);
+        }
+    };
 
     let headers = HeaderFn(|name: &str| {
         req.headers()
@@ -63,6 +78,7 @@ async fn receive_webhook(
     if let Err(err) = verified {
         // The source and the reason only: never the signature or a secret.
         tracing::warn!(source = %source.name, reason = err.reason(), "webhook rejected");
+        count(&source.name, "rejected", err.reason());
         return Err(ApiError::InvalidSignature(err.reason()));
     }
 
@@ -72,6 +88,14 @@ async fn receive_webhook(
         correlation_id: Some(correlation.0),
     };
     let received = receive(&state.db, &source, &delivery, Utc::now()).await?;
+    let result = if received.duplicate {
+        "duplicate"
+    } else if received.state == InboxState::Skipped {
+        "skipped"
+    } else {
+        "accepted"
+    };
+    count(&source.name, result, "");
     tracing::info!(
         source = %source.name,
         inbox_event_id = received.id,
@@ -91,6 +115,19 @@ async fn receive_webhook(
         });
     }
     Ok(acknowledge(received))
+}
+
+const UNKNOWN_SOURCE: &str = "(unknown)";
+
+/// `leadpipe_webhook_deliveries_total{source, result, reason}`.
+fn count(source: &str, result: &'static str, reason: &'static str) {
+    metrics::counter!(
+        "leadpipe_webhook_deliveries_total",
+        "source" => source.to_owned(),
+        "result" => result,
+        "reason" => reason
+    )
+    .increment(1);
 }
 
 /// `202` for a new event to process; `200` for a duplicate (with the

@@ -1,0 +1,253 @@
+//! The pipeline at a glance, per source, computed from the tables themselves
+//! so every node reports the same numbers: what arrived, how much of it was
+//! a repeat, what is still waiting and for how long, what died.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Duration, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, Func};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use serde::Serialize;
+
+use crate::clock;
+use crate::entities::{inbox_event, lead, outbox_delivery, outbox_event};
+use crate::inbox::InboxState;
+
+const UNPROCESSED: [InboxState; 3] = [
+    InboxState::Received,
+    InboxState::Processing,
+    InboxState::Failed,
+];
+
+/// Deliveries of events first received in a window, and how many were repeats.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Window {
+    pub events: i64,
+    pub deliveries: i64,
+    pub duplicates: i64,
+    /// duplicates / deliveries; 0 when nothing arrived.
+    pub duplicate_rate: f64,
+}
+
+impl Window {
+    fn new(events: i64, deliveries: i64) -> Self {
+        let duplicates = std::cmp::max(deliveries - events, 0);
+        let duplicate_rate = if deliveries > 0 {
+            duplicates as f64 / deliveries as f64
+        } else {
+            0.0
+        };
+        Self {
+            events,
+            deliveries,
+            duplicates,
+            duplicate_rate,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SourceStats {
+    pub source: String,
+    /// Inbox events by state (`received`, `processing`, `processed`, `failed`, `dead`, `skipped`).
+    pub inbox: BTreeMap<&'static str, i64>,
+    pub all_time: Window,
+    pub last_hour: Window,
+    pub last_day: Window,
+    /// Age of the oldest event still waiting to be processed, in seconds.
+    pub oldest_unprocessed_age_seconds: Option<f64>,
+    pub leads: i64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OutboxStats {
+    pub events_pending: i64,
+    /// Deliveries not yet delivered, by state.
+    pub deliveries: BTreeMap<&'static str, i64>,
+    pub oldest_undelivered_age_seconds: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Stats {
+    pub generated_at: DateTime<Utc>,
+    pub sources: Vec<SourceStats>,
+    pub outbox: OutboxStats,
+    pub leads_processing_backlog: i64,
+}
+
+fn age(now: DateTime<Utc>, since: Option<DateTime<Utc>>) -> Option<f64> {
+    since.map(|t| std::cmp::max((now - t).num_milliseconds(), 0) as f64 / 1000.0)
+}
+
+async fn windows<C: ConnectionTrait>(
+    conn: &C,
+    since: Option<DateTime<Utc>>,
+) -> Result<BTreeMap<String, Window>, DbErr> {
+    let mut query = inbox_event::Entity::find()
+        .select_only()
+        .column(inbox_event::Column::Source)
+        .column_as(Expr::col(inbox_event::Column::Id).count(), "events")
+        .expr_as(
+            Func::coalesce([
+                Expr::col(inbox_event::Column::Deliveries).sum(),
+                Expr::val(0),
+            ]),
+            "deliveries",
+        )
+        .group_by(inbox_event::Column::Source);
+    if let Some(since) = since {
+        query = query.filter(inbox_event::Column::ReceivedAt.gte(since));
+    }
+    let rows: Vec<(String, i64, i64)> = query.into_tuple().all(conn).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(source, events, deliveries)| (source, Window::new(events, deliveries)))
+        .collect())
+}
+
+pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
+    let now = clock::now();
+    let mut sources: BTreeMap<String, SourceStats> = BTreeMap::new();
+    let entry = |sources: &mut BTreeMap<String, SourceStats>, name: &str| {
+        sources
+            .entry(name.to_owned())
+            .or_insert_with(|| SourceStats {
+                source: name.to_owned(),
+                inbox: InboxState::ALL.iter().map(|s| (s.as_str(), 0)).collect(),
+                ..Default::default()
+            });
+    };
+
+    let by_state: Vec<(String, String, i64)> = inbox_event::Entity::find()
+        .select_only()
+        .column(inbox_event::Column::Source)
+        .column(inbox_event::Column::State)
+        .column_as(Expr::col(inbox_event::Column::Id).count(), "n")
+        .group_by(inbox_event::Column::Source)
+        .group_by(inbox_event::Column::State)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    for (source, state, n) in by_state {
+        entry(&mut sources, &source);
+        if let Some(stats) = sources.get_mut(&source) {
+            if let Some(known) = InboxState::ALL.iter().find(|s| s.as_str() == state) {
+                stats.inbox.insert(known.as_str(), n);
+            }
+        }
+    }
+
+    let oldest: Vec<(String, Option<DateTime<Utc>>)> = inbox_event::Entity::find()
+        .select_only()
+        .column(inbox_event::Column::Source)
+        .column_as(Expr::col(inbox_event::Column::ReceivedAt).min(), "oldest")
+        .filter(inbox_event::Column::State.is_in(UNPROCESSED.map(InboxState::as_str)))
+        .group_by(inbox_event::Column::Source)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    for (source, since) in oldest {
+        entry(&mut sources, &source);
+        if let Some(stats) = sources.get_mut(&source) {
+            stats.oldest_unprocessed_age_seconds = age(now, since);
+        }
+    }
+
+    for (since, pick) in [
+        (None, 0),
+        (Some(now - Duration::hours(1)), 1),
+        (Some(now - Duration::days(1)), 2),
+    ] {
+        for (source, window) in windows(conn, since).await? {
+            entry(&mut sources, &source);
+            if let Some(stats) = sources.get_mut(&source) {
+                match pick {
+                    0 => stats.all_time = window,
+                    1 => stats.last_hour = window,
+                    _ => stats.last_day = window,
+                }
+            }
+        }
+    }
+
+    let leads: Vec<(String, i64)> = lead::Entity::find()
+        .select_only()
+        .column(lead::Column::Source)
+        .column_as(Expr::col(lead::Column::Id).count(), "n")
+        .group_by(lead::Column::Source)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    for (source, n) in leads {
+        entry(&mut sources, &source);
+        if let Some(stats) = sources.get_mut(&source) {
+            stats.leads = n;
+        }
+    }
+
+    Ok(Stats {
+        generated_at: now,
+        sources: sources.into_values().collect(),
+        outbox: outbox(conn, now).await?,
+        leads_processing_backlog: processing_backlog(conn).await?,
+    })
+}
+
+async fn outbox<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<OutboxStats, DbErr> {
+    use crate::delivery::{DEAD, DELIVERED, DELIVERING, FAILED, PENDING};
+    let events_pending = outbox_event::Entity::find()
+        .select_only()
+        .column_as(Expr::col(outbox_event::Column::Id).count(), "n")
+        .filter(outbox_event::Column::State.eq(crate::outbox::PENDING))
+        .into_tuple::<i64>()
+        .one(conn)
+        .await?
+        .unwrap_or(0);
+    let by_state: Vec<(String, i64)> = outbox_delivery::Entity::find()
+        .select_only()
+        .column(outbox_delivery::Column::State)
+        .column_as(Expr::col(outbox_delivery::Column::Id).count(), "n")
+        .filter(outbox_delivery::Column::State.ne(DELIVERED))
+        .group_by(outbox_delivery::Column::State)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let deliveries = [PENDING, DELIVERING, FAILED, DEAD]
+        .into_iter()
+        .map(|state| {
+            (
+                state,
+                by_state
+                    .iter()
+                    .find(|(s, _)| s == state)
+                    .map_or(0, |(_, n)| *n),
+            )
+        })
+        .collect();
+    let oldest: Option<Option<DateTime<Utc>>> = outbox_delivery::Entity::find()
+        .select_only()
+        .column_as(
+            Expr::col(outbox_delivery::Column::CreatedAt).min(),
+            "oldest",
+        )
+        .filter(outbox_delivery::Column::State.is_in([PENDING, FAILED, DELIVERING]))
+        .into_tuple()
+        .one(conn)
+        .await?;
+    Ok(OutboxStats {
+        events_pending,
+        deliveries,
+        oldest_undelivered_age_seconds: age(now, oldest.flatten()),
+    })
+}
+
+async fn processing_backlog<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
+    Ok(lead::Entity::find()
+        .select_only()
+        .column_as(Expr::col(lead::Column::Id).count(), "n")
+        .filter(Expr::col(lead::Column::ProcessedVersion).lt(Expr::col(lead::Column::Version)))
+        .into_tuple::<i64>()
+        .one(conn)
+        .await?
+        .unwrap_or(0))
+}
