@@ -130,10 +130,10 @@ pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
         .await?;
     for (source, state, n) in by_state {
         entry(&mut sources, &source);
-        if let Some(stats) = sources.get_mut(&source) {
-            if let Some(known) = InboxState::ALL.iter().find(|s| s.as_str() == state) {
-                stats.inbox.insert(known.as_str(), n);
-            }
+        if let Some(stats) = sources.get_mut(&source)
+            && let Some(known) = InboxState::ALL.iter().find(|s| s.as_str() == state)
+        {
+            stats.inbox.insert(known.as_str(), n);
         }
     }
 
