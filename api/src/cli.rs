@@ -72,6 +72,16 @@ pub enum Command {
         #[command(subcommand)]
         command: SourceCommand,
     },
+    /// Manage downstream subscriptions to lead events.
+    Subscription {
+        #[command(subcommand)]
+        command: crate::subscription_cli::SubscriptionCommand,
+    },
+    /// Inspect and retry outgoing webhook deliveries.
+    Delivery {
+        #[command(subcommand)]
+        command: crate::subscription_cli::DeliveryCommand,
+    },
     /// Inspect and retry webhook inbox events.
     Inbox {
         #[command(subcommand)]
@@ -171,6 +181,15 @@ pub async fn run() -> anyhow::Result<()> {
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             webhook_cli::run_source(&conn, command).await?;
+        }
+        Command::Subscription { command } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            crate::subscription_cli::run_subscription(&conn, &cli.outbound.policy(), command)
+                .await?;
+        }
+        Command::Delivery { command } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            crate::subscription_cli::run_delivery(&conn, command).await?;
         }
         Command::Inbox { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;

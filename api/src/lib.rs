@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod routes;
 pub mod startup;
 pub mod storage;
+pub mod subscription_cli;
 pub mod telemetry;
 pub mod webhook_cli;
 pub mod worker_config;

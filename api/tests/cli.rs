@@ -1,0 +1,82 @@
+//! The `leadpipe` binary as an operator uses it, on a fresh SQLite file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::{Command, Output};
+
+struct Cli {
+    dir: std::path::PathBuf,
+}
+
+impl Cli {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!("leadpipe-cli-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Self { dir }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        let url = format!("sqlite://{}?mode=rwc", self.dir.join("cli.db").display());
+        Command::new(env!("CARGO_BIN_EXE_leadpipe"))
+            .args(args)
+            .env("DATABASE_URL", url)
+            .env("RUST_LOG", "error")
+            .env("LEADPIPE_OUTBOUND_ALLOW", "127.0.0.1")
+            .output()
+            .expect("run leadpipe")
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+}
+
+impl Drop for Cli {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn tokens_subscriptions_and_deliveries_from_the_command_line() {
+    let cli = Cli::new();
+    assert!(cli.ok(&["migrate"]).contains("migrations applied"));
+    let token = cli.ok(&[
+        "token", "create", "--name", "web", "--role", "intake", "--source", "webform",
+    ]);
+    assert!(token.trim().starts_with("lp_") && token.trim().len() > 40);
+    let refused = cli.run(&["token", "create", "--name", "x", "--role", "intake"]);
+    assert!(!refused.status.success());
+
+    let secret = cli.ok(&[
+        "subscription",
+        "add",
+        "--url",
+        "http://127.0.0.1:9/hook",
+        "--event-type",
+        "lead.created",
+    ]);
+    assert!(secret.trim().starts_with("whsec_"));
+    let listed = cli.ok(&["subscription", "list"]);
+    assert!(
+        listed.contains("\"url\":\"http://127.0.0.1:9/hook\"") && !listed.contains(secret.trim())
+    );
+    let internal = cli.run(&["subscription", "add", "--url", "http://10.1.2.3/hook"]);
+    assert!(!internal.status.success());
+    assert!(String::from_utf8_lossy(&internal.stderr).contains("internal address"));
+
+    assert_eq!(cli.ok(&["delivery", "list", "--state", "dead"]), "");
+    assert_eq!(
+        cli.ok(&["delivery", "retry", "--dry-run"]).trim(),
+        r#"{"matched":0,"retried":0,"dry_run":true}"#
+    );
+    assert!(cli.ok(&["subscription", "remove", "1"]).contains("removed"));
+    assert!(!cli.run(&["subscription", "remove", "1"]).status.success());
+    assert!(cli.ok(&["prune"]).contains("expired idempotency keys"));
+}
