@@ -15,6 +15,7 @@ pub struct Model {
     pub name: Option<String>,
     pub company: Option<String>,
     #[sea_orm(column_type = "JsonBinary")]
+    /// Anything else the sender sent (an object).
     #[schema(value_type = Object)]
     pub payload: Json,
     #[serde(skip)]
@@ -23,7 +24,9 @@ pub struct Model {
     pub source_updated_at: Option<ChronoDateTimeUtc>,
     #[schema(value_type = crate::status::LeadStatus)]
     pub status: String,
+    /// The owning `sales` principal, or `null`.
     pub owner_id: Option<i64>,
+    /// Goes up with every change; the `ETag` is `"{version}"`.
     pub version: i64,
     /// The `version` the `process_lead` job last worked on.
     #[serde(skip)]

@@ -11,6 +11,7 @@ pub struct Model {
     pub outbox_event_id: i64,
     pub subscription_id: i64,
     pub lead_id: Option<i64>,
+    /// `pending`, `delivering`, `failed`, `delivered` or `dead`.
     pub state: String,
     pub attempts: i32,
     #[schema(value_type = String, format = DateTime)]
