@@ -106,23 +106,35 @@ impl ApiError {
     }
 }
 
-#[derive(Serialize)]
-struct Problem<'a> {
+/// An RFC 9457 problem (`application/problem+json`); its OpenAPI schema too.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct Problem<'a> {
+    /// A stable problem type URI (relative), e.g. `/problems/validation`.
     #[serde(rename = "type")]
+    #[schema(value_type = crate::routes::openapi::ProblemType)]
     kind: String,
+    /// A short summary of the problem type.
+    #[schema(value_type = String)]
     title: &'a str,
+    /// The HTTP status code.
     status: u16,
+    /// What went wrong with this request, for people.
     detail: String,
+    /// `validation`: one entry per invalid field.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<FieldError>>)]
     errors: Option<&'a [FieldError]>,
     /// Extension member of `illegal-transition`: where the lead may go.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<String>>)]
     allowed: Option<&'a [String]>,
     /// Extension member of `precondition-failed`: the version to retry with.
     #[serde(skip_serializing_if = "Option::is_none")]
     current_version: Option<i64>,
-    /// Extension member of `already-converted`: the earlier conversion's ids.
+    /// Extension member of `already-converted`: the earlier conversion's
+    /// `lead_id`, `contact_id`, `company_id` and `deal_id`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     conversion: Option<&'a serde_json::Value>,
 }
 

@@ -77,7 +77,20 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/metrics", web::get().to(scrape));
 }
 
-async fn scrape(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+/// Prometheus metrics.
+///
+/// **Roles:** anyone (no token).
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    tag = "meta",
+    responses(
+        (status = 200, description = "The Prometheus text exposition format", content_type = "text/plain; version=0.0.4", body = String),
+        (status = 503, description = "`/problems/unavailable`: the database does not answer (gauges are read from it)"),
+    ),
+)]
+pub async fn scrape(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     refresh_gauges(&state.db).await?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")

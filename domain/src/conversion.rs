@@ -34,7 +34,7 @@ pub struct ConvertRequest {
 }
 
 /// The records a conversion produced or linked.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Converted {
     pub lead: lead::Model,
     pub contact: contact_entity::Model,

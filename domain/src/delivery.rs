@@ -390,7 +390,8 @@ pub async fn list<C: ConnectionTrait>(
         .await?)
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[schema(as = RetryReport)]
 pub struct RetryReport {
     pub matched: u64,
     pub retried: u64,

@@ -2,7 +2,7 @@ use sea_orm::DbErr;
 use serde::Serialize;
 
 /// One invalid field of an input, named as the client sent it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct FieldError {
     pub field: String,
     pub message: String,

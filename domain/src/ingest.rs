@@ -40,8 +40,9 @@ impl Origin {
 }
 
 /// What an ingest did to the stored lead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[schema(as = IngestOutcome)]
 pub enum Outcome {
     Created,
     Updated,

@@ -301,7 +301,9 @@ pub async fn give_up<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Result<(), D
     Ok(())
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A lead from another source with the same normalised email or phone:
+/// possibly the same person, never merged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DuplicateHint {
     pub lead_id: i64,
     pub reason: String,

@@ -12,15 +12,24 @@ pub const MAX_SOURCE_REF_LEN: usize = 255;
 
 /// What a sender says about a lead: every door (API, webhook, reconcile,
 /// import) produces one of these before calling `ingest`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
 pub struct LeadRecord {
+    /// 1–64 of `a-z 0-9 . _ -`, starting with a letter or digit.
     pub source: String,
+    /// The sender's id of the lead, 1–255 characters, trimmed.
     pub source_ref: Option<String>,
+    /// Trimmed and lower-cased; must be an address.
     pub email: Option<String>,
+    /// Reduced to a leading `+` and digits (5–20 digits).
     pub phone: Option<String>,
+    /// Trimmed, at most 255 characters.
     pub name: Option<String>,
+    /// Trimmed, at most 255 characters.
     pub company: Option<String>,
+    /// When the sender last changed the record; an older one than stored is `stale`.
     pub source_updated_at: Option<DateTime<Utc>>,
+    /// Anything else the sender wants kept (an object).
+    #[schema(value_type = Option<Object>)]
     pub payload: Option<serde_json::Value>,
 }
 

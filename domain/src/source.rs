@@ -59,7 +59,8 @@ impl Source {
 
 /// A source's configuration as the API and CLI show it: everything but the
 /// secrets, of which only the count is shown.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Source)]
 pub struct SourceView {
     pub name: String,
     pub scheme: String,
@@ -85,7 +86,7 @@ pub struct SourceView {
 /// A source to create, or the new configuration of an existing one. Omitted
 /// fields take their defaults; omitted `secrets` keep the stored ones (a new
 /// source needs them).
-#[derive(Clone, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceInput {
     pub name: String,

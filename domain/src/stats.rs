@@ -20,7 +20,7 @@ const UNPROCESSED: [InboxState; 3] = [
 ];
 
 /// Deliveries of events first received in a window, and how many were repeats.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Window {
     pub events: i64,
     pub deliveries: i64,
@@ -46,7 +46,7 @@ impl Window {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SourceStats {
     pub source: String,
     /// Inbox events by state (`received`, `processing`, `processed`, `failed`, `dead`, `skipped`).
@@ -59,7 +59,7 @@ pub struct SourceStats {
     pub leads: i64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct OutboxStats {
     pub events_pending: i64,
     /// Deliveries not yet delivered, by state.
@@ -67,7 +67,7 @@ pub struct OutboxStats {
     pub oldest_undelivered_age_seconds: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Stats {
     pub generated_at: DateTime<Utc>,
     pub sources: Vec<SourceStats>,

@@ -17,7 +17,8 @@ pub const DISABLED: &str = "disabled";
 pub const DELETED: &str = "deleted";
 
 /// A subscription as the API shows it: never its secret.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = Subscription)]
 pub struct SubscriptionView {
     pub id: i64,
     pub url: String,

@@ -11,7 +11,7 @@ use crate::error::Error;
 /// Bounds one trace; a correlation id that touched more is a bulk job.
 const MAX_ROWS: u64 = 1_000;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TraceEntry {
     InboxEvent {
@@ -44,7 +44,7 @@ impl TraceEntry {
 }
 
 /// An inbox event without its body (the ops inbox API shows that).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct InboxSummary {
     pub id: i64,
     pub source: String,
@@ -77,7 +77,7 @@ impl From<inbox_event::Model> for InboxSummary {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Trace {
     pub correlation_id: String,
     /// The leads the correlated work touched, as they are now.

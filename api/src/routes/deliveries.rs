@@ -6,11 +6,13 @@ use domain::FieldError;
 use domain::delivery::{self, DeliveryFilter};
 use domain::entities::outbox_delivery;
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::{Authenticated, OPS_AND_UP};
 use crate::body::{parse_json, read_json_bytes};
 use crate::error::ApiError;
 use crate::idempotency::{self, KeyRule, Reply};
+use crate::routes::openapi::IdempotencyKey;
 use crate::startup::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -22,6 +24,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list, retry_one, retry_many))]
+pub struct Api;
+
 const STATES: &[&str] = &[
     delivery::PENDING,
     delivery::DELIVERING,
@@ -30,18 +36,25 @@ const STATES: &[&str] = &[
     delivery::DEAD,
 ];
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 struct ListParams {
+    /// `pending`, `delivering`, `failed`, `delivered` or `dead`.
+    #[param(pattern = "^(pending|delivering|failed|delivered|dead)$")]
     state: Option<String>,
+    /// Only deliveries to this subscription.
     subscription_id: Option<i64>,
+    /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u64>,
     /// Continue below this delivery id (the last one of the previous page).
     before: Option<i64>,
 }
 
-#[derive(Serialize)]
+/// A page of deliveries.
+#[derive(Serialize, ToSchema)]
 struct DeliveryPage {
     data: Vec<outbox_delivery::Model>,
+    /// Pass as `before` for the next page; `null` on the last page.
     next_before: Option<i64>,
 }
 
@@ -57,6 +70,18 @@ fn check_state(state: &Option<String>) -> Result<(), ApiError> {
     }
 }
 
+/// List outgoing webhook deliveries, newest first.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/ops/deliveries",
+    operation_id = "list_deliveries",
+    tag = "ops",
+    params(ListParams),
+    responses((status = 200, description = "A page of deliveries", body = DeliveryPage)),
+    security(("bearer" = [])),
+)]
 async fn list(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -76,6 +101,24 @@ async fn list(
     Ok(HttpResponse::Ok().json(DeliveryPage { data, next_before }))
 }
 
+/// Put one dead delivery back in line.
+///
+/// **Roles:** ops, admin.
+///
+/// The same delivery with the same `webhook-id`, so a receiver that did get
+/// it after all can tell it is a repeat.
+#[utoipa::path(
+    post,
+    path = "/api/ops/deliveries/{id}/retry",
+    operation_id = "retry_delivery",
+    tag = "ops",
+    params(("id" = i64, Path, description = "The delivery's id"), IdempotencyKey),
+    responses(
+        (status = 200, description = "Retried (`retried: 1`)", body = domain::delivery::RetryReport),
+        (status = 409, description = "`/problems/conflict`: no such delivery, or it is not `dead`"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn retry_one(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -99,15 +142,33 @@ async fn retry_one(
     .await
 }
 
-#[derive(Deserialize)]
+/// Which dead deliveries to retry.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DeliveryRetryIn)]
 struct RetryManyIn {
+    /// Only deliveries to this subscription.
     subscription_id: Option<i64>,
+    /// Only count them.
     #[serde(default)]
     dry_run: bool,
 }
 
-/// Retries every dead delivery matching the filter; `dry_run` only counts.
+/// Retry every dead delivery that matches.
+///
+/// **Roles:** ops, admin.
+///
+/// With `dry_run` only counts them.
+#[utoipa::path(
+    post,
+    path = "/api/ops/deliveries/retry",
+    operation_id = "retry_deliveries",
+    tag = "ops",
+    params(IdempotencyKey),
+    request_body = RetryManyIn,
+    responses((status = 200, description = "How many matched and were retried", body = domain::delivery::RetryReport)),
+    security(("bearer" = [])),
+)]
 async fn retry_many(
     caller: Authenticated,
     state: web::Data<AppState>,

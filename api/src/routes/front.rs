@@ -1,15 +1,72 @@
-//! The static front page (no build step), compiled into the binary.
+//! The static front page (`frontend-stub/`: plain HTML, CSS and JavaScript,
+//! no build step, no external resources), compiled into the binary.
 
+use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 
 const INDEX_HTML: &str = include_str!("../../../frontend-stub/index.html");
+const APP_JS: &str = include_str!("../../../frontend-stub/app.js");
+const APP_CSS: &str = include_str!("../../../frontend-stub/app.css");
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(index));
+    cfg.route("/", web::get().to(index))
+        .route("/app.js", web::get().to(app_js))
+        .route("/app.css", web::get().to(app_css));
 }
 
-async fn index() -> HttpResponse {
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(index, app_js, app_css))]
+pub struct Api;
+
+/// A static file. `no-cache`: the browser revalidates, so a new binary's
+/// page is never mixed with an old script.
+fn asset(content_type: &'static str, body: &'static str) -> HttpResponse {
     HttpResponse::Ok()
-        .content_type("text/html; charset=utf-8")
-        .body(INDEX_HTML)
+        .content_type(content_type)
+        .insert_header((header::CACHE_CONTROL, "no-cache"))
+        .insert_header(("X-Content-Type-Options", "nosniff"))
+        .body(body)
+}
+
+/// The front page: leads, their timelines and an ops panel, in the browser.
+///
+/// **Roles:** anyone may load the page; it asks for a token and calls the API
+/// with it.
+#[utoipa::path(
+    get,
+    path = "/",
+    operation_id = "front_page",
+    tag = "meta",
+    responses((status = 200, description = "The page", content_type = "text/html", body = String)),
+)]
+async fn index() -> HttpResponse {
+    asset("text/html; charset=utf-8", INDEX_HTML)
+}
+
+/// The front page's script.
+///
+/// **Roles:** anyone (no token).
+#[utoipa::path(
+    get,
+    path = "/app.js",
+    operation_id = "front_app_js",
+    tag = "meta",
+    responses((status = 200, description = "JavaScript", content_type = "text/javascript", body = String)),
+)]
+async fn app_js() -> HttpResponse {
+    asset("text/javascript; charset=utf-8", APP_JS)
+}
+
+/// The front page's style sheet.
+///
+/// **Roles:** anyone (no token).
+#[utoipa::path(
+    get,
+    path = "/app.css",
+    operation_id = "front_app_css",
+    tag = "meta",
+    responses((status = 200, description = "CSS", content_type = "text/css", body = String)),
+)]
+async fn app_css() -> HttpResponse {
+    asset("text/css; charset=utf-8", APP_CSS)
 }

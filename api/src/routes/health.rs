@@ -11,12 +11,37 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .route("/readyz", web::get().to(readyz));
 }
 
-/// The process is up.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(healthz, readyz))]
+pub struct Api;
+
+/// Liveness: the process is up.
+///
+/// **Roles:** anyone (no token).
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "healthz",
+    tag = "meta",
+    responses((status = 200, description = "Up", body = Object, example = json!({"status": "ok"}))),
+)]
 async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
-/// The process can serve: its database answers.
+/// Readiness: the process can serve, its database answers.
+///
+/// **Roles:** anyone (no token).
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    operation_id = "readyz",
+    tag = "meta",
+    responses(
+        (status = 200, description = "Ready", body = Object, example = json!({"status": "ready", "database": "ok"})),
+        (status = 503, description = "`/problems/unavailable`: the database does not answer"),
+    ),
+)]
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     state.db.ping().await.map_err(|err| {
         tracing::warn!(error = %err, "readiness check failed");

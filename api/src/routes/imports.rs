@@ -13,6 +13,7 @@ use domain::import::{self, Format, ImportSpec, Mapping, report};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Authenticated;
 use crate::error::ApiError;
@@ -32,10 +33,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Serialize)]
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(start, list, get, report_csv))]
+pub struct Api;
+
+/// An import run and its counts.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ImportRunOut)]
 struct RunOut {
     #[serde(flatten)]
     run: import_run::Model,
+    /// `GET` it for the per-row report (CSV).
     report_url: String,
 }
 
@@ -46,12 +54,17 @@ impl From<import_run::Model> for RunOut {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 struct StartParams {
+    /// The `source` of every imported lead.
     source: String,
-    /// `source_ref=Column,email=Column,…`
+    /// `source_ref=Column,email=Column,…` by header name (or NDJSON key);
+    /// fields: `source_ref`, `email`, `phone`, `name`, `company`,
+    /// `source_updated_at`. Unmapped fields are read from a column of their
+    /// own name; other columns go to `payload`.
     map: Option<String>,
+    /// Validate and count only; nothing is written.
     #[serde(default)]
     dry_run: bool,
     /// Kept on the run for the operator's benefit.
@@ -107,7 +120,32 @@ async fn spool(mut payload: web::Payload, limit: usize) -> Result<TempFile, ApiE
     Ok(temp)
 }
 
-/// Starts an import: `202 Accepted`, `Location: /api/imports/{id}`.
+/// Start a bulk import of a CSV or NDJSON file.
+///
+/// **Roles:** ops, admin.
+///
+/// The body streams to a temporary file (at most `LEADPIPE_IMPORT_MAX_BYTES`,
+/// default 64 MiB), then runs in the background through the intake write
+/// path (origin `import`) in transactions of 500 rows; poll the run. Safe to
+/// re-run: the same file changes nothing, a corrected file only its changed
+/// rows.
+#[utoipa::path(
+    post,
+    path = "/api/imports",
+    operation_id = "start_import",
+    tag = "imports",
+    params(StartParams),
+    request_body(description = "The file: CSV with a header row, or NDJSON (one object per line)",
+        content(("text/csv"), ("application/x-ndjson"))),
+    responses(
+        (status = 202, description = "Accepted; the run is `running`", body = RunOut, headers(("Location" = String))),
+        (status = 400, description = "`/problems/malformed-body`: the body could not be read"),
+        (status = 413, description = "`/problems/payload-too-large`: the file is over `LEADPIPE_IMPORT_MAX_BYTES`"),
+        (status = 415, description = "`/problems/unsupported-media-type`: `Content-Type` is not `text/csv` or `application/x-ndjson`"),
+        (status = 422, description = "`/problems/validation`: a bad mapping or query parameter, or a CSV without a `source_ref` column"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn start(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -154,6 +192,21 @@ async fn start(
         .json(RunOut::from(run)))
 }
 
+/// One import run: state, counts, progress.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/imports/{id}",
+    operation_id = "get_import",
+    tag = "imports",
+    params(("id" = i64, Path, description = "The run's id")),
+    responses(
+        (status = 200, description = "The run", body = RunOut),
+        (status = 404, description = "`/problems/not-found`: no such run"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn get(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -164,19 +217,35 @@ async fn get(
     Ok(HttpResponse::Ok().json(RunOut::from(run)))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 struct ListParams {
+    /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
+/// A page of import runs.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ImportRunPage)]
 struct RunPage {
     data: Vec<RunOut>,
     next_cursor: Option<String>,
 }
 
-/// Runs, newest first. The cursor is the last run's id.
+/// List import runs, newest first.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/imports",
+    operation_id = "list_imports",
+    tag = "imports",
+    params(ListParams),
+    responses((status = 200, description = "A page of runs", body = RunPage)),
+    security(("bearer" = [])),
+)]
 async fn list(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -209,7 +278,24 @@ async fn list(
     }))
 }
 
-/// The per-row report, streamed page by page: `row,line,source_ref,outcome,lead_id,reason`.
+/// The per-row report of an import, as CSV.
+///
+/// **Roles:** ops, admin.
+///
+/// Columns `row,line,source_ref,outcome,lead_id,reason`; `outcome` is
+/// `created`, `updated`, `unchanged`, `stale` or `rejected` (with the reason).
+#[utoipa::path(
+    get,
+    path = "/api/imports/{id}/report.csv",
+    operation_id = "get_import_report",
+    tag = "imports",
+    params(("id" = i64, Path, description = "The run's id")),
+    responses(
+        (status = 200, description = "The report, streamed", content_type = "text/csv", body = String),
+        (status = 404, description = "`/problems/not-found`: no such run"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn report_csv(
     caller: Authenticated,
     state: web::Data<AppState>,

@@ -12,12 +12,14 @@ use domain::record::LeadRecord;
 use domain::sales::{self, Actor};
 use domain::status::LeadStatus;
 use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::{Authenticated, SALES_AND_UP};
 use crate::body::{parse_json, read_json_bytes};
 use crate::correlation::CorrelationId;
 use crate::error::ApiError;
 use crate::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::routes::openapi::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::startup::AppState;
 
 /// The source of leads that sales staff create by hand.
@@ -36,15 +38,27 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    create_or_update,
+    list_leads,
+    get_lead,
+    patch_lead,
+    transition,
+    add_note,
+    list_activities
+))]
+pub struct Api;
+
 /// A lead as the API shows it.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 pub struct LeadOut {
     #[serde(flatten)]
     pub lead: lead::Model,
 }
 
 /// One lead with what only its own page shows.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
 struct LeadDetail {
     #[serde(flatten)]
     lead: LeadOut,
@@ -52,10 +66,12 @@ struct LeadDetail {
     possible_duplicates: Vec<domain::processing::DuplicateHint>,
 }
 
-#[derive(Serialize)]
+/// The lead after an intake upsert, and what the upsert did.
+#[derive(Serialize, ToSchema)]
 struct IngestOut {
     #[serde(flatten)]
     lead: LeadOut,
+    /// `created` (`201`), `updated`, `unchanged` or `stale` (`200`).
     outcome: Outcome,
 }
 
@@ -75,9 +91,33 @@ fn actor(caller: &Authenticated, correlation: CorrelationId) -> Actor {
     }
 }
 
-/// Upsert by the sender's natural key `(source, source_ref)`. Sales staff may
-/// create `manual` leads; without a `source_ref` they need an Idempotency-Key
-/// and the server assigns one.
+/// Upsert a lead by the sender's natural key `(source, source_ref)`.
+///
+/// **Roles:** intake (for its own source only), sales (source `manual`
+/// only), admin (any source).
+///
+/// In one transaction: **created** (`201`, `Location`) — a new lead with
+/// status `new`; **updated** (`200`) — the record differs and is not older:
+/// only sender-owned fields change and `version` goes up; **unchanged**
+/// (`200`) — the same content again; **stale** (`200`) — `source_updated_at`
+/// is older than the stored one. Status, owner and notes are never touched
+/// by intake. A sales caller without `source_ref` must send an
+/// `Idempotency-Key`; the server assigns a `source_ref` (`man_…`).
+#[utoipa::path(
+    post,
+    path = "/api/leads",
+    operation_id = "upsert_lead",
+    tag = "leads",
+    params(IdempotencyKey),
+    request_body = LeadRecord,
+    responses(
+        (status = 201, description = "A new lead (`outcome: created`)", body = IngestOut,
+            headers(("Location" = String), ("ETag" = String))),
+        (status = 200, description = "An existing lead: `updated`, `unchanged` or `stale`", body = IngestOut,
+            headers(("ETag" = String))),
+    ),
+    security(("bearer" = [])),
+)]
 async fn create_or_update(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -151,6 +191,21 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     })
 }
 
+/// One lead, with its possible duplicates.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/leads/{id}",
+    operation_id = "get_lead",
+    tag = "leads",
+    params(("id" = i64, Path, description = "The lead's id")),
+    responses(
+        (status = 200, description = "The lead", body = LeadDetail, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such lead"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn get_lead(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -169,14 +224,40 @@ async fn get_lead(
         .json(detail))
 }
 
-#[derive(Deserialize)]
+/// A move of the lead status machine.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = LeadTransition)]
 struct TransitionIn {
+    /// The status to move to.
     to: LeadStatus,
+    /// Why; required when moving to `lost` (at most 1000 characters).
     reason: Option<String>,
 }
 
-/// Moves a lead along the status machine; honours `If-Match` and `Idempotency-Key`.
+/// Move a lead along the status machine.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// `new → contacted → qualified → converted`; any open status (`new`,
+/// `contacted`, `qualified`) → `lost` with a `reason`; `lost → new`
+/// (recycle); `converted` is final. Writes a timeline entry and the outbox
+/// event `lead.status_changed` in the same transaction.
+#[utoipa::path(
+    post,
+    path = "/api/leads/{id}/transitions",
+    operation_id = "transition_lead",
+    tag = "leads",
+    params(("id" = i64, Path, description = "The lead's id"), IdempotencyKey, IfMatch),
+    request_body = TransitionIn,
+    responses(
+        (status = 200, description = "The lead after the move", body = LeadOut, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such lead"),
+        (status = 409, description = "`/problems/illegal-transition`: the status machine forbids the move; `allowed` lists the legal targets."),
+        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn transition(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -212,14 +293,36 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
-#[derive(Deserialize)]
+/// Human-owned fields of a lead; absent fields stay as they are.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct LeadPatch {
+    /// An active `sales` principal's id, or `null` for no owner.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
     owner_id: Option<Option<i64>>,
 }
 
-/// Changes human-owned fields (the owner); honours `If-Match` and `Idempotency-Key`.
+/// Change a lead's owner.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// Only active `sales` principals may own leads (else `422`). Writes a
+/// timeline entry and the outbox event `lead.assigned`.
+#[utoipa::path(
+    patch,
+    path = "/api/leads/{id}",
+    operation_id = "patch_lead",
+    tag = "leads",
+    params(("id" = i64, Path, description = "The lead's id"), IdempotencyKey, IfMatch),
+    request_body = LeadPatch,
+    responses(
+        (status = 200, description = "The lead after the change", body = LeadOut, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such lead"),
+        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn patch_lead(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -252,13 +355,33 @@ async fn patch_lead(
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = NoteIn)]
 struct NoteIn {
+    /// 1–10,000 characters.
     text: String,
 }
 
-/// Adds a note; `Idempotency-Key` required, since a note has no natural key.
+/// Add a note to a lead's timeline.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// A note has no natural key, so `Idempotency-Key` is required. Writes the
+/// outbox event `lead.note_added`.
+#[utoipa::path(
+    post,
+    path = "/api/leads/{id}/notes",
+    operation_id = "add_lead_note",
+    tag = "leads",
+    params(("id" = i64, Path, description = "The lead's id"), IdempotencyKeyRequired),
+    request_body = NoteIn,
+    responses(
+        (status = 201, description = "The timeline entry of the note", body = activity::Model),
+        (status = 404, description = "`/problems/not-found`: no such lead"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn add_note(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -287,15 +410,27 @@ async fn add_note(
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 struct ListParams {
+    /// Only leads in this status.
+    #[param(value_type = Option<LeadStatus>)]
     status: Option<String>,
+    /// A principal id, `me` or `none` (no owner).
     owner: Option<String>,
+    /// Only leads from this source.
     source: Option<String>,
+    /// Case-insensitive text in name, email or company.
     q: Option<String>,
+    /// Only leads changed at or after this time (RFC 3339).
+    #[param(format = DateTime)]
     updated_since: Option<String>,
+    /// `updated_at` (default) or `created_at`.
+    #[param(pattern = "^(updated_at|created_at)$")]
     sort: Option<String>,
+    /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
@@ -343,13 +478,29 @@ impl ListParams {
     }
 }
 
-#[derive(Serialize)]
+/// A page of leads.
+#[derive(Serialize, ToSchema)]
 struct LeadPage {
     data: Vec<LeadOut>,
     next_cursor: Option<String>,
 }
 
-/// Filtered, newest first, in pages that stay correct while leads arrive.
+/// List leads, filtered, newest first.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// Pages continue strictly after the last row of the previous page in
+/// `(timestamp, id)` order, so leads arriving while a client pages never
+/// shift a page.
+#[utoipa::path(
+    get,
+    path = "/api/leads",
+    operation_id = "list_leads",
+    tag = "leads",
+    params(ListParams),
+    responses((status = 200, description = "A page of leads", body = LeadPage)),
+    security(("bearer" = [])),
+)]
 async fn list_leads(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -365,19 +516,41 @@ async fn list_leads(
     }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 struct PageParams {
+    /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
+/// A page of a lead's timeline.
+#[derive(Serialize, ToSchema)]
+#[schema(as = LeadActivityPage)]
 struct ActivityPage {
     data: Vec<activity::Model>,
     next_cursor: Option<String>,
 }
 
-/// The lead's timeline, newest first.
+/// A lead's timeline, newest first.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// Every intake call, status move, owner change, note, duplicate hint and
+/// conversion, with its author and correlation id.
+#[utoipa::path(
+    get,
+    path = "/api/leads/{id}/activities",
+    operation_id = "list_lead_activities",
+    tag = "leads",
+    params(("id" = i64, Path, description = "The lead's id"), PageParams),
+    responses(
+        (status = 200, description = "A page of the timeline", body = ActivityPage),
+        (status = 404, description = "`/problems/not-found`: no such lead"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn list_activities(
     caller: Authenticated,
     state: web::Data<AppState>,

@@ -9,6 +9,7 @@ use domain::inbox::InboxState;
 use domain::inbox::ops::{self, InboxFilter};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Authenticated;
 use crate::body::read_json;
@@ -29,17 +30,28 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_events, get_event, retry_event, retry_matching))]
+pub struct Api;
+
 /// An inbox event as ops see it; `detail` adds headers and body.
-#[derive(Serialize)]
+#[derive(Serialize, ToSchema)]
+#[schema(as = InboxEvent)]
 pub struct InboxEventOut {
     id: i64,
     source: String,
+    /// The sender's id of the event (the dedupe key with `source`).
     event_id: String,
+    /// Where `event_id` came from: a header, a JSON pointer, or the body hash.
     event_id_from: String,
     event_type: Option<String>,
+    #[schema(value_type = InboxState)]
     state: String,
+    /// How many times the sender delivered it (duplicates included).
     deliveries: i32,
+    /// Processing attempts in the current budget.
     attempts: i32,
+    /// Ops retries so far.
     retries: i32,
     last_error: Option<String>,
     next_attempt_at: Option<DateTime<Utc>>,
@@ -51,10 +63,13 @@ pub struct InboxEventOut {
     last_delivery_at: DateTime<Utc>,
     processed_at: Option<DateTime<Utc>>,
     updated_at: DateTime<Utc>,
+    /// `GET /api/ops/inbox/{id}` only: the kept headers (never signatures).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     headers: Option<Value>,
     /// The body as JSON; `body_text` instead when it is not JSON.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     body: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     body_text: Option<String>,
@@ -103,15 +118,30 @@ impl InboxEventOut {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 struct ListQuery {
+    /// Only events of this source.
     source: Option<String>,
+    /// Only events in this state.
+    #[param(value_type = Option<InboxState>)]
     state: Option<String>,
+    /// Received at or after (RFC 3339).
     received_since: Option<DateTime<Utc>>,
+    /// Received before (RFC 3339).
     received_until: Option<DateTime<Utc>>,
+    /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
+}
+
+/// A page of inbox events.
+#[derive(Serialize, ToSchema)]
+struct InboxPage {
+    data: Vec<InboxEventOut>,
+    next_cursor: Option<String>,
 }
 
 fn parse_state(state: Option<&str>) -> Result<Option<InboxState>, ApiError> {
@@ -123,6 +153,18 @@ fn parse_state(state: Option<&str>) -> Result<Option<InboxState>, ApiError> {
         .transpose()
 }
 
+/// List inbox events (webhook deliveries, one per event), newest first.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/ops/inbox",
+    operation_id = "list_inbox_events",
+    tag = "ops",
+    params(ListQuery),
+    responses((status = 200, description = "A page of events", body = InboxPage)),
+    security(("bearer" = [])),
+)]
 async fn list_events(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -158,9 +200,24 @@ async fn list_events(
         .then(|| events.last().map(|e| e.id.to_string()))
         .flatten();
     let data: Vec<InboxEventOut> = events.into_iter().map(InboxEventOut::summary).collect();
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "data": data, "next_cursor": next_cursor })))
+    Ok(HttpResponse::Ok().json(InboxPage { data, next_cursor }))
 }
 
+/// One inbox event, with its kept headers and its body.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/ops/inbox/{id}",
+    operation_id = "get_inbox_event",
+    tag = "ops",
+    params(("id" = i64, Path, description = "The event's id")),
+    responses(
+        (status = 200, description = "The event", body = InboxEventOut),
+        (status = 404, description = "`/problems/not-found`: no such event"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn get_event(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -174,7 +231,27 @@ async fn get_event(
     Ok(HttpResponse::Ok().json(InboxEventOut::detail(event)))
 }
 
-/// Sends one event back for processing; `202` with the event.
+/// Send one event back for processing.
+///
+/// **Roles:** ops, admin.
+///
+/// A `failed`, `dead`, `skipped` or `processed` event goes back to
+/// `received` with a fresh budget of attempts. The same row is reprocessed —
+/// same source, event id and natural-key upsert — so it never creates a
+/// second lead.
+#[utoipa::path(
+    post,
+    path = "/api/ops/inbox/{id}/retry",
+    operation_id = "retry_inbox_event",
+    tag = "ops",
+    params(("id" = i64, Path, description = "The event's id")),
+    responses(
+        (status = 202, description = "Queued again", body = InboxEventOut),
+        (status = 404, description = "`/problems/not-found`: no such event"),
+        (status = 409, description = "`/problems/conflict`: the event is already waiting or being processed"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn retry_event(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -197,26 +274,44 @@ async fn retry_event(
     Ok(HttpResponse::Accepted().json(InboxEventOut::summary(event)))
 }
 
-#[derive(Deserialize)]
+/// Which events to retry; `state` is required.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = InboxRetryIn)]
 struct BulkRetryIn {
     source: Option<String>,
+    #[schema(value_type = Option<InboxState>)]
     state: Option<String>,
     received_since: Option<DateTime<Utc>>,
     received_until: Option<DateTime<Utc>>,
+    /// Only count them.
     #[serde(default)]
     dry_run: bool,
 }
 
-#[derive(Serialize)]
+/// How many events matched and were retried.
+#[derive(Serialize, ToSchema)]
+#[schema(as = InboxRetryOut)]
 struct BulkRetryOut {
     dry_run: bool,
     matched: u64,
     retried: u64,
 }
 
-/// Retries every event matching the filter (`state` required); with
-/// `dry_run` only counts them.
+/// Retry every event that matches a filter.
+///
+/// **Roles:** ops, admin.
+///
+/// `state` is required; with `dry_run` only counts them.
+#[utoipa::path(
+    post,
+    path = "/api/ops/inbox/retry",
+    operation_id = "retry_inbox_events",
+    tag = "ops",
+    request_body = BulkRetryIn,
+    responses((status = 200, description = "How many matched and were retried", body = BulkRetryOut)),
+    security(("bearer" = [])),
+)]
 async fn retry_matching(
     caller: Authenticated,
     state: web::Data<AppState>,

@@ -22,15 +22,51 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_sources, get_source, save_source))]
+pub struct Api;
+
+/// Every source, without secrets.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct SourceList {
+    data: Vec<domain::source::SourceView>,
+}
+
+/// List webhook sources, without secrets.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/sources",
+    operation_id = "list_sources",
+    tag = "sources",
+    responses((status = 200, description = "Every source", body = SourceList)),
+    security(("bearer" = [])),
+)]
 async fn list_sources(
     caller: Authenticated,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(READERS)?;
     let sources = source::list(&state.db).await?;
-    Ok(HttpResponse::Ok().json(serde_json::json!({ "data": sources })))
+    Ok(HttpResponse::Ok().json(SourceList { data: sources }))
 }
 
+/// One webhook source, without secrets.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/sources/{name}",
+    operation_id = "get_source",
+    tag = "sources",
+    params(("name" = String, Path, description = "The source's name")),
+    responses(
+        (status = 200, description = "The source", body = domain::source::SourceView),
+        (status = 404, description = "`/problems/not-found`: no such source"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn get_source(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -44,8 +80,25 @@ async fn get_source(
     Ok(HttpResponse::Ok().json(found))
 }
 
-/// Creates the source (`201`) or replaces the configuration of the one with
-/// this name (`200`); `secrets` may be omitted on a replace to keep them.
+/// Create a webhook source, or replace the configuration of the one with this name.
+///
+/// **Roles:** admin.
+///
+/// `secrets` are write-only (responses show `secret_count`); omit them on a
+/// replace to keep the stored ones. To rotate, list the new secret with the
+/// old, switch the sender, then list the new one alone.
+#[utoipa::path(
+    post,
+    path = "/api/sources",
+    operation_id = "save_source",
+    tag = "sources",
+    request_body = domain::source::SourceInput,
+    responses(
+        (status = 201, description = "Created", body = domain::source::SourceView, headers(("Location" = String))),
+        (status = 200, description = "The configuration was replaced", body = domain::source::SourceView),
+    ),
+    security(("bearer" = [])),
+)]
 async fn save_source(
     caller: Authenticated,
     state: web::Data<AppState>,

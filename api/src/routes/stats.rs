@@ -10,6 +10,25 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/ops/stats", web::get().to(stats));
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(stats))]
+pub struct Api;
+
+/// The pipeline per source: inbox states, duplicate rates, backlogs.
+///
+/// **Roles:** ops, admin.
+///
+/// Computed from the tables, so every node answers the same. Windows count
+/// events first received in the window and all their deliveries; the
+/// duplicate rate is duplicates / deliveries.
+#[utoipa::path(
+    get,
+    path = "/api/ops/stats",
+    operation_id = "ops_stats",
+    tag = "ops",
+    responses((status = 200, description = "Per-source stats", body = domain::stats::Stats)),
+    security(("bearer" = [])),
+)]
 async fn stats(
     caller: Authenticated,
     state: web::Data<AppState>,

@@ -5,11 +5,13 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use domain::auth::Role;
 use domain::subscription::{self, NewSubscription, SubscriptionView};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::auth::Authenticated;
 use crate::body::{parse_json, read_json_bytes};
 use crate::error::ApiError;
 use crate::idempotency::{self, KeyRule, Reply};
+use crate::routes::openapi::IdempotencyKey;
 use crate::startup::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -21,16 +23,27 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Deserialize)]
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(create, list, delete))]
+pub struct Api;
+
+/// A downstream system to send events to.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct SubscriptionIn {
+    /// Where to POST; internal addresses are refused unless
+    /// `LEADPIPE_OUTBOUND_ALLOW` names the host.
     url: String,
+    /// `lead.created`, `lead.updated`, `lead.status_changed`, `lead.assigned`,
+    /// `lead.note_added`, `lead.converted`; empty: all.
     #[serde(default)]
     event_types: Vec<String>,
     description: Option<String>,
 }
 
-#[derive(Serialize)]
+/// A new subscription with its signing secret.
+#[derive(Serialize, ToSchema)]
+#[schema(as = SubscriptionCreated)]
 struct CreatedOut {
     #[serde(flatten)]
     subscription: SubscriptionView,
@@ -38,6 +51,28 @@ struct CreatedOut {
     secret: String,
 }
 
+/// Subscribe a downstream system to our events.
+///
+/// **Roles:** admin.
+///
+/// Deliveries are Standard Webhooks requests (`webhook-id`,
+/// `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of
+/// "{id}.{timestamp}.{body}">`) signed with the `secret` shown only in this
+/// response; retried with backoff on `429`, `5xx` and timeouts; `410`
+/// disables the subscription.
+#[utoipa::path(
+    post,
+    path = "/api/subscriptions",
+    operation_id = "create_subscription",
+    tag = "subscriptions",
+    params(IdempotencyKey),
+    request_body = SubscriptionIn,
+    responses(
+        (status = 201, description = "Created; the only response that shows the `secret`", body = CreatedOut,
+            headers(("Location" = String))),
+    ),
+    security(("bearer" = [])),
+)]
 async fn create(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -74,17 +109,44 @@ async fn create(
     .await
 }
 
-#[derive(Serialize)]
+/// Every subscription, without secrets.
+#[derive(Serialize, ToSchema)]
 struct SubscriptionList {
     data: Vec<SubscriptionView>,
 }
 
+/// List subscriptions.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/subscriptions",
+    operation_id = "list_subscriptions",
+    tag = "subscriptions",
+    responses((status = 200, description = "Every subscription", body = SubscriptionList)),
+    security(("bearer" = [])),
+)]
 async fn list(caller: Authenticated, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     caller.require(&[Role::Ops, Role::Admin])?;
     let data = subscription::list(&state.db).await?;
     Ok(HttpResponse::Ok().json(SubscriptionList { data }))
 }
 
+/// Delete a subscription.
+///
+/// **Roles:** admin.
+#[utoipa::path(
+    delete,
+    path = "/api/subscriptions/{id}",
+    operation_id = "delete_subscription",
+    tag = "subscriptions",
+    params(("id" = i64, Path, description = "The subscription's id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "`/problems/not-found`: no such subscription"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn delete(
     caller: Authenticated,
     state: web::Data<AppState>,

@@ -10,6 +10,28 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/ops/trace/{correlation_id}", web::get().to(trace));
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(trace))]
+pub struct Api;
+
+/// Everything that carries one correlation id, in time order.
+///
+/// **Roles:** ops, admin.
+///
+/// The leads the correlated work touched (as they are now), and its timeline
+/// entries, outbox events and their deliveries.
+#[utoipa::path(
+    get,
+    path = "/api/ops/trace/{correlation_id}",
+    operation_id = "trace",
+    tag = "ops",
+    params(("correlation_id" = String, Path, description = "An `X-Request-Id`")),
+    responses(
+        (status = 200, description = "The trace", body = domain::trace::Trace),
+        (status = 404, description = "`/problems/not-found`: nothing carries this correlation id"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn trace(
     caller: Authenticated,
     state: web::Data<AppState>,

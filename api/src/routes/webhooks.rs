@@ -11,6 +11,7 @@ use domain::record::is_valid_source_name;
 use domain::signature::{self, HeaderFn, VerifyRequest};
 use domain::source;
 use serde::Serialize;
+use utoipa::{IntoParams, ToSchema};
 
 use crate::body::read_bytes;
 use crate::correlation::CorrelationId;
@@ -21,7 +22,50 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/webhooks/{source}", web::post().to(receive_webhook));
 }
 
-#[derive(Serialize)]
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(receive_webhook))]
+pub struct Api;
+
+/// The signature headers of the four schemes; which ones a delivery needs
+/// depends on its source's `scheme`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+#[allow(dead_code)]
+struct SignatureHeaders {
+    /// `standard-webhooks`: the message id (the default event id).
+    #[param(rename = "webhook-id")]
+    webhook_id: Option<String>,
+    /// `standard-webhooks`: unix seconds; must be within the source's
+    /// `tolerance_secs` (default 300) in the past or future.
+    #[param(rename = "webhook-timestamp")]
+    webhook_timestamp: Option<String>,
+    /// `standard-webhooks`: space-separated `v1,<base64 HMAC-SHA256 of
+    /// "{webhook-id}.{webhook-timestamp}.{body}">` (or `v1a,<base64>` ed25519
+    /// signatures for `whpk_` keys); any may match.
+    #[param(rename = "webhook-signature")]
+    webhook_signature: Option<String>,
+    /// `stripe`: `t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">[,v1=…]`.
+    #[param(rename = "Stripe-Signature")]
+    stripe_signature: Option<String>,
+    /// `github`: `sha256=<hex HMAC-SHA256 of the body>`.
+    #[param(rename = "X-Hub-Signature-256")]
+    x_hub_signature_256: Option<String>,
+    /// `github`: the delivery id (the default event id; not signed).
+    #[param(rename = "X-GitHub-Delivery")]
+    x_github_delivery: Option<String>,
+    /// `github`: the event type (not signed).
+    #[param(rename = "X-GitHub-Event")]
+    x_github_event: Option<String>,
+    /// `hmac-sha256`: hex or base64 HMAC-SHA256 of the body, optionally
+    /// prefixed `sha256=`. The header's name is the source's
+    /// `signature_header` (default `X-Signature`).
+    #[param(rename = "X-Signature")]
+    x_signature: Option<String>,
+}
+
+/// The answer to a sender.
+#[derive(Serialize, ToSchema)]
+#[schema(as = WebhookAck)]
 struct Acknowledged {
     /// The inbox event; for a duplicate, the original delivery's.
     id: i64,
@@ -30,6 +74,35 @@ struct Acknowledged {
     duplicate: bool,
 }
 
+/// Receive a signed webhook delivery.
+///
+/// **Roles:** none — the signature authenticates the sender (no bearer token).
+///
+/// The raw body (at most `LEADPIPE_MAX_BODY_BYTES`) is verified, in constant
+/// time, before anything is parsed, then stored in the inbox once per event:
+/// a unique key on `(source, event_id)`. The answer goes out right after the
+/// inbox commit; a background job turns the event into a lead. Every
+/// delivery is safe to repeat.
+#[utoipa::path(
+    post,
+    path = "/webhooks/{source}",
+    operation_id = "receive_webhook",
+    tag = "webhooks",
+    params(("source" = String, Path, description = "The source's name"), SignatureHeaders),
+    request_body(description = "The sender's payload, exactly as signed; JSON for the lead mapping",
+        content(("application/json"))),
+    responses(
+        (status = 202, description = "A new event, queued for processing", body = Acknowledged,
+            headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),
+        (status = 200, description = "A duplicate of a stored event (the original's `id` and current `state`, `duplicate: true`), or an event type the source does not allow (`state: skipped`)",
+            body = Acknowledged, headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),
+        (status = 401, description = "`/problems/invalid-signature`: `detail` names the reason (`missing_header`, `malformed_header`, `timestamp_outside_tolerance`, `no_matching_signature`, `no_usable_secret`); nothing is stored"),
+        (status = 404, description = "`/problems/not-found`: no such source"),
+        (status = 413, description = "`/problems/payload-too-large`: the body is over `LEADPIPE_MAX_BODY_BYTES`"),
+        (status = 500, description = "`/problems/internal`"),
+        (status = 503, description = "`/problems/unavailable`: the database is unreachable; the sender retries"),
+    ),
+)]
 async fn receive_webhook(
     state: web::Data<AppState>,
     req: HttpRequest,

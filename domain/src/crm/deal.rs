@@ -20,7 +20,7 @@ use crate::outbox;
 pub const DEAL_STAGE_CHANGED: &str = "deal.stage_changed";
 pub const MAX_REASON_LEN: usize = 1000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DealStage {
     Open,

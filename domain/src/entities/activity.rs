@@ -1,19 +1,28 @@
 use sea_orm::entity::prelude::*;
 use serde::Serialize;
+use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
+#[schema(as = Activity)]
 #[sea_orm(table_name = "activity")]
 pub struct Model {
     #[sea_orm(primary_key)]
     pub id: i64,
     pub lead_id: i64,
+    /// `ingest`, `note`, `status_changed`, `assigned`, `duplicate_hint` or `converted`.
     pub kind: String,
+    /// `ingest`: the door — `api`, `webhook`, `reconcile` or `import`.
     pub origin: Option<String>,
+    /// `ingest`: `created`, `updated`, `unchanged` or `stale`.
     pub outcome: Option<String>,
+    /// The principal who did it, if a person did.
     pub author_id: Option<i64>,
     #[sea_orm(column_type = "JsonBinary", nullable)]
+    /// What changed, by kind: `{from, to, reason}`, `{text}`, `{from, to, by}`, ….
+    #[schema(value_type = Option<Object>)]
     pub detail: Option<Json>,
     pub correlation_id: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
 }
 

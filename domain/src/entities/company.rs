@@ -1,7 +1,9 @@
 use sea_orm::entity::prelude::*;
 use serde::Serialize;
+use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
+#[schema(as = Company)]
 #[sea_orm(table_name = "company")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -11,7 +13,9 @@ pub struct Model {
     #[serde(skip)]
     pub match_key: String,
     pub version: i64,
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
+    #[schema(value_type = String, format = DateTime)]
     pub updated_at: ChronoDateTimeUtc,
 }
 

@@ -1,7 +1,9 @@
 use sea_orm::entity::prelude::*;
 use serde::Serialize;
+use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
+#[schema(as = ImportRun)]
 #[sea_orm(table_name = "import_run")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -13,6 +15,7 @@ pub struct Model {
     #[serde(skip)]
     pub identity: String,
     #[sea_orm(column_type = "JsonBinary")]
+    #[schema(value_type = Object)]
     pub mapping: Json,
     pub dry_run: bool,
     pub state: String,
@@ -26,8 +29,11 @@ pub struct Model {
     pub bytes_read: i64,
     pub error: Option<String>,
     pub started_by: Option<i64>,
+    #[schema(value_type = String, format = DateTime)]
     pub started_at: ChronoDateTimeUtc,
+    #[schema(value_type = String, format = DateTime)]
     pub updated_at: ChronoDateTimeUtc,
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<ChronoDateTimeUtc>,
 }
 

@@ -7,6 +7,7 @@ use domain::crm::contact::{self, ContactFilter, ContactInput, ContactPatch};
 use domain::crm::timeline::Subject;
 use domain::entities::contact as entity;
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::{MatchOutcome, PageParams, author, get_tagged, invalid, present, tagged, window};
 use crate::auth::{Authenticated, SALES_AND_UP};
@@ -14,6 +15,7 @@ use crate::body::{parse_json, read_json_bytes};
 use crate::correlation::CorrelationId;
 use crate::error::ApiError;
 use crate::idempotency::{self, KeyRule, if_match_version};
+use crate::routes::openapi::{IdempotencyKey, IfMatch};
 use crate::startup::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -27,25 +29,53 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
-#[derive(Serialize)]
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(create, list, get, patch, activities))]
+pub(super) struct Api;
+
+/// A contact; after a create, with what the create did.
+#[derive(Serialize, ToSchema)]
 struct ContactOut {
     #[serde(flatten)]
     contact: entity::Model,
+    /// Only in the answer to `POST /api/contacts`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<MatchOutcome>,
 }
 
-#[derive(Deserialize)]
+/// A contact to match (by email) or create; needs an email, a name or a phone.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ContactIn {
+    /// Trimmed and lower-cased; the contact's match key.
     email: Option<String>,
     name: Option<String>,
     phone: Option<String>,
     company_id: Option<i64>,
 }
 
-/// Creates the contact, or answers the one with the same email (`200`,
-/// `"outcome": "matched"`, left as it is).
+/// Create a contact, or find the one with the same email.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// A contact with the same normalised email is answered as it is (`200`,
+/// `outcome: matched`). A contact without an email cannot be matched, so
+/// creating one requires an `Idempotency-Key`.
+#[utoipa::path(
+    post,
+    path = "/api/contacts",
+    operation_id = "create_contact",
+    tag = "crm",
+    params(IdempotencyKey),
+    request_body = ContactIn,
+    responses(
+        (status = 201, description = "Created (`outcome: created`)", body = ContactOut,
+            headers(("Location" = String), ("ETag" = String))),
+        (status = 200, description = "An existing contact matched (`outcome: matched`), unchanged", body = ContactOut,
+            headers(("Location" = String), ("ETag" = String))),
+    ),
+    security(("bearer" = [])),
+)]
 async fn create(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -91,6 +121,21 @@ async fn create(
     .await
 }
 
+/// One contact.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/contacts/{id}",
+    operation_id = "get_contact",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The contact's id")),
+    responses(
+        (status = 200, description = "The contact", body = ContactOut, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such contact"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn get(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -108,19 +153,44 @@ async fn get(
     ))
 }
 
-#[derive(Deserialize)]
+/// Fields to change; absent fields stay as they are, `null` clears one.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = ContactPatch)]
 struct PatchIn {
+    /// An email another contact has is `409`.
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
     email: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
     name: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
     phone: Option<Option<String>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
     company_id: Option<Option<i64>>,
 }
 
+/// Change a contact.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    patch,
+    path = "/api/contacts/{id}",
+    operation_id = "patch_contact",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The contact's id"), IdempotencyKey, IfMatch),
+    request_body = PatchIn,
+    responses(
+        (status = 200, description = "The contact after the change", body = ContactOut, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such contact"),
+        (status = 409, description = "`/problems/conflict`: another contact has this email"),
+        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn patch(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -164,23 +234,46 @@ async fn patch(
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 struct ListParams {
+    /// Case-insensitive text in name or email.
     q: Option<String>,
+    /// Only the contact with this (normalised) email.
     email: Option<String>,
+    /// Only contacts of this company.
     company_id: Option<i64>,
+    /// Only records changed at or after this time (RFC 3339).
+    #[param(format = DateTime)]
     updated_since: Option<String>,
+    /// `updated_at` (default) or `created_at`.
+    #[param(pattern = "^(updated_at|created_at)$")]
     sort: Option<String>,
+    /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
+/// A page of contacts.
+#[derive(Serialize, ToSchema)]
 struct ContactPage {
     data: Vec<entity::Model>,
     next_cursor: Option<String>,
 }
 
+/// List contacts, newest first.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/contacts",
+    operation_id = "list_contacts",
+    tag = "crm",
+    params(ListParams),
+    responses((status = 200, description = "A page of contacts", body = ContactPage)),
+    security(("bearer" = [])),
+)]
 async fn list(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -206,6 +299,21 @@ async fn list(
     }))
 }
 
+/// A contact's timeline, newest first.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/contacts/{id}/activities",
+    operation_id = "list_contact_activities",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The contact's id"), PageParams),
+    responses(
+        (status = 200, description = "A page of the timeline", body = super::ActivityPage),
+        (status = 404, description = "`/problems/not-found`: no such contact"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn activities(
     caller: Authenticated,
     state: web::Data<AppState>,

@@ -6,6 +6,7 @@ use domain::conversion::{self, ConvertRequest, Converted};
 use domain::entities::lead_conversion;
 use domain::sales::Actor;
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::deals::DealIn;
 use crate::auth::{Authenticated, SALES_AND_UP};
@@ -13,6 +14,7 @@ use crate::body::{parse_json, read_json_bytes};
 use crate::correlation::CorrelationId;
 use crate::error::ApiError;
 use crate::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::routes::openapi::{IdempotencyKeyRequired, IfMatch};
 use crate::startup::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -20,20 +22,30 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/api/leads/{id}/conversion").route(web::get().to(get_conversion)));
 }
 
-#[derive(Deserialize, Default)]
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(convert, get_conversion))]
+pub(super) struct Api;
+
+/// What to convert the lead into besides a contact and a company.
+#[derive(Deserialize, Default, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct ConvertIn {
+    /// Also create a deal; its owner defaults to the lead's owner, else a
+    /// `sales` caller.
     deal: Option<DealIn>,
 }
 
-#[derive(Serialize)]
+/// The converted lead and the records it became.
+#[derive(Serialize, ToSchema)]
 struct ConvertOut {
     #[serde(flatten)]
     converted: Converted,
     conversion: Ids,
 }
 
-#[derive(Serialize)]
+/// The ids of one conversion.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ConversionIds)]
 struct Ids {
     lead_id: i64,
     contact_id: i64,
@@ -41,7 +53,33 @@ struct Ids {
     deal_id: Option<i64>,
 }
 
-/// Converts a `qualified` lead in one transaction; `Idempotency-Key` required.
+/// Convert a `qualified` lead into a contact, a company and, when asked, a deal.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// In one transaction: the lead moves `qualified → converted`; the company
+/// is matched or created (by the email's domain unless free mail, else by
+/// the lead's `company`); the contact is matched by email or created; the
+/// deal is created when the body has `deal`; timeline entries and the
+/// outbox event `lead.converted` are written. `Idempotency-Key` is
+/// required: a retry with the same key replays the answer, a conversion
+/// with another key is `409 /problems/already-converted`.
+#[utoipa::path(
+    post,
+    path = "/api/leads/{id}/convert",
+    operation_id = "convert_lead",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The lead's id"), IdempotencyKeyRequired, IfMatch),
+    request_body = ConvertIn,
+    responses(
+        (status = 201, description = "Converted; `ETag` is the lead's new version", body = ConvertOut,
+            headers(("Location" = String), ("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such lead"),
+        (status = 409, description = "`/problems/illegal-transition` (the lead is not `qualified`; `allowed` lists its legal moves) or `/problems/already-converted` (`conversion` names the earlier conversion's ids)."),
+        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn convert(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -93,6 +131,21 @@ async fn convert(
     .await
 }
 
+/// The conversion of a lead.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/leads/{id}/conversion",
+    operation_id = "get_lead_conversion",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The lead's id")),
+    responses(
+        (status = 200, description = "The conversion's ids", body = lead_conversion::Model),
+        (status = 404, description = "`/problems/not-found`: no such lead, or it was not converted"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn get_conversion(
     caller: Authenticated,
     state: web::Data<AppState>,

@@ -8,6 +8,7 @@ use domain::crm::deal::{self, DealFilter, DealInput, DealPatch, DealStage};
 use domain::crm::timeline::Subject;
 use domain::entities::deal as entity;
 use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::{PageParams, author, get_tagged, invalid, present, tagged, window};
 use crate::auth::{Authenticated, SALES_AND_UP};
@@ -15,6 +16,7 @@ use crate::body::{parse_json, read_json_bytes};
 use crate::correlation::CorrelationId;
 use crate::error::ApiError;
 use crate::idempotency::{self, KeyRule, if_match_version};
+use crate::routes::openapi::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::startup::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -29,13 +31,20 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
 }
 
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(create, list, get, patch, transition, activities))]
+pub(super) struct Api;
+
 /// A deal as the API takes it, also inside a conversion request.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DealIn {
     pub name: Option<String>,
+    /// The amount in minor units (`1250000` is 12,500.00); never a float.
     pub amount_cents: Option<i64>,
+    /// ISO 4217, e.g. `EUR` (`eur` is accepted).
     pub currency: Option<String>,
+    /// An active `sales` principal; defaults to a `sales` caller.
     pub owner_id: Option<i64>,
     pub contact_id: Option<i64>,
     pub company_id: Option<i64>,
@@ -58,7 +67,26 @@ fn reply(status: StatusCode, deal: &entity::Model) -> Result<crate::idempotency:
     tagged(status, deal, deal.version)
 }
 
-/// Creates an `open` deal; the owner defaults to the caller when a sales principal.
+/// Create an `open` deal.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// A deal has no natural key, so `Idempotency-Key` is required. The owner
+/// defaults to the caller when a `sales` principal (else `owner_id` is
+/// required); it must be an active `sales` principal.
+#[utoipa::path(
+    post,
+    path = "/api/deals",
+    operation_id = "create_deal",
+    tag = "crm",
+    params(IdempotencyKeyRequired),
+    request_body = DealIn,
+    responses(
+        (status = 201, description = "The new deal", body = entity::Model,
+            headers(("Location" = String), ("ETag" = String))),
+    ),
+    security(("bearer" = [])),
+)]
 async fn create(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -96,6 +124,21 @@ async fn create(
     .await
 }
 
+/// One deal.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/deals/{id}",
+    operation_id = "get_deal",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The deal's id")),
+    responses(
+        (status = 200, description = "The deal", body = entity::Model, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such deal"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn get(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -106,20 +149,42 @@ async fn get(
     Ok(get_tagged(&deal, deal.version))
 }
 
-#[derive(Deserialize)]
+/// Fields to change; absent fields stay as they are, `null` clears a link.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DealPatch)]
 struct PatchIn {
     name: Option<String>,
     amount_cents: Option<i64>,
     currency: Option<String>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
     owner_id: Option<Option<i64>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
     contact_id: Option<Option<i64>>,
     #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
     company_id: Option<Option<i64>>,
 }
 
+/// Change a deal's name, amount, currency, owner or links.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    patch,
+    path = "/api/deals/{id}",
+    operation_id = "patch_deal",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
+    request_body = PatchIn,
+    responses(
+        (status = 200, description = "The deal after the change", body = entity::Model, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such deal"),
+        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn patch(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -157,14 +222,38 @@ async fn patch(
     .await
 }
 
-#[derive(Deserialize)]
+/// A move of the deal stage machine.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = DealTransition)]
 struct TransitionIn {
+    /// `won` or `lost`.
     to: DealStage,
+    /// Why the deal was lost.
     reason: Option<String>,
 }
 
-/// Moves a deal to `won` or `lost`; honours `If-Match` and `Idempotency-Key`.
+/// Close a deal: `won` or `lost`.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// A deal's stage is `open → won | lost`; a closed deal stays closed. Writes
+/// the outbox event `deal.stage_changed`.
+#[utoipa::path(
+    post,
+    path = "/api/deals/{id}/transitions",
+    operation_id = "transition_deal",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
+    request_body = TransitionIn,
+    responses(
+        (status = 200, description = "The deal after the move", body = entity::Model, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such deal"),
+        (status = 409, description = "`/problems/illegal-transition`: the stage machine forbids the move; `allowed` lists the legal targets."),
+        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn transition(
     caller: Authenticated,
     correlation: CorrelationId,
@@ -195,25 +284,51 @@ async fn transition(
     .await
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 struct ListParams {
+    /// Only deals in this stage.
+    #[param(value_type = Option<DealStage>)]
     stage: Option<String>,
+    /// A principal id or `me`.
     owner: Option<String>,
+    /// Only deals of this contact.
     contact_id: Option<i64>,
+    /// Only deals of this company.
     company_id: Option<i64>,
+    /// Case-insensitive text in the name.
     q: Option<String>,
+    /// Only records changed at or after this time (RFC 3339).
+    #[param(format = DateTime)]
     updated_since: Option<String>,
+    /// `updated_at` (default) or `created_at`.
+    #[param(pattern = "^(updated_at|created_at)$")]
     sort: Option<String>,
+    /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
+/// A page of deals.
+#[derive(Serialize, ToSchema)]
 struct DealPage {
     data: Vec<entity::Model>,
     next_cursor: Option<String>,
 }
 
+/// List deals, newest first.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/deals",
+    operation_id = "list_deals",
+    tag = "crm",
+    params(ListParams),
+    responses((status = 200, description = "A page of deals", body = DealPage)),
+    security(("bearer" = [])),
+)]
 async fn list(
     caller: Authenticated,
     state: web::Data<AppState>,
@@ -254,6 +369,21 @@ async fn list(
     }))
 }
 
+/// A deal's timeline, newest first.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/deals/{id}/activities",
+    operation_id = "list_deal_activities",
+    tag = "crm",
+    params(("id" = i64, Path, description = "The deal's id"), PageParams),
+    responses(
+        (status = 200, description = "A page of the timeline", body = super::ActivityPage),
+        (status = 404, description = "`/problems/not-found`: no such deal"),
+    ),
+    security(("bearer" = [])),
+)]
 async fn activities(
     caller: Authenticated,
     state: web::Data<AppState>,

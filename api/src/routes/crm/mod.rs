@@ -11,6 +11,7 @@ use domain::crm::page::{self, SortKey, Window};
 use domain::crm::timeline::{self, Author, Subject};
 use domain::entities::crm_activity;
 use serde::{Deserialize, Deserializer, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::auth::Authenticated;
 use crate::correlation::CorrelationId;
@@ -30,6 +31,16 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     contacts::configure(cfg);
     companies::configure(cfg);
     deals::configure(cfg);
+}
+
+/// The OpenAPI paths of contacts, companies, deals and conversion.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    use utoipa::OpenApi;
+    let mut doc = convert::Api::openapi();
+    doc.merge(contacts::Api::openapi());
+    doc.merge(companies::Api::openapi());
+    doc.merge(deals::Api::openapi());
+    doc
 }
 
 fn author(caller: &Authenticated, correlation: CorrelationId) -> Author {
@@ -63,8 +74,8 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
-/// Whether a match-or-create found an existing record or made one.
-#[derive(Debug, Clone, Copy, Serialize)]
+/// Whether a match-or-create found an existing record (`200`) or made one (`201`).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 enum MatchOutcome {
     Created,
@@ -115,13 +126,18 @@ fn window(
     })
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, IntoParams)]
 struct PageParams {
+    /// Page size, 1–200 (default 50).
+    #[param(minimum = 1, maximum = 200)]
     limit: Option<u64>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
 }
 
-#[derive(Serialize)]
+/// A page of a contact's, company's or deal's timeline.
+#[derive(Serialize, ToSchema)]
+#[schema(as = CrmActivityPage)]
 struct ActivityPage {
     data: Vec<crm_activity::Model>,
     next_cursor: Option<String>,

@@ -1,0 +1,350 @@
+//! The OpenAPI description: the served document is the committed
+//! `api/openapi.json`, it describes every route actix serves (and nothing
+//! else), and it holds together (references resolve, operations say who may
+//! call them).
+//!
+//! After changing an endpoint, regenerate the committed copy with
+//! `LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests --test openapi`.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeSet;
+
+use actix_web::dev::Service as _;
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::{App, HttpRequest, web};
+use leadpipe_tests::{Backend, TestApp};
+use serde_json::Value;
+
+const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../api/openapi.json");
+const REGENERATE: &str = "LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests --test openapi";
+const METHODS: &[&str] = &["get", "post", "put", "patch", "delete"];
+
+async fn served(app: &TestApp) -> String {
+    let response = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "application/json"
+    );
+    response.text().await.unwrap()
+}
+
+#[tokio::test]
+async fn served_document_is_the_committed_api_openapi_json() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let served = served(&app).await;
+    let doc: Value = serde_json::from_str(&served).unwrap();
+    assert_eq!(doc["openapi"], "3.1.0");
+
+    let committed = std::fs::read_to_string(COMMITTED).unwrap_or_default();
+    if committed == served {
+        return;
+    }
+    if std::env::var("LEADPIPE_UPDATE_OPENAPI").is_ok_and(|v| v == "1") {
+        std::fs::write(COMMITTED, &served).unwrap();
+        eprintln!("rewrote api/openapi.json from GET /openapi.json");
+        return;
+    }
+    let first_difference = served
+        .lines()
+        .zip(committed.lines())
+        .enumerate()
+        .find(|(_, (s, c))| s != c)
+        .map(|(i, (s, c))| format!("line {}:\n  served:    {s}\n  committed: {c}", i + 1))
+        .unwrap_or_else(|| {
+            format!(
+                "served {} lines, committed {} lines",
+                served.lines().count(),
+                committed.lines().count()
+            )
+        });
+    panic!(
+        "api/openapi.json is out of date with the code ({first_difference}).\n\
+         Regenerate it with `{REGENERATE}`, review the diff and commit it."
+    );
+}
+
+/// The leaf patterns of actix's resource tree (`HttpRequest::resource_map`),
+/// read from its `Debug` output: actix has no public way to list routes.
+fn leaf_patterns(dump: &str) -> BTreeSet<String> {
+    assert!(
+        !dump.contains("patterns: List("),
+        "a resource has several patterns; teach leaf_patterns about it"
+    );
+    let lines: Vec<&str> = dump.lines().collect();
+    let indent = |line: &str| line.len() - line.trim_start().len();
+    let mut stack: Vec<(usize, String)> = Vec::new();
+    let mut leaves = BTreeSet::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim() != "ResourceMap {" {
+            continue;
+        }
+        let depth = indent(line);
+        while stack.last().is_some_and(|(d, _)| *d >= depth) {
+            stack.pop();
+        }
+        let at = (i..lines.len())
+            .find(|&j| lines[j].trim() == "patterns: Single(")
+            .expect("ResourceMap Debug output has changed: no `patterns: Single(`");
+        let pattern: String =
+            serde_json::from_str(lines[at + 1].trim().trim_end_matches(',')).unwrap();
+        let nodes = (i + 1..lines.len())
+            .find(|&k| indent(lines[k]) == depth + 4 && lines[k].trim().starts_with("nodes:"))
+            .expect("ResourceMap Debug output has changed: no `nodes:`");
+        let prefix: String = stack.iter().map(|(_, p)| p.as_str()).collect();
+        if lines[nodes].trim() == "nodes: None," {
+            leaves.insert(format!("{prefix}{pattern}"));
+        }
+        stack.push((depth, pattern));
+    }
+    leaves
+}
+
+/// `/api/leads/{id}` → `/api/leads/1`.
+fn concrete(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut in_param = false;
+    for c in pattern.chars() {
+        match c {
+            '{' => {
+                in_param = true;
+                out.push('1');
+            }
+            '}' => in_param = false,
+            _ if !in_param => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Every `(method, pattern)` the application's routes serve, as actix sees
+/// them: the patterns from its resource tree, each probed with every method
+/// on an in-process app that reports which pattern answered. A probe counts
+/// when the same pattern matched (not another one) and neither the default
+/// service nor a `405` answered. No state is configured and no token sent, so
+/// no handler gets as far as doing anything.
+async fn served_operations() -> BTreeSet<(String, String)> {
+    let app = actix_web::test::init_service(
+        App::new()
+            .configure(api::routes::configure)
+            .route(
+                "/__resource_map",
+                web::get()
+                    .to(|req: HttpRequest| async move { format!("{:#?}", req.resource_map()) }),
+            )
+            .default_service(web::to(|| async {
+                actix_web::HttpResponse::NotFound()
+                    .insert_header(("x-default-service", "1"))
+                    .finish()
+            }))
+            .wrap_fn(|req, srv| {
+                let call = srv.call(req);
+                async move {
+                    let mut res = call.await?;
+                    let pattern = res.request().match_pattern().unwrap_or_default();
+                    res.headers_mut().insert(
+                        HeaderName::from_static("x-matched-pattern"),
+                        HeaderValue::from_str(&pattern).unwrap(),
+                    );
+                    Ok(res)
+                }
+            }),
+    )
+    .await;
+    let request = actix_web::test::TestRequest::get()
+        .uri("/__resource_map")
+        .to_request();
+    let dump = actix_web::test::call_and_read_body(&app, request).await;
+    let mut patterns = leaf_patterns(std::str::from_utf8(&dump).unwrap());
+    patterns.remove("/__resource_map");
+    assert!(
+        patterns.len() > 20,
+        "found only {patterns:?}: has ResourceMap's Debug output changed?"
+    );
+
+    let mut served = BTreeSet::new();
+    for pattern in patterns {
+        for method in METHODS {
+            let method_upper = method.to_uppercase();
+            let request = actix_web::test::TestRequest::default()
+                .method(actix_web::http::Method::from_bytes(method_upper.as_bytes()).unwrap())
+                .uri(&concrete(&pattern))
+                .insert_header(("content-type", "application/json"))
+                .set_payload("{}")
+                .to_request();
+            let response = actix_web::test::call_service(&app, request).await;
+            let matched = response
+                .headers()
+                .get("x-matched-pattern")
+                .unwrap()
+                .to_str()
+                .unwrap();
+            let fallback = response.headers().contains_key("x-default-service");
+            if matched == pattern && response.status() != 405 && !fallback {
+                served.insert(((*method).to_owned(), pattern.clone()));
+            }
+        }
+    }
+    served
+}
+
+fn described_operations(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut ops = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in METHODS {
+            if item.get(*method).is_some() {
+                ops.insert(((*method).to_owned(), path.clone()));
+            }
+        }
+    }
+    ops
+}
+
+#[tokio::test]
+async fn every_route_actix_serves_is_described_and_every_described_one_is_served() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let doc: Value = serde_json::from_str(&served(&app).await).unwrap();
+    let described = described_operations(&doc);
+
+    let serves = served_operations().await;
+    let undocumented: Vec<_> = serves.difference(&described).collect();
+    assert!(
+        undocumented.is_empty(),
+        "routes without an OpenAPI description: {undocumented:?}.\n\
+         Add `#[utoipa::path(...)]` to their handlers, list them in their module's `Api`, \
+         then run `{REGENERATE}`."
+    );
+    let unserved: Vec<_> = described.difference(&serves).collect();
+    assert!(
+        unserved.is_empty(),
+        "the OpenAPI document describes routes the app does not serve: {unserved:?}"
+    );
+}
+
+/// Operations anyone may call; every other one needs the bearer token.
+const PUBLIC: &[&str] = &[
+    "front_page",
+    "front_app_js",
+    "front_app_css",
+    "healthz",
+    "readyz",
+    "metrics",
+    "openapi",
+    "receive_webhook",
+];
+
+#[tokio::test]
+async fn every_operation_says_who_may_call_it_and_answers_problems_on_errors() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let doc: Value = serde_json::from_str(&served(&app).await).unwrap();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in METHODS {
+            let Some(op) = item.get(*method) else {
+                continue;
+            };
+            let id = op["operationId"].as_str().unwrap();
+            let description = op["description"].as_str().unwrap_or("");
+            assert!(
+                description.contains("**Roles:**"),
+                "{method} {path} ({id}): the description must say who may call it (**Roles:** …)"
+            );
+            let secured = op["security"] == serde_json::json!([{"bearer": []}]);
+            assert_eq!(
+                secured,
+                !PUBLIC.contains(&id),
+                "{method} {path} ({id}): bearer security expected unless public"
+            );
+            for (status, response) in op["responses"].as_object().unwrap() {
+                if status.as_str() < "400" || response.get("$ref").is_some() {
+                    continue;
+                }
+                assert_eq!(
+                    response["content"]["application/problem+json"]["schema"]["$ref"],
+                    "#/components/schemas/Problem",
+                    "{method} {path} {status}: errors are application/problem+json"
+                );
+            }
+            if secured {
+                for status in ["401", "403"] {
+                    assert!(
+                        op["responses"].get(status).is_some(),
+                        "{method} {path}: {status}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+fn collect_refs(value: &Value, refs: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                match (key.as_str(), v) {
+                    ("$ref", Value::String(r)) => {
+                        refs.insert(r.clone());
+                    }
+                    _ => collect_refs(v, refs),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, refs)),
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn every_reference_resolves_and_the_contract_headers_are_described() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let text = served(&app).await;
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let mut refs = BTreeSet::new();
+    collect_refs(&doc, &mut refs);
+    assert!(!refs.is_empty());
+    for reference in &refs {
+        let pointer = reference
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("external reference {reference}"));
+        assert!(
+            doc.pointer(pointer).is_some(),
+            "{reference} does not resolve"
+        );
+    }
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+    for header in [
+        "Idempotency-Key",
+        "Idempotent-Replayed",
+        "If-Match",
+        "ETag",
+        "Location",
+        "X-Request-Id",
+        "Retry-After",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+        "Stripe-Signature",
+        "X-Hub-Signature-256",
+        "X-Signature",
+    ] {
+        assert!(
+            text.contains(&format!("\"{header}\"")),
+            "the document never names the {header} header"
+        );
+    }
+    let problem_types = doc["components"]["schemas"]["ProblemType"]["enum"]
+        .as_array()
+        .unwrap();
+    assert!(problem_types.contains(&Value::from("/problems/illegal-transition")));
+    let info = doc["info"]["description"].as_str().unwrap();
+    assert!(info.contains("72 hours"), "Idempotency-Key retention");
+}
