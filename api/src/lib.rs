@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod body_limit;
 pub mod cli;
 pub mod config;
 pub mod correlation;

@@ -62,6 +62,7 @@ impl Application {
                     ApiError::Validation(vec![domain::FieldError::new("query", err.to_string())])
                         .into()
                 }))
+                .wrap(from_fn(crate::body_limit::middleware))
                 .wrap(from_fn(correlation::middleware))
                 .configure(routes::configure)
                 .default_service(web::to(|| async {

@@ -150,13 +150,11 @@ async fn start(
     caller: Authenticated,
     state: web::Data<AppState>,
     req: HttpRequest,
-    params: web::Query<StartParams>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
+    // Who may import, then how big, then what: a caller without the role
+    // learns nothing about the parameters.
     caller.require(OPS_AND_UP)?;
-    let format = format_of(&req)?;
-    let params = params.into_inner();
-    let mapping = Mapping::parse(params.map.as_deref().unwrap_or(""))?;
     let limit = state.http.import_max_bytes;
     let declared = req
         .headers()
@@ -166,6 +164,13 @@ async fn start(
     if declared.is_some_and(|len| len > limit) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
+    let format = format_of(&req)?;
+    let params = web::Query::<StartParams>::from_query(req.query_string())
+        .map_err(|err| {
+            ApiError::Validation(vec![domain::FieldError::new("query", err.to_string())])
+        })?
+        .into_inner();
+    let mapping = Mapping::parse(params.map.as_deref().unwrap_or(""))?;
     let temp = spool(payload, limit).await?;
     let spec = ImportSpec {
         source: params.source,
