@@ -111,6 +111,7 @@ pub async fn run() -> anyhow::Result<()> {
             }
             let mut http = http;
             http.outbound_allow = cli.outbound.outbound_allow.clone();
+            http.reconcile = settings.reconcile.clone();
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
@@ -170,7 +171,7 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            webhook_cli::run_source(&conn, command).await?;
+            webhook_cli::run_source(&conn, command, &cli.outbound.policy()).await?;
         }
         Command::Inbox { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;

@@ -10,6 +10,7 @@ mod imports;
 pub mod leads;
 pub mod ops_inbox;
 mod sources;
+mod reconcile;
 mod subscriptions;
 mod trace;
 mod webhooks;
@@ -27,4 +28,5 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     sources::configure(cfg);
     webhooks::configure(cfg);
     ops_inbox::configure(cfg);
+    reconcile::configure(cfg);
 }
