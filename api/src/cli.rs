@@ -77,6 +77,12 @@ pub enum Command {
         #[command(subcommand)]
         command: InboxCommand,
     },
+    /// Pull a source's records since its cursor through the write path,
+    /// repairing what its webhooks missed (see README, "Reconcile").
+    Reconcile(crate::reconcile_cmd::ReconcileArgs),
+    /// The whole pipeline in one command, on a fresh SQLite file: a fake
+    /// source, signed webhooks (some redelivered, some dropped), a reconcile.
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -177,6 +183,11 @@ pub async fn run() -> anyhow::Result<()> {
             let conn = storage::open(&db.database_url, 1, true).await?;
             webhook_cli::run_inbox(&conn, command).await?;
         }
+        Command::Reconcile(args) => {
+            let conn = storage::open(&db.database_url, 2, true).await?;
+            crate::reconcile_cmd::run(&conn, args, cli.outbound.policy()).await?;
+        }
+        Command::Demo(args) => crate::demo::run(args).await?,
     }
     Ok(())
 }
