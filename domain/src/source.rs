@@ -171,7 +171,9 @@ pub async fn upsert_with<C: ConnectionTrait>(
     let valid = validate(input, outbound)?;
     // Keeping a stored pull auth value needs one to be stored.
     if valid.pull.auth_secret == SecretChange::Keep {
-        let stored = source::Entity::find_by_id(valid.name.clone()).one(conn).await?;
+        let stored = source::Entity::find_by_id(valid.name.clone())
+            .one(conn)
+            .await?;
         if stored.and_then(|s| s.pull_auth_secret).is_none() {
             return Err(Error::invalid(
                 "pull_auth_secret",
@@ -735,7 +737,10 @@ mod tests {
             Some(Locator::Header("x-event-id".into()))
         );
         i.event_id_pointer = Some("/id".into());
-        assert_eq!(fields(validate_strict(i).unwrap_err()), ["event_id_pointer"]);
+        assert_eq!(
+            fields(validate_strict(i).unwrap_err()),
+            ["event_id_pointer"]
+        );
     }
 
     #[test]
@@ -754,7 +759,10 @@ mod tests {
     fn signature_header_only_for_hmac() {
         let mut i = input("github", &["s"]);
         i.signature_header = Some("x-sig".into());
-        assert_eq!(fields(validate_strict(i).unwrap_err()), ["signature_header"]);
+        assert_eq!(
+            fields(validate_strict(i).unwrap_err()),
+            ["signature_header"]
+        );
     }
 
     #[test]

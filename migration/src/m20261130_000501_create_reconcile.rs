@@ -20,7 +20,9 @@ impl MigrationTrait for Migration {
             string_len_null(PullColumn::PullAuthHeader, 128),
             // Write-only like the webhook secrets: never returned nor logged.
             text_null(PullColumn::PullAuthSecret),
-            big_integer(PullColumn::PullPageSize).default(100).to_owned(),
+            big_integer(PullColumn::PullPageSize)
+                .default(100)
+                .to_owned(),
             string_len_null(PullColumn::ReconcileCron, 128),
             // Where the next run continues; advanced with each page's writes.
             text_null(PullColumn::ReconcileCursor),
@@ -44,7 +46,7 @@ impl MigrationTrait for Migration {
                     // running, done, failed
                     .col(string_len(ReconcileRun::State, 16))
                     .col(boolean(ReconcileRun::DryRun))
-                    // api, cli, schedule, demo
+                    // api, cli, schedule
                     .col(string_len(ReconcileRun::Trigger, 16))
                     // `schedule:{source}:{tick}`: a cron tick starts one run
                     // however many worker processes saw it (PITFALLS 8).

@@ -136,8 +136,16 @@ async fn reconcile(app: &TestApp, token: &str, source: &str, body: Option<Value>
 }
 
 fn counts(run: &Value) -> [i64; 7] {
-    ["fetched", "created", "updated", "unchanged", "stale", "rejected", "missed"]
-        .map(|k| run[k].as_i64().unwrap())
+    [
+        "fetched",
+        "created",
+        "updated",
+        "unchanged",
+        "stale",
+        "rejected",
+        "missed",
+    ]
+    .map(|k| run[k].as_i64().unwrap())
 }
 
 async fn source_cursor(app: &TestApp, source: &str) -> Value {
@@ -314,7 +322,12 @@ async fn a_failing_page_fails_the_run_and_the_next_run_resumes_there(backend: Ba
     let asked: Vec<Option<String>> = fake.requests().into_iter().map(|r| r.since).collect();
     assert_eq!(
         asked,
-        [None, Some("10".into()), Some("20".into()), Some("20".into())]
+        [
+            None,
+            Some("10".into()),
+            Some("20".into()),
+            Some("20".into())
+        ]
     );
 
     let listed: Value = app
@@ -323,7 +336,12 @@ async fn a_failing_page_fails_the_run_and_the_next_run_resumes_there(backend: Ba
         .json()
         .await
         .unwrap();
-    let ids: Vec<&Value> = listed["data"].as_array().unwrap().iter().map(|r| &r["id"]).collect();
+    let ids: Vec<&Value> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["id"])
+        .collect();
     assert_eq!(ids, [&resumed["id"], &failed["id"]]);
     let only_failed: Value = app
         .get(&ops, "/api/ops/reconcile-runs?state=failed&limit=1")
@@ -441,15 +459,16 @@ async fn the_demo_puts_every_record_in_the_table_exactly_once(backend: Backend) 
     assert_eq!(report.missed_repaired, report.dropped);
     assert_eq!(report.reconcile_run["pages"], 4);
     let table = report.render();
-    assert!(table.contains("missed and repaired by reconcile"), "{table}");
+    assert!(
+        table.contains("missed and repaired by reconcile"),
+        "{table}"
+    );
 }
 
 async fn pull_urls_to_internal_addresses_are_refused_unless_allow_listed(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
-    let body = |url: &str| {
-        json!({"name": "puller", "scheme": "hmac-sha256", "secrets": ["s"], "pull_url": url})
-    };
+    let body = |url: &str| json!({"name": "puller", "scheme": "hmac-sha256", "secrets": ["s"], "pull_url": url});
     for internal in [
         "http://10.0.0.5/leads",
         "http://169.254.169.254/latest/meta-data",
@@ -460,7 +479,9 @@ async fn pull_urls_to_internal_addresses_are_refused_unless_allow_listed(backend
         assert_eq!(problem["errors"][0]["field"], "pull_url", "{problem}");
     }
     // The test configuration allow-lists 127.0.0.1.
-    let allowed = app.save_source(&admin, &body("http://127.0.0.1:9/leads")).await;
+    let allowed = app
+        .save_source(&admin, &body("http://127.0.0.1:9/leads"))
+        .await;
     assert_eq!(allowed.status(), 201);
     let bad = app
         .save_source(
@@ -542,7 +563,11 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
         fake.requests()[0].auth.as_deref(),
         Some("Bearer pull-token-9f8e7d")
     );
-    for path in ["/api/sources", "/api/sources/locked", "/api/ops/reconcile-runs"] {
+    for path in [
+        "/api/sources",
+        "/api/sources/locked",
+        "/api/ops/reconcile-runs",
+    ] {
         let body = app.get(&admin, path).await.text().await.unwrap();
         assert!(!body.contains("pull-token-9f8e7d"), "{path}: {body}");
     }

@@ -147,7 +147,8 @@ impl Publisher {
             Ok(url) => url,
             Err(reason) => return AttemptResult::Refused(reason),
         };
-        if let Err(reason) = crate::outbound::check_resolution(&self.settings.outbound, &url).await {
+        if let Err(reason) = crate::outbound::check_resolution(&self.settings.outbound, &url).await
+        {
             return AttemptResult::Refused(reason);
         }
         let body = json!({
@@ -216,7 +217,6 @@ fn result_kind(result: &AttemptResult) -> String {
         AttemptResult::Refused(_) => "refused".into(),
     }
 }
-
 
 /// `Retry-After` as seconds or an HTTP date.
 pub fn parse_retry_after(value: &str) -> Option<Duration> {

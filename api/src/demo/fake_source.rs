@@ -225,7 +225,12 @@ impl FakeSource {
 
     /// The record's `source_ref` (its `id`).
     pub fn source_ref(&self, index: usize) -> String {
-        self.with(|s| s.records[index]["id"].as_str().unwrap_or_default().to_owned())
+        self.with(|s| {
+            s.records[index]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
     }
 
     /// Changes a record at the source: it becomes the newest change, with a

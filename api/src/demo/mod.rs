@@ -82,7 +82,10 @@ impl DemoArgs {
             ("--redeliver-share", self.redeliver_share),
             ("--drop-share", self.drop_share),
         ] {
-            anyhow::ensure!((0.0..=1.0).contains(&share), "{name} must be between 0 and 1");
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&share),
+                "{name} must be between 0 and 1"
+            );
         }
         anyhow::ensure!(self.records > 0, "--records must be at least 1");
         anyhow::ensure!(
@@ -174,7 +177,10 @@ impl DemoReport {
             (
                 "webhook deliveries sent",
                 self.deliveries_sent,
-                format!("{} redelivered, {} dropped", self.redeliveries, self.dropped),
+                format!(
+                    "{} redelivered, {} dropped",
+                    self.redeliveries, self.dropped
+                ),
             ),
             (
                 "duplicates absorbed by the inbox",
@@ -279,9 +285,10 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
 
     let fake = FakeSource::start(args.records).await?;
     let client = reqwest::Client::new();
-    let admin = domain::auth::create_principal(&db, &principal_name("demo-admin"), Role::Admin, None)
-        .await?
-        .token;
+    let admin =
+        domain::auth::create_principal(&db, &principal_name("demo-admin"), Role::Admin, None)
+            .await?
+            .token;
     let ops = domain::auth::create_principal(&db, &principal_name("demo-ops"), Role::Ops, None)
         .await?
         .token;
@@ -294,8 +301,10 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
     let saved = client
         .post(format!("{base}/api/sources"))
         .bearer_auth(&admin)
-        .json(&json!({"name": source, "scheme": "standard-webhooks", "secrets": [secret],
-                      "pull_url": fake.pull_url, "pull_page_size": args.page_size}))
+        .json(
+            &json!({"name": source, "scheme": "standard-webhooks", "secrets": [secret],
+                      "pull_url": fake.pull_url, "pull_page_size": args.page_size}),
+        )
         .send()
         .await?;
     anyhow::ensure!(

@@ -107,8 +107,7 @@ async fn start(
         move |txn| {
             Box::pin(async move {
                 let run = run::start(txn, &start).await.map_err(start_error)?;
-                let reply =
-                    Reply::new(StatusCode::ACCEPTED, &run)?.location(location(run.id));
+                let reply = Reply::new(StatusCode::ACCEPTED, &run)?.location(location(run.id));
                 *slot.borrow_mut() = Some(run);
                 Ok(reply)
             })

@@ -10,7 +10,6 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
@@ -31,7 +30,6 @@ pub enum Trigger {
     Api,
     Cli,
     Schedule,
-    Demo,
 }
 
 impl Trigger {
@@ -40,7 +38,6 @@ impl Trigger {
             Self::Api => "api",
             Self::Cli => "cli",
             Self::Schedule => "schedule",
-            Self::Demo => "demo",
         }
     }
 }
@@ -157,7 +154,7 @@ async fn insert<C: ConnectionTrait>(
         .on_conflict(OnConflict::new().do_nothing().to_owned())
         .returning_all();
     let stmt = conn.get_database_backend().build(&insert);
-    Ok(Model::find_by_statement(stmt).one(conn).await?)
+    Model::find_by_statement(stmt).one(conn).await
 }
 
 /// The source's running run, if any.
@@ -263,12 +260,6 @@ pub async fn list<C: ConnectionTrait>(
         query = query.filter(Column::Id.lt(before));
     }
     query.all(conn).await
-}
-
-/// Whether a run's heartbeat is older than the lease (its process is gone).
-pub fn is_stale(run: &Model, lease: Duration, now: DateTime<Utc>) -> bool {
-    run.state == RUNNING
-        && chrono::Duration::from_std(lease).is_ok_and(|lease| run.heartbeat_at < now - lease)
 }
 
 /// At most `max` bytes, cut at a character boundary.

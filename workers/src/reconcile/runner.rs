@@ -49,7 +49,10 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
-    pub fn new(db: DatabaseConnection, settings: ReconcileSettings) -> Result<Self, reqwest::Error> {
+    pub fn new(
+        db: DatabaseConnection,
+        settings: ReconcileSettings,
+    ) -> Result<Self, reqwest::Error> {
         let client = PullClient::new(settings.request_timeout, settings.outbound.clone())?;
         Ok(Self {
             db,
@@ -76,8 +79,7 @@ impl Reconciler {
         let span = tracing::info_span!("reconcile", run_id = run.id, source = %run.source, dry_run = run.dry_run);
         let started = Instant::now();
         let outcome =
-            tracing::Instrument::instrument(self.pages(&run, &mut on_progress), span.clone())
-                .await;
+            tracing::Instrument::instrument(self.pages(&run, &mut on_progress), span.clone()).await;
         let error = match outcome {
             Ok(()) => None,
             Err(Stop::LeaseLost) => {
