@@ -59,6 +59,10 @@ pub struct DemoArgs {
     /// No progress bars.
     #[arg(long)]
     pub no_progress: bool,
+    /// Then reconcile everything once more from the start (every record
+    /// `unchanged`): what a reconcile costs when the webhooks worked.
+    #[arg(long)]
+    pub reconcile_again: bool,
 }
 
 impl DemoArgs {
@@ -74,6 +78,7 @@ impl DemoArgs {
             db: None,
             keep_db: false,
             no_progress: true,
+            reconcile_again: false,
         }
     }
 
@@ -113,6 +118,8 @@ pub struct DemoReport {
     pub duplicate_leads: u64,
     pub webhook_time: Duration,
     pub reconcile_time: Duration,
+    /// `--reconcile-again`: the second run (all unchanged) and its time.
+    pub second_run: Option<(Value, Duration)>,
 }
 
 impl DemoReport {
@@ -225,6 +232,17 @@ impl DemoReport {
             self.reconcile_run["pages"],
             rate(fetched, self.reconcile_time),
         ));
+        if let Some((run, time)) = &self.second_run {
+            let fetched = run["fetched"].as_u64().unwrap_or(0);
+            out.push_str(&format!(
+                "  reconcile again from the start (run {}): {:.1} s, {} unchanged of {} ({} records/s)\n",
+                run["id"],
+                time.as_secs_f64(),
+                run["unchanged"],
+                fetched,
+                rate(fetched, *time),
+            ));
+        }
         out
     }
 }
@@ -364,36 +382,30 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
     workers.stop().await;
     let created_by_webhooks = count_leads(&db, &source).await?;
 
-    let bar = progress_bar(args.no_progress, args.records as u64, "reconcile");
-    let started = Instant::now();
-    let response = client
-        .post(format!("{base}/api/ops/reconcile/{source}"))
-        .bearer_auth(&ops)
-        .send()
-        .await?;
-    anyhow::ensure!(
-        response.status() == 202,
-        "starting the reconcile failed: {}",
-        response.text().await.unwrap_or_default()
-    );
-    let run: Value = response.json().await?;
-    let run_url = format!("{base}/api/ops/reconcile-runs/{}", run["id"]);
-    let run = loop {
-        let run: Value = client
-            .get(&run_url)
-            .bearer_auth(&ops)
-            .send()
-            .await?
-            .json()
-            .await?;
-        bar.set_position(run["fetched"].as_u64().unwrap_or(0));
-        if run["state"] != "running" {
-            break run;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let api = Api {
+        client: &client,
+        base: &base,
+        token: &ops,
     };
+    let started = Instant::now();
+    let run = api
+        .reconcile(&source, json!({}), args.no_progress, args.records)
+        .await?;
     let reconcile_time = started.elapsed();
-    bar.finish_and_clear();
+    let second_run = if args.reconcile_again {
+        let started = Instant::now();
+        let run = api
+            .reconcile(
+                &source,
+                json!({"from_start": true}),
+                args.no_progress,
+                args.records,
+            )
+            .await?;
+        Some((run, started.elapsed()))
+    } else {
+        None
+    };
     fake.stop().await;
 
     Ok(DemoReport {
@@ -410,8 +422,59 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
         duplicate_leads: duplicate_leads(&db, &source).await?,
         webhook_time,
         reconcile_time,
+        second_run,
         source,
     })
+}
+
+/// The ops API as the demo uses it.
+struct Api<'a> {
+    client: &'a reqwest::Client,
+    base: &'a str,
+    token: &'a str,
+}
+
+impl Api<'_> {
+    /// Starts a run and follows it to its end; returns it.
+    async fn reconcile(
+        &self,
+        source: &str,
+        body: Value,
+        no_progress: bool,
+        records: usize,
+    ) -> anyhow::Result<Value> {
+        let bar = progress_bar(no_progress, records as u64, "reconcile");
+        let response = self
+            .client
+            .post(format!("{}/api/ops/reconcile/{source}", self.base))
+            .bearer_auth(self.token)
+            .json(&body)
+            .send()
+            .await?;
+        anyhow::ensure!(
+            response.status() == 202,
+            "starting the reconcile failed: {}",
+            response.text().await.unwrap_or_default()
+        );
+        let run: Value = response.json().await?;
+        let run_url = format!("{}/api/ops/reconcile-runs/{}", self.base, run["id"]);
+        loop {
+            let run: Value = self
+                .client
+                .get(&run_url)
+                .bearer_auth(self.token)
+                .send()
+                .await?
+                .json()
+                .await?;
+            bar.set_position(run["fetched"].as_u64().unwrap_or(0));
+            if run["state"] != "running" {
+                bar.finish_and_clear();
+                return Ok(run);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// One signed Standard Webhooks delivery; the status it got.
