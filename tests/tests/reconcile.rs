@@ -20,6 +20,7 @@ on_both_backends!(
     a_failing_page_fails_the_run_and_the_next_run_resumes_there,
     transient_page_errors_are_retried_until_the_page_arrives,
     two_concurrent_starts_give_one_run_and_one_409,
+    a_keyed_start_replays_its_run_and_starts_nothing_more,
     a_dry_run_compares_and_writes_nothing,
     the_demo_puts_every_record_in_the_table_exactly_once,
     pull_urls_to_internal_addresses_are_refused_unless_allow_listed,
@@ -409,6 +410,34 @@ async fn two_concurrent_starts_give_one_run_and_one_409(backend: Backend) {
     let next = started(&app, &ops, "busy", None).await;
     assert_ne!(next["id"], run["id"]);
     finished(&app, &ops, &next).await;
+}
+
+async fn a_keyed_start_replays_its_run_and_starts_nothing_more(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let fake = FakeSource::start(6).await.unwrap();
+    pull_source(&app, "keyed", &fake, 10).await;
+    let ops = app.token(Role::Ops, None).await;
+    let keyed = || {
+        app.client
+            .post(app.url("/api/ops/reconcile/keyed"))
+            .bearer_auth(&ops)
+            .header("Idempotency-Key", "nightly-2026-11-30")
+            .send()
+    };
+    let first = keyed().await.unwrap();
+    assert_eq!(first.status(), 202);
+    assert_eq!(first.headers()["idempotent-replayed"], "false");
+    let run: Value = first.json().await.unwrap();
+    let done = finished(&app, &ops, &run).await;
+    assert_eq!(done["state"], "done");
+    let again = keyed().await.unwrap();
+    assert_eq!(again.status(), 202);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let replayed: Value = again.json().await.unwrap();
+    assert_eq!(replayed["id"], run["id"]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(app.count(reconcile_run::Entity).await, 1);
+    assert_eq!(fake.requests().len(), 1);
 }
 
 async fn a_dry_run_compares_and_writes_nothing(backend: Backend) {

@@ -172,6 +172,15 @@ impl DemoReport {
             self.rejected_deliveries == 0,
             format!("{} deliveries were rejected", self.rejected_deliveries),
         );
+        if let Some((run, _)) = &self.second_run {
+            check(
+                run["state"] == "done" && run["unchanged"].as_u64() == Some(self.records),
+                format!(
+                    "the second reconcile ended {} with {} unchanged: {}",
+                    run["state"], run["unchanged"], run["error"]
+                ),
+            );
+        }
         failures
     }
 
@@ -292,6 +301,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
 pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<DemoReport> {
     args.validate()?;
     let db = crate::storage::open(database_url, 8, true).await?;
+    // Loopback settings with fast retries: the demo's peers are all local.
     let mut http = HttpSettings::for_tests();
     http.outbound_allow = "127.0.0.1".into();
     let app = Application::build(db.clone(), http)?;
