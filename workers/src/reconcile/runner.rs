@@ -224,6 +224,8 @@ fn log_end(run: &Run, elapsed: Duration) {
     let per_second = run.fetched as f64 / elapsed.as_secs_f64().max(0.001);
     if let Some(error) = &run.error {
         tracing::error!(
+            run_id = run.id,
+            source = %run.source,
             pages = run.pages,
             fetched = run.fetched,
             missed = run.missed,
@@ -232,6 +234,8 @@ fn log_end(run: &Run, elapsed: Duration) {
         );
     } else if run.missed > 0 && !run.dry_run {
         tracing::warn!(
+            run_id = run.id,
+            source = %run.source,
             pages = run.pages,
             fetched = run.fetched,
             created = run.created,
