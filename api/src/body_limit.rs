@@ -28,11 +28,11 @@ pub async fn middleware(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok());
-    if let (Some(limit), Some(declared)) = (limit, declared) {
-        if declared > limit {
-            let response = ApiError::PayloadTooLarge { limit }.error_response();
-            return Ok(req.into_response(response).map_into_right_body());
-        }
+    if let (Some(limit), Some(declared)) = (limit, declared)
+        && declared > limit
+    {
+        let response = ApiError::PayloadTooLarge { limit }.error_response();
+        return Ok(req.into_response(response).map_into_right_body());
     }
     Ok(next.call(req).await?.map_into_left_body())
 }

@@ -87,6 +87,12 @@ pub enum Command {
         #[command(subcommand)]
         command: InboxCommand,
     },
+    /// Pull a source's records since its cursor through the write path,
+    /// repairing what its webhooks missed (see README, "Reconcile").
+    Reconcile(crate::reconcile_cmd::ReconcileArgs),
+    /// The whole pipeline in one command, on a fresh SQLite file: a fake
+    /// source, signed webhooks (some redelivered, some dropped), a reconcile.
+    Demo(crate::demo::DemoArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -121,6 +127,7 @@ pub async fn run() -> anyhow::Result<()> {
             }
             let mut http = http;
             http.outbound_allow = cli.outbound.outbound_allow.clone();
+            http.reconcile = settings.reconcile.clone();
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
@@ -180,7 +187,7 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            webhook_cli::run_source(&conn, command).await?;
+            webhook_cli::run_source(&conn, command, &cli.outbound.policy()).await?;
         }
         Command::Subscription { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
@@ -195,6 +202,11 @@ pub async fn run() -> anyhow::Result<()> {
             let conn = storage::open(&db.database_url, 1, true).await?;
             webhook_cli::run_inbox(&conn, command).await?;
         }
+        Command::Reconcile(args) => {
+            let conn = storage::open(&db.database_url, 2, true).await?;
+            crate::reconcile_cmd::run(&conn, args, cli.outbound.policy()).await?;
+        }
+        Command::Demo(args) => crate::demo::run(args).await?,
     }
     Ok(())
 }

@@ -56,6 +56,10 @@ pub struct HttpSettings {
     /// Largest file accepted by `POST /api/imports`, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub import_max_bytes: usize,
+    /// Runs started by `POST /api/ops/reconcile/{source}`: filled from the
+    /// worker flags (`--reconcile-*`) and `--outbound-allow`.
+    #[arg(skip)]
+    pub reconcile: workers::reconcile::ReconcileSettings,
 }
 
 impl HttpSettings {
@@ -70,6 +74,7 @@ impl HttpSettings {
             group_commit_max_batch: 128,
             group_commit_committers: 4,
             import_max_bytes: 64 * 1024 * 1024,
+            reconcile: workers::reconcile::ReconcileSettings::for_tests(),
         }
     }
 

@@ -50,6 +50,9 @@ pub enum ApiError {
         lead_id: i64,
         conversion: serde_json::Value,
     },
+    /// A reconcile of this source is running; `run_id` names it.
+    #[error("{message}")]
+    ReconcileRunning { run_id: i64, message: String },
     #[error("expected Content-Type: text/csv or application/x-ndjson")]
     UnsupportedImportType,
     #[error("the lead is at version {current}; fetch it again and retry with its ETag")]
@@ -86,6 +89,7 @@ impl ApiError {
             Self::Forbidden(_) => ("forbidden", "Forbidden"),
             Self::NotFound(_) => ("not-found", "Not found"),
             Self::Conflict(_) => ("conflict", "Conflict"),
+            Self::ReconcileRunning { .. } => ("reconcile-running", "Reconcile already running"),
             Self::IllegalTransition { .. } => ("illegal-transition", "Illegal status transition"),
             Self::IllegalStageMove { .. } => ("illegal-transition", "Illegal stage move"),
             Self::AlreadyConverted { .. } => ("already-converted", "Lead already converted"),
@@ -136,6 +140,9 @@ pub struct Problem<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>)]
     conversion: Option<&'a serde_json::Value>,
+    /// Extension member of `reconcile-running`: the running run's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    run_id: Option<i64>,
 }
 
 impl ApiError {
@@ -168,6 +175,10 @@ impl ApiError {
                 Self::AlreadyConverted { conversion, .. } => Some(conversion),
                 _ => None,
             },
+            run_id: match self {
+                Self::ReconcileRunning { run_id, .. } => Some(*run_id),
+                _ => None,
+            },
         };
         serde_json::to_string(&problem).unwrap_or_default()
     }
@@ -180,7 +191,9 @@ impl ResponseError for ApiError {
             Self::UnsupportedMediaType | Self::UnsupportedImportType => {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE
             }
-            Self::IllegalStageMove { .. } | Self::AlreadyConverted { .. } => StatusCode::CONFLICT,
+            Self::IllegalStageMove { .. }
+            | Self::AlreadyConverted { .. }
+            | Self::ReconcileRunning { .. } => StatusCode::CONFLICT,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Unauthorized | Self::InvalidSignature(_) => StatusCode::UNAUTHORIZED,

@@ -2,7 +2,16 @@ use std::process::ExitCode;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    leadpipe::telemetry::init();
+    // The demo prints a table; only warnings (such as reconcile's report of
+    // missed deliveries) should join it unless RUST_LOG says otherwise.
+    if std::env::args().any(|a| a == "demo") && std::env::var_os("RUST_LOG").is_none() {
+        leadpipe::telemetry::init_with(
+            std::io::stderr,
+            tracing_subscriber::EnvFilter::new("warn,sqlx=error,sea_orm=error"),
+        );
+    } else {
+        leadpipe::telemetry::init();
+    }
     match leadpipe::cli::run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

@@ -67,6 +67,18 @@ fn describe() {
         "leadpipe_outbox_oldest_undelivered_age_seconds",
         "Age of the oldest pending or failed outgoing delivery"
     );
+    describe_counter!(
+        "leadpipe_reconcile_runs_total",
+        "Reconcile runs ended, by source and state (done, failed, abandoned)"
+    );
+    describe_counter!(
+        "leadpipe_reconcile_records_total",
+        "Records pulled by reconcile, by source and outcome (created, updated, unchanged, stale, rejected)"
+    );
+    describe_counter!(
+        "leadpipe_reconcile_missed_total",
+        "Records reconcile had to create or update: webhook deliveries that never arrived, by source"
+    );
     describe_gauge!(
         "leadpipe_leads_processing_backlog",
         "Leads whose current version the lead processor has not handled yet"

@@ -21,6 +21,8 @@ pub struct AppState {
     pub group_commit: Option<domain::group_commit::GroupCommitter>,
     /// Where the webhook receiver and ops retries queue inbox jobs.
     pub jobs: workers::InboxQueue,
+    /// Executes reconcile runs started over HTTP.
+    pub reconciler: Arc<workers::reconcile::Reconciler>,
 }
 
 pub struct Application {
@@ -45,7 +47,12 @@ impl Application {
             )
         });
         let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
+        let reconciler = Arc::new(
+            workers::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
+                .map_err(std::io::Error::other)?,
+        );
         let state = web::Data::new(AppState {
+            reconciler,
             group_commit,
             db,
             idempotency: settings.idempotency_policy(),

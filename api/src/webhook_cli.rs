@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use domain::inbox::InboxState;
 use domain::inbox::ops::{self, InboxFilter};
+use domain::net_guard::OutboundPolicy;
 use domain::signature::{Scheme, generate_standard_secret};
 use domain::source::{self, Saved, SourceInput};
 use sea_orm::DatabaseConnection;
@@ -64,6 +65,23 @@ pub struct SourceArgs {
     company_pointer: Option<String>,
     #[arg(long)]
     updated_at_pointer: Option<String>,
+    /// Reconcile: the sender's pull API, `GET {pull_url}?since=…&limit=…`.
+    #[arg(long)]
+    pull_url: Option<String>,
+    /// A header sent with every pull, e.g. `authorization`.
+    #[arg(long)]
+    pull_auth_header: Option<String>,
+    /// Its value (write-only; omitted on an update: the stored one stays).
+    /// Prefer the environment variable to keep it out of shell history.
+    #[arg(long, env = "LEADPIPE_PULL_AUTH_SECRET", hide_env_values = true)]
+    pull_auth_secret: Option<String>,
+    /// Records per pull request (1–1000, default 100).
+    #[arg(long)]
+    pull_page_size: Option<i64>,
+    /// Reconcile by itself on this cron schedule, seconds field first
+    /// (`0 */15 * * * *`: every quarter hour).
+    #[arg(long)]
+    cron: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -126,7 +144,11 @@ impl FilterArgs {
     }
 }
 
-pub async fn run_source(db: &DatabaseConnection, command: SourceCommand) -> anyhow::Result<()> {
+pub async fn run_source(
+    db: &DatabaseConnection,
+    command: SourceCommand,
+    outbound: &OutboundPolicy,
+) -> anyhow::Result<()> {
     match command {
         SourceCommand::Add(args) => {
             let generated = if args.generate_secret {
@@ -160,8 +182,15 @@ pub async fn run_source(db: &DatabaseConnection, command: SourceCommand) -> anyh
                 phone_pointer: args.phone_pointer,
                 company_pointer: args.company_pointer,
                 updated_at_pointer: args.updated_at_pointer,
+                pull_url: args.pull_url,
+                pull_auth_header: args.pull_auth_header,
+                pull_auth_secret: args.pull_auth_secret,
+                pull_page_size: args.pull_page_size,
+                cron: args.cron,
             };
-            let (view, how) = source::upsert(db, input).await.map_err(describe)?;
+            let (view, how) = source::upsert_with(db, input, outbound)
+                .await
+                .map_err(describe)?;
             eprintln!(
                 "{} source '{}' ({}); webhook URL path: /webhooks/{}",
                 if how == Saved::Created {

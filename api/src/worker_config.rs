@@ -42,6 +42,15 @@ pub struct WorkerArgs {
     /// Attempts per outgoing delivery before it is `dead`.
     #[arg(long, env = "LEADPIPE_DELIVERY_MAX_ATTEMPTS", default_value_t = 8)]
     pub delivery_max_attempts: u32,
+    /// Timeout of one reconcile page request.
+    #[arg(long, env = "LEADPIPE_RECONCILE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub reconcile_timeout: Duration,
+    /// Attempts per reconcile page (transient errors) before the run fails.
+    #[arg(long, env = "LEADPIPE_RECONCILE_MAX_ATTEMPTS", default_value_t = 6)]
+    pub reconcile_max_attempts: u32,
+    /// A reconcile run without a heartbeat for this long is marked failed.
+    #[arg(long, env = "LEADPIPE_RECONCILE_LEASE", default_value = "2m", value_parser = parse_duration)]
+    pub reconcile_lease: Duration,
 }
 
 impl WorkerArgs {
@@ -68,6 +77,17 @@ impl WorkerArgs {
                     cap: self.retry_cap,
                     max_attempts: self.delivery_max_attempts,
                 },
+                outbound: outbound.clone(),
+                ..Default::default()
+            },
+            reconcile: workers::reconcile::ReconcileSettings {
+                request_timeout: self.reconcile_timeout,
+                retry: RetryPolicy {
+                    base: self.retry_base,
+                    cap: self.retry_cap,
+                    max_attempts: self.reconcile_max_attempts,
+                },
+                lease: self.reconcile_lease,
                 outbound,
                 ..Default::default()
             },

@@ -248,12 +248,22 @@ async fn find_stored<C: ConnectionTrait>(
     if news.is_empty() {
         return Ok(HashMap::new());
     }
-    let mut any = Condition::any();
+    // `source = ? AND source_ref IN (…)` per source: one OR arm per record
+    // would nest past SQLite's expression depth limit (1000) on big batches
+    // and keeps PostgreSQL from a plain index lookup.
+    let mut by_source: HashMap<&str, Vec<&str>> = HashMap::new();
     for new in news {
+        by_source
+            .entry(new.source.as_str())
+            .or_default()
+            .push(new.source_ref.as_str());
+    }
+    let mut any = Condition::any();
+    for (source, refs) in by_source {
         any = any.add(
             Condition::all()
-                .add(Column::Source.eq(new.source.as_str()))
-                .add(Column::SourceRef.eq(new.source_ref.as_str())),
+                .add(Column::Source.eq(source))
+                .add(Column::SourceRef.is_in(refs)),
         );
     }
     let rows = lead::Entity::find().filter(any).all(txn).await?;

@@ -19,6 +19,7 @@ pub mod lead_query;
 pub mod net_guard;
 pub mod outbox;
 pub mod processing;
+pub mod reconcile;
 pub mod record;
 pub mod redact;
 pub mod retry;

@@ -18,6 +18,9 @@ use serde::{Deserialize, Serialize};
 use crate::entities::source::{self, Column};
 use crate::error::{Error, FieldError};
 use crate::inbox::mapping::RecordMapping;
+use crate::net_guard::OutboundPolicy;
+use crate::reconcile::PullConfig;
+use crate::reconcile::config::{self as pull_config, PullInput, SecretChange, ValidPull};
 use crate::record::is_valid_source_name;
 use crate::signature::{DEFAULT_TOLERANCE_SECS, Scheme, SchemeConfig, standard_webhooks};
 
@@ -47,6 +50,8 @@ pub struct Source {
     /// Empty: every event type is processed.
     pub allowed_event_types: Vec<String>,
     pub mapping: RecordMapping,
+    /// The sender's pull API, for reconcile; `None` without a `pull_url`.
+    pub pull: Option<PullConfig>,
 }
 
 impl Source {
@@ -81,6 +86,14 @@ pub struct SourceView {
     pub updated_at_pointer: Option<String>,
     pub created_at: chrono::DateTime<Utc>,
     pub updated_at: chrono::DateTime<Utc>,
+    // Reconcile. The auth value is write-only: only whether one is set shows.
+    pub pull_url: Option<String>,
+    pub pull_auth_header: Option<String>,
+    pub pull_auth_configured: bool,
+    pub pull_page_size: i64,
+    pub cron: Option<String>,
+    /// Where the next reconcile run continues (`null`: from the start).
+    pub reconcile_cursor: Option<String>,
 }
 
 /// A source to create, or the new configuration of an existing one. Omitted
@@ -106,6 +119,15 @@ pub struct SourceInput {
     pub phone_pointer: Option<String>,
     pub company_pointer: Option<String>,
     pub updated_at_pointer: Option<String>,
+    /// Reconcile: the sender's pull API (`GET {pull_url}?since=…&limit=…`).
+    pub pull_url: Option<String>,
+    /// A header sent with every pull (e.g. `authorization`)…
+    pub pull_auth_header: Option<String>,
+    /// …and its value. Write-only; omitted on an update: the stored one stays.
+    pub pull_auth_secret: Option<String>,
+    pub pull_page_size: Option<i64>,
+    /// When to reconcile by itself: cron with a seconds field (`0 */5 * * * *`).
+    pub cron: Option<String>,
 }
 
 impl fmt::Debug for SourceInput {
@@ -132,12 +154,34 @@ pub enum Saved {
 }
 
 /// Creates the source, or replaces the configuration of the one with this
-/// name, in one statement (`INSERT .. ON CONFLICT (name) DO UPDATE`).
+/// name, in one statement (`INSERT .. ON CONFLICT (name) DO UPDATE`). A
+/// `pull_url` must pass the strict outbound policy; see [`upsert_with`].
 pub async fn upsert<C: ConnectionTrait>(
     conn: &C,
     input: SourceInput,
 ) -> Result<(SourceView, Saved), Error> {
-    let valid = validate(input)?;
+    upsert_with(conn, input, &OutboundPolicy::default()).await
+}
+
+/// [`upsert`], checking a `pull_url` against `outbound` (its allow-list).
+pub async fn upsert_with<C: ConnectionTrait>(
+    conn: &C,
+    input: SourceInput,
+    outbound: &OutboundPolicy,
+) -> Result<(SourceView, Saved), Error> {
+    let valid = validate(input, outbound)?;
+    // Keeping a stored pull auth value needs one to be stored.
+    if valid.pull.auth_secret == SecretChange::Keep {
+        let stored = source::Entity::find_by_id(valid.name.clone())
+            .one(conn)
+            .await?;
+        if stored.and_then(|s| s.pull_auth_secret).is_none() {
+            return Err(Error::invalid(
+                "pull_auth_secret",
+                "is required with pull_auth_header (none is stored yet)",
+            ));
+        }
+    }
     let now = Utc::now();
     let mut model = valid.active_model(now);
     let mut updated = vec![
@@ -157,7 +201,16 @@ pub async fn upsert<C: ConnectionTrait>(
         Column::CompanyPointer,
         Column::UpdatedAtPointer,
         Column::UpdatedAt,
+        Column::PullUrl,
+        Column::PullAuthHeader,
+        Column::PullPageSize,
+        Column::ReconcileCron,
     ];
+    // The cursor is never part of a configuration: saving keeps it.
+    match &valid.pull.auth_secret {
+        SecretChange::Keep => model.pull_auth_secret = NotSet,
+        SecretChange::Set(_) | SecretChange::Clear => updated.push(Column::PullAuthSecret),
+    }
     let stored = match valid.secrets {
         Some(secrets) => {
             model.secrets = Set(serde_json::json!(secrets));
@@ -236,6 +289,7 @@ struct ValidInput {
     event_type: Option<Locator>,
     allowed_event_types: Vec<String>,
     mapping: RecordMapping,
+    pull: ValidPull,
 }
 
 impl fmt::Debug for ValidInput {
@@ -272,6 +326,16 @@ impl ValidInput {
             updated_at_pointer: Set(m.updated_at.clone()),
             created_at: Set(now),
             updated_at: Set(now),
+            pull_url: Set(self.pull.url.clone()),
+            pull_auth_header: Set(self.pull.auth_header.clone()),
+            pull_auth_secret: match &self.pull.auth_secret {
+                SecretChange::Set(secret) => Set(Some(secret.clone())),
+                SecretChange::Clear => Set(None),
+                SecretChange::Keep => NotSet,
+            },
+            pull_page_size: Set(self.pull.page_size),
+            reconcile_cron: Set(self.pull.cron.clone()),
+            reconcile_cursor: NotSet,
         }
     }
 }
@@ -284,7 +348,7 @@ fn split(locator: Option<Locator>) -> (Option<String>, Option<String>) {
     }
 }
 
-fn validate(input: SourceInput) -> Result<ValidInput, Error> {
+fn validate(input: SourceInput, outbound: &OutboundPolicy) -> Result<ValidInput, Error> {
     let mut errors = Vec::new();
     let name = input.name.trim().to_owned();
     if !is_valid_source_name(&name) {
@@ -400,6 +464,18 @@ fn validate(input: SourceInput) -> Result<ValidInput, Error> {
         )),
     };
 
+    let pull = pull_config::validate(
+        &mut errors,
+        PullInput {
+            url: input.pull_url,
+            auth_header: input.pull_auth_header,
+            auth_secret: input.pull_auth_secret,
+            page_size: input.pull_page_size,
+            cron: input.cron,
+        },
+        outbound,
+    );
+
     match scheme {
         Some(scheme) if errors.is_empty() => Ok(ValidInput {
             name,
@@ -411,6 +487,7 @@ fn validate(input: SourceInput) -> Result<ValidInput, Error> {
             event_type,
             allowed_event_types,
             mapping,
+            pull,
         }),
         _ => Err(Error::Invalid(errors)),
     }
@@ -528,6 +605,13 @@ fn to_source(model: &source::Model) -> Result<Source, DbErr> {
             company: model.company_pointer.clone(),
             updated_at: model.updated_at_pointer.clone(),
         },
+        pull: pull_config::from_columns(
+            model.pull_url.as_ref(),
+            model.pull_auth_header.as_ref(),
+            model.pull_auth_secret.as_ref(),
+            model.pull_page_size,
+            model.reconcile_cron.as_ref(),
+        ),
     })
 }
 
@@ -569,6 +653,12 @@ fn view(model: &source::Model) -> Result<SourceView, DbErr> {
         updated_at_pointer: model.updated_at_pointer.clone(),
         created_at: model.created_at,
         updated_at: model.updated_at,
+        pull_url: model.pull_url.clone(),
+        pull_auth_header: model.pull_auth_header.clone(),
+        pull_auth_configured: model.pull_auth_secret.is_some(),
+        pull_page_size: model.pull_page_size,
+        cron: model.reconcile_cron.clone(),
+        reconcile_cursor: model.reconcile_cursor.clone(),
     })
 }
 
@@ -586,6 +676,10 @@ mod tests {
         }
     }
 
+    fn validate_strict(input: SourceInput) -> Result<ValidInput, Error> {
+        validate(input, &OutboundPolicy::default())
+    }
+
     fn fields(err: Error) -> Vec<String> {
         match err {
             Error::Invalid(f) => f.into_iter().map(|f| f.field).collect(),
@@ -595,7 +689,7 @@ mod tests {
 
     #[test]
     fn defaults_are_filled_in_per_scheme() {
-        let v = validate(input(
+        let v = validate_strict(input(
             "standard-webhooks",
             &["whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"],
         ))
@@ -607,11 +701,11 @@ mod tests {
         assert_eq!(v.mapping.source_ref, "/id");
         assert_eq!(v.mapping.email.as_deref(), Some("/email"));
 
-        let v = validate(input("stripe", &["whsec_x"])).unwrap();
+        let v = validate_strict(input("stripe", &["whsec_x"])).unwrap();
         assert_eq!(v.event_id, Some(Locator::Pointer("/id".into())));
-        let v = validate(input("github", &["s"])).unwrap();
+        let v = validate_strict(input("github", &["s"])).unwrap();
         assert_eq!(v.event_type, Some(Locator::Header("x-github-event".into())));
-        let v = validate(input("hmac-sha256", &["s"])).unwrap();
+        let v = validate_strict(input("hmac-sha256", &["s"])).unwrap();
         assert_eq!(v.event_id, None);
     }
 
@@ -622,15 +716,15 @@ mod tests {
         i.record_pointer = Some("data".into());
         i.tolerance_secs = Some(0);
         assert_eq!(
-            fields(validate(i).unwrap_err()),
+            fields(validate_strict(i).unwrap_err()),
             ["name", "tolerance_secs", "secrets", "record_pointer"]
         );
         assert_eq!(
-            fields(validate(input("svix", &["x"])).unwrap_err()),
+            fields(validate_strict(input("svix", &["x"])).unwrap_err()),
             ["scheme"]
         );
         assert_eq!(
-            fields(validate(input("github", &[])).unwrap_err()),
+            fields(validate_strict(input("github", &[])).unwrap_err()),
             ["secrets"]
         );
     }
@@ -640,11 +734,14 @@ mod tests {
         let mut i = input("hmac-sha256", &["s"]);
         i.event_id_header = Some("X-Event-Id".into());
         assert_eq!(
-            validate(i.clone()).unwrap().event_id,
+            validate_strict(i.clone()).unwrap().event_id,
             Some(Locator::Header("x-event-id".into()))
         );
         i.event_id_pointer = Some("/id".into());
-        assert_eq!(fields(validate(i).unwrap_err()), ["event_id_pointer"]);
+        assert_eq!(
+            fields(validate_strict(i).unwrap_err()),
+            ["event_id_pointer"]
+        );
     }
 
     #[test]
@@ -652,18 +749,21 @@ mod tests {
         let mut i = input("hmac-sha256", &["s"]);
         i.allowed_event_types = Some(vec!["lead.created".into()]);
         assert_eq!(
-            fields(validate(i.clone()).unwrap_err()),
+            fields(validate_strict(i.clone()).unwrap_err()),
             ["allowed_event_types"]
         );
         i.event_type_pointer = Some("/type".into());
-        assert!(validate(i).is_ok());
+        assert!(validate_strict(i).is_ok());
     }
 
     #[test]
     fn signature_header_only_for_hmac() {
         let mut i = input("github", &["s"]);
         i.signature_header = Some("x-sig".into());
-        assert_eq!(fields(validate(i).unwrap_err()), ["signature_header"]);
+        assert_eq!(
+            fields(validate_strict(i).unwrap_err()),
+            ["signature_header"]
+        );
     }
 
     #[test]
@@ -697,6 +797,12 @@ mod tests {
             updated_at_pointer: None,
             created_at: Utc::now(),
             updated_at: Utc::now(),
+            pull_url: Some("https://api.example.com/leads".into()),
+            pull_auth_header: Some("authorization".into()),
+            pull_auth_secret: Some("Bearer pull-secret-value".into()),
+            pull_page_size: 100,
+            reconcile_cron: None,
+            reconcile_cursor: None,
         }
     }
 
@@ -720,6 +826,9 @@ mod tests {
         assert!(!format!("{s:?}").contains("super-secret-value"));
         let v = serde_json::to_string(&view(&m).unwrap()).unwrap();
         assert!(!v.contains("super-secret-value"), "{v}");
+        assert!(!v.contains("pull-secret-value"), "{v}");
+        assert!(!format!("{s:?}").contains("pull-secret-value"));
+        assert!(!format!("{m:?}").contains("pull-secret-value"));
         assert!(v.contains(r#""secret_count":1"#), "{v}");
     }
 }

@@ -20,6 +20,8 @@ mod m20261130_000403_create_deal;
 mod m20261130_000404_create_lead_conversion;
 mod m20261130_000405_create_crm_activity;
 mod m20261130_000406_create_import;
+// Reconcile (issue 5).
+mod m20261130_000501_create_reconcile;
 
 pub struct Migrator;
 
@@ -43,6 +45,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000404_create_lead_conversion::Migration),
             Box::new(m20261130_000405_create_crm_activity::Migration),
             Box::new(m20261130_000406_create_import::Migration),
+            Box::new(m20261130_000501_create_reconcile::Migration),
         ]
     }
 }

@@ -10,9 +10,12 @@
 pub mod housekeeping;
 pub mod inbox_job;
 pub mod lead_processor;
+pub mod outbound;
 mod poll;
 pub mod publisher;
 pub mod queue;
+// Reconcile (issue 5).
+pub mod reconcile;
 pub mod runtime;
 pub mod settings;
 pub mod storage;

@@ -3,7 +3,6 @@
 //! the database (`domain::delivery`), so any worker may pick up where another
 //! stopped, and nothing is marked delivered before the receiver's 2xx.
 
-use std::net::IpAddr;
 use std::time::Duration;
 
 use domain::delivery::{self, AttemptResult, Claimed, Settlement};
@@ -13,6 +12,8 @@ use domain::signature::standard_webhooks;
 use futures::StreamExt;
 use sea_orm::DatabaseConnection;
 use serde_json::json;
+
+use crate::outbound::without_url;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherSettings {
@@ -57,13 +58,8 @@ impl Publisher {
         db: DatabaseConnection,
         settings: PublisherSettings,
     ) -> Result<Self, reqwest::Error> {
-        let client = reqwest::Client::builder()
-            // A redirect is a failure, not an instruction: following one could
-            // lead the request anywhere, past the address check.
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(settings.request_timeout)
-            .user_agent(concat!("leadpipe/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        // A redirect is a failure, not an instruction (see `outbound::client`).
+        let client = crate::outbound::client(settings.request_timeout)?;
         Ok(Self {
             db,
             client,
@@ -151,7 +147,8 @@ impl Publisher {
             Ok(url) => url,
             Err(reason) => return AttemptResult::Refused(reason),
         };
-        if let Err(reason) = self.check_resolution(&url).await {
+        if let Err(reason) = crate::outbound::check_resolution(&self.settings.outbound, &url).await
+        {
             return AttemptResult::Refused(reason);
         }
         let body = json!({
@@ -210,25 +207,6 @@ impl Publisher {
             Err(err) => AttemptResult::Failed(without_url(&err)),
         }
     }
-
-    /// Resolves the host and refuses internal addresses unless allow-listed,
-    /// so a public name that points inside is caught too.
-    async fn check_resolution(&self, url: &url::Url) -> Result<(), String> {
-        let Some(host) = url.host_str() else {
-            return Err("no host".into());
-        };
-        if self.settings.outbound.allows_host(host) {
-            return Ok(());
-        }
-        let port = url.port_or_known_default().unwrap_or(443);
-        let addrs: Vec<IpAddr> =
-            tokio::net::lookup_host((host.trim_start_matches('[').trim_end_matches(']'), port))
-                .await
-                .map_err(|e| format!("cannot resolve {host}: {e}"))?
-                .map(|a| a.ip())
-                .collect();
-        self.settings.outbound.check_resolved(host, &addrs)
-    }
 }
 
 fn result_kind(result: &AttemptResult) -> String {
@@ -238,15 +216,6 @@ fn result_kind(result: &AttemptResult) -> String {
         AttemptResult::Failed(_) => "connection failed".into(),
         AttemptResult::Refused(_) => "refused".into(),
     }
-}
-
-/// Error text without the URL: subscription URLs may carry tokens in paths.
-fn without_url(err: &reqwest::Error) -> String {
-    let mut text = err.to_string();
-    if let Some(url) = err.url() {
-        text = text.replace(url.as_str(), "<url>");
-    }
-    text
 }
 
 /// `Retry-After` as seconds or an HTTP date.

@@ -52,6 +52,8 @@ pub async fn run(
     // lead processing, housekeeping. Stopped with the rest.
     let publisher = crate::publisher::Publisher::new(db.clone(), settings.publisher.clone())
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
+    let reconciler = crate::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
+        .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
     let loops = [
         tokio::spawn(until_stopped(
             publisher.run(settings.poll_interval),
@@ -63,6 +65,11 @@ pub async fn run(
         )),
         tokio::spawn(until_stopped(
             crate::housekeeping::run(db.clone(), settings.sweep_interval),
+            stop.clone(),
+        )),
+        // Interrupts its own runs on stop, so not wrapped in `until_stopped`.
+        tokio::spawn(crate::reconcile::scheduler::run(
+            Arc::new(reconciler),
             stop.clone(),
         )),
     ];

@@ -7,6 +7,7 @@ use domain::inbox::sweep::SweepRules;
 use domain::retry::RetryPolicy;
 
 use crate::publisher::PublisherSettings;
+use crate::reconcile::ReconcileSettings;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerSettings {
@@ -22,6 +23,8 @@ pub struct WorkerSettings {
     pub sweep: SweepRules,
     /// Outgoing webhooks (the outbox publisher).
     pub publisher: PublisherSettings,
+    /// Reconcile runs and their cron scheduler.
+    pub reconcile: ReconcileSettings,
 }
 
 impl Default for WorkerSettings {
@@ -38,6 +41,7 @@ impl Default for WorkerSettings {
                 batch: 500,
             },
             publisher: PublisherSettings::default(),
+            reconcile: ReconcileSettings::default(),
         }
     }
 }
@@ -70,6 +74,7 @@ impl WorkerSettings {
                 outbound: domain::net_guard::OutboundPolicy::from_list("127.0.0.1,localhost"),
                 ..PublisherSettings::default()
             },
+            reconcile: ReconcileSettings::for_tests(),
         }
     }
 
@@ -91,6 +96,6 @@ impl WorkerSettings {
         if self.poll_interval.is_zero() || self.sweep_interval.is_zero() {
             return Err("poll and sweep intervals must be positive".into());
         }
-        Ok(())
+        self.reconcile.validate()
     }
 }

@@ -10,6 +10,7 @@ mod imports;
 pub mod leads;
 pub mod openapi;
 pub mod ops_inbox;
+mod reconcile;
 mod sources;
 mod stats;
 mod subscriptions;
@@ -30,6 +31,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     sources::configure(cfg);
     webhooks::configure(cfg);
     ops_inbox::configure(cfg);
+    reconcile::configure(cfg);
     openapi::configure(cfg);
 }
 
@@ -51,5 +53,6 @@ pub fn openapi_parts() -> Vec<utoipa::openapi::OpenApi> {
         sources::Api::openapi(),
         webhooks::Api::openapi(),
         ops_inbox::Api::openapi(),
+        reconcile::Api::openapi(),
     ]
 }

@@ -203,6 +203,11 @@ pub const PROBLEM_TYPES: &[(&str, u16, &str)] = &[
     ),
     ("not-found", 404, "no such resource or route"),
     (
+        "reconcile-running",
+        409,
+        "a reconcile of this source is already running; `run_id` names it",
+    ),
+    (
         "conflict",
         409,
         "the request conflicts with the stored state",
@@ -702,6 +707,10 @@ mod tests {
                 conversion: serde_json::Value::Null,
             },
             ApiError::UnsupportedImportType,
+            ApiError::ReconcileRunning {
+                run_id: 1,
+                message: String::new(),
+            },
             ApiError::PreconditionFailed { current: 1 },
             ApiError::IdempotencyKeyMissing,
             ApiError::IdempotencyKeyInvalid("x"),
@@ -728,6 +737,7 @@ mod tests {
                 | ApiError::IllegalStageMove { .. }
                 | ApiError::AlreadyConverted { .. }
                 | ApiError::UnsupportedImportType
+                | ApiError::ReconcileRunning { .. }
                 | ApiError::PreconditionFailed { .. }
                 | ApiError::IdempotencyKeyMissing
                 | ApiError::IdempotencyKeyInvalid(_)

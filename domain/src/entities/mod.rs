@@ -19,4 +19,6 @@ pub mod import_applied_row;
 pub mod import_row;
 pub mod import_run;
 pub mod lead_conversion;
+// Reconcile (issue 5).
+pub mod reconcile_run;
 pub mod source;

@@ -27,6 +27,14 @@ pub struct Model {
     pub updated_at_pointer: Option<String>,
     pub created_at: ChronoDateTimeUtc,
     pub updated_at: ChronoDateTimeUtc,
+    // Reconcile: the sender's pull API (see `crate::reconcile::PullConfig`).
+    pub pull_url: Option<String>,
+    pub pull_auth_header: Option<String>,
+    /// Write-only, as `secrets`.
+    pub pull_auth_secret: Option<String>,
+    pub pull_page_size: i64,
+    pub reconcile_cron: Option<String>,
+    pub reconcile_cursor: Option<String>,
 }
 
 // Hand-written so the secrets never reach logs through `{:?}`.

@@ -51,6 +51,19 @@ pub fn map_record(
     if !record.is_object() {
         return Err(MappingError::RecordNotObject(mapping.record.clone()));
     }
+    map_object(source, mapping, record)
+}
+
+/// A record object itself (as a pull API returns it, without the webhook's
+/// envelope) mapped by the source's pointers; `mapping.record` is not used.
+pub fn map_object(
+    source: &str,
+    mapping: &RecordMapping,
+    record: &Value,
+) -> Result<LeadRecord, MappingError> {
+    if !record.is_object() {
+        return Err(MappingError::RecordNotObject(String::new()));
+    }
     let text =
         |field: &'static str, pointer: Option<&String>| -> Result<Option<String>, MappingError> {
             let Some(pointer) = pointer else {

@@ -250,6 +250,7 @@ mod tests {
                 company: None,
                 updated_at: None,
             },
+            pull: None,
         }
     }
 

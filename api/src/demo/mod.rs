@@ -1,0 +1,617 @@
+//! `leadpipe demo`: the whole pipeline in one command. It starts leadpipe
+//! in-process (API and workers, on a fresh SQLite file by default) and a
+//! fake lead source on loopback, sends every record as signed Standard
+//! Webhooks deliveries — some twice, some never — waits for the inbox to be
+//! processed, runs a reconcile through the ops API, and checks that every
+//! record is in the lead table exactly once.
+
+pub mod fake_source;
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use domain::auth::Role;
+use domain::entities::{inbox_event, lead};
+use domain::signature::standard_webhooks;
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
+    Statement,
+};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::config::HttpSettings;
+use crate::startup::Application;
+use fake_source::FakeSource;
+
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Records the fake source holds.
+    #[arg(long, default_value_t = 1000)]
+    pub records: usize,
+    /// Share of records whose webhook is delivered twice (0–1).
+    #[arg(long, default_value_t = 0.3)]
+    pub redeliver_share: f64,
+    /// Share of records whose webhook never arrives (0–1); reconcile repairs them.
+    #[arg(long, default_value_t = 0.1)]
+    pub drop_share: f64,
+    /// Records per pull request.
+    #[arg(long, default_value_t = 500)]
+    pub page_size: u32,
+    /// Webhook deliveries in flight at once.
+    #[arg(long, default_value_t = 16)]
+    pub concurrency: usize,
+    /// Seed of which records are dropped or redelivered.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Run on this database instead of a fresh temporary SQLite file
+    /// (`postgres://…` works too; the demo uses a source of its own).
+    #[arg(long)]
+    pub db: Option<String>,
+    /// Keep the temporary SQLite file (its path is printed).
+    #[arg(long)]
+    pub keep_db: bool,
+    /// No progress bars.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// Then reconcile everything once more from the start (every record
+    /// `unchanged`): what a reconcile costs when the webhooks worked.
+    #[arg(long)]
+    pub reconcile_again: bool,
+}
+
+impl DemoArgs {
+    /// The defaults, for `records` records (tests).
+    pub fn with_records(records: usize) -> Self {
+        Self {
+            records,
+            redeliver_share: 0.3,
+            drop_share: 0.1,
+            page_size: 500,
+            concurrency: 16,
+            seed: 7,
+            db: None,
+            keep_db: false,
+            no_progress: true,
+            reconcile_again: false,
+        }
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        for (name, share) in [
+            ("--redeliver-share", self.redeliver_share),
+            ("--drop-share", self.drop_share),
+        ] {
+            anyhow::ensure!(
+                (0.0..=1.0).contains(&share),
+                "{name} must be between 0 and 1"
+            );
+        }
+        anyhow::ensure!(self.records > 0, "--records must be at least 1");
+        anyhow::ensure!(
+            (1..=1000).contains(&self.page_size),
+            "--page-size must be 1 to 1000"
+        );
+        Ok(())
+    }
+}
+
+/// What the demo saw; `failures` lists the invariants that did not hold.
+#[derive(Debug, Clone)]
+pub struct DemoReport {
+    pub source: String,
+    pub records: u64,
+    pub deliveries_sent: u64,
+    pub duplicates_absorbed: u64,
+    pub redeliveries: u64,
+    pub dropped: u64,
+    pub rejected_deliveries: u64,
+    pub created_by_webhooks: u64,
+    pub reconcile_run: Value,
+    pub missed_repaired: u64,
+    pub leads_in_table: u64,
+    pub duplicate_leads: u64,
+    pub webhook_time: Duration,
+    pub reconcile_time: Duration,
+    /// `--reconcile-again`: the second run (all unchanged) and its time.
+    pub second_run: Option<(Value, Duration)>,
+}
+
+impl DemoReport {
+    /// The invariants, as messages for the ones that fail.
+    pub fn failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        let mut check = |ok: bool, what: String| {
+            if !ok {
+                failures.push(what);
+            }
+        };
+        check(
+            self.leads_in_table == self.records,
+            format!(
+                "leads in the table ({}) != records at the source ({})",
+                self.leads_in_table, self.records
+            ),
+        );
+        check(
+            self.duplicate_leads == 0,
+            format!("{} duplicate leads in the table", self.duplicate_leads),
+        );
+        check(
+            self.reconcile_run["state"] == "done",
+            format!("the reconcile run ended {}", self.reconcile_run["state"]),
+        );
+        check(
+            self.missed_repaired == self.dropped,
+            format!(
+                "reconcile repaired {} records, but {} deliveries were dropped",
+                self.missed_repaired, self.dropped
+            ),
+        );
+        check(
+            self.created_by_webhooks == self.records - self.dropped,
+            format!(
+                "webhooks created {} leads, expected {}",
+                self.created_by_webhooks,
+                self.records - self.dropped
+            ),
+        );
+        check(
+            self.duplicates_absorbed == self.redeliveries,
+            format!(
+                "{} duplicates absorbed, but {} redeliveries sent",
+                self.duplicates_absorbed, self.redeliveries
+            ),
+        );
+        check(
+            self.rejected_deliveries == 0,
+            format!("{} deliveries were rejected", self.rejected_deliveries),
+        );
+        if let Some((run, _)) = &self.second_run {
+            check(
+                run["state"] == "done" && run["unchanged"].as_u64() == Some(self.records),
+                format!(
+                    "the second reconcile ended {} with {} unchanged: {}",
+                    run["state"], run["unchanged"], run["error"]
+                ),
+            );
+        }
+        failures
+    }
+
+    pub fn render(&self) -> String {
+        let mark = |ok: bool| if ok { "ok" } else { "FAILED" };
+        let rate = |n: u64, t: Duration| (n as f64 / t.as_secs_f64().max(0.001)).round() as u64;
+        let fetched = self.reconcile_run["fetched"].as_u64().unwrap_or(0);
+        let rows = [
+            ("records at the source", self.records, String::new()),
+            (
+                "webhook deliveries sent",
+                self.deliveries_sent,
+                format!(
+                    "{} redelivered, {} dropped",
+                    self.redeliveries, self.dropped
+                ),
+            ),
+            (
+                "duplicates absorbed by the inbox",
+                self.duplicates_absorbed,
+                mark(self.duplicates_absorbed == self.redeliveries).into(),
+            ),
+            (
+                "leads created by webhooks",
+                self.created_by_webhooks,
+                String::new(),
+            ),
+            (
+                "missed and repaired by reconcile",
+                self.missed_repaired,
+                format!("{} (= dropped)", mark(self.missed_repaired == self.dropped)),
+            ),
+            (
+                "leads in the table",
+                self.leads_in_table,
+                format!(
+                    "{} (= records at the source)",
+                    mark(self.leads_in_table == self.records)
+                ),
+            ),
+            (
+                "duplicate leads in the table",
+                self.duplicate_leads,
+                mark(self.duplicate_leads == 0).into(),
+            ),
+        ];
+        let mut out = String::new();
+        for (label, n, note) in rows {
+            out.push_str(&format!("  {label:<34} {n:>9}   {note}\n"));
+        }
+        out.push_str(&format!(
+            "\n  webhooks: {:.1} s ({} deliveries/s)   reconcile run {}: {:.1} s, {} records in {} pages ({} records/s)\n",
+            self.webhook_time.as_secs_f64(),
+            rate(self.deliveries_sent, self.webhook_time),
+            self.reconcile_run["id"],
+            self.reconcile_time.as_secs_f64(),
+            fetched,
+            self.reconcile_run["pages"],
+            rate(fetched, self.reconcile_time),
+        ));
+        if let Some((run, time)) = &self.second_run {
+            let fetched = run["fetched"].as_u64().unwrap_or(0);
+            out.push_str(&format!(
+                "  reconcile again from the start (run {}): {:.1} s, {} unchanged of {} ({} records/s)\n",
+                run["id"],
+                time.as_secs_f64(),
+                run["unchanged"],
+                fetched,
+                rate(fetched, *time),
+            ));
+        }
+        out
+    }
+}
+
+/// `leadpipe demo`: runs it, prints the table, fails when an invariant does.
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    args.validate()?;
+    let (database_url, temp) = match &args.db {
+        Some(url) => (url.clone(), None),
+        None => {
+            let dir = std::env::temp_dir().join(format!("leadpipe-demo-{}", uuid::Uuid::now_v7()));
+            std::fs::create_dir_all(&dir).context("creating the demo's directory")?;
+            let url = format!("sqlite://{}?mode=rwc", dir.join("demo.db").display());
+            (url, Some(dir))
+        }
+    };
+    eprintln!(
+        "leadpipe demo: {} records, {:.0}% redelivered, {:.0}% dropped, on {}",
+        args.records,
+        args.redeliver_share * 100.0,
+        args.drop_share * 100.0,
+        temp.as_ref().map_or_else(
+            || "the given database".to_owned(),
+            |d| d.join("demo.db").display().to_string()
+        )
+    );
+    let result = run_demo(&database_url, &args).await;
+    if let Some(dir) = temp {
+        if args.keep_db {
+            eprintln!("database kept: {}", dir.join("demo.db").display());
+        } else {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    let report = result?;
+    println!("{}", report.render());
+    let failures = report.failures();
+    if failures.is_empty() {
+        println!("every record is in the lead table exactly once.");
+        Ok(())
+    } else {
+        anyhow::bail!("invariants failed: {}", failures.join("; "))
+    }
+}
+
+/// The demo on `database_url`; returns what it saw (the caller judges).
+pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<DemoReport> {
+    args.validate()?;
+    let db = crate::storage::open(database_url, 8, true).await?;
+    // Loopback settings with fast retries: the demo's peers are all local.
+    let mut http = HttpSettings::for_tests();
+    http.outbound_allow = "127.0.0.1".into();
+    let app = Application::build(db.clone(), http)?;
+    let base = format!("http://127.0.0.1:{}", app.port());
+    tokio::spawn(app.run_until_stopped());
+    let mut worker_settings = workers::WorkerSettings::for_tests();
+    worker_settings.concurrency = 8;
+    let workers = Workers::start(db.clone(), worker_settings);
+
+    let fake = FakeSource::start(args.records).await?;
+    let client = reqwest::Client::new();
+    let admin =
+        domain::auth::create_principal(&db, &principal_name("demo-admin"), Role::Admin, None)
+            .await?
+            .token;
+    let ops = domain::auth::create_principal(&db, &principal_name("demo-ops"), Role::Ops, None)
+        .await?
+        .token;
+    let source = if args.db.is_some() {
+        format!("demo-partner-{:06x}", rand::random::<u32>() & 0xff_ffff)
+    } else {
+        "demo-partner".to_owned()
+    };
+    let secret = standard_webhooks::generate_standard_secret();
+    let saved = client
+        .post(format!("{base}/api/sources"))
+        .bearer_auth(&admin)
+        .json(
+            &json!({"name": source, "scheme": "standard-webhooks", "secrets": [secret],
+                      "pull_url": fake.pull_url, "pull_page_size": args.page_size}),
+        )
+        .send()
+        .await?;
+    anyhow::ensure!(
+        saved.status().is_success(),
+        "configuring the source failed: {}",
+        saved.text().await.unwrap_or_default()
+    );
+
+    // Which records are dropped, which are sent twice; shuffled so a
+    // redelivery may overtake its first copy, as on the internet.
+    let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
+    let mut plan = Vec::with_capacity(args.records * 2);
+    let (mut dropped, mut redeliveries) = (0u64, 0u64);
+    for index in 0..args.records {
+        if rng.random::<f64>() < args.drop_share {
+            dropped += 1;
+            continue;
+        }
+        plan.push(index);
+        if rng.random::<f64>() < args.redeliver_share {
+            plan.push(index);
+            redeliveries += 1;
+        }
+    }
+    plan.shuffle(&mut rng);
+
+    let bar = progress_bar(args.no_progress, plan.len() as u64, "webhooks");
+    let started = Instant::now();
+    let url = format!("{base}/webhooks/{source}");
+    let answers: Vec<Result<u16, String>> = futures::stream::iter(plan.iter().copied())
+        .map(|index| {
+            let (event_id, body) = fake.delivery(index);
+            let (client, url, secret, bar) = (&client, &url, &secret, &bar);
+            async move {
+                let answer = deliver(client, url, secret, &event_id, body).await;
+                bar.inc(1);
+                answer
+            }
+        })
+        .buffer_unordered(args.concurrency.max(1))
+        .collect()
+        .await;
+    let mut accepted = 0u64;
+    let mut duplicates = 0u64;
+    let mut rejected = 0u64;
+    for answer in answers {
+        match answer {
+            Ok(202) => accepted += 1,
+            Ok(200) => duplicates += 1,
+            Ok(_) | Err(_) => rejected += 1,
+        }
+    }
+    bar.set_message("waiting for the inbox to be processed");
+    wait_for_inbox(&db, &source, accepted, args.records).await?;
+    bar.finish_and_clear();
+    let webhook_time = started.elapsed();
+    workers.stop().await;
+    let created_by_webhooks = count_leads(&db, &source).await?;
+
+    let api = Api {
+        client: &client,
+        base: &base,
+        token: &ops,
+    };
+    let started = Instant::now();
+    let run = api
+        .reconcile(&source, json!({}), args.no_progress, args.records)
+        .await?;
+    let reconcile_time = started.elapsed();
+    let second_run = if args.reconcile_again {
+        let started = Instant::now();
+        let run = api
+            .reconcile(
+                &source,
+                json!({"from_start": true}),
+                args.no_progress,
+                args.records,
+            )
+            .await?;
+        Some((run, started.elapsed()))
+    } else {
+        None
+    };
+    fake.stop().await;
+
+    Ok(DemoReport {
+        records: args.records as u64,
+        deliveries_sent: plan.len() as u64,
+        duplicates_absorbed: duplicates,
+        redeliveries,
+        dropped,
+        rejected_deliveries: rejected,
+        created_by_webhooks,
+        missed_repaired: run["missed"].as_u64().unwrap_or(0),
+        reconcile_run: run,
+        leads_in_table: count_leads(&db, &source).await?,
+        duplicate_leads: duplicate_leads(&db, &source).await?,
+        webhook_time,
+        reconcile_time,
+        second_run,
+        source,
+    })
+}
+
+/// The ops API as the demo uses it.
+struct Api<'a> {
+    client: &'a reqwest::Client,
+    base: &'a str,
+    token: &'a str,
+}
+
+impl Api<'_> {
+    /// Starts a run and follows it to its end; returns it.
+    async fn reconcile(
+        &self,
+        source: &str,
+        body: Value,
+        no_progress: bool,
+        records: usize,
+    ) -> anyhow::Result<Value> {
+        let bar = progress_bar(no_progress, records as u64, "reconcile");
+        let response = self
+            .client
+            .post(format!("{}/api/ops/reconcile/{source}", self.base))
+            .bearer_auth(self.token)
+            .json(&body)
+            .send()
+            .await?;
+        anyhow::ensure!(
+            response.status() == 202,
+            "starting the reconcile failed: {}",
+            response.text().await.unwrap_or_default()
+        );
+        let run: Value = response.json().await?;
+        let run_url = format!("{}/api/ops/reconcile-runs/{}", self.base, run["id"]);
+        loop {
+            let run: Value = self
+                .client
+                .get(&run_url)
+                .bearer_auth(self.token)
+                .send()
+                .await?
+                .json()
+                .await?;
+            bar.set_position(run["fetched"].as_u64().unwrap_or(0));
+            if run["state"] != "running" {
+                bar.finish_and_clear();
+                return Ok(run);
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// One signed Standard Webhooks delivery; the status it got.
+async fn deliver(
+    client: &reqwest::Client,
+    url: &str,
+    secret: &str,
+    event_id: &str,
+    body: Vec<u8>,
+) -> Result<u16, String> {
+    let timestamp = chrono::Utc::now().timestamp();
+    let signature =
+        standard_webhooks::sign(secret, event_id, timestamp, &body).map_err(|e| e.to_string())?;
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header(standard_webhooks::ID_HEADER, event_id)
+        .header(standard_webhooks::TIMESTAMP_HEADER, timestamp.to_string())
+        .header(standard_webhooks::SIGNATURE_HEADER, signature)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(response.status().as_u16())
+}
+
+/// Waits until every accepted event is processed (or one is dead).
+async fn wait_for_inbox(
+    db: &DatabaseConnection,
+    source: &str,
+    accepted: u64,
+    records: usize,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60 + records as u64 / 20);
+    loop {
+        let count = |state: &'static str| {
+            inbox_event::Entity::find()
+                .filter(inbox_event::Column::Source.eq(source))
+                .filter(inbox_event::Column::State.eq(state))
+                .count(db)
+        };
+        let processed = count("processed").await?;
+        let dead = count("dead").await?;
+        anyhow::ensure!(dead == 0, "{dead} inbox events are dead");
+        if processed >= accepted {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the inbox was not processed in time ({processed} of {accepted})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn count_leads(db: &DatabaseConnection, source: &str) -> anyhow::Result<u64> {
+    Ok(lead::Entity::find()
+        .filter(lead::Column::Source.eq(source))
+        .count(db)
+        .await?)
+}
+
+/// `source_ref`s stored more than once (the unique key makes this 0).
+async fn duplicate_leads(db: &DatabaseConnection, source: &str) -> anyhow::Result<u64> {
+    let backend = db.get_database_backend();
+    let stmt = Statement::from_sql_and_values(
+        backend,
+        match backend {
+            sea_orm::DatabaseBackend::Postgres => {
+                "SELECT COUNT(*) AS n FROM (SELECT source_ref FROM lead WHERE source = $1 \
+                 GROUP BY source_ref HAVING COUNT(*) > 1) d"
+            }
+            _ => {
+                "SELECT COUNT(*) AS n FROM (SELECT source_ref FROM lead WHERE source = ? \
+                 GROUP BY source_ref HAVING COUNT(*) > 1) d"
+            }
+        },
+        [source.into()],
+    );
+    let row = db
+        .query_one_raw(stmt)
+        .await?
+        .context("no answer counting duplicates")?;
+    Ok(u64::try_from(row.try_get::<i64>("", "n")?).unwrap_or(0))
+}
+
+fn principal_name(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::now_v7().simple())
+}
+
+fn progress_bar(hidden: bool, total: u64, what: &'static str) -> ProgressBar {
+    let bar = if hidden || !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(total)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(&format!(
+            "{what:>10} [{{elapsed_precise}}] {{wide_bar}} {{pos}}/{{len}} {{msg}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// The worker runtime, in-process, until `stop`.
+struct Workers {
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Workers {
+    fn start(db: DatabaseConnection, settings: workers::WorkerSettings) -> Self {
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            if let Err(error) = workers::runtime::run(db, settings, shutdown).await {
+                tracing::error!(%error, "demo workers failed");
+            }
+        });
+        Self { stop, task }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}

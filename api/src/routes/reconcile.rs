@@ -1,0 +1,274 @@
+//! `/api/ops/reconcile/{source}` and `/api/ops/reconcile-runs`: start a
+//! reconcile run and watch it (ops and admin). The run executes in the
+//! background; its row shows the counts page by page.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use domain::FieldError;
+use domain::entities::reconcile_run;
+use domain::reconcile::run::{self, StartError, StartRun, Trigger};
+use serde::{Deserialize, Serialize};
+
+use crate::auth::{Authenticated, OPS_AND_UP};
+use crate::body::{parse_json, read_bytes};
+use crate::error::ApiError;
+use crate::idempotency::{self, KeyRule, Reply};
+use crate::startup::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/ops/reconcile/{source}", web::post().to(start))
+        .route("/api/ops/reconcile-runs", web::get().to(list))
+        .route("/api/ops/reconcile-runs/{id}", web::get().to(get));
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(start, list, get))]
+pub struct Api;
+
+/// The optional body of a start.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+struct StartIn {
+    /// Fetch and compare only: what would be created or updated.
+    #[serde(default)]
+    dry_run: bool,
+    /// Start from this cursor instead of the source's stored one.
+    since: Option<String>,
+    /// Start from the very beginning (no `since` on the first request).
+    #[serde(default)]
+    from_start: bool,
+}
+
+impl StartIn {
+    fn since(&self) -> Result<Option<Option<String>>, ApiError> {
+        match (&self.since, self.from_start) {
+            (Some(_), true) => Err(ApiError::Validation(vec![FieldError::new(
+                "from_start",
+                "give either since or from_start, not both",
+            )])),
+            (Some(since), false) => Ok(Some(Some(since.clone()))),
+            (None, true) => Ok(Some(None)),
+            (None, false) => Ok(None),
+        }
+    }
+}
+
+fn location(id: i64) -> String {
+    format!("/api/ops/reconcile-runs/{id}")
+}
+
+/// Starts a run: `202 Accepted` with the run and `Location`; `409
+/// /problems/reconcile-running` (with `run_id`) while one is running.
+///
+/// **Roles:** ops, admin.
+///
+/// Pages through the source's pull API from its cursor, each page through
+/// the same write path as webhooks in one transaction; records it had to
+/// create or update count as `missed`. An empty body starts a normal run.
+#[utoipa::path(
+    post,
+    path = "/api/ops/reconcile/{source}",
+    operation_id = "start_reconcile",
+    tag = "ops",
+    params(("source" = String, Path, description = "The source's name")),
+    request_body(content = Option<StartIn>, content_type = "application/json"),
+    responses(
+        (status = 202, description = "The run, started; `Location` names it", body = domain::entities::reconcile_run::Model),
+        (status = 404, description = "`/problems/not-found`: no such source"),
+        (status = 409, description = "`/problems/reconcile-running`: one is running; `run_id` names it"),
+    ),
+    security(("bearer" = [])),
+)]
+async fn start(
+    caller: Authenticated,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    source: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(OPS_AND_UP)?;
+    let source = source.into_inner();
+    let body = read_bytes(&req, payload, state.http.max_body_bytes).await?;
+    let input: StartIn = if body.iter().all(u8::is_ascii_whitespace) {
+        StartIn::default()
+    } else {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|v| {
+                let v = v.trim().to_ascii_lowercase();
+                v == "application/json" || v.ends_with("+json")
+            });
+        if !is_json {
+            return Err(ApiError::UnsupportedMediaType);
+        }
+        parse_json(&body)?
+    };
+    let start = StartRun {
+        source: source.clone(),
+        dry_run: input.dry_run,
+        since: input.since()?,
+        trigger: Trigger::Api,
+        tick_key: None,
+        started_by: Some(caller.id),
+        lease: state.reconciler.settings().lease,
+    };
+    // Set when this request (not a replay) started a run; executed once
+    // the run's row has committed.
+    let started: Rc<RefCell<Option<reconcile_run::Model>>> = Rc::default();
+    let slot = started.clone();
+    let response = idempotency::run(
+        &state,
+        &caller,
+        &req,
+        &body,
+        KeyRule::Optional,
+        move |txn| {
+            Box::pin(async move {
+                let run = run::start(txn, &start).await.map_err(start_error)?;
+                let reply = Reply::new(StatusCode::ACCEPTED, &run)?.location(location(run.id));
+                *slot.borrow_mut() = Some(run);
+                Ok(reply)
+            })
+        },
+    )
+    .await?;
+    if let Some(run) = started.take() {
+        tracing::info!(run_id = run.id, source = %run.source, dry_run = run.dry_run, principal = caller.id, "reconcile started");
+        let reconciler = state.reconciler.clone();
+        tokio::spawn(async move {
+            let run_id = run.id;
+            if let Err(error) = reconciler.execute(run, |_| {}).await {
+                tracing::warn!(run_id, %error, "reconcile run ended badly");
+            }
+        });
+    }
+    Ok(response)
+}
+
+fn start_error(err: StartError) -> ApiError {
+    match err {
+        StartError::NoSuchSource(name) => ApiError::NotFound(format!("no source '{name}'")),
+        StartError::NoPullUrl(_) => ApiError::Validation(vec![FieldError::new(
+            "source",
+            "has no pull_url: set one on the source (POST /api/sources) to reconcile it",
+        )]),
+        StartError::Running(run) => ApiError::ReconcileRunning {
+            run_id: run.id,
+            message: format!(
+                "a reconcile of '{}' is already running: run {}",
+                run.source, run.id
+            ),
+        },
+        StartError::TickTaken => ApiError::internal("a run started over HTTP carries no tick"),
+        StartError::Db(e) => e.into(),
+    }
+}
+
+/// One reconcile run, with its counts so far.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/ops/reconcile-runs/{id}",
+    operation_id = "get_reconcile_run",
+    tag = "ops",
+    params(("id" = i64, Path, description = "The run's id")),
+    responses(
+        (status = 200, description = "The run", body = domain::entities::reconcile_run::Model),
+        (status = 404, description = "`/problems/not-found`: no such run"),
+    ),
+    security(("bearer" = [])),
+)]
+async fn get(
+    caller: Authenticated,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(OPS_AND_UP)?;
+    let id = id.into_inner();
+    let run = run::find(&state.db, id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no reconcile run {id}")))?;
+    Ok(HttpResponse::Ok().json(run))
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    source: Option<String>,
+    state: Option<String>,
+    limit: Option<u64>,
+    cursor: Option<String>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+struct RunPage {
+    data: Vec<reconcile_run::Model>,
+    next_cursor: Option<String>,
+}
+
+/// Runs, newest first; `cursor` continues after the previous page's last run.
+///
+/// **Roles:** ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/ops/reconcile-runs",
+    operation_id = "list_reconcile_runs",
+    tag = "ops",
+    params(ListParams),
+    responses((status = 200, description = "A page of runs", body = RunPage)),
+    security(("bearer" = [])),
+)]
+async fn list(
+    caller: Authenticated,
+    state: web::Data<AppState>,
+    params: web::Query<ListParams>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(OPS_AND_UP)?;
+    let params = params.into_inner();
+    if let Some(s) = &params.state
+        && !run::STATES.contains(&s.as_str())
+    {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "state",
+            "must be running, done or failed",
+        )]));
+    }
+    let limit = domain::lead_query::clamp_limit(params.limit);
+    let before = params
+        .cursor
+        .as_deref()
+        .map(|c| {
+            c.parse::<i64>().map_err(|_| {
+                ApiError::Validation(vec![FieldError::new(
+                    "cursor",
+                    "is not a cursor this API returned",
+                )])
+            })
+        })
+        .transpose()?;
+    let mut runs = run::list(
+        &state.db,
+        params.source.as_deref(),
+        params.state.as_deref(),
+        before,
+        limit + 1,
+    )
+    .await?;
+    let next_cursor = if runs.len() as u64 > limit {
+        runs.truncate(limit as usize);
+        runs.last().map(|r| r.id.to_string())
+    } else {
+        None
+    };
+    Ok(HttpResponse::Ok().json(RunPage {
+        data: runs,
+        next_cursor,
+    }))
+}

@@ -1,0 +1,18 @@
+//! Reconcile: pull what a sender changed since a cursor and send every record
+//! through the same write path as its webhooks (`ingest`, origin
+//! `reconcile`). When the webhooks worked it writes nothing but timeline
+//! rows; what it has to create or update are deliveries the webhooks missed.
+//!
+//! This module holds the rules and the bookkeeping: a source's pull
+//! configuration ([`config`]), its cron ticks ([`schedule`]), the
+//! `reconcile_run` rows ([`run`]) and what one page does ([`page`]).
+//! Fetching over HTTP and scheduling live in `workers::reconcile`.
+
+pub mod compare;
+pub mod config;
+pub mod page;
+pub mod run;
+pub mod schedule;
+
+pub use config::{PullAuth, PullConfig};
+pub use page::{PageCounts, PulledPage};

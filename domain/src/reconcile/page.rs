@@ -1,0 +1,222 @@
+//! One page of a reconcile run, in one transaction: its records through the
+//! write path (`ingest_many_in`, origin `reconcile`), the run's counts, and
+//! the source's cursor. Either all of it commits or none of it, so a crash
+//! mid-page re-reads that page next time and loses nothing.
+
+use sea_orm::sea_query::Expr;
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+use serde_json::Value;
+
+use crate::entities::reconcile_run::{self, Column};
+use crate::entities::source as source_entity;
+use crate::inbox::mapping::map_object;
+use crate::ingest::{self, IngestContext, IngestItem, Origin, Outcome};
+use crate::record::NewLead;
+use crate::source::Source;
+
+use super::run::{RUNNING, add};
+
+/// A page as the sender's pull API answered it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PulledPage {
+    pub records: Vec<Value>,
+    /// Where the next page starts; `None` keeps the current cursor.
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+}
+
+/// What a page (or a whole run, summed) did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PageCounts {
+    pub fetched: i64,
+    pub created: i64,
+    pub updated: i64,
+    pub unchanged: i64,
+    pub stale: i64,
+    /// Records that do not map to a lead (no `source_ref`, a bad email…):
+    /// skipped, so one bad record cannot stop a source's reconcile forever.
+    pub rejected: i64,
+    /// Records reconcile had to create or update: deliveries the webhooks lost.
+    pub missed: i64,
+}
+
+impl PageCounts {
+    fn count(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Created => self.created += 1,
+            Outcome::Updated => self.updated += 1,
+            Outcome::Unchanged => self.unchanged += 1,
+            Outcome::Stale => self.stale += 1,
+        }
+        if outcome.changed() {
+            self.missed += 1;
+        }
+    }
+
+    pub fn add(&mut self, other: &PageCounts) {
+        self.fetched += other.fetched;
+        self.created += other.created;
+        self.updated += other.updated;
+        self.unchanged += other.unchanged;
+        self.stale += other.stale;
+        self.rejected += other.rejected;
+        self.missed += other.missed;
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PageError {
+    /// The run is no longer `running` (its lease ran out and another process
+    /// marked it failed): nothing of this page was written.
+    #[error("the run lost its lease; the page was not written")]
+    LeaseLost,
+    #[error("database error: {0}")]
+    Db(#[from] DbErr),
+}
+
+/// Maps, ingests and books one page. A dry run only predicts the outcomes
+/// and books the counts; it writes no lead and leaves the source's cursor.
+pub async fn apply(
+    db: &DatabaseConnection,
+    run: &reconcile_run::Model,
+    source: &Source,
+    page: &PulledPage,
+) -> Result<PageCounts, PageError> {
+    let mut counts = PageCounts {
+        fetched: page.records.len() as i64,
+        ..Default::default()
+    };
+    let news = map_records(run, source, &page.records, &mut counts);
+    let txn = crate::db::begin_write(db).await?;
+    if run.dry_run {
+        for outcome in super::compare::predict(&txn, &source.name, &news).await? {
+            counts.count(outcome);
+        }
+    } else {
+        let ctx = IngestContext {
+            correlation_id: Some(format!("reconcile-{}", run.id)),
+            author_id: None,
+        };
+        let items: Vec<IngestItem> = news
+            .into_iter()
+            .map(|new| IngestItem {
+                new,
+                origin: Origin::Reconcile,
+                ctx: ctx.clone(),
+            })
+            .collect();
+        if !items.is_empty() {
+            for done in ingest::ingest_many_in(&txn, &items).await? {
+                counts.count(done.outcome);
+            }
+        }
+    }
+    if !book(&txn, run, page, &counts).await? {
+        txn.rollback().await?;
+        return Err(PageError::LeaseLost);
+    }
+    txn.commit().await?;
+    if !run.dry_run {
+        record_metrics(&source.name, &counts);
+    }
+    Ok(counts)
+}
+
+fn map_records(
+    run: &reconcile_run::Model,
+    source: &Source,
+    records: &[Value],
+    counts: &mut PageCounts,
+) -> Vec<NewLead> {
+    let mut news = Vec::with_capacity(records.len());
+    for (index, record) in records.iter().enumerate() {
+        let mapped = map_object(&source.name, &source.mapping, record)
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.normalise().map_err(describe));
+        match mapped {
+            Ok(new) => news.push(new),
+            Err(reason) => {
+                counts.rejected += 1;
+                // The reason names fields and pointers, never their values.
+                tracing::warn!(run_id = run.id, source = %source.name, index, %reason, "reconcile skipped a record that does not map to a lead");
+            }
+        }
+    }
+    news
+}
+
+fn describe(err: crate::Error) -> String {
+    match err {
+        crate::Error::Invalid(fields) => fields
+            .iter()
+            .map(|f| format!("{}: {}", f.field, f.message))
+            .collect::<Vec<_>>()
+            .join("; "),
+        other => other.to_string(),
+    }
+}
+
+/// The run's counts and cursor, and (unless dry) the source's cursor, fenced
+/// on the run still being ours; `false` when it is not.
+async fn book<C: sea_orm::ConnectionTrait>(
+    txn: &C,
+    run: &reconcile_run::Model,
+    page: &PulledPage,
+    counts: &PageCounts,
+) -> Result<bool, DbErr> {
+    let mut update = reconcile_run::Entity::update_many()
+        .col_expr(Column::HeartbeatAt, Expr::val(crate::clock::now()));
+    for (col, expr) in [
+        add(Column::Pages, 1),
+        add(Column::Fetched, counts.fetched),
+        add(Column::Created, counts.created),
+        add(Column::Updated, counts.updated),
+        add(Column::Unchanged, counts.unchanged),
+        add(Column::Stale, counts.stale),
+        add(Column::Rejected, counts.rejected),
+        add(Column::Missed, counts.missed),
+    ] {
+        update = update.col_expr(col, expr);
+    }
+    if let Some(next) = &page.next_cursor {
+        update = update.col_expr(Column::Cursor, Expr::val(Some(next.clone())));
+    }
+    let booked = update
+        .filter(Column::Id.eq(run.id))
+        .filter(Column::State.eq(RUNNING))
+        .exec(txn)
+        .await?;
+    if booked.rows_affected != 1 {
+        return Ok(false);
+    }
+    if let (false, Some(next)) = (run.dry_run, &page.next_cursor) {
+        source_entity::Entity::update_many()
+            .col_expr(
+                source_entity::Column::ReconcileCursor,
+                Expr::val(Some(next.clone())),
+            )
+            .filter(source_entity::Column::Name.eq(run.source.as_str()))
+            .exec(txn)
+            .await?;
+    }
+    Ok(true)
+}
+
+fn record_metrics(source: &str, counts: &PageCounts) {
+    for (outcome, n) in [
+        ("created", counts.created),
+        ("updated", counts.updated),
+        ("unchanged", counts.unchanged),
+        ("stale", counts.stale),
+        ("rejected", counts.rejected),
+    ] {
+        if n > 0 {
+            metrics::counter!("leadpipe_reconcile_records_total", "source" => source.to_owned(), "outcome" => outcome)
+                .increment(n as u64);
+        }
+    }
+    if counts.missed > 0 {
+        metrics::counter!("leadpipe_reconcile_missed_total", "source" => source.to_owned())
+            .increment(counts.missed as u64);
+    }
+}

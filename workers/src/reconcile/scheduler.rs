@@ -1,0 +1,129 @@
+//! Starts reconcile runs by each source's cron, in every worker process.
+//! Each pass looks for the latest tick since the previous pass; the run it
+//! starts carries the tick's key, unique in `reconcile_run`, so when several
+//! processes see the same tick only one run starts (PITFALLS 8), and the
+//! one-running-run-per-source index keeps a slow run from overlapping the
+//! next tick's. The pass also marks runs whose process died as failed.
+
+use std::sync::Arc;
+
+use chrono::Utc;
+use domain::entities::source;
+use domain::reconcile::run::{self, StartError, StartRun, Trigger};
+use domain::reconcile::schedule;
+use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::{ReconcileSettings, Reconciler};
+use crate::runtime::stopped;
+
+/// Runs until `stop`; runs it started are interrupted (marked failed, so
+/// the next tick need not wait for their lease) when it stops.
+pub async fn run(reconciler: Arc<Reconciler>, stop: watch::Receiver<bool>) {
+    let settings = reconciler.settings().clone();
+    let mut running: JoinSet<()> = JoinSet::new();
+    let mut last = Utc::now();
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(settings.scheduler_interval) => {}
+            () = stopped(stop.clone()) => break,
+        }
+        let now = Utc::now();
+        if let Err(error) = pass(&reconciler, &settings, &mut running, last, now, &stop).await {
+            tracing::warn!(%error, "reconcile scheduler pass failed; retrying");
+            continue;
+        }
+        last = now;
+        while running.try_join_next().is_some() {}
+    }
+    while running.join_next().await.is_some() {}
+}
+
+async fn pass(
+    reconciler: &Arc<Reconciler>,
+    settings: &ReconcileSettings,
+    running: &mut JoinSet<()>,
+    last: chrono::DateTime<Utc>,
+    now: chrono::DateTime<Utc>,
+    stop: &watch::Receiver<bool>,
+) -> Result<(), DbErr> {
+    let db = reconciler.db();
+    let abandoned = run::fail_abandoned(db, None, settings.lease).await?;
+    if abandoned > 0 {
+        tracing::warn!(
+            count = abandoned,
+            "reconcile runs without a heartbeat marked failed"
+        );
+    }
+    for (name, cron) in scheduled_sources(db).await? {
+        let schedule = match schedule::parse(&cron) {
+            Ok(schedule) => schedule,
+            Err(reason) => {
+                tracing::warn!(source = %name, %reason, "bad reconcile cron; skipped");
+                continue;
+            }
+        };
+        let Some(tick) = schedule::due_tick(&schedule, last, now) else {
+            continue;
+        };
+        let start = StartRun {
+            source: name.clone(),
+            dry_run: false,
+            since: None,
+            trigger: Trigger::Schedule,
+            tick_key: Some(schedule::tick_key(&name, tick)),
+            started_by: None,
+            lease: settings.lease,
+        };
+        match run::start(db, &start).await {
+            Ok(started) => {
+                tracing::info!(source = %name, run_id = started.id, %tick, "scheduled reconcile started");
+                let reconciler = reconciler.clone();
+                let stop = stop.clone();
+                running.spawn(async move {
+                    let run_id = started.id;
+                    tokio::select! {
+                        result = reconciler.execute(started, |_| {}) => {
+                            if let Err(error) = result {
+                                tracing::warn!(run_id, %error, "scheduled reconcile ended badly");
+                            }
+                        }
+                        () = stopped(stop) => {
+                            reconciler.interrupt(run_id, "interrupted: the worker process stopped").await;
+                        }
+                    }
+                });
+            }
+            Err(StartError::TickTaken) => {
+                tracing::debug!(source = %name, %tick, "tick already taken by another process")
+            }
+            Err(StartError::Running(other)) => {
+                tracing::info!(source = %name, running_run = other.id, %tick, "scheduled reconcile skipped: the previous run is still going")
+            }
+            Err(StartError::Db(e)) => return Err(e),
+            Err(error @ (StartError::NoSuchSource(_) | StartError::NoPullUrl(_))) => {
+                tracing::debug!(source = %name, %error, "scheduled reconcile skipped")
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sources with a cron and a pull URL.
+async fn scheduled_sources(db: &DatabaseConnection) -> Result<Vec<(String, String)>, DbErr> {
+    source::Entity::find()
+        .select_only()
+        .column(source::Column::Name)
+        .column(source::Column::ReconcileCron)
+        .filter(source::Column::ReconcileCron.is_not_null())
+        .filter(source::Column::PullUrl.is_not_null())
+        .into_tuple::<(String, Option<String>)>()
+        .all(db)
+        .await
+        .map(|rows| {
+            rows.into_iter()
+                .filter_map(|(name, cron)| cron.map(|c| (name, c)))
+                .collect()
+        })
+}
