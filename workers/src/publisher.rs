@@ -91,14 +91,20 @@ impl Publisher {
     }
 
     /// Runs passes forever: back to back while there is work, else every `idle`.
-    pub async fn run(self, idle: Duration) {
-        loop {
+    ///
+    /// Stops between passes, never inside one: a delivery whose request went
+    /// out is always recorded, so a graceful shutdown sends nothing twice.
+    pub async fn run(self, idle: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+        while !*stop.borrow_and_update() {
             match self.run_once().await {
                 Ok(pass) if pass.attempted > 0 || pass.fanned_out > 0 => continue,
                 Ok(_) => {}
                 Err(err) => tracing::warn!(error = %err, "outbox pass failed; retrying"),
             }
-            tokio::time::sleep(idle).await;
+            tokio::select! {
+                () = tokio::time::sleep(idle) => {}
+                changed = stop.changed() => if changed.is_err() { return },
+            }
         }
     }
 

@@ -55,10 +55,7 @@ pub async fn run(
     let reconciler = crate::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
     let loops = [
-        tokio::spawn(until_stopped(
-            publisher.run(settings.poll_interval),
-            stop.clone(),
-        )),
+        tokio::spawn(publisher.run(settings.poll_interval, stop.clone())),
         tokio::spawn(until_stopped(
             crate::lead_processor::run(db.clone(), settings.poll_interval),
             stop.clone(),
