@@ -357,6 +357,12 @@ nothing. The `type` values are stable:
 /// (status, name, description, sends `Retry-After`).
 const SHARED_RESPONSES: &[(u16, &str, &str, bool)] = &[
     (
+        404,
+        "NotFound",
+        "`/problems/not-found`: the path names nothing (or a path parameter does not parse).",
+        false,
+    ),
+    (
         400,
         "BadRequest",
         "`/problems/malformed-body` (the body is not well-formed JSON), \
@@ -480,6 +486,13 @@ fn has_header_param(op: &Operation, name: &str) -> bool {
         .any(|p| p.parameter_in == ParameterIn::Header && p.name.eq_ignore_ascii_case(name))
 }
 
+fn has_path_param(op: &Operation) -> bool {
+    op.parameters
+        .iter()
+        .flatten()
+        .any(|p| p.parameter_in == ParameterIn::Path)
+}
+
 fn has_query_param(op: &Operation) -> bool {
     op.parameters
         .iter()
@@ -501,6 +514,7 @@ fn has_json_body(op: &Operation) -> bool {
 /// - operations with `security` may answer `401`, `403`, `500` and `503`;
 /// - operations with a JSON body may answer `400`, `413`, `415` and `422`,
 ///   operations with query parameters `422`;
+/// - operations with path parameters may answer `404`;
 /// - operations with `Idempotency-Key` may answer `400`, `409` (in flight)
 ///   and `422` (reused), and send `Idempotent-Replayed` on success;
 /// - named standard headers (`ETag`, `Location`, …) get their description.
@@ -516,6 +530,9 @@ fn finish_operation(op: &mut Operation) {
     }
     if has_query_param(op) {
         wanted.push(422);
+    }
+    if has_path_param(op) {
+        wanted.push(404);
     }
     if keyed {
         wanted.extend([400, 409, 422]);
