@@ -51,45 +51,51 @@ pub async fn fan_out(db: &DatabaseConnection, limit: u64) -> Result<usize, DbErr
         .all(&txn)
         .await?;
     let now = clock::now();
-    for event in &events {
-        for sub in subs
-            .iter()
-            .filter(|s| subscriptions::wants(s, &event.event_type))
-        {
-            let mut insert = Query::insert();
+    // One multi-row insert per pass, not one statement per delivery: the
+    // fan-out must outpace the deliveries it feeds.
+    let rows: Vec<(i64, i64, Option<i64>)> = events
+        .iter()
+        .flat_map(|event| {
+            subs.iter()
+                .filter(|s| subscriptions::wants(s, &event.event_type))
+                .map(move |sub| (event.id, sub.id, event.lead_id))
+        })
+        .collect();
+    for chunk in rows.chunks(1_000) {
+        let mut insert = Query::insert();
+        insert.into_table(outbox_delivery::Entity).columns([
+            outbox_delivery::Column::OutboxEventId,
+            outbox_delivery::Column::SubscriptionId,
+            outbox_delivery::Column::LeadId,
+            outbox_delivery::Column::State,
+            outbox_delivery::Column::Attempts,
+            outbox_delivery::Column::NextAttemptAt,
+            outbox_delivery::Column::CreatedAt,
+            outbox_delivery::Column::UpdatedAt,
+        ]);
+        for &(event_id, subscription_id, lead_id) in chunk {
             insert
-                .into_table(outbox_delivery::Entity)
-                .columns([
-                    outbox_delivery::Column::OutboxEventId,
-                    outbox_delivery::Column::SubscriptionId,
-                    outbox_delivery::Column::LeadId,
-                    outbox_delivery::Column::State,
-                    outbox_delivery::Column::Attempts,
-                    outbox_delivery::Column::NextAttemptAt,
-                    outbox_delivery::Column::CreatedAt,
-                    outbox_delivery::Column::UpdatedAt,
-                ])
                 .values([
-                    event.id.into(),
-                    sub.id.into(),
-                    event.lead_id.into(),
+                    event_id.into(),
+                    subscription_id.into(),
+                    lead_id.into(),
                     PENDING.into(),
                     0i32.into(),
                     now.into(),
                     now.into(),
                     now.into(),
                 ])
-                .map_err(|e| DbErr::Custom(e.to_string()))?
-                .on_conflict(
-                    OnConflict::columns([
-                        outbox_delivery::Column::OutboxEventId,
-                        outbox_delivery::Column::SubscriptionId,
-                    ])
-                    .do_nothing()
-                    .to_owned(),
-                );
-            txn.execute(&insert).await?;
+                .map_err(|e| DbErr::Custom(e.to_string()))?;
         }
+        insert.on_conflict(
+            OnConflict::columns([
+                outbox_delivery::Column::OutboxEventId,
+                outbox_delivery::Column::SubscriptionId,
+            ])
+            .do_nothing()
+            .to_owned(),
+        );
+        txn.execute(&insert).await?;
     }
     let ids: Vec<i64> = events.iter().map(|e| e.id).collect();
     outbox_event::Entity::update_many()
