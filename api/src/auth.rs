@@ -64,7 +64,9 @@ impl FromRequest for Authenticated {
         Box::pin(async move {
             let token = token.ok_or(ApiError::Unauthorized)?;
             let state = state.ok_or_else(|| ApiError::internal("application state missing"))?;
-            let principal = domain::auth::authenticate(&state.db, &token)
+            let principal = state
+                .principals
+                .authenticate(&state.db, &token)
                 .await?
                 .ok_or(ApiError::Unauthorized)?;
             tracing::Span::current().record("principal", principal.id);

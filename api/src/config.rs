@@ -44,6 +44,11 @@ pub struct HttpSettings {
     /// Filled from the global `--outbound-allow` (see `OutboundSettings`).
     #[arg(skip)]
     pub outbound_allow: String,
+    /// How long an authenticated token is remembered, in seconds, sparing
+    /// each request a database lookup; a revoked token keeps working for at
+    /// most this long. 0 checks the database on every request.
+    #[arg(long, env = "LEADPIPE_AUTH_CACHE_SECS", default_value_t = 5)]
+    pub auth_cache_secs: u64,
     /// Coalesce concurrent intake upserts into shared transactions (group commit).
     #[arg(long, env = "LEADPIPE_GROUP_COMMIT", default_value_t = true, action = clap::ArgAction::Set)]
     pub group_commit: bool,
@@ -69,6 +74,7 @@ impl HttpSettings {
             max_body_bytes: 256 * 1024,
             idempotency_retention_hours: 72,
             idempotency_lease_secs: 60,
+            auth_cache_secs: 5,
             outbound_allow: "127.0.0.1,localhost".into(),
             group_commit: true,
             group_commit_max_batch: 128,

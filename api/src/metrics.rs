@@ -17,11 +17,19 @@ const LATENCY_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
 ];
 
+const BATCH_SIZE_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+
 /// Installs the process-wide recorder once; later calls reuse it.
 pub fn handle() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let builder = PrometheusBuilder::new()
             .set_buckets_for_metric(Matcher::Suffix("duration_seconds".into()), LATENCY_BUCKETS)
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full("leadpipe_group_commit_batch_size".into()),
+                    BATCH_SIZE_BUCKETS,
+                )
+            })
             .unwrap_or_else(|_| PrometheusBuilder::new());
         let recorder = builder.build_recorder();
         let handle = recorder.handle();
@@ -29,8 +37,26 @@ pub fn handle() -> &'static PrometheusHandle {
         // then our handle renders what we record through it only.
         let _ = metrics::set_global_recorder(recorder);
         describe();
+        spawn_upkeep(handle.clone());
         handle
     })
+}
+
+/// Histogram samples queue up until the exporter folds them into buckets,
+/// which it otherwise does only at a scrape: an unscraped server would
+/// grow by every request's sample. Fold them every few seconds.
+fn spawn_upkeep(handle: PrometheusHandle) {
+    let upkeep = std::thread::Builder::new()
+        .name("metrics-upkeep".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(5));
+                handle.run_upkeep();
+            }
+        });
+    if let Err(err) = upkeep {
+        tracing::warn!(error = %err, "metrics upkeep thread did not start");
+    }
 }
 
 fn describe() {

@@ -17,6 +17,8 @@ pub struct AppState {
     pub db: DatabaseConnection,
     pub http: Arc<HttpSettings>,
     pub idempotency: domain::idempotency::Policy,
+    /// Recently authenticated tokens.
+    pub principals: domain::auth::PrincipalCache,
     /// Batches intake upserts when enabled.
     pub group_commit: Option<domain::group_commit::GroupCommitter>,
     /// Where the webhook receiver and ops retries queue inbox jobs.
@@ -51,7 +53,12 @@ impl Application {
             workers::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
                 .map_err(std::io::Error::other)?,
         );
+        let principals = domain::auth::PrincipalCache::new(
+            std::time::Duration::from_secs(settings.auth_cache_secs),
+            10_000,
+        );
         let state = web::Data::new(AppState {
+            principals,
             reconciler,
             group_commit,
             db,

@@ -157,12 +157,68 @@ pub async fn authenticate<C: ConnectionTrait>(
 ) -> Result<Option<Principal>, DbErr> {
     // Looking up by hash keeps the comparison in the index, not in a
     // byte-by-byte loop whose timing depends on the secret.
+    find_by_hash(conn, &hash_token(token)).await
+}
+
+async fn find_by_hash<C: ConnectionTrait>(
+    conn: &C,
+    hash: &str,
+) -> Result<Option<Principal>, DbErr> {
     let found = principal::Entity::find()
-        .filter(principal::Column::TokenHash.eq(hash_token(token)))
+        .filter(principal::Column::TokenHash.eq(hash))
         .filter(principal::Column::Active.eq(true))
         .one(conn)
         .await?;
     found.map(to_principal).transpose()
+}
+
+/// Principals looked up by token hash, kept for a short time so a busy
+/// client's requests do not each pay a database round trip to check the
+/// token. The price: a revoked token keeps working until its entry expires
+/// (`ttl`); a zero `ttl` turns the cache off. Unknown tokens are never
+/// cached, so guessing fills nothing.
+#[derive(Clone)]
+pub struct PrincipalCache {
+    entries: Option<moka::sync::Cache<String, Principal>>,
+}
+
+impl PrincipalCache {
+    /// Entries live for `ttl`; at most `capacity` tokens are remembered.
+    pub fn new(ttl: std::time::Duration, capacity: u64) -> Self {
+        let entries = (!ttl.is_zero()).then(|| {
+            moka::sync::Cache::builder()
+                .max_capacity(capacity)
+                .time_to_live(ttl)
+                .build()
+        });
+        Self { entries }
+    }
+
+    pub fn disabled() -> Self {
+        Self { entries: None }
+    }
+
+    /// [`authenticate`], answered from the cache while the entry is fresh.
+    pub async fn authenticate<C: ConnectionTrait>(
+        &self,
+        conn: &C,
+        token: &str,
+    ) -> Result<Option<Principal>, DbErr> {
+        let Some(entries) = &self.entries else {
+            return authenticate(conn, token).await;
+        };
+        let hash = hash_token(token);
+        if let Some(principal) = entries.get(&hash) {
+            metrics::counter!("leadpipe_auth_cache_total", "result" => "hit").increment(1);
+            return Ok(Some(principal));
+        }
+        metrics::counter!("leadpipe_auth_cache_total", "result" => "miss").increment(1);
+        let found = find_by_hash(conn, &hash).await?;
+        if let Some(principal) = &found {
+            entries.insert(hash, principal.clone());
+        }
+        Ok(found)
+    }
 }
 
 fn to_principal(model: principal::Model) -> Result<Principal, DbErr> {

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::{DatabaseConnection, DbBackend, DbErr};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::db::begin_write;
@@ -54,7 +54,13 @@ impl GroupCommitter {
     pub fn start(db: DatabaseConnection, settings: GroupCommitSettings) -> Self {
         let (tx, rx) = mpsc::channel::<Job>(settings.max_batch * settings.committers.max(1) * 4);
         let rx = Arc::new(Mutex::new(rx));
-        for _ in 0..settings.committers.max(1) {
+        // SQLite has one writer: a second committer would only sleep in its
+        // busy handler (up to 100 ms a try) while the first one commits.
+        let committers = match db.get_database_backend() {
+            DbBackend::Sqlite => 1,
+            _ => settings.committers.max(1),
+        };
+        for _ in 0..committers {
             tokio::spawn(commit_loop(db.clone(), rx.clone(), settings));
         }
         Self { tx }

@@ -2,6 +2,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use api::config::HttpSettings;
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
@@ -37,6 +38,8 @@ on_both_backends!(
     bad_input_gets_problem_json_and_stores_nothing,
     bad_update_keeps_the_stored_lead,
     wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403,
+    a_revoked_token_works_until_its_cache_entry_expires,
+    a_cached_token_is_not_looked_up_again,
     reading_a_lead_returns_it_with_an_etag,
     correlation_id_is_echoed_and_recorded,
 );
@@ -263,7 +266,15 @@ async fn bad_update_keeps_the_stored_lead(backend: Backend) {
 }
 
 async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    // Without the principal cache, so that revocation takes effect at once.
+    let app = TestApp::spawn_with(
+        backend,
+        HttpSettings {
+            auth_cache_secs: 0,
+            ..HttpSettings::for_tests()
+        },
+    )
+    .await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let other_source = app.token(Role::Intake, Some("partner")).await;
     let sales = app.token(Role::Sales, None).await;
@@ -323,6 +334,51 @@ async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: 
         "/problems/unauthorized",
     )
     .await;
+}
+
+async fn a_revoked_token_works_until_its_cache_entry_expires(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        HttpSettings {
+            auth_cache_secs: 1,
+            ..HttpSettings::for_tests()
+        },
+    )
+    .await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    assert_eq!(app.post_lead(&intake, &record("a")).await.status(), 201);
+
+    app.exec("UPDATE principal SET active = false WHERE role = 'intake'")
+        .await;
+    // The entry expires a second after it was cached; from then on the
+    // database says no.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    assert_problem(
+        app.post_lead(&intake, &record("b")).await,
+        401,
+        "/problems/unauthorized",
+    )
+    .await;
+    assert_eq!(app.count(lead::Entity).await, 1);
+}
+
+async fn a_cached_token_is_not_looked_up_again(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        HttpSettings {
+            auth_cache_secs: 60,
+            ..HttpSettings::for_tests()
+        },
+    )
+    .await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    assert_eq!(app.post_lead(&intake, &record("a")).await.status(), 201);
+    // Revoked in the database, but still remembered: the documented price
+    // of the cache (`LEADPIPE_AUTH_CACHE_SECS`).
+    app.exec("UPDATE principal SET active = false WHERE role = 'intake'")
+        .await;
+    assert_eq!(app.post_lead(&intake, &record("b")).await.status(), 201);
+    assert_eq!(app.count(lead::Entity).await, 2);
 }
 
 async fn reading_a_lead_returns_it_with_an_etag(backend: Backend) {
