@@ -2,7 +2,13 @@
 //! lead records, closed-loop (N clients as fast as they go) or open-loop (a
 //! fixed rate), printing one JSON line of figures.
 //!
-//! loadgen intake URL TOKEN --clients 32 --seconds 10 [--dup-share 0.9] [--rate 500] [--source S]
+//! loadgen intake  URL TOKEN  --clients 32 --seconds 10 [--dup-share 0.9] [--rate 500] [--source S]
+//! loadgen webhook URL SECRET --clients 32 --seconds 10 [--rate 500] [--source S] [--run R]
+//!
+//! `webhook` posts Standard Webhooks deliveries to `/webhooks/{source}`,
+//! signed with the source's `whsec_` secret, event ids `msg_{run}_{n}`.
+//! Open-loop latencies count from when a request was due, not when it was
+//! sent, so a stalled server is not hidden by a client that waited for it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,6 +16,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use base64::Engine;
+use leadpipe_tests::webhooks::{Headers, standard_headers};
 use serde_json::json;
 
 struct Args {
@@ -79,12 +87,56 @@ fn record(source: &str, source_ref: &str, n: u64) -> String {
     .to_string()
 }
 
+/// A Standard Webhooks delivery of one record: where, body and headers.
+fn webhook(args: &Args, key: &[u8], source_ref: &str, n: u64) -> (String, String, Headers) {
+    let record: serde_json::Value =
+        serde_json::from_str(&record(&args.source, source_ref, n)).unwrap();
+    let body = json!({
+        "type": "lead.created",
+        "data": {
+            "id": source_ref,
+            "email": record["email"],
+            "name": record["name"],
+            "phone": record["phone"],
+            "company": record["company"],
+            "updated_at": record["source_updated_at"],
+            "form": record["payload"],
+        }
+    })
+    .to_string();
+    let msg_id = format!("msg_{}_{n}", args.run);
+    let headers = standard_headers(
+        key,
+        &msg_id,
+        chrono::Utc::now().timestamp(),
+        body.as_bytes(),
+    );
+    (
+        format!("{}/webhooks/{}", args.url, args.source),
+        body,
+        headers,
+    )
+}
+
 #[tokio::main]
 async fn main() {
     let args = Arc::new(parse());
-    assert_eq!(args.mode, "intake", "only the intake mode is built in");
+    assert!(
+        args.mode == "intake" || args.mode == "webhook",
+        "modes: intake, webhook"
+    );
+    let signing_key: Arc<Vec<u8>> = Arc::new(if args.mode == "webhook" {
+        let encoded = args.token.strip_prefix("whsec_").expect("a whsec_ secret");
+        base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .expect("base64 after whsec_")
+    } else {
+        Vec::new()
+    });
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(args.clients)
+        // A stuck server fails the run instead of hanging the benchmark.
+        .timeout(Duration::from_secs(30))
         .build()
         .unwrap();
     let counter = Arc::new(AtomicU64::new(0));
@@ -97,11 +149,12 @@ async fn main() {
     let started = Instant::now();
     let tasks: Vec<_> = (0..args.clients)
         .map(|client_no| {
-            let (args, client, counter, errors) = (
+            let (args, client, counter, errors, signing_key) = (
                 args.clone(),
                 client.clone(),
                 counter.clone(),
                 errors.clone(),
+                signing_key.clone(),
             );
             tokio::spawn(async move {
                 let mut latencies = Vec::new();
@@ -110,8 +163,10 @@ async fn main() {
                         i.mul_f64(client_no as f64 / args.clients as f64)
                     });
                 while Instant::now() < deadline {
+                    let mut due = None;
                     if let Some(interval) = interval {
                         tokio::time::sleep_until(next.into()).await;
+                        due = Some(next);
                         next += interval;
                     }
                     let n = counter.fetch_add(1, Ordering::Relaxed);
@@ -122,15 +177,22 @@ async fn main() {
                     } else {
                         (n + 1_000, n + 1_000)
                     };
-                    let body = record(&args.source, &format!("{}-{key}", args.run), seq);
-                    let sent = Instant::now();
-                    let response = client
-                        .post(format!("{}/api/leads", args.url))
-                        .bearer_auth(&args.token)
-                        .header("content-type", "application/json")
-                        .body(body)
-                        .send()
-                        .await;
+                    let source_ref = format!("{}-{key}", args.run);
+                    let request = if args.mode == "webhook" {
+                        let (url, body, headers) = webhook(&args, &signing_key, &source_ref, seq);
+                        headers
+                            .into_iter()
+                            .fold(client.post(url), |r, (name, value)| r.header(name, value))
+                            .body(body)
+                    } else {
+                        client
+                            .post(format!("{}/api/leads", args.url))
+                            .bearer_auth(&args.token)
+                            .header("content-type", "application/json")
+                            .body(record(&args.source, &source_ref, seq))
+                    };
+                    let sent = due.unwrap_or_else(Instant::now);
+                    let response = request.send().await;
                     match response {
                         Ok(r) if r.status().is_success() => {
                             let _ = r.bytes().await;
