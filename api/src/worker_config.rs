@@ -36,6 +36,10 @@ pub struct WorkerArgs {
     /// How long an attempt may hold an event before another worker may take it.
     #[arg(long, env = "LEADPIPE_PROCESSING_LEASE", default_value = "5m", value_parser = parse_duration)]
     pub processing_lease: Duration,
+    /// How long the job queue keeps the rows of finished jobs (the inbox
+    /// keeps each event's outcome); pruned every few seconds.
+    #[arg(long, env = "LEADPIPE_JOB_RETENTION", default_value = "10s", value_parser = parse_duration)]
+    pub job_retention: Duration,
     /// Timeout of one outgoing webhook request.
     #[arg(long, env = "LEADPIPE_DELIVERY_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
     pub delivery_timeout: Duration,
@@ -70,6 +74,7 @@ impl WorkerArgs {
                 lease: self.processing_lease,
                 batch: 500,
             },
+            job_retention: self.job_retention,
             publisher: workers::publisher::PublisherSettings {
                 request_timeout: self.delivery_timeout,
                 retry: RetryPolicy {

@@ -26,6 +26,7 @@ on_both_backends!(
     event_stranded_in_received_is_finished_by_the_sweeper,
     event_abandoned_mid_attempt_is_taken_over_after_its_lease,
     processing_an_event_twice_changes_nothing,
+    finished_job_rows_are_pruned_after_their_retention,
 );
 
 async fn ack_id(response: reqwest::Response) -> i64 {
@@ -344,4 +345,58 @@ async fn processing_an_event_twice_changes_nothing(backend: Backend) {
     let event = app.inbox_event(id).await;
     assert_eq!((event.state.as_str(), event.attempts), ("processed", 1));
     assert_eq!(event.lead_id, Some(lead_id));
+}
+
+async fn finished_job_count(app: &TestApp) -> i64 {
+    let table = match app.backend {
+        Backend::Sqlite => "Jobs",
+        Backend::Postgres => "apalis.jobs",
+    };
+    let sql = format!("SELECT COUNT(*) FROM {table} WHERE status = 'Done'");
+    app.db
+        .query_one_raw(sea_orm::Statement::from_string(
+            app.db.get_database_backend(),
+            sql,
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index::<i64>(0)
+        .unwrap()
+}
+
+async fn finished_job_rows_are_pruned_after_their_retention(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let key = app.standard_source("webform").await;
+    let body = lead_event("form-21", "ada@example.com", "2026-11-30T10:00:00Z");
+    let id = ack_id(app.post_standard("webform", &key, "msg_prune", &body).await).await;
+    app.wait_for_state(id, "processed").await;
+    // apalis marks the job done just after the attempt returns.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while finished_job_count(&app).await == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never finished"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let finished = finished_job_count(&app).await;
+
+    // Younger than the retention: kept.
+    let kept = workers::housekeeping::prune_finished_jobs(&app.db, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    assert_eq!(kept, 0);
+    assert_eq!(finished_job_count(&app).await, finished);
+
+    // SQLite stamps `done_at` in whole seconds.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    let pruned = workers::housekeeping::prune_finished_jobs(&app.db, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(pruned >= 1, "pruned {pruned}");
+    assert_eq!(finished_job_count(&app).await, 0);
+    // The inbox keeps the event's outcome.
+    assert_eq!(app.inbox_event(id).await.state, "processed");
+    assert_eq!(app.count(lead::Entity).await, 1);
 }

@@ -21,6 +21,8 @@ pub struct WorkerSettings {
     /// How often the sweeper looks for stranded events.
     pub sweep_interval: Duration,
     pub sweep: SweepRules,
+    /// How long the job queue keeps the rows of finished jobs.
+    pub job_retention: Duration,
     /// Outgoing webhooks (the outbox publisher).
     pub publisher: PublisherSettings,
     /// Reconcile runs and their cron scheduler.
@@ -40,6 +42,7 @@ impl Default for WorkerSettings {
                 lease: Duration::from_secs(300),
                 batch: 500,
             },
+            job_retention: Duration::from_secs(10),
             publisher: PublisherSettings::default(),
             reconcile: ReconcileSettings::default(),
         }
@@ -64,6 +67,7 @@ impl WorkerSettings {
                 lease: Duration::from_secs(10),
                 batch: 100,
             },
+            job_retention: Duration::from_secs(10),
             publisher: PublisherSettings {
                 request_timeout: Duration::from_secs(5),
                 retry: RetryPolicy {

@@ -128,11 +128,25 @@ impl Reconciler {
             has_more: true,
             ..Default::default()
         };
+        let mut page = self
+            .fetch_with_retry(run.id, &pull, progress.cursor.as_deref())
+            .await?;
         loop {
-            let page = self
-                .fetch_with_retry(run.id, &pull, progress.cursor.as_deref())
-                .await?;
-            let counts = match page::apply(&self.db, run, &source, &page).await {
+            let advanced = page.next_cursor.is_some() && page.next_cursor != progress.cursor;
+            // The next page is fetched while this one is written: the
+            // sender's cursor is known before the write, and neither waits
+            // on the other. A failed write drops the fetched page unread.
+            let prefetch = page.has_more && advanced;
+            let (applied, next) = if prefetch {
+                let (applied, next) = tokio::join!(
+                    page::apply(&self.db, run, &source, &page),
+                    self.fetch_with_retry(run.id, &pull, page.next_cursor.as_deref()),
+                );
+                (applied, Some(next))
+            } else {
+                (page::apply(&self.db, run, &source, &page).await, None)
+            };
+            let counts = match applied {
                 Ok(counts) => counts,
                 Err(PageError::LeaseLost) => return Err(Stop::LeaseLost),
                 Err(PageError::Db(e)) => return Err(db_failed(e)),
@@ -140,9 +154,8 @@ impl Reconciler {
             progress.pages += 1;
             progress.counts.add(&counts);
             progress.has_more = page.has_more;
-            let advanced = page.next_cursor.is_some() && page.next_cursor != progress.cursor;
-            if let Some(next) = page.next_cursor {
-                progress.cursor = Some(next);
+            if let Some(cursor) = page.next_cursor.take() {
+                progress.cursor = Some(cursor);
             }
             tracing::debug!(
                 page = progress.pages,
@@ -154,10 +167,13 @@ impl Reconciler {
             if !page.has_more {
                 return Ok(());
             }
-            if !advanced {
-                return Err(Stop::Failed(
-                    "the pull API said has_more but gave no new next_cursor".into(),
-                ));
+            match next {
+                Some(next) => page = next?,
+                None => {
+                    return Err(Stop::Failed(
+                        "the pull API said has_more but gave no new next_cursor".into(),
+                    ));
+                }
             }
         }
     }
