@@ -108,6 +108,15 @@ pub enum TokenCommand {
         #[arg(long)]
         source: Option<String>,
     },
+    /// List principals: id, name, role, source, active (never tokens).
+    List,
+    /// Revoke a principal's token. Servers accept it for at most
+    /// LEADPIPE_AUTH_CACHE_SECS more.
+    Revoke {
+        /// The principal's id (`leadpipe token list`).
+        #[arg(long)]
+        id: i64,
+    },
 }
 
 pub async fn run() -> anyhow::Result<()> {
@@ -184,6 +193,39 @@ pub async fn run() -> anyhow::Result<()> {
                     .unwrap_or_default()
             );
             println!("{}", issued.token);
+        }
+        Command::Token {
+            command: TokenCommand::List,
+        } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            println!(
+                "{:>6}  {:<24} {:<7} {:<16} {:<7} created",
+                "id", "name", "role", "source", "active"
+            );
+            for row in domain::auth::list_principals(&conn).await? {
+                let p = &row.principal;
+                println!(
+                    "{:>6}  {:<24} {:<7} {:<16} {:<7} {}",
+                    p.id,
+                    p.name,
+                    p.role,
+                    p.source.as_deref().unwrap_or("-"),
+                    if row.active { "yes" } else { "revoked" },
+                    row.created_at
+                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+                );
+            }
+        }
+        Command::Token {
+            command: TokenCommand::Revoke { id },
+        } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            if !domain::auth::revoke(&conn, id).await? {
+                anyhow::bail!("no principal {id}");
+            }
+            println!(
+                "revoked principal {id}; servers accept its token for at most LEADPIPE_AUTH_CACHE_SECS more"
+            );
         }
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;

@@ -53,6 +53,33 @@ fn tokens_subscriptions_and_deliveries_from_the_command_line() {
     assert!(token.trim().starts_with("lp_") && token.trim().len() > 40);
     let refused = cli.run(&["token", "create", "--name", "x", "--role", "intake"]);
     assert!(!refused.status.success());
+    let listed = cli.ok(&["token", "list"]);
+    let web = listed.lines().find(|l| l.contains(" web ")).expect(&listed);
+    assert!(
+        web.contains("intake") && web.contains("webform") && web.contains("yes"),
+        "{web}"
+    );
+    assert!(
+        !listed.contains(token.trim()),
+        "a listing never shows tokens"
+    );
+    let id = web.split_whitespace().next().unwrap();
+    assert!(
+        cli.ok(&["token", "revoke", "--id", id])
+            .contains("revoked principal")
+    );
+    let listed = cli.ok(&["token", "list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.contains(" web ") && l.contains("revoked")),
+        "{listed}"
+    );
+    assert!(
+        !cli.run(&["token", "revoke", "--id", "999"])
+            .status
+            .success()
+    );
 
     let secret = cli.ok(&[
         "subscription",

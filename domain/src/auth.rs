@@ -150,6 +150,48 @@ pub async fn create_principal<C: ConnectionTrait>(
     })
 }
 
+/// A principal as ops see it: never its token or the token's hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrincipalListing {
+    pub principal: Principal,
+    pub active: bool,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Every principal, oldest first.
+pub async fn list_principals<C: ConnectionTrait>(conn: &C) -> Result<Vec<PrincipalListing>, DbErr> {
+    use sea_orm::QueryOrder;
+    principal::Entity::find()
+        .order_by_asc(principal::Column::Id)
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(|model| {
+            let (active, created_at) = (model.active, model.created_at);
+            Ok(PrincipalListing {
+                principal: to_principal(model)?,
+                active,
+                created_at,
+            })
+        })
+        .collect()
+}
+
+/// Revokes principal `id`'s token; false when there is no such principal.
+/// Servers that remember the token ([`PrincipalCache`]) accept it until
+/// their entry expires.
+pub async fn revoke<C: ConnectionTrait>(conn: &C, id: i64) -> Result<bool, DbErr> {
+    let updated = principal::Entity::update_many()
+        .col_expr(
+            principal::Column::Active,
+            sea_orm::sea_query::Expr::value(false),
+        )
+        .filter(principal::Column::Id.eq(id))
+        .exec(conn)
+        .await?;
+    Ok(updated.rows_affected == 1)
+}
+
 /// The active principal a bearer token belongs to, if any.
 pub async fn authenticate<C: ConnectionTrait>(
     conn: &C,
