@@ -208,7 +208,7 @@ pub async fn run() -> anyhow::Result<()> {
                     "{:>6}  {:<24} {:<7} {:<16} {:<7} {}",
                     p.id,
                     p.name,
-                    p.role,
+                    p.role.as_str(),
                     p.source.as_deref().unwrap_or("-"),
                     if row.active { "yes" } else { "revoked" },
                     row.created_at
