@@ -147,6 +147,7 @@ async fn commit_items(
     db: &DatabaseConnection,
     items: &[IngestItem],
 ) -> Result<Vec<Ingested>, DbErr> {
+    let _turn = crate::db::write_turn(db).await;
     let txn = begin_write(db).await?;
     let results = ingest_many_in(&txn, items).await?;
     txn.commit().await?;

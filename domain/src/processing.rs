@@ -54,6 +54,7 @@ pub async fn process_lead(
     lead_id: i64,
     correlation_id: Option<String>,
 ) -> Result<Processed, Error> {
+    let _turn = crate::db::write_turn(db).await;
     let txn = begin_write(db).await?;
     // Row-locked, so an ingest cannot slip a new version in between our read
     // and our marking it processed.
