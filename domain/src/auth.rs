@@ -236,10 +236,6 @@ impl PrincipalCache {
         Self { entries }
     }
 
-    pub fn disabled() -> Self {
-        Self { entries: None }
-    }
-
     /// [`authenticate`], answered from the cache while the entry is fresh.
     pub async fn authenticate<C: ConnectionTrait>(
         &self,

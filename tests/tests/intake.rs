@@ -22,6 +22,18 @@ fn record(source_ref: &str) -> Value {
     })
 }
 
+/// An app whose servers remember a checked token for `secs` seconds.
+async fn spawn_with_auth_cache(backend: Backend, secs: u64) -> TestApp {
+    TestApp::spawn_with(
+        backend,
+        HttpSettings {
+            auth_cache_secs: secs,
+            ..HttpSettings::for_tests()
+        },
+    )
+    .await
+}
+
 async fn stored(app: &TestApp, source_ref: &str) -> lead::Model {
     lead::Entity::find()
         .filter(lead::Column::SourceRef.eq(source_ref))
@@ -267,14 +279,7 @@ async fn bad_update_keeps_the_stored_lead(backend: Backend) {
 
 async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: Backend) {
     // Without the principal cache, so that revocation takes effect at once.
-    let app = TestApp::spawn_with(
-        backend,
-        HttpSettings {
-            auth_cache_secs: 0,
-            ..HttpSettings::for_tests()
-        },
-    )
-    .await;
+    let app = spawn_with_auth_cache(backend, 0).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let other_source = app.token(Role::Intake, Some("partner")).await;
     let sales = app.token(Role::Sales, None).await;
@@ -337,14 +342,7 @@ async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: 
 }
 
 async fn a_revoked_token_works_until_its_cache_entry_expires(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        HttpSettings {
-            auth_cache_secs: 1,
-            ..HttpSettings::for_tests()
-        },
-    )
-    .await;
+    let app = spawn_with_auth_cache(backend, 1).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     assert_eq!(app.post_lead(&intake, &record("a")).await.status(), 201);
 
@@ -363,14 +361,7 @@ async fn a_revoked_token_works_until_its_cache_entry_expires(backend: Backend) {
 }
 
 async fn a_cached_token_is_not_looked_up_again(backend: Backend) {
-    let app = TestApp::spawn_with(
-        backend,
-        HttpSettings {
-            auth_cache_secs: 60,
-            ..HttpSettings::for_tests()
-        },
-    )
-    .await;
+    let app = spawn_with_auth_cache(backend, 60).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     assert_eq!(app.post_lead(&intake, &record("a")).await.status(), 201);
     // Revoked in the database, but still remembered: the documented price

@@ -64,7 +64,7 @@ fn parse() -> Args {
 }
 
 /// A lead record of about 600 bytes, like a web form with tracking fields.
-fn record(source: &str, source_ref: &str, n: u64) -> String {
+fn record(source: &str, source_ref: &str, n: u64) -> serde_json::Value {
     json!({
         "source": source,
         "source_ref": source_ref,
@@ -84,13 +84,11 @@ fn record(source: &str, source_ref: &str, n: u64) -> String {
             "ip_country": "DE"
         }
     })
-    .to_string()
 }
 
 /// A Standard Webhooks delivery of one record: where, body and headers.
 fn webhook(args: &Args, key: &[u8], source_ref: &str, n: u64) -> (String, String, Headers) {
-    let record: serde_json::Value =
-        serde_json::from_str(&record(&args.source, source_ref, n)).unwrap();
+    let record = record(&args.source, source_ref, n);
     let body = json!({
         "type": "lead.created",
         "data": {
@@ -189,7 +187,7 @@ async fn main() {
                             .post(format!("{}/api/leads", args.url))
                             .bearer_auth(&args.token)
                             .header("content-type", "application/json")
-                            .body(record(&args.source, &source_ref, seq))
+                            .body(record(&args.source, &source_ref, seq).to_string())
                     };
                     let sent = due.unwrap_or_else(Instant::now);
                     let response = request.send().await;
