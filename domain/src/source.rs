@@ -55,6 +55,18 @@ pub struct Source {
 }
 
 impl Source {
+    /// Whether the signature covers where the event id comes from: a header
+    /// the scheme signs, a pointer into the (always signed) body, or none (a
+    /// hash of the body stands in).
+    pub fn event_id_is_signed(&self) -> bool {
+        match &self.event_id {
+            Some(Locator::Header(name)) => {
+                self.scheme.scheme.signed_id_header() == Some(name.as_str())
+            }
+            Some(Locator::Pointer(_)) | None => true,
+        }
+    }
+
     /// Whether events of this type become leads; others are stored as `skipped`.
     pub fn allows(&self, event_type: Option<&str>) -> bool {
         self.allowed_event_types.is_empty()
@@ -399,6 +411,18 @@ fn validate(input: SourceInput, outbound: &OutboundPolicy) -> Result<ValidInput,
         ("event_id_pointer", input.event_id_pointer),
     )
     .or_else(|| scheme.and_then(default_event_id));
+    if let (Some(Locator::Header(header)), Some(signed)) =
+        (&event_id, scheme.and_then(Scheme::signed_id_header))
+        && header != signed
+    {
+        errors.push(FieldError::new(
+            "event_id_header",
+            format!(
+                "{} signs its own event id ({signed}); an id from another header would not be covered by the signature",
+                scheme.map_or("", Scheme::as_str)
+            ),
+        ));
+    }
     let event_type = locator(
         &mut errors,
         ("event_type_header", input.event_type_header),

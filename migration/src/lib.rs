@@ -22,6 +22,7 @@ mod m20261130_000405_create_crm_activity;
 mod m20261130_000406_create_import;
 // Reconcile (issue 5).
 mod m20261130_000501_create_reconcile;
+mod m20261201_000601_inbox_body_hash;
 
 pub struct Migrator;
 
@@ -46,6 +47,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000405_create_crm_activity::Migration),
             Box::new(m20261130_000406_create_import::Migration),
             Box::new(m20261130_000501_create_reconcile::Migration),
+            Box::new(m20261201_000601_inbox_body_hash::Migration),
         ]
     }
 }

@@ -14,6 +14,9 @@ pub struct Model {
     pub headers: Json,
     #[sea_orm(column_type = "Blob")]
     pub body: Vec<u8>,
+    /// SHA-256 of the raw body, kept only when the event id is not covered
+    /// by the signature; unique per source, so a replay is a duplicate.
+    pub body_sha256: Option<String>,
     pub state: String,
     /// How many times the sender delivered this event (1 + duplicates).
     pub deliveries: i32,

@@ -1,11 +1,13 @@
-//! Storing a verified delivery. One statement decides whether the event is
-//! new: `INSERT .. ON CONFLICT (source, event_id) DO UPDATE SET deliveries =
-//! deliveries + 1 RETURNING ..` — under any concurrency exactly one delivery
-//! sees `deliveries = 1`, and every repeat gets the original row's id back.
+//! Storing a verified delivery. The database decides whether the event is
+//! new: `INSERT .. ON CONFLICT DO NOTHING` on the unique keys `(source,
+//! event_id)` and, where the id is not signed, `(source, body_sha256)`.
+//! Exactly one delivery of an event inserts its row; every repeat — the same
+//! id, or the same signed body under a forged id — then counts itself on the
+//! original row and gets its id back.
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Alias, Expr, ExprTrait, OnConflict, Query};
-use sea_orm::{ConnectionTrait, DbErr, FromQueryResult};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, FromQueryResult};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -73,7 +75,6 @@ impl EventIdFrom {
 struct Stored {
     id: i64,
     state: String,
-    deliveries: i32,
 }
 
 pub async fn receive<C: ConnectionTrait>(
@@ -97,6 +98,10 @@ pub async fn receive<C: ConnectionTrait>(
         InboxState::Skipped
     };
     let headers = kept_headers(source, delivery.headers);
+    // A header the signature does not cover can be changed by anyone who
+    // replays a captured delivery; the signed body cannot.
+    let body_sha256 = (from == EventIdFrom::Header && !source.event_id_is_signed())
+        .then(|| hex::encode(Sha256::digest(delivery.body)));
 
     let mut insert = Query::insert();
     insert
@@ -108,6 +113,7 @@ pub async fn receive<C: ConnectionTrait>(
             Column::EventType,
             Column::Headers,
             Column::Body,
+            Column::BodySha256,
             Column::State,
             Column::Deliveries,
             Column::Attempts,
@@ -125,6 +131,7 @@ pub async fn receive<C: ConnectionTrait>(
             event_type.into(),
             headers.into(),
             delivery.body.to_vec().into(),
+            body_sha256.clone().into(),
             state.as_str().into(),
             1i32.into(),
             0i32.into(),
@@ -138,31 +145,67 @@ pub async fn receive<C: ConnectionTrait>(
             now.into(),
         ])
         .map_err(|e| DbErr::Custom(e.to_string()))?
-        .on_conflict(
-            OnConflict::columns([Column::Source, Column::EventId])
-                .value(
-                    Column::Deliveries,
-                    Expr::col((inbox_event::Entity, Column::Deliveries)).add(1),
-                )
-                .value(
-                    Column::LastDeliveryAt,
-                    Expr::col((Alias::new("excluded"), Column::LastDeliveryAt)),
-                )
-                .to_owned(),
-        )
-        .returning(Query::returning().columns([Column::Id, Column::State, Column::Deliveries]));
+        .on_conflict(OnConflict::new().do_nothing().to_owned())
+        .returning(Query::returning().columns([Column::Id, Column::State]));
+    let insert = conn.get_database_backend().build(&insert);
 
-    let stmt = conn.get_database_backend().build(&insert);
-    let stored = Stored::find_by_statement(stmt)
-        .one(conn)
-        .await?
-        .ok_or_else(|| DbErr::RecordNotInserted)?;
+    // A row that conflicts is committed (receipts are single statements), so
+    // the repeat finds it; one that vanished in between (retention) is
+    // inserted again on the next turn.
+    for _ in 0..3 {
+        if let Some(stored) = Stored::find_by_statement(insert.clone()).one(conn).await? {
+            return received(stored, event_id, false);
+        }
+        if let Some(stored) =
+            count_repeat(conn, source, &event_id, body_sha256.as_deref(), now).await?
+        {
+            return received(stored, event_id, true);
+        }
+    }
+    Err(DbErr::RecordNotInserted)
+}
+
+fn received(stored: Stored, event_id: String, duplicate: bool) -> Result<Received, DbErr> {
     Ok(Received {
         id: stored.id,
         event_id,
         state: stored.state.parse().map_err(DbErr::Custom)?,
-        duplicate: stored.deliveries > 1,
+        duplicate,
     })
+}
+
+/// Counts a repeated delivery on the event it repeats: the one with this id,
+/// or the one with this signed body. Should both exist as different rows (an
+/// id reused for a different body), the oldest answers.
+async fn count_repeat<C: ConnectionTrait>(
+    conn: &C,
+    source: &Source,
+    event_id: &str,
+    body_sha256: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Option<Stored>, DbErr> {
+    let mut same_event = Condition::any().add(Column::EventId.eq(event_id));
+    if let Some(hash) = body_sha256 {
+        same_event = same_event.add(Column::BodySha256.eq(hash));
+    }
+    let mut update = Query::update();
+    update
+        .table(inbox_event::Entity)
+        .value(
+            Column::Deliveries,
+            Expr::col((inbox_event::Entity, Column::Deliveries)).add(1),
+        )
+        .value(Column::LastDeliveryAt, now)
+        .cond_where(
+            Condition::all()
+                .add(Column::Source.eq(source.name.as_str()))
+                .add(same_event),
+        )
+        .returning(Query::returning().columns([Column::Id, Column::State]));
+    let stmt = conn.get_database_backend().build(&update);
+    let mut rows = Stored::find_by_statement(stmt).all(conn).await?;
+    rows.sort_by_key(|r| r.id);
+    Ok(rows.into_iter().next())
 }
 
 fn event_identity(

@@ -76,6 +76,16 @@ impl Scheme {
         }
     }
 
+    /// The event-id header the signature covers, if the scheme signs one:
+    /// only standard-webhooks signs `{id}.{timestamp}.{body}`. Every scheme
+    /// signs the body, so an id found in the body is covered too.
+    pub const fn signed_id_header(self) -> Option<&'static str> {
+        match self {
+            Scheme::StandardWebhooks => Some(standard_webhooks::ID_HEADER),
+            Scheme::Github | Scheme::Stripe | Scheme::HmacSha256 => None,
+        }
+    }
+
     /// Whether the signature covers a timestamp (and so the tolerance applies).
     pub const fn is_timestamped(self) -> bool {
         matches!(self, Scheme::StandardWebhooks | Scheme::Stripe)
