@@ -1,6 +1,6 @@
 //! A lead record as a sender states it, and its validated, normalised form.
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, SubsecRound, TimeDelta, TimeZone, Utc};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use validator::Validate;
@@ -9,6 +9,10 @@ use crate::error::{Error, FieldError};
 
 pub const MAX_SOURCE_LEN: usize = 64;
 pub const MAX_SOURCE_REF_LEN: usize = 255;
+/// How far ahead of this server's clock a sender's `source_updated_at` may
+/// be. Clocks drift by seconds; a record dated hours ahead would make every
+/// real update from its sender `stale` until that time comes.
+pub const MAX_FUTURE_SKEW: TimeDelta = TimeDelta::minutes(5);
 
 /// What a sender says about a lead: every door (API, webhook, reconcile,
 /// import) produces one of these before calling `ingest`.
@@ -81,6 +85,15 @@ impl LeadRecord {
             payload,
         };
         lead.validate()?;
+        if lead
+            .source_updated_at
+            .is_some_and(|t| t > Utc::now() + MAX_FUTURE_SKEW)
+        {
+            return Err(Error::invalid(
+                "source_updated_at",
+                "is more than 5 minutes in the future: check the sender's clock, and that unix timestamps are in seconds or milliseconds",
+            ));
+        }
         if lead.source_ref.chars().any(char::is_control) {
             return Err(Error::invalid(
                 "source_ref",
@@ -106,6 +119,36 @@ impl NewLead {
         ]);
         hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
     }
+}
+
+/// A unix timestamp in seconds, milliseconds or microseconds, told apart by
+/// size (seconds up to the year 5138): senders differ, and milliseconds read
+/// as seconds would land in the year ~55,000.
+pub fn from_unix(value: i64) -> Option<DateTime<Utc>> {
+    const SECONDS_BELOW: u64 = 100_000_000_000;
+    let magnitude = value.unsigned_abs();
+    if magnitude < SECONDS_BELOW {
+        Utc.timestamp_opt(value, 0).single()
+    } else if magnitude < SECONDS_BELOW * 1_000 {
+        Utc.timestamp_millis_opt(value).single()
+    } else if magnitude < SECONDS_BELOW * 1_000_000 {
+        Some(Utc.timestamp_micros(value).single()?)
+    } else {
+        None
+    }
+}
+
+/// An RFC 3339 timestamp, or a unix timestamp as digits (see [`from_unix`]).
+pub fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Some(t.with_timezone(&Utc));
+    }
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok().and_then(from_unix);
+    }
+    None
 }
 
 fn clean(value: Option<String>) -> Option<String> {
@@ -218,6 +261,40 @@ mod tests {
         let mut r = record();
         r.source_ref = Some("x".repeat(MAX_SOURCE_REF_LEN + 1));
         assert!(matches!(r.normalise(), Err(Error::Invalid(f)) if f[0].field == "source_ref"));
+    }
+
+    #[test]
+    fn refuses_a_timestamp_more_than_five_minutes_ahead() {
+        let mut r = record();
+        r.source_updated_at = Some(Utc::now() + TimeDelta::minutes(4));
+        assert!(r.normalise().is_ok());
+        for ahead in [TimeDelta::minutes(6), TimeDelta::days(365 * 8000)] {
+            let mut r = record();
+            r.source_updated_at = Some(Utc::now() + ahead);
+            let Error::Invalid(fields) = r.normalise().unwrap_err() else {
+                panic!("expected invalid")
+            };
+            assert_eq!(fields[0].field, "source_updated_at");
+            assert!(
+                fields[0].message.contains("in the future"),
+                "{}",
+                fields[0].message
+            );
+        }
+    }
+
+    #[test]
+    fn unix_timestamps_in_seconds_milliseconds_and_microseconds() {
+        let t = |s: &str| parse_timestamp(s).map(|t| t.timestamp_micros());
+        assert_eq!(t("1700000000"), Some(1_700_000_000_000_000));
+        assert_eq!(t("1700000000123"), Some(1_700_000_000_123_000));
+        assert_eq!(t("1700000000123456"), Some(1_700_000_000_123_456));
+        assert_eq!(t(" 2026-11-30T10:00:00Z "), Some(1_796_032_800_000_000));
+        assert_eq!(t("0"), Some(0));
+        assert_eq!(t("99999999999999999999"), None);
+        assert_eq!(t("yesterday"), None);
+        assert_eq!(t(""), None);
+        assert_eq!(from_unix(i64::MAX), None);
     }
 
     #[test]

@@ -45,6 +45,9 @@ impl Imports {
 
     async fn with(app: TestApp) -> Self {
         let ops = app.token(Role::Ops, None).await;
+        // An intake token for `fair` makes it a configured source, which
+        // ops may import for.
+        app.token(Role::Intake, Some("fair")).await;
         Self { app, ops }
     }
 

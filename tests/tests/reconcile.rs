@@ -271,7 +271,7 @@ async fn a_record_changed_at_the_source_is_updated_and_human_fields_stay(backend
         .unwrap();
     fake.update(2, |r| {
         r["email"] = json!("new.address@example-company.com");
-        r["updated_at"] = json!("2026-12-01T09:00:00Z");
+        r["updated_at"] = json!("2026-11-30T12:00:00Z");
     });
 
     let run = reconcile(&app, &ops, "crm-x", None).await;

@@ -171,6 +171,17 @@ async fn start(
         })?
         .into_inner();
     let mapping = Mapping::parse(params.map.as_deref().unwrap_or(""))?;
+    // A malformed name is a validation error (422) from `prepare`, not a
+    // question of permission.
+    if caller.role != Role::Admin
+        && domain::record::is_valid_source_name(&params.source)
+        && !import::is_configured_source(&state.db, &params.source).await?
+    {
+        return Err(ApiError::Forbidden(format!(
+            "ops may import only for a configured source (a webhook source, or the source of an intake token); '{}' is neither. An admin may import for any source.",
+            params.source
+        )));
+    }
     let temp = spool(payload, limit).await?;
     let spec = ImportSpec {
         source: params.source,

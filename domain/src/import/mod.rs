@@ -110,6 +110,28 @@ impl Progress {
     }
 }
 
+/// Whether leadpipe knows `source`: a webhook source or the source of an
+/// intake principal. Ops import only for these, so a typo or a stray name
+/// cannot create leads for a door nobody configured.
+pub async fn is_configured_source<C: ConnectionTrait>(
+    conn: &C,
+    source: &str,
+) -> Result<bool, DbErr> {
+    use crate::entities::{principal, source as source_entity};
+    if source_entity::Entity::find_by_id(source.to_owned())
+        .one(conn)
+        .await?
+        .is_some()
+    {
+        return Ok(true);
+    }
+    Ok(principal::Entity::find()
+        .filter(principal::Column::Source.eq(source))
+        .one(conn)
+        .await?
+        .is_some())
+}
+
 /// A run recorded and its file opened, ready to execute.
 pub struct Prepared {
     pub run: import_run::Model,

@@ -5,7 +5,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -385,9 +384,10 @@ fn to_lead(
     }
     let source_updated_at = source_updated_at
         .map(|t| {
-            DateTime::parse_from_rfc3339(&t)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|_| "source_updated_at: must be an RFC 3339 timestamp".to_owned())
+            crate::record::parse_timestamp(&t).ok_or_else(|| {
+                "source_updated_at: must be an RFC 3339 timestamp or a unix timestamp (seconds or milliseconds)"
+                    .to_owned()
+            })
         })
         .transpose()?;
     LeadRecord {

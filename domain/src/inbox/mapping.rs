@@ -2,10 +2,10 @@
 //! Every error here is permanent: the same body maps the same way next time,
 //! so only a fixed mapping (and an ops retry) can help.
 
-use chrono::{DateTime, TimeZone, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::record::LeadRecord;
+use crate::record::{LeadRecord, from_unix, parse_timestamp};
 
 /// JSON pointers (RFC 6901): `record` into the body, the others into the record.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,9 @@ pub enum MappingError {
         field: &'static str,
         pointer: String,
     },
-    #[error("updated_at at {0:?} must be an RFC 3339 timestamp or unix seconds")]
+    #[error(
+        "updated_at at {0:?} must be an RFC 3339 timestamp or a unix timestamp (seconds or milliseconds)"
+    )]
     BadTimestamp(String),
 }
 
@@ -102,14 +104,8 @@ fn timestamp(
     let bad = || MappingError::BadTimestamp(pointer.clone());
     match record.pointer(pointer) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => DateTime::parse_from_rfc3339(s.trim())
-            .map(|t| Some(t.with_timezone(&Utc)))
-            .map_err(|_| bad()),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .and_then(|secs| Utc.timestamp_opt(secs, 0).single())
-            .map(Some)
-            .ok_or_else(bad),
+        Some(Value::String(s)) => parse_timestamp(s).map(Some).ok_or_else(bad),
+        Some(Value::Number(n)) => n.as_i64().and_then(from_unix).map(Some).ok_or_else(bad),
         Some(_) => Err(bad()),
     }
 }
@@ -118,6 +114,7 @@ fn timestamp(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use chrono::TimeZone;
 
     fn mapping() -> RecordMapping {
         RecordMapping {
@@ -157,6 +154,13 @@ mod tests {
         let r = map_record("s", &m, body).unwrap();
         assert_eq!(r.email.as_deref(), Some("x@y.io"));
         assert_eq!(r.source_updated_at.unwrap().timestamp(), 1_700_000_000);
+        // Milliseconds are recognised, not read as seconds in the year 55,000.
+        let body = br#"{"data":{"object":{"id":"c_1","changed":1700000000123}}}"#;
+        let r = map_record("s", &m, body).unwrap();
+        assert_eq!(
+            r.source_updated_at.unwrap().timestamp_millis(),
+            1_700_000_000_123
+        );
     }
 
     #[test]
