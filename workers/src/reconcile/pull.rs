@@ -11,7 +11,7 @@ use domain::reconcile::{PullConfig, PulledPage};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::outbound::{check_resolution, without_url};
+use crate::outbound::{Dns, error_detail, read_capped, refusal, without_url};
 use crate::publisher::parse_retry_after;
 
 /// A page larger than this is refused (permanent): ask for smaller pages.
@@ -55,9 +55,13 @@ pub struct PullClient {
 }
 
 impl PullClient {
-    pub fn new(timeout: Duration, outbound: OutboundPolicy) -> Result<Self, reqwest::Error> {
+    pub fn new(
+        timeout: Duration,
+        outbound: OutboundPolicy,
+        dns: &Dns,
+    ) -> Result<Self, reqwest::Error> {
         Ok(Self {
-            http: crate::outbound::client(timeout)?,
+            http: crate::outbound::client(timeout, &outbound, dns)?,
             outbound,
         })
     }
@@ -68,13 +72,12 @@ impl PullClient {
         pull: &PullConfig,
         cursor: Option<&str>,
     ) -> Result<PulledPage, FetchError> {
+        // Checked again at each request: the policy may have changed, and a
+        // literal address does not pass through the resolver.
         let mut url = self
             .outbound
             .check_url(&pull.url)
             .map_err(|reason| FetchError::Permanent(format!("pull_url {reason}")))?;
-        check_resolution(&self.outbound, &url)
-            .await
-            .map_err(|reason| FetchError::Permanent(format!("pull_url refused: {reason}")))?;
         {
             let mut query = url.query_pairs_mut();
             if let Some(cursor) = cursor {
@@ -90,7 +93,9 @@ impl PullClient {
             request = request.header(auth.header.as_str(), auth.value.as_str());
         }
         let mut response = request.send().await.map_err(|err| {
-            if err.is_timeout() {
+            if let Some(reason) = refusal(&err) {
+                FetchError::Permanent(format!("pull_url refused: {reason}"))
+            } else if err.is_timeout() {
                 FetchError::transient("timed out")
             } else {
                 FetchError::transient(without_url(&err))
@@ -103,13 +108,7 @@ impl PullClient {
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
-            let detail: String = response
-                .text()
-                .await
-                .unwrap_or_default()
-                .chars()
-                .take(200)
-                .collect();
+            let detail = error_detail(response).await;
             let reason = format!("the pull API answered HTTP {}: {detail}", status.as_u16());
             return Err(
                 if status.is_server_error() || matches!(status.as_u16(), 408 | 429) {
@@ -122,20 +121,29 @@ impl PullClient {
                 },
             );
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|err| {
-            if err.is_timeout() {
-                FetchError::transient("timed out reading the page")
-            } else {
-                FetchError::transient(without_url(&err))
-            }
-        })? {
-            if body.len() + chunk.len() > MAX_PAGE_BYTES {
-                return Err(FetchError::Permanent(format!(
-                    "a page is larger than {MAX_PAGE_BYTES} bytes; lower pull_page_size"
-                )));
-            }
-            body.extend_from_slice(&chunk);
+        let too_large = || {
+            FetchError::Permanent(format!(
+                "a page is larger than {MAX_PAGE_BYTES} bytes; lower pull_page_size"
+            ))
+        };
+        // Refused before reading when announced, else stopped at the cap.
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_PAGE_BYTES as u64)
+        {
+            return Err(too_large());
+        }
+        let (body, truncated) = read_capped(&mut response, MAX_PAGE_BYTES)
+            .await
+            .map_err(|err| {
+                if err.is_timeout() {
+                    FetchError::transient("timed out reading the page")
+                } else {
+                    FetchError::transient(without_url(&err))
+                }
+            })?;
+        if truncated {
+            return Err(too_large());
         }
         parse_page(&body)
     }
