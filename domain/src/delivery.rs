@@ -145,8 +145,10 @@ pub async fn claim_due(
                 .equals((d.clone(), outbox_delivery::Column::LeadId)),
         )
         .and_where(
-            Expr::col((e.clone(), outbox_delivery::Column::OutboxEventId))
-                .lt(Expr::col((d.clone(), outbox_delivery::Column::OutboxEventId))),
+            Expr::col((e.clone(), outbox_delivery::Column::OutboxEventId)).lt(Expr::col((
+                d.clone(),
+                outbox_delivery::Column::OutboxEventId,
+            ))),
         )
         .and_where(
             Expr::col((e.clone(), outbox_delivery::Column::State)).is_not_in([DELIVERED, DEAD]),
@@ -161,8 +163,10 @@ pub async fn claim_due(
                 .equals((d.clone(), outbox_delivery::Column::LeadId)),
         )
         .and_where(
-            Expr::col((o.clone(), outbox_event::Column::Id))
-                .lt(Expr::col((d.clone(), outbox_delivery::Column::OutboxEventId))),
+            Expr::col((o.clone(), outbox_event::Column::Id)).lt(Expr::col((
+                d.clone(),
+                outbox_delivery::Column::OutboxEventId,
+            ))),
         )
         .and_where(Expr::col((o.clone(), outbox_event::Column::State)).eq(outbox::PENDING))
         .to_owned();

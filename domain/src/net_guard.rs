@@ -79,7 +79,11 @@ impl OutboundPolicy {
         if self.allows_host(host) {
             return Ok(addrs.to_vec());
         }
-        let public: Vec<IpAddr> = addrs.iter().copied().filter(|ip| !is_internal(*ip)).collect();
+        let public: Vec<IpAddr> = addrs
+            .iter()
+            .copied()
+            .filter(|ip| !is_internal(*ip))
+            .collect();
         match (public.is_empty(), addrs.iter().find(|ip| is_internal(**ip))) {
             (true, Some(ip)) => Err(format!("{host} resolves to an internal address ({ip})")),
             (true, None) => Err(format!("{host} resolves to no address")),
@@ -241,6 +245,9 @@ mod tests {
         assert!(err.contains("resolves to an internal address"), "{err}");
         assert!(strict.allowed_addrs("none.example", &[]).is_err());
         let lenient = OutboundPolicy::from_list("evil.example");
-        assert_eq!(lenient.allowed_addrs("evil.example", &mixed).unwrap(), mixed);
+        assert_eq!(
+            lenient.allowed_addrs("evil.example", &mixed).unwrap(),
+            mixed
+        );
     }
 }

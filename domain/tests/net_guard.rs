@@ -37,26 +37,26 @@ const V4_RANGES: &[([u8; 4], u8)] = &[
 /// The IPv6 registry's ranges (and the deprecated site-local one) that are
 /// refused whatever they embed.
 const V6_RANGES: &[([u16; 8], u8)] = &[
-    ([0, 0, 0, 0, 0, 0, 0, 1], 128),                   // loopback
-    ([0, 0, 0, 0, 0, 0, 0, 0], 128),                   // unspecified
-    ([0, 0, 0, 0, 0, 0, 0, 0], 96),                    // IPv4-compatible (deprecated)
-    ([0, 0, 0, 0, 0xffff, 0, 0, 0], 96),               // IPv4-translated
-    ([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48),            // local-use NAT64
-    ([0x100, 0, 0, 0, 0, 0, 0, 0], 64),                // discard-only
-    ([0x100, 0, 0, 1, 0, 0, 0, 0], 64),                // dummy prefix
-    ([0x2001, 0, 0, 0, 0, 0, 0, 0], 23),               // IETF protocol assignments
-    ([0x2001, 0, 0, 0, 0, 0, 0, 0], 32),               // Teredo
-    ([0x2001, 2, 0, 0, 0, 0, 0, 0], 48),               // benchmarking
-    ([0x2001, 0x10, 0, 0, 0, 0, 0, 0], 28),            // ORCHID (deprecated)
-    ([0x2001, 0x20, 0, 0, 0, 0, 0, 0], 28),            // ORCHIDv2
-    ([0x2001, 0x30, 0, 0, 0, 0, 0, 0], 28),            // drone remote ID
-    ([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32),           // documentation
-    ([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20),               // documentation
-    ([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16),               // SRv6 SIDs
-    ([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7),                // unique local
-    ([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10),               // link-local
-    ([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10),               // site-local (deprecated)
-    ([0xff00, 0, 0, 0, 0, 0, 0, 0], 8),                // multicast
+    ([0, 0, 0, 0, 0, 0, 0, 1], 128),         // loopback
+    ([0, 0, 0, 0, 0, 0, 0, 0], 128),         // unspecified
+    ([0, 0, 0, 0, 0, 0, 0, 0], 96),          // IPv4-compatible (deprecated)
+    ([0, 0, 0, 0, 0xffff, 0, 0, 0], 96),     // IPv4-translated
+    ([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48),  // local-use NAT64
+    ([0x100, 0, 0, 0, 0, 0, 0, 0], 64),      // discard-only
+    ([0x100, 0, 0, 1, 0, 0, 0, 0], 64),      // dummy prefix
+    ([0x2001, 0, 0, 0, 0, 0, 0, 0], 23),     // IETF protocol assignments
+    ([0x2001, 0, 0, 0, 0, 0, 0, 0], 32),     // Teredo
+    ([0x2001, 2, 0, 0, 0, 0, 0, 0], 48),     // benchmarking
+    ([0x2001, 0x10, 0, 0, 0, 0, 0, 0], 28),  // ORCHID (deprecated)
+    ([0x2001, 0x20, 0, 0, 0, 0, 0, 0], 28),  // ORCHIDv2
+    ([0x2001, 0x30, 0, 0, 0, 0, 0, 0], 28),  // drone remote ID
+    ([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32), // documentation
+    ([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20),     // documentation
+    ([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16),     // SRv6 SIDs
+    ([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7),      // unique local
+    ([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10),     // link-local
+    ([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10),     // site-local (deprecated)
+    ([0xff00, 0, 0, 0, 0, 0, 0, 0], 8),      // multicast
 ];
 
 /// Public addresses, several right next to a range's edge.
@@ -107,7 +107,11 @@ fn in_v4_range() -> impl Strategy<Value = Ipv4Addr> {
 fn in_v6_range() -> impl Strategy<Value = Ipv6Addr> {
     (0..V6_RANGES.len(), any::<u128>()).prop_map(|(i, bits)| {
         let (first, len) = V6_RANGES[i];
-        let mask = if len == 0 { 0 } else { u128::MAX << (128 - len) };
+        let mask = if len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - len)
+        };
         (u128::from(Ipv6Addr::from(first)) & mask | (bits & !mask)).into()
     })
 }
@@ -135,7 +139,10 @@ fn v4_url_hosts(v4: Ipv4Addr) -> Vec<String> {
         format!("{n:#x}"),
         format!("0x{a:x}.0x{b:x}.0x{c:x}.0x{d:x}"),
         format!("0{a:o}.0{b:o}.0{c:o}.0{d:o}"),
-        format!("{a}.{}", (u32::from(b) << 16) | (u32::from(c) << 8) | u32::from(d)),
+        format!(
+            "{a}.{}",
+            (u32::from(b) << 16) | (u32::from(c) << 8) | u32::from(d)
+        ),
         format!("{v4}."),
     ]
 }
@@ -231,8 +238,17 @@ fn known_bypasses_are_refused() {
 /// the guard sees the address (and not a host name it would let through).
 #[test]
 fn the_url_parser_normalises_numeric_hosts() {
-    for raw in ["http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://127.1/"] {
+    for raw in [
+        "http://2130706433/",
+        "http://0x7f.1/",
+        "http://0177.0.0.1/",
+        "http://127.1/",
+    ] {
         let url = url::Url::parse(raw).unwrap();
-        assert_eq!(url.host(), Some(url::Host::Ipv4(Ipv4Addr::LOCALHOST)), "{raw}");
+        assert_eq!(
+            url.host(),
+            Some(url::Host::Ipv4(Ipv4Addr::LOCALHOST)),
+            "{raw}"
+        );
     }
 }

@@ -169,8 +169,7 @@ async fn a_subscriber_name_rebinding_to_loopback_is_never_connected(backend: Bac
         },
     )
     .unwrap();
-    run_until(&publisher, "the refusal", async || is_dead(&app).await)
-    .await;
+    run_until(&publisher, "the refusal", async || is_dead(&app).await).await;
     assert!(receiver.received().is_empty(), "the receiver was reached");
     let dead = only_delivery(&app).await;
     assert_eq!(
@@ -233,7 +232,10 @@ async fn a_pull_host_rebinding_to_loopback_is_never_connected(backend: Backend) 
 async fn huge_body_receiver() -> (String, Arc<AtomicBool>, Arc<AtomicBool>) {
     const BODY: usize = 50 * 1024 * 1024;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://127.0.0.1:{}/hook", listener.local_addr().unwrap().port());
+    let url = format!(
+        "http://127.0.0.1:{}/hook",
+        listener.local_addr().unwrap().port()
+    );
     let finished = Arc::new(AtomicBool::new(false));
     let wrote_all = Arc::new(AtomicBool::new(false));
     let (done, all) = (finished.clone(), wrote_all.clone());
@@ -275,7 +277,9 @@ async fn a_huge_error_body_is_not_read_whole(backend: Backend) {
         },
     )
     .unwrap();
-    run_until(&publisher, "the failed attempt", async || is_dead(&app).await)
+    run_until(&publisher, "the failed attempt", async || {
+        is_dead(&app).await
+    })
     .await;
     let dead = only_delivery(&app).await;
     let error = dead.last_error.unwrap();
@@ -285,7 +289,10 @@ async fn a_huge_error_body_is_not_read_whole(backend: Backend) {
     // The publisher hung up: the receiver could not push its 50 MB through.
     let started = Instant::now();
     while !finished.load(Ordering::SeqCst) {
-        assert!(started.elapsed() < Duration::from_secs(20), "receiver still writing");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "receiver still writing"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(!wrote_all.load(Ordering::SeqCst), "the whole body was read");

@@ -93,7 +93,9 @@ impl Resolve for PinnedResolver {
         let policy = self.policy.clone();
         let lookup = self.dns.0.lookup(host.clone());
         Box::pin(async move {
-            let addrs = lookup.await.map_err(|e| format!("cannot resolve {host}: {e}"))?;
+            let addrs = lookup
+                .await
+                .map_err(|e| format!("cannot resolve {host}: {e}"))?;
             let allowed = policy.allowed_addrs(&host, &addrs).map_err(Refused)?;
             // Port 0: reqwest puts in the URL's port.
             let addrs: Addrs = Box::new(allowed.into_iter().map(|ip| SocketAddr::new(ip, 0)));
@@ -254,7 +256,11 @@ mod tests {
             refusal(&err).unwrap(),
             "inside.test resolves to an internal address (127.0.0.1)"
         );
-        assert!(!without_url(&err).contains("secret"), "{}", without_url(&err));
+        assert!(
+            !without_url(&err).contains("secret"),
+            "{}",
+            without_url(&err)
+        );
         assert_eq!(hits.load(Ordering::SeqCst), 0);
 
         // Allow-listed by name: the same answer is used as it is.
@@ -296,8 +302,10 @@ mod tests {
         // its cap rather than waiting for (or buffering) the rest.
         let body = "x".repeat(64 * 1024);
         let answer: &'static str = Box::leak(
-            format!("HTTP/1.1 500 Internal Server Error\r\ncontent-length: 1073741824\r\n\r\n{body}")
-                .into_boxed_str(),
+            format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 1073741824\r\n\r\n{body}"
+            )
+            .into_boxed_str(),
         );
         let (port, _) = server(answer).await;
         let http = client(

@@ -62,11 +62,8 @@ impl Publisher {
         settings: PublisherSettings,
     ) -> Result<Self, reqwest::Error> {
         // Pinned DNS, no redirects, no proxy: see `outbound::client`.
-        let client = crate::outbound::client(
-            settings.request_timeout,
-            &settings.outbound,
-            &settings.dns,
-        )?;
+        let client =
+            crate::outbound::client(settings.request_timeout, &settings.outbound, &settings.dns)?;
         Ok(Self {
             db,
             client,

@@ -133,15 +133,16 @@ impl PullClient {
         {
             return Err(too_large());
         }
-        let (body, truncated) = read_capped(&mut response, MAX_PAGE_BYTES)
-            .await
-            .map_err(|err| {
-                if err.is_timeout() {
-                    FetchError::transient("timed out reading the page")
-                } else {
-                    FetchError::transient(without_url(&err))
-                }
-            })?;
+        let (body, truncated) =
+            read_capped(&mut response, MAX_PAGE_BYTES)
+                .await
+                .map_err(|err| {
+                    if err.is_timeout() {
+                        FetchError::transient("timed out reading the page")
+                    } else {
+                        FetchError::transient(without_url(&err))
+                    }
+                })?;
         if truncated {
             return Err(too_large());
         }
