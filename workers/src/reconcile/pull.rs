@@ -193,6 +193,71 @@ mod tests {
         assert_eq!(p.next_cursor, None);
     }
 
+    /// A pull API answering 200 with `head` then `body_bytes` of filler.
+    async fn pull_api(head: String, body_bytes: usize) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://127.0.0.1:{}/leads",
+            listener.local_addr().unwrap().port()
+        );
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 16 * 1024];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket.write_all(head.as_bytes()).await;
+            let chunk = vec![b' '; 64 * 1024];
+            let mut sent = 0;
+            while sent < body_bytes {
+                if socket.write_all(&chunk).await.is_err() {
+                    return;
+                }
+                sent += chunk.len();
+            }
+        });
+        url
+    }
+
+    async fn fetch(url: String) -> Result<PulledPage, FetchError> {
+        let client = PullClient::new(
+            Duration::from_secs(30),
+            OutboundPolicy::from_list("127.0.0.1"),
+            &crate::outbound::Dns::default(),
+        )
+        .unwrap();
+        let pull = PullConfig {
+            url,
+            auth: None,
+            page_size: 100,
+            cron: None,
+        };
+        client.fetch(&pull, None).await
+    }
+
+    #[tokio::test]
+    async fn an_announced_oversized_page_is_refused_unread() {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1073741824\r\n\r\n";
+        let err = fetch(pull_api(head.into(), 64 * 1024).await)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, FetchError::Permanent(m) if m.contains("larger than")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unannounced_oversized_page_is_cut_at_the_cap() {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+        let err = fetch(pull_api(head.into(), MAX_PAGE_BYTES + 1024 * 1024).await)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, FetchError::Permanent(m) if m.contains("larger than")),
+            "{err:?}"
+        );
+    }
+
     #[test]
     fn other_shapes_are_permanent_errors() {
         for bad in [
