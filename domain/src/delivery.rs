@@ -117,9 +117,12 @@ pub struct Claimed {
 }
 
 /// Claims up to `limit` due deliveries. A delivery is due when it waits for a
-/// (re)try, or its previous holder's lease ran out; it is held back while an
-/// earlier delivery of the same lead to the same subscription is unsettled,
-/// so each receiver sees a lead's events in order.
+/// (re)try, or its previous holder's lease ran out. It is held back while an
+/// earlier event of the same lead is not yet fanned out (another publisher
+/// may hold it under `SKIP LOCKED`), or its delivery to the same
+/// subscription is unsettled: so each receiver sees a lead's events in
+/// outbox order, with any number of publishers. "Earlier" is the outbox
+/// event's id, not the delivery's: fan-outs may commit out of order.
 pub async fn claim_due(
     db: &DatabaseConnection,
     limit: u64,
@@ -142,12 +145,30 @@ pub async fn claim_due(
                 .equals((d.clone(), outbox_delivery::Column::LeadId)),
         )
         .and_where(
-            Expr::col((e.clone(), outbox_delivery::Column::Id))
-                .lt(Expr::col((d.clone(), outbox_delivery::Column::Id))),
+            Expr::col((e.clone(), outbox_delivery::Column::OutboxEventId)).lt(Expr::col((
+                d.clone(),
+                outbox_delivery::Column::OutboxEventId,
+            ))),
         )
         .and_where(
             Expr::col((e.clone(), outbox_delivery::Column::State)).is_not_in([DELIVERED, DEAD]),
         )
+        .to_owned();
+    let o = Alias::new("o");
+    let earlier_not_fanned_out = Query::select()
+        .expr(Expr::val(1))
+        .from_as(outbox_event::Entity, o.clone())
+        .and_where(
+            Expr::col((o.clone(), outbox_event::Column::LeadId))
+                .equals((d.clone(), outbox_delivery::Column::LeadId)),
+        )
+        .and_where(
+            Expr::col((o.clone(), outbox_event::Column::Id)).lt(Expr::col((
+                d.clone(),
+                outbox_delivery::Column::OutboxEventId,
+            ))),
+        )
+        .and_where(Expr::col((o.clone(), outbox_event::Column::State)).eq(outbox::PENDING))
         .to_owned();
     let active_subscriptions = Query::select()
         .column(subscription::Column::Id)
@@ -177,6 +198,11 @@ pub async fn claim_due(
                 .in_subquery(active_subscriptions),
         )
         .and_where(Expr::exists(earlier_unsettled).not())
+        .and_where(Expr::exists(earlier_not_fanned_out).not())
+        .order_by(
+            (d.clone(), outbox_delivery::Column::OutboxEventId),
+            sea_orm::Order::Asc,
+        )
         .order_by(
             (d.clone(), outbox_delivery::Column::Id),
             sea_orm::Order::Asc,
@@ -225,7 +251,7 @@ pub async fn claim_due(
             })
         })
         .collect();
-    claimed.sort_by_key(|c| c.delivery.id);
+    claimed.sort_by_key(|c| (c.delivery.outbox_event_id, c.delivery.id));
     Ok(claimed)
 }
 

@@ -23,6 +23,8 @@ mod m20261130_000406_create_import;
 // Reconcile (issue 5).
 mod m20261130_000501_create_reconcile;
 mod m20261201_000601_inbox_body_hash;
+// Per-lead delivery order by outbox event.
+mod m20261201_000620_outbox_event_order_indexes;
 
 pub struct Migrator;
 
@@ -48,6 +50,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000406_create_import::Migration),
             Box::new(m20261130_000501_create_reconcile::Migration),
             Box::new(m20261201_000601_inbox_body_hash::Migration),
+            Box::new(m20261201_000620_outbox_event_order_indexes::Migration),
         ]
     }
 }

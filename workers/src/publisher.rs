@@ -13,7 +13,7 @@ use futures::StreamExt;
 use sea_orm::DatabaseConnection;
 use serde_json::json;
 
-use crate::outbound::without_url;
+use crate::outbound::{Dns, error_detail, refusal, without_url};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherSettings {
@@ -24,6 +24,8 @@ pub struct PublisherSettings {
     pub batch: u64,
     /// Requests in flight at once.
     pub concurrency: usize,
+    /// Resolves receivers' host names (the system resolver but in tests).
+    pub dns: Dns,
 }
 
 impl Default for PublisherSettings {
@@ -34,6 +36,7 @@ impl Default for PublisherSettings {
             outbound: OutboundPolicy::default(),
             batch: 64,
             concurrency: 8,
+            dns: Dns::default(),
         }
     }
 }
@@ -58,8 +61,9 @@ impl Publisher {
         db: DatabaseConnection,
         settings: PublisherSettings,
     ) -> Result<Self, reqwest::Error> {
-        // A redirect is a failure, not an instruction (see `outbound::client`).
-        let client = crate::outbound::client(settings.request_timeout)?;
+        // Pinned DNS, no redirects, no proxy: see `outbound::client`.
+        let client =
+            crate::outbound::client(settings.request_timeout, &settings.outbound, &settings.dns)?;
         Ok(Self {
             db,
             client,
@@ -149,14 +153,12 @@ impl Publisher {
     }
 
     async fn attempt(&self, claim: &Claimed) -> AttemptResult {
+        // Checked again at each attempt: the policy may have changed, and a
+        // literal address does not pass through the resolver.
         let url = match self.settings.outbound.check_url(&claim.subscription.url) {
             Ok(url) => url,
             Err(reason) => return AttemptResult::Refused(reason),
         };
-        if let Err(reason) = crate::outbound::check_resolution(&self.settings.outbound, &url).await
-        {
-            return AttemptResult::Refused(reason);
-        }
         let body = json!({
             "type": claim.event.event_type,
             "timestamp": claim.event.created_at,
@@ -195,13 +197,7 @@ impl Publisher {
                 let detail = if response.status().is_success() {
                     String::new()
                 } else {
-                    response
-                        .text()
-                        .await
-                        .unwrap_or_default()
-                        .chars()
-                        .take(200)
-                        .collect()
+                    error_detail(response).await
                 };
                 AttemptResult::Answered {
                     status,
@@ -209,8 +205,11 @@ impl Publisher {
                     detail,
                 }
             }
-            Err(err) if err.is_timeout() => AttemptResult::TimedOut,
-            Err(err) => AttemptResult::Failed(without_url(&err)),
+            Err(err) => match refusal(&err) {
+                Some(reason) => AttemptResult::Refused(reason),
+                None if err.is_timeout() => AttemptResult::TimedOut,
+                None => AttemptResult::Failed(without_url(&err)),
+            },
         }
     }
 }

@@ -11,7 +11,7 @@ use domain::reconcile::{PullConfig, PulledPage};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::outbound::{check_resolution, without_url};
+use crate::outbound::{Dns, error_detail, read_capped, refusal, without_url};
 use crate::publisher::parse_retry_after;
 
 /// A page larger than this is refused (permanent): ask for smaller pages.
@@ -55,9 +55,13 @@ pub struct PullClient {
 }
 
 impl PullClient {
-    pub fn new(timeout: Duration, outbound: OutboundPolicy) -> Result<Self, reqwest::Error> {
+    pub fn new(
+        timeout: Duration,
+        outbound: OutboundPolicy,
+        dns: &Dns,
+    ) -> Result<Self, reqwest::Error> {
         Ok(Self {
-            http: crate::outbound::client(timeout)?,
+            http: crate::outbound::client(timeout, &outbound, dns)?,
             outbound,
         })
     }
@@ -68,13 +72,12 @@ impl PullClient {
         pull: &PullConfig,
         cursor: Option<&str>,
     ) -> Result<PulledPage, FetchError> {
+        // Checked again at each request: the policy may have changed, and a
+        // literal address does not pass through the resolver.
         let mut url = self
             .outbound
             .check_url(&pull.url)
             .map_err(|reason| FetchError::Permanent(format!("pull_url {reason}")))?;
-        check_resolution(&self.outbound, &url)
-            .await
-            .map_err(|reason| FetchError::Permanent(format!("pull_url refused: {reason}")))?;
         {
             let mut query = url.query_pairs_mut();
             if let Some(cursor) = cursor {
@@ -90,7 +93,9 @@ impl PullClient {
             request = request.header(auth.header.as_str(), auth.value.as_str());
         }
         let mut response = request.send().await.map_err(|err| {
-            if err.is_timeout() {
+            if let Some(reason) = refusal(&err) {
+                FetchError::Permanent(format!("pull_url refused: {reason}"))
+            } else if err.is_timeout() {
                 FetchError::transient("timed out")
             } else {
                 FetchError::transient(without_url(&err))
@@ -103,13 +108,7 @@ impl PullClient {
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(parse_retry_after);
-            let detail: String = response
-                .text()
-                .await
-                .unwrap_or_default()
-                .chars()
-                .take(200)
-                .collect();
+            let detail = error_detail(response).await;
             let reason = format!("the pull API answered HTTP {}: {detail}", status.as_u16());
             return Err(
                 if status.is_server_error() || matches!(status.as_u16(), 408 | 429) {
@@ -122,20 +121,30 @@ impl PullClient {
                 },
             );
         }
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|err| {
-            if err.is_timeout() {
-                FetchError::transient("timed out reading the page")
-            } else {
-                FetchError::transient(without_url(&err))
-            }
-        })? {
-            if body.len() + chunk.len() > MAX_PAGE_BYTES {
-                return Err(FetchError::Permanent(format!(
-                    "a page is larger than {MAX_PAGE_BYTES} bytes; lower pull_page_size"
-                )));
-            }
-            body.extend_from_slice(&chunk);
+        let too_large = || {
+            FetchError::Permanent(format!(
+                "a page is larger than {MAX_PAGE_BYTES} bytes; lower pull_page_size"
+            ))
+        };
+        // Refused before reading when announced, else stopped at the cap.
+        if response
+            .content_length()
+            .is_some_and(|n| n > MAX_PAGE_BYTES as u64)
+        {
+            return Err(too_large());
+        }
+        let (body, truncated) =
+            read_capped(&mut response, MAX_PAGE_BYTES)
+                .await
+                .map_err(|err| {
+                    if err.is_timeout() {
+                        FetchError::transient("timed out reading the page")
+                    } else {
+                        FetchError::transient(without_url(&err))
+                    }
+                })?;
+        if truncated {
+            return Err(too_large());
         }
         parse_page(&body)
     }
@@ -182,6 +191,71 @@ mod tests {
         assert!(!p.has_more);
         let p = parse_page(br#"{"data":[],"next_cursor":null,"has_more":false}"#).unwrap();
         assert_eq!(p.next_cursor, None);
+    }
+
+    /// A pull API answering 200 with `head` then `body_bytes` of filler.
+    async fn pull_api(head: String, body_bytes: usize) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!(
+            "http://127.0.0.1:{}/leads",
+            listener.local_addr().unwrap().port()
+        );
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 16 * 1024];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket.write_all(head.as_bytes()).await;
+            let chunk = vec![b' '; 64 * 1024];
+            let mut sent = 0;
+            while sent < body_bytes {
+                if socket.write_all(&chunk).await.is_err() {
+                    return;
+                }
+                sent += chunk.len();
+            }
+        });
+        url
+    }
+
+    async fn fetch(url: String) -> Result<PulledPage, FetchError> {
+        let client = PullClient::new(
+            Duration::from_secs(30),
+            OutboundPolicy::from_list("127.0.0.1"),
+            &crate::outbound::Dns::default(),
+        )
+        .unwrap();
+        let pull = PullConfig {
+            url,
+            auth: None,
+            page_size: 100,
+            cron: None,
+        };
+        client.fetch(&pull, None).await
+    }
+
+    #[tokio::test]
+    async fn an_announced_oversized_page_is_refused_unread() {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1073741824\r\n\r\n";
+        let err = fetch(pull_api(head.into(), 64 * 1024).await)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, FetchError::Permanent(m) if m.contains("larger than")),
+            "{err:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unannounced_oversized_page_is_cut_at_the_cap() {
+        let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n";
+        let err = fetch(pull_api(head.into(), MAX_PAGE_BYTES + 1024 * 1024).await)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, FetchError::Permanent(m) if m.contains("larger than")),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -53,7 +53,11 @@ impl Reconciler {
         db: DatabaseConnection,
         settings: ReconcileSettings,
     ) -> Result<Self, reqwest::Error> {
-        let client = PullClient::new(settings.request_timeout, settings.outbound.clone())?;
+        let client = PullClient::new(
+            settings.request_timeout,
+            settings.outbound.clone(),
+            &settings.dns,
+        )?;
         Ok(Self {
             db,
             client,
