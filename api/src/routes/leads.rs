@@ -269,7 +269,7 @@ async fn transition(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: TransitionIn = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let (id, actor) = (id.into_inner(), actor(&caller, correlation));
     idempotency::run(
         &state,
@@ -280,7 +280,7 @@ async fn transition(
         move |txn| {
             Box::pin(async move {
                 let lead =
-                    sales::transition(txn, id, input.to, input.reason, if_match, &actor).await?;
+                    sales::transition(txn, id, input.to, input.reason, &if_match, &actor).await?;
                 lead_reply(lead)
             })
         },
@@ -334,7 +334,7 @@ async fn patch_lead(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let patch: LeadPatch = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let (id, actor) = (id.into_inner(), actor(&caller, correlation));
     idempotency::run(
         &state,
@@ -345,7 +345,7 @@ async fn patch_lead(
         move |txn| {
             Box::pin(async move {
                 let lead = match patch.owner_id {
-                    Some(owner_id) => sales::assign(txn, id, owner_id, if_match, &actor).await?,
+                    Some(owner_id) => sales::assign(txn, id, owner_id, &if_match, &actor).await?,
                     None => sales::find_lead(txn, id).await?,
                 };
                 lead_reply(lead)
