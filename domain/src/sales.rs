@@ -32,7 +32,6 @@ pub async fn find_lead<C: ConnectionTrait>(conn: &C, id: i64) -> Result<lead::Mo
         .ok_or(Error::NotFound)
 }
 
-
 /// Compare-and-set on `version`: the update applies only to the row we read.
 async fn update_if_version<C: ConnectionTrait>(
     conn: &C,

@@ -15,8 +15,8 @@ use crate::auth::Role;
 use crate::entities::deal::{self, Column, Entity};
 use crate::entities::{company, contact, principal};
 use crate::error::Error;
-use crate::precondition::IfMatch;
 use crate::outbox;
+use crate::precondition::IfMatch;
 
 pub const DEAL_STAGE_CHANGED: &str = "deal.stage_changed";
 pub const MAX_REASON_LEN: usize = 1000;
