@@ -235,7 +235,6 @@ const PUBLIC: &[&str] = &[
     "front_app_css",
     "healthz",
     "readyz",
-    "metrics",
     "openapi",
     "receive_webhook",
 ];

@@ -239,10 +239,12 @@ struct TransitionIn {
 ///
 /// **Roles:** sales, ops, admin.
 ///
-/// `new → contacted → qualified → converted`; any open status (`new`,
-/// `contacted`, `qualified`) → `lost` with a `reason`; `lost → new`
-/// (recycle); `converted` is final. Writes a timeline entry and the outbox
-/// event `lead.status_changed` in the same transaction.
+/// `new → contacted → qualified`; any open status (`new`, `contacted`,
+/// `qualified`) → `lost` with a `reason`; `lost → new` (recycle). A
+/// `qualified` lead becomes `converted` (final) only through `POST
+/// /api/leads/{id}/convert`, which records what it became: `to: converted`
+/// here is `422`. Writes a timeline entry and the outbox event
+/// `lead.status_changed` in the same transaction.
 #[utoipa::path(
     post,
     path = "/api/leads/{id}/transitions",
