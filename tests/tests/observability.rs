@@ -203,7 +203,7 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     .await;
 }
 
-/// Gauges are process-wide, so one test sets and reads them.
+/// The database gauges, refreshed in the background, follow the tables.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gauges_show_backlogs_from_the_database() {
     let app = TestApp::spawn(Backend::Sqlite).await;
