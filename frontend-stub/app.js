@@ -320,8 +320,12 @@ async function transition(to) {
   if (state.etag) headers["If-Match"] = state.etag;
   for (const b of $("transitions").querySelectorAll("button")) b.disabled = true;
   try {
-    const response = await api("POST", `/api/leads/${lead.id}/transitions`, { body, headers });
-    state.lead = Object.assign({}, state.lead, response.body);
+    // `converted` is reached only by converting (which records the contact
+    // and company the lead became); every other move is a transition.
+    const converting = to === "converted";
+    const path = converting ? `/api/leads/${lead.id}/convert` : `/api/leads/${lead.id}/transitions`;
+    const response = await api("POST", path, { body: converting ? {} : body, headers });
+    state.lead = Object.assign({}, state.lead, converting ? response.body.lead : response.body);
     state.etag = response.headers.get("ETag");
     $("transition-reason").value = "";
     renderLead();

@@ -61,14 +61,16 @@ impl FromRequest for Authenticated {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req);
         let state = req.app_data::<web::Data<AppState>>().cloned();
+        let client = crate::rate_limit::client_address(req);
         Box::pin(async move {
             let token = token.ok_or(ApiError::Unauthorized)?;
             let state = state.ok_or_else(|| ApiError::internal("application state missing"))?;
-            let principal = state
-                .principals
-                .authenticate(&state.db, &token)
-                .await?
-                .ok_or(ApiError::Unauthorized)?;
+            let Some(principal) = state.principals.authenticate(&state.db, &token).await? else {
+                // Only failures count: a valid token always gets in, and a
+                // guesser is slowed down (429) instead of told "try again".
+                state.limits.auth_failed(client)?;
+                return Err(ApiError::Unauthorized);
+            };
             tracing::Span::current().record("principal", principal.id);
             Ok(Self(principal))
         })

@@ -140,6 +140,9 @@ pub async fn run() -> anyhow::Result<()> {
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
+            if let Some(port) = app.metrics_port() {
+                tracing::info!(port, "metrics on their own listener (no token)");
+            }
             if no_workers {
                 app.run_until_stopped().await?;
             } else {

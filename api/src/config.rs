@@ -65,6 +65,30 @@ pub struct HttpSettings {
     /// worker flags (`--reconcile-*`) and `--outbound-allow`.
     #[arg(skip)]
     pub reconcile: workers::reconcile::ReconcileSettings,
+    /// Serve `GET /metrics` on this address only, without a token (e.g.
+    /// `127.0.0.1:9100`, reachable by the scraper alone); the public listener
+    /// then answers 404 for it. Unset: `/metrics` is on the public listener
+    /// and needs an ops or admin bearer token.
+    #[arg(long, env = "LEADPIPE_METRICS_BIND")]
+    pub metrics_bind: Option<String>,
+    /// How often the gauges read from the database (backlogs, ages) are
+    /// refreshed in the background, in seconds; a scrape serves the last
+    /// values and never queries the database.
+    #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = 5.0)]
+    pub metrics_refresh_secs: f64,
+    /// Failed bearer-token authentications one client address may make per
+    /// minute (a burst of this many, then one every 60/N seconds); more
+    /// answer 429 with Retry-After. A valid token is never limited. 0: off.
+    #[arg(long, env = "LEADPIPE_AUTH_FAIL_PER_MINUTE", default_value_t = 30)]
+    pub auth_fail_per_minute: u32,
+    /// Webhook deliveries accepted per second for one source name (known or
+    /// not); more answer 429 with Retry-After. 0: off.
+    #[arg(long, env = "LEADPIPE_WEBHOOK_RATE", default_value_t = 500)]
+    pub webhook_rate: u32,
+    /// Deliveries one source may send at once above `LEADPIPE_WEBHOOK_RATE`
+    /// before it is limited (at least the rate).
+    #[arg(long, env = "LEADPIPE_WEBHOOK_BURST", default_value_t = 1000)]
+    pub webhook_burst: u32,
 }
 
 impl HttpSettings {
@@ -81,7 +105,19 @@ impl HttpSettings {
             group_commit_committers: 4,
             import_max_bytes: 64 * 1024 * 1024,
             reconcile: workers::reconcile::ReconcileSettings::for_tests(),
+            metrics_bind: None,
+            metrics_refresh_secs: 0.5,
+            auth_fail_per_minute: 30,
+            webhook_rate: 500,
+            webhook_burst: 1000,
         }
+    }
+
+    /// The background gauge refresh period (at least 100 ms).
+    pub fn metrics_refresh(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.metrics_refresh_secs)
+            .unwrap_or_default()
+            .max(std::time::Duration::from_millis(100))
     }
 
     pub fn outbound_policy(&self) -> domain::net_guard::OutboundPolicy {

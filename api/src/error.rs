@@ -22,9 +22,11 @@ pub enum ApiError {
     Validation(Vec<FieldError>),
     #[error("missing or invalid bearer token")]
     Unauthorized,
-    /// A webhook whose signature is missing, malformed, stale or wrong; the
-    /// reason is a stable label (`SignatureError::reason`), never a secret.
-    #[error("webhook signature rejected: {0}")]
+    /// A webhook whose source is unknown, or whose signature is missing,
+    /// malformed, stale or wrong. The reason is a stable label for logs and
+    /// metrics only: the answer is the same for every reason, so a caller
+    /// cannot tell which source names exist.
+    #[error("the webhook signature could not be verified")]
     InvalidSignature(&'static str),
     #[error("{0}")]
     Forbidden(String),
@@ -65,6 +67,12 @@ pub enum ApiError {
     IdempotencyKeyInFlight,
     #[error("this Idempotency-Key was used for another request ({method} {path})")]
     IdempotencyKeyReused { method: String, path: String },
+    /// A rate limit: `what` says which, `retry_after` in whole seconds.
+    #[error("too many {what}; retry after {retry_after} seconds")]
+    TooManyRequests {
+        what: &'static str,
+        retry_after: u64,
+    },
     #[error("the database is unavailable")]
     Unavailable,
     /// The cause is logged, never sent to the client.
@@ -104,6 +112,7 @@ impl ApiError {
                 "idempotency-key-reused",
                 "Idempotency-Key reused for another request",
             ),
+            Self::TooManyRequests { .. } => ("too-many-requests", "Too many requests"),
             Self::Unavailable => ("unavailable", "Service unavailable"),
             Self::Internal(_) => ("internal", "Internal server error"),
         }
@@ -205,6 +214,7 @@ impl ResponseError for ApiError {
             Self::PreconditionFailed { .. } => StatusCode::PRECONDITION_FAILED,
             Self::IdempotencyKeyMissing | Self::IdempotencyKeyInvalid(_) => StatusCode::BAD_REQUEST,
             Self::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -222,6 +232,9 @@ impl ResponseError for ApiError {
         }
         if matches!(self, Self::Unavailable | Self::IdempotencyKeyInFlight) {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
+        }
+        if let Self::TooManyRequests { retry_after, .. } = self {
+            response.insert_header((header::RETRY_AFTER, retry_after.to_string()));
         }
         response.body(self.problem_body())
     }

@@ -8,6 +8,7 @@ use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse};
 use domain::auth::Principal;
 use domain::idempotency::{self, Claim, IdempotencyKey, NewRequest, StoredResponse};
+use domain::precondition::IfMatch;
 use futures::future::LocalBoxFuture;
 use sea_orm::DatabaseTransaction;
 use serde::Serialize;
@@ -208,24 +209,13 @@ where
     }
 }
 
-/// `If-Match` as a lead version: `"3"` → 3; absent or `*` → no check.
-pub fn if_match_version(req: &HttpRequest) -> Result<Option<i64>, ApiError> {
+/// `If-Match` as the versions a write may apply to: absent or `*` → no
+/// check; anything else → the strong version tags it lists (possibly none,
+/// which then fails with 412 rather than 422, as RFC 9110 says).
+pub fn if_match_version(req: &HttpRequest) -> IfMatch {
     let Some(value) = req.headers().get(header::IF_MATCH) else {
-        return Ok(None);
+        return IfMatch::Any;
     };
-    let value = value.to_str().unwrap_or("").trim();
-    if value == "*" {
-        return Ok(None);
-    }
-    value
-        .strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .and_then(|v| v.parse::<i64>().ok())
-        .map(Some)
-        .ok_or_else(|| {
-            ApiError::Validation(vec![domain::FieldError::new(
-                "If-Match",
-                "must be one strong entity tag as returned in ETag, e.g. \"3\"",
-            )])
-        })
+    // A value that is not even visible ASCII names no tag of ours.
+    IfMatch::parse(value.to_str().unwrap_or("\"\""))
 }

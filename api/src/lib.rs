@@ -11,6 +11,7 @@ pub mod error;
 pub mod idempotency;
 pub mod import_cmd;
 pub mod metrics;
+pub mod rate_limit;
 pub mod reconcile_cmd;
 pub mod routes;
 pub mod startup;

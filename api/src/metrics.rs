@@ -1,13 +1,22 @@
 //! Prometheus metrics: counters and histograms recorded where things happen
-//! (the `metrics` facade), gauges computed from the database at scrape time.
+//! (the `metrics` facade), and gauges read from the database by a background
+//! task every `LEADPIPE_METRICS_REFRESH_SECS`. A scrape renders what is in
+//! memory: it never queries the database, so it is cheap and it answers
+//! while the database is slow or down (the age gauge tells how old the
+//! database figures are).
 
-use std::sync::OnceLock;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::time::{Duration, Instant};
 
 use actix_web::{HttpResponse, web};
+use domain::stats::Stats;
+use metrics_exporter_prometheus::formatting::sanitize_label_value;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use sea_orm::DatabaseConnection;
 
-use sea_orm::{DatabaseConnection, DbErr};
-
+use crate::auth::{Authenticated, OPS_AND_UP};
 use crate::error::ApiError;
 use crate::startup::AppState;
 
@@ -60,7 +69,7 @@ fn spawn_upkeep(handle: PrometheusHandle) {
 }
 
 fn describe() {
-    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    use metrics::{describe_counter, describe_histogram};
     describe_counter!(
         "leadpipe_http_requests_total",
         "HTTP requests by method, route and status"
@@ -81,17 +90,9 @@ fn describe() {
         "leadpipe_outbox_deliveries_total",
         "Outgoing webhook attempts by result: delivered, retry, dead, gone"
     );
-    describe_gauge!(
-        "leadpipe_outbox_events_pending",
-        "Outbox events not yet fanned out to subscriptions"
-    );
-    describe_gauge!(
-        "leadpipe_outbox_deliveries",
-        "Outgoing deliveries not yet delivered, by state"
-    );
-    describe_gauge!(
-        "leadpipe_outbox_oldest_undelivered_age_seconds",
-        "Age of the oldest pending or failed outgoing delivery"
+    describe_counter!(
+        "leadpipe_rate_limited_total",
+        "Requests refused with 429, by limit (auth_failures, webhook)"
     );
     describe_counter!(
         "leadpipe_reconcile_runs_total",
@@ -105,19 +106,28 @@ fn describe() {
         "leadpipe_reconcile_missed_total",
         "Records reconcile had to create or update: webhook deliveries that never arrived, by source"
     );
-    describe_gauge!(
-        "leadpipe_leads_processing_backlog",
-        "Leads whose current version the lead processor has not handled yet"
-    );
 }
 
+/// On the public listener: needs an ops or admin token.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/metrics", web::get().to(scrape));
 }
 
+/// On the metrics listener (`LEADPIPE_METRICS_BIND`): no token, reachable
+/// only by whoever can reach that address.
+pub fn configure_open(cfg: &mut web::ServiceConfig) {
+    cfg.route("/metrics", web::get().to(scrape_open));
+}
+
 /// Prometheus metrics.
 ///
-/// **Roles:** anyone (no token).
+/// **Roles:** ops, admin (`Authorization: Bearer`). With
+/// `LEADPIPE_METRICS_BIND` set, `/metrics` is served on that address
+/// instead, without a token, and this listener answers `404`.
+///
+/// Never queries the database: the gauges read from it (backlogs, ages) are
+/// refreshed in the background; `leadpipe_metrics_gauges_age_seconds` says
+/// how old they are.
 #[utoipa::path(
     get,
     path = "/metrics",
@@ -125,35 +135,199 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     tag = "meta",
     responses(
         (status = 200, description = "The Prometheus text exposition format", content_type = "text/plain; version=0.0.4", body = String),
-        (status = 503, description = "`/problems/unavailable`: the database does not answer (gauges are read from it)"),
     ),
+    security(("bearer" = [])),
 )]
-pub async fn scrape(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    refresh_gauges(&state.db).await?;
-    Ok(HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4; charset=utf-8")
-        .body(handle().render()))
+pub async fn scrape(
+    caller: Authenticated,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(OPS_AND_UP)?;
+    Ok(render(&state.gauges))
 }
 
-/// Gauges read from the database, so they are right whichever process did the work.
-async fn refresh_gauges(db: &DatabaseConnection) -> Result<(), DbErr> {
-    let stats = domain::stats::collect(db).await?;
-    for source in &stats.sources {
-        for (state, n) in &source.inbox {
-            metrics::gauge!("leadpipe_inbox_events", "source" => source.source.clone(), "state" => *state)
-                .set(*n as f64);
+async fn scrape_open(gauges: web::Data<Arc<Gauges>>) -> HttpResponse {
+    render(&gauges)
+}
+
+fn render(gauges: &Gauges) -> HttpResponse {
+    let mut text = handle().render();
+    gauges.render_into(&mut text);
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4; charset=utf-8")
+        .body(text)
+}
+
+/// The database gauges of one application: the last figures read, when,
+/// and how many refreshes failed since start.
+#[derive(Default)]
+pub struct Gauges {
+    last: RwLock<Option<(Instant, Stats)>>,
+    failures: AtomicU64,
+}
+
+impl Gauges {
+    /// Refreshes every `every` in the background while the returned value
+    /// lives (the task holds only a weak reference). A refresh that takes
+    /// longer than `every` (at least a second) is abandoned and counted.
+    pub fn start(db: DatabaseConnection, every: Duration) -> Arc<Self> {
+        let gauges = Arc::new(Self::default());
+        let weak = Arc::downgrade(&gauges);
+        let timeout = every.max(Duration::from_secs(1));
+        tokio::spawn(refresh_loop(weak, db, every, timeout));
+        gauges
+    }
+
+    fn store(&self, stats: Stats) {
+        if let Ok(mut last) = self.last.write() {
+            *last = Some((Instant::now(), stats));
         }
-        metrics::gauge!("leadpipe_inbox_oldest_unprocessed_age_seconds", "source" => source.source.clone())
-            .set(source.oldest_unprocessed_age_seconds.unwrap_or(0.0));
-        metrics::gauge!("leadpipe_leads", "source" => source.source.clone())
-            .set(source.leads as f64);
     }
-    metrics::gauge!("leadpipe_outbox_events_pending").set(stats.outbox.events_pending as f64);
-    for (state, n) in &stats.outbox.deliveries {
-        metrics::gauge!("leadpipe_outbox_deliveries", "state" => *state).set(*n as f64);
+
+    fn failed(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
     }
-    metrics::gauge!("leadpipe_outbox_oldest_undelivered_age_seconds")
-        .set(stats.outbox.oldest_undelivered_age_seconds.unwrap_or(0.0));
-    metrics::gauge!("leadpipe_leads_processing_backlog").set(stats.leads_processing_backlog as f64);
-    Ok(())
+
+    fn render_into(&self, out: &mut String) {
+        let failures = self.failures.load(Ordering::Relaxed);
+        let last = self.last.read().ok();
+        let last = last.as_ref().and_then(|l| l.as_ref());
+        let age = last.map(|(at, _)| at.elapsed().as_secs_f64());
+        family(
+            out,
+            "leadpipe_metrics_gauges_age_seconds",
+            "gauge",
+            "Seconds since the database gauges were last refreshed (+Inf before the first refresh)",
+            [(String::new(), age.unwrap_or(f64::INFINITY))],
+        );
+        family(
+            out,
+            "leadpipe_metrics_gauges_refresh_failures_total",
+            "counter",
+            "Background refreshes of the database gauges that failed or timed out",
+            [(String::new(), failures as f64)],
+        );
+        let (Some((_, stats)), Some(age)) = (last, age) else {
+            return;
+        };
+        // Ages grow while the figures wait for the next refresh.
+        let aged = |a: Option<f64>| a.map_or(0.0, |a| a + age);
+        let mut inbox = Vec::new();
+        let mut oldest = Vec::new();
+        let mut leads = Vec::new();
+        for source in &stats.sources {
+            let name = sanitize_label_value(&source.source);
+            for (state, n) in &source.inbox {
+                inbox.push((
+                    format!("{{source=\"{name}\",state=\"{state}\"}}"),
+                    *n as f64,
+                ));
+            }
+            oldest.push((
+                format!("{{source=\"{name}\"}}"),
+                aged(source.oldest_unprocessed_age_seconds),
+            ));
+            leads.push((format!("{{source=\"{name}\"}}"), source.leads as f64));
+        }
+        family(
+            out,
+            "leadpipe_inbox_events",
+            "gauge",
+            "Inbox events by source and state",
+            inbox,
+        );
+        family(
+            out,
+            "leadpipe_inbox_oldest_unprocessed_age_seconds",
+            "gauge",
+            "Age of the oldest inbox event not yet processed, by source",
+            oldest,
+        );
+        family(out, "leadpipe_leads", "gauge", "Leads by source", leads);
+        family(
+            out,
+            "leadpipe_outbox_events_pending",
+            "gauge",
+            "Outbox events not yet fanned out to subscriptions",
+            [(String::new(), stats.outbox.events_pending as f64)],
+        );
+        family(
+            out,
+            "leadpipe_outbox_deliveries",
+            "gauge",
+            "Outgoing deliveries not yet delivered, by state",
+            stats
+                .outbox
+                .deliveries
+                .iter()
+                .map(|(state, n)| (format!("{{state=\"{state}\"}}"), *n as f64)),
+        );
+        family(
+            out,
+            "leadpipe_outbox_oldest_undelivered_age_seconds",
+            "gauge",
+            "Age of the oldest pending or failed outgoing delivery",
+            [(
+                String::new(),
+                aged(stats.outbox.oldest_undelivered_age_seconds),
+            )],
+        );
+        family(
+            out,
+            "leadpipe_leads_processing_backlog",
+            "gauge",
+            "Leads whose current version the lead processor has not handled yet",
+            [(String::new(), stats.leads_processing_backlog as f64)],
+        );
+    }
+}
+
+/// One metric family in the text format: HELP, TYPE, then `name{labels} value`
+/// lines (`labels` already rendered, with braces, or empty).
+fn family(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (String, f64)>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for (labels, value) in samples {
+        if value.is_infinite() {
+            let _ = writeln!(out, "{name}{labels} +Inf");
+        } else {
+            let _ = writeln!(out, "{name}{labels} {value}");
+        }
+    }
+    out.push('\n');
+}
+
+async fn refresh_loop(
+    gauges: Weak<Gauges>,
+    db: DatabaseConnection,
+    every: Duration,
+    timeout: Duration,
+) {
+    loop {
+        let Some(target) = gauges.upgrade() else {
+            return;
+        };
+        match tokio::time::timeout(timeout, domain::stats::collect_gauges(&db)).await {
+            Ok(Ok(stats)) => target.store(stats),
+            Ok(Err(err)) => {
+                target.failed();
+                tracing::warn!(error = %err, "metrics gauges not refreshed; serving the last figures");
+            }
+            Err(_) => {
+                target.failed();
+                tracing::warn!(
+                    timeout_ms = timeout.as_millis() as u64,
+                    "metrics gauges refresh timed out; serving the last figures"
+                );
+            }
+        }
+        drop(target);
+        tokio::time::sleep(every).await;
+    }
 }

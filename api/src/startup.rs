@@ -4,7 +4,8 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use actix_web::dev::Server;
-use actix_web::middleware::from_fn;
+use actix_web::http::header;
+use actix_web::middleware::{DefaultHeaders, from_fn};
 use actix_web::{App, HttpServer, web};
 use sea_orm::DatabaseConnection;
 
@@ -25,11 +26,32 @@ pub struct AppState {
     pub jobs: workers::InboxQueue,
     /// Executes reconcile runs started over HTTP.
     pub reconciler: Arc<workers::reconcile::Reconciler>,
+    /// Failed-authentication and webhook rate limits.
+    pub limits: Arc<crate::rate_limit::Limits>,
+    /// The database gauges, refreshed in the background for `/metrics`.
+    pub gauges: Arc<crate::metrics::Gauges>,
 }
 
 pub struct Application {
     port: u16,
+    metrics_port: Option<u16>,
     server: Server,
+    metrics_server: Option<Server>,
+}
+
+/// Headers every response carries unless its handler set its own: no MIME
+/// sniffing, no referrer leaking ids in URLs, and a policy that lets no
+/// response run script, load anything or be framed (the front page sets a
+/// looser one for its own script and style sheet).
+pub fn security_headers() -> DefaultHeaders {
+    DefaultHeaders::new()
+        .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
+        .add((header::REFERRER_POLICY, "no-referrer"))
+        .add((
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        ))
+        .add((header::X_FRAME_OPTIONS, "DENY"))
 }
 
 impl Application {
@@ -57,7 +79,44 @@ impl Application {
             std::time::Duration::from_secs(settings.auth_cache_secs),
             10_000,
         );
+        let gauges = crate::metrics::Gauges::start(db.clone(), settings.metrics_refresh());
+        let limits = Arc::new(crate::rate_limit::Limits::new(&settings));
+        let metrics_listener = settings
+            .metrics_bind
+            .as_deref()
+            .map(TcpListener::bind)
+            .transpose()?;
+        let metrics_port = metrics_listener
+            .as_ref()
+            .map(|l| l.local_addr().map(|a| a.port()))
+            .transpose()?;
+        let metrics_public = metrics_listener.is_none();
+        let metrics_server = match metrics_listener {
+            Some(listener) => {
+                let gauges = web::Data::new(gauges.clone());
+                Some(
+                    HttpServer::new(move || {
+                        App::new()
+                            .app_data(gauges.clone())
+                            .configure(crate::metrics::configure_open)
+                            .default_service(web::to(|| async {
+                                Err::<actix_web::HttpResponse, _>(ApiError::NotFound(
+                                    "no such route".into(),
+                                ))
+                            }))
+                            .wrap(security_headers())
+                    })
+                    .workers(1)
+                    .listen(listener)?
+                    .shutdown_timeout(10)
+                    .run(),
+                )
+            }
+            None => None,
+        };
         let state = web::Data::new(AppState {
+            limits,
+            gauges,
             principals,
             reconciler,
             group_commit,
@@ -78,7 +137,8 @@ impl Application {
                 }))
                 .wrap(from_fn(crate::body_limit::middleware))
                 .wrap(from_fn(correlation::middleware))
-                .configure(routes::configure)
+                .wrap(security_headers())
+                .configure(|cfg| routes::configure(cfg, metrics_public))
                 .default_service(web::to(|| async {
                     Err::<actix_web::HttpResponse, _>(ApiError::NotFound("no such route".into()))
                 }))
@@ -86,14 +146,30 @@ impl Application {
         .listen(listener)?
         .shutdown_timeout(10)
         .run();
-        Ok(Self { port, server })
+        Ok(Self {
+            port,
+            metrics_port,
+            server,
+            metrics_server,
+        })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// The port of the metrics listener, when `metrics_bind` is set.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics_port
+    }
+
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        match self.metrics_server {
+            Some(metrics) => {
+                let (served, metered) = tokio::join!(self.server, metrics);
+                served.and(metered)
+            }
+            None => self.server.await,
+        }
     }
 }

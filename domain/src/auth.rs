@@ -94,6 +94,17 @@ pub struct IssuedToken {
     pub token: String,
 }
 
+/// Whether `token` has the shape of one we issue (`lp_` and 43 base64url
+/// characters): anything else cannot match and needs no database lookup.
+pub fn looks_like_token(token: &str) -> bool {
+    token.strip_prefix(TOKEN_PREFIX).is_some_and(|rest| {
+        rest.len() == 43
+            && rest
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    })
+}
+
 pub fn hash_token(token: &str) -> String {
     hex::encode(Sha256::digest(token.as_bytes()))
 }
@@ -197,6 +208,9 @@ pub async fn authenticate<C: ConnectionTrait>(
     conn: &C,
     token: &str,
 ) -> Result<Option<Principal>, DbErr> {
+    if !looks_like_token(token) {
+        return Ok(None);
+    }
     // Looking up by hash keeps the comparison in the index, not in a
     // byte-by-byte loop whose timing depends on the secret.
     find_by_hash(conn, &hash_token(token)).await
@@ -217,11 +231,14 @@ async fn find_by_hash<C: ConnectionTrait>(
 /// Principals looked up by token hash, kept for a short time so a busy
 /// client's requests do not each pay a database round trip to check the
 /// token. The price: a revoked token keeps working until its entry expires
-/// (`ttl`); a zero `ttl` turns the cache off. Unknown tokens are never
-/// cached, so guessing fills nothing.
+/// (`ttl`); a zero `ttl` turns the cache off. Unknown tokens are remembered
+/// as unknown for as long, so repeating a wrong token costs no query: that
+/// is safe because tokens are random, so no token issued later can be one
+/// that was tried before.
 #[derive(Clone)]
 pub struct PrincipalCache {
     entries: Option<moka::sync::Cache<String, Principal>>,
+    misses: Option<moka::sync::Cache<String, ()>>,
 }
 
 impl PrincipalCache {
@@ -233,7 +250,13 @@ impl PrincipalCache {
                 .time_to_live(ttl)
                 .build()
         });
-        Self { entries }
+        let misses = (!ttl.is_zero()).then(|| {
+            moka::sync::Cache::builder()
+                .max_capacity(capacity)
+                .time_to_live(ttl)
+                .build()
+        });
+        Self { entries, misses }
     }
 
     /// [`authenticate`], answered from the cache while the entry is fresh.
@@ -242,18 +265,27 @@ impl PrincipalCache {
         conn: &C,
         token: &str,
     ) -> Result<Option<Principal>, DbErr> {
-        let Some(entries) = &self.entries else {
+        let (Some(entries), Some(misses)) = (&self.entries, &self.misses) else {
             return authenticate(conn, token).await;
         };
+        if !looks_like_token(token) {
+            return Ok(None);
+        }
         let hash = hash_token(token);
         if let Some(principal) = entries.get(&hash) {
             metrics::counter!("leadpipe_auth_cache_total", "result" => "hit").increment(1);
             return Ok(Some(principal));
         }
+        if misses.contains_key(&hash) {
+            metrics::counter!("leadpipe_auth_cache_total", "result" => "known_unknown")
+                .increment(1);
+            return Ok(None);
+        }
         metrics::counter!("leadpipe_auth_cache_total", "result" => "miss").increment(1);
         let found = find_by_hash(conn, &hash).await?;
-        if let Some(principal) = &found {
-            entries.insert(hash, principal.clone());
+        match &found {
+            Some(principal) => entries.insert(hash, principal.clone()),
+            None => misses.insert(hash, ()),
         }
         Ok(found)
     }
@@ -285,6 +317,16 @@ mod tests {
         assert_eq!(h.len(), 64);
         assert_eq!(h, hash_token(&a));
         assert_ne!(h, hash_token(&b));
+    }
+
+    #[test]
+    fn only_tokens_of_our_shape_are_looked_up() {
+        assert!(looks_like_token(&generate_token()));
+        for other in ["", "lp_", "lp_short", "Bearer x", &"lp_a".repeat(20)] {
+            assert!(!looks_like_token(other), "{other}");
+        }
+        let wrong_char = format!("lp_{}!", "a".repeat(42));
+        assert!(!looks_like_token(&wrong_char));
     }
 
     #[test]

@@ -20,6 +20,7 @@ use crate::entities::{company as company_entity, contact as contact_entity, deal
 use crate::entities::{lead, lead_conversion};
 use crate::error::Error;
 use crate::outbox;
+use crate::precondition::IfMatch;
 use crate::sales::{Actor, find_lead};
 use crate::status::LeadStatus;
 
@@ -58,7 +59,7 @@ pub async fn convert<C: ConnectionTrait>(
     conn: &C,
     lead_id: i64,
     request: ConvertRequest,
-    if_match: Option<i64>,
+    if_match: &IfMatch,
     caller: &Principal,
     actor: &Actor,
 ) -> Result<Converted, Error> {
@@ -187,7 +188,7 @@ async fn already_converted<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Error 
 async fn move_to_converted<C: ConnectionTrait>(
     conn: &C,
     lead_id: i64,
-    if_match: Option<i64>,
+    if_match: &IfMatch,
 ) -> Result<lead::Model, Error> {
     for _ in 0..3 {
         let lead = find_lead(conn, lead_id).await?;
@@ -196,13 +197,7 @@ async fn move_to_converted<C: ConnectionTrait>(
         }
         let from: LeadStatus = lead.status.parse().map_err(sea_orm::DbErr::Custom)?;
         from.transition(LeadStatus::Converted, None)?;
-        if let Some(expected) = if_match
-            && expected != lead.version
-        {
-            return Err(Error::PreconditionFailed {
-                current: lead.version,
-            });
-        }
+        if_match.check(lead.version)?;
         let updated = lead::Entity::update_many()
             .col_expr(
                 lead::Column::Status,
@@ -264,7 +259,7 @@ async fn link_contact<C: ConnectionTrait>(
             company_id: Some(company_id),
             ..Default::default()
         };
-        found.model = contact::update(conn, found.model.id, patch, None, author).await?;
+        found.model = contact::update(conn, found.model.id, patch, &IfMatch::Any, author).await?;
     }
     Ok(found)
 }

@@ -18,6 +18,7 @@ pub mod ingest;
 pub mod lead_query;
 pub mod net_guard;
 pub mod outbox;
+pub mod precondition;
 pub mod processing;
 pub mod reconcile;
 pub mod record;

@@ -12,6 +12,7 @@ use crate::clock;
 use crate::entities::{activity as activity_entity, lead, principal};
 use crate::error::Error;
 use crate::outbox;
+use crate::precondition::IfMatch;
 use crate::status::LeadStatus;
 
 /// Who acts, and the correlation id their request carries.
@@ -29,15 +30,6 @@ pub async fn find_lead<C: ConnectionTrait>(conn: &C, id: i64) -> Result<lead::Mo
         .one(conn)
         .await?
         .ok_or(Error::NotFound)
-}
-
-fn check_precondition(lead: &lead::Model, if_match: Option<i64>) -> Result<(), Error> {
-    match if_match {
-        Some(expected) if expected != lead.version => Err(Error::PreconditionFailed {
-            current: lead.version,
-        }),
-        _ => Ok(()),
-    }
 }
 
 /// Compare-and-set on `version`: the update applies only to the row we read.
@@ -77,9 +69,18 @@ pub async fn transition<C: ConnectionTrait>(
     lead_id: i64,
     to: LeadStatus,
     reason: Option<String>,
-    if_match: Option<i64>,
+    if_match: &IfMatch,
     actor: &Actor,
 ) -> Result<lead::Model, Error> {
+    // A converted lead without its conversion record (contact, company,
+    // deal) would be a sale nobody can follow up: only `conversion::convert`
+    // moves a lead there.
+    if to == LeadStatus::Converted {
+        return Err(Error::invalid(
+            "to",
+            "a lead becomes 'converted' only through POST /api/leads/{id}/convert, which records its contact, company and deal",
+        ));
+    }
     let reason = reason
         .map(|r| r.trim().to_owned())
         .filter(|r| !r.is_empty());
@@ -92,7 +93,7 @@ pub async fn transition<C: ConnectionTrait>(
     // Without If-Match a concurrent change just means: read again and decide again.
     for _ in 0..3 {
         let lead = find_lead(conn, lead_id).await?;
-        check_precondition(&lead, if_match)?;
+        if_match.check(lead.version)?;
         let from: LeadStatus = lead.status.parse().map_err(sea_orm::DbErr::Custom)?;
         from.transition(to, reason.as_deref())?;
         let Some(updated) =
@@ -136,7 +137,7 @@ pub async fn assign<C: ConnectionTrait>(
     conn: &C,
     lead_id: i64,
     owner_id: Option<i64>,
-    if_match: Option<i64>,
+    if_match: &IfMatch,
     actor: &Actor,
 ) -> Result<lead::Model, Error> {
     if let Some(owner_id) = owner_id {
@@ -150,7 +151,7 @@ pub async fn assign<C: ConnectionTrait>(
     }
     for _ in 0..3 {
         let lead = find_lead(conn, lead_id).await?;
-        check_precondition(&lead, if_match)?;
+        if_match.check(lead.version)?;
         if lead.owner_id == owner_id {
             return Ok(lead);
         }

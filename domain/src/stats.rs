@@ -106,6 +106,16 @@ async fn windows<C: ConnectionTrait>(
 }
 
 pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
+    collect_with(conn, true).await
+}
+
+/// What the metrics gauges show: [`collect`] without the delivery windows
+/// (`all_time`, `last_hour`, `last_day` stay zero), three aggregates fewer.
+pub async fn collect_gauges<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
+    collect_with(conn, false).await
+}
+
+async fn collect_with<C: ConnectionTrait>(conn: &C, with_windows: bool) -> Result<Stats, DbErr> {
     let now = clock::now();
     let mut sources: BTreeMap<String, SourceStats> = BTreeMap::new();
     let entry = |sources: &mut BTreeMap<String, SourceStats>, name: &str| {
@@ -153,11 +163,16 @@ pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
         }
     }
 
-    for (since, pick) in [
-        (None, 0),
-        (Some(now - Duration::hours(1)), 1),
-        (Some(now - Duration::days(1)), 2),
-    ] {
+    let windows_wanted = if with_windows {
+        vec![
+            (None, 0),
+            (Some(now - Duration::hours(1)), 1),
+            (Some(now - Duration::days(1)), 2),
+        ]
+    } else {
+        Vec::new()
+    };
+    for (since, pick) in windows_wanted {
         for (source, window) in windows(conn, since).await? {
             entry(&mut sources, &source);
             if let Some(stats) = sources.get_mut(&source) {

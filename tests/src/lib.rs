@@ -55,6 +55,8 @@ pub fn postgres_skipped() -> bool {
 
 pub struct TestApp {
     pub address: String,
+    /// `http://127.0.0.1:PORT` of the metrics listener, when `metrics_bind` is set.
+    pub metrics_address: Option<String>,
     pub db: DatabaseConnection,
     pub database_url: String,
     pub client: reqwest::Client,
@@ -96,6 +98,9 @@ impl TestApp {
         let db = api::storage::open(&database_url, 10, true).await.unwrap();
         let app = Application::build(db.clone(), http).unwrap();
         let address = format!("http://127.0.0.1:{}", app.port());
+        let metrics_address = app
+            .metrics_port()
+            .map(|port| format!("http://127.0.0.1:{port}"));
         tokio::spawn(app.run_until_stopped());
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -103,6 +108,7 @@ impl TestApp {
             .unwrap();
         Self {
             address,
+            metrics_address,
             db,
             database_url,
             client,
@@ -163,6 +169,31 @@ impl TestApp {
             .send()
             .await
             .unwrap()
+    }
+
+    /// The Prometheus text of `GET /metrics`: from the metrics listener when
+    /// there is one, else from the public one with a new ops token.
+    pub async fn metrics(&self) -> String {
+        let response = match &self.metrics_address {
+            Some(address) => self
+                .client
+                .get(format!("{address}/metrics"))
+                .send()
+                .await
+                .unwrap(),
+            None => {
+                let ops = self.token(Role::Ops, None).await;
+                self.get(&ops, "/metrics").await
+            }
+        };
+        assert_eq!(response.status(), 200, "GET /metrics");
+        assert!(
+            response.headers()["content-type"]
+                .to_str()
+                .unwrap()
+                .starts_with("text/plain")
+        );
+        response.text().await.unwrap()
     }
 
     pub async fn count<E: EntityTrait>(&self, _entity: E) -> u64

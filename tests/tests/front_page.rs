@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use domain::auth::Role;
-use domain::entities::{idempotency_key, inbox_event, lead};
+use domain::entities::{idempotency_key, inbox_event, lead, lead_conversion};
 use fantoccini::{Client, ClientBuilder, Locator};
 use leadpipe_tests::{Backend, TestApp};
 use sea_orm::EntityTrait;
@@ -280,6 +280,32 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
         .unwrap()
         .unwrap();
     assert_eq!(stored.version, 3, "the stale click changed nothing");
+
+    // Converting from the page goes through the conversion endpoint, which
+    // records the contact and company the lead became.
+    browser
+        .find(Locator::Css(&row))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(&browser, "#lead-status", "qualified").await;
+    browser
+        .find(Locator::Css("#transitions button[data-to=\"converted\"]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_for_text(&browser, "#lead-status", "converted").await;
+    let stored = lead::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, "converted");
+    assert_eq!(app.count(lead_conversion::Entity).await, 1);
 
     browser.close().await.unwrap();
 }

@@ -30,15 +30,20 @@ fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
 }
 
 async fn scrape(app: &TestApp) -> String {
-    let response = app.client.get(app.url("/metrics")).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    assert!(
-        response.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/plain")
-    );
-    response.text().await.unwrap()
+    app.metrics().await
+}
+
+/// Scrapes until `check` holds: the database gauges are refreshed in the
+/// background (every 0.5 s in tests).
+async fn scrape_until(app: &TestApp, check: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let text = scrape(app).await;
+        if check(&text) || std::time::Instant::now() > deadline {
+            return text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 on_both_backends!(
@@ -198,7 +203,7 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     .await;
 }
 
-/// Gauges are process-wide, so one test sets and reads them.
+/// The database gauges, refreshed in the background, follow the tables.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gauges_show_backlogs_from_the_database() {
     let app = TestApp::spawn(Backend::Sqlite).await;
@@ -210,13 +215,19 @@ async fn gauges_show_backlogs_from_the_database() {
         )
         .await;
     }
-    let text = scrape(&app).await;
+    let text = scrape_until(&app, |t| {
+        sample(t, "leadpipe_leads_processing_backlog", &[]) == 3.0
+    })
+    .await;
     assert_eq!(sample(&text, "leadpipe_outbox_events_pending", &[]), 3.0);
     assert_eq!(sample(&text, "leadpipe_leads_processing_backlog", &[]), 3.0);
     workers::lead_processor::run_once(&app.db, 10)
         .await
         .unwrap();
-    let text = scrape(&app).await;
+    let text = scrape_until(&app, |t| {
+        sample(t, "leadpipe_leads_processing_backlog", &[]) == 0.0
+    })
+    .await;
     assert_eq!(sample(&text, "leadpipe_leads_processing_backlog", &[]), 0.0);
 }
 
@@ -257,7 +268,14 @@ async fn webhook_counters_stats_and_trace_follow_a_delivery(backend: Backend) {
     };
     app.wait_for_state(id, "processed").await;
 
-    let after = scrape(&app).await;
+    let after = scrape_until(&app, |t| {
+        sample(
+            t,
+            "leadpipe_inbox_events",
+            &[("source", &source), ("state", "processed")],
+        ) == 1.0
+    })
+    .await;
     let count = |text: &str, result: &str, reason: &str| {
         sample(
             text,

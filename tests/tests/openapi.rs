@@ -133,7 +133,7 @@ fn concrete(pattern: &str) -> String {
 async fn served_operations() -> BTreeSet<(String, String)> {
     let app = actix_web::test::init_service(
         App::new()
-            .configure(api::routes::configure)
+            .configure(|cfg| api::routes::configure(cfg, true))
             .route(
                 "/__resource_map",
                 web::get()
@@ -235,7 +235,6 @@ const PUBLIC: &[&str] = &[
     "front_app_css",
     "healthz",
     "readyz",
-    "metrics",
     "openapi",
     "receive_webhook",
 ];

@@ -221,15 +221,7 @@ async fn dropped_webhooks_are_created_by_reconcile_and_counted_missed(backend: B
     assert_eq!(next["cursor_start"], "25");
     assert_eq!(counts(&next), [0, 0, 0, 0, 0, 0, 0]);
 
-    let metrics = app
-        .client
-        .get(app.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = app.metrics().await;
     assert!(
         metrics.contains("leadpipe_reconcile_missed_total{source=\"partner\"}"),
         "{metrics}"

@@ -138,7 +138,7 @@ async fn status_moves_follow_the_machine(backend: Backend) {
     );
 
     let body = assert_problem(
-        t.move_to(id, "converted", None).await,
+        t.move_to(id, "new", None).await,
         409,
         "/problems/illegal-transition",
     )
@@ -155,9 +155,18 @@ async fn status_moves_follow_the_machine(backend: Backend) {
 
     assert_eq!(t.move_to(id, "lost", Some("no budget")).await.status(), 200);
     assert_eq!(t.move_to(id, "new", None).await.status(), 200);
-    for to in ["contacted", "qualified", "converted"] {
+    for to in ["contacted", "qualified"] {
         assert_eq!(t.move_to(id, to, None).await.status(), 200, "to {to}");
     }
+    // `converted` only through the conversion, which records what it became.
+    let converted = t
+        .post(
+            &format!("/api/leads/{id}/convert"),
+            &json!({}),
+            &[("idempotency-key", "convert-s-1")],
+        )
+        .await;
+    assert_eq!(converted.status(), 201);
     let body = assert_problem(
         t.move_to(id, "lost", Some("x")).await,
         409,
@@ -176,7 +185,7 @@ async fn status_moves_follow_the_machine(backend: Backend) {
     let lead = t.stored(id).await;
     assert_eq!(lead.status, "converted");
     assert_eq!(lead.version, 7);
-    assert_eq!(t.events("lead.status_changed").await, 6);
+    assert_eq!(t.events("lead.status_changed").await, 5);
     let moves: Vec<(String, String)> = activity::Entity::find()
         .filter(activity::Column::Kind.eq("status_changed"))
         .order_by_asc(activity::Column::Id)
@@ -193,7 +202,7 @@ async fn status_moves_follow_the_machine(backend: Backend) {
         })
         .collect();
     assert_eq!(moves[1], ("contacted".to_owned(), "lost".to_owned()));
-    assert_eq!(moves.len(), 6);
+    assert_eq!(moves.len(), 5);
 
     // An intake update afterwards refreshes sender fields only.
     let update = json!({"source": "webform", "source_ref": "s-1", "name": "Renamed"});
@@ -245,10 +254,11 @@ async fn if_match_on_a_stale_version_is_412_and_changes_nothing(backend: Backend
         )
         .await;
     assert_problem(patch, 412, "/problems/precondition-failed").await;
+    // Not an entity tag at all: it matches no version either (RFC 9110).
     let garbage = t
         .post(&path, &json!({"to": "qualified"}), &[("if-match", "v2")])
         .await;
-    assert_problem(garbage, 422, "/problems/validation").await;
+    assert_problem(garbage, 412, "/problems/precondition-failed").await;
     assert_eq!(t.stored(id).await.version, 2);
 }
 
@@ -358,7 +368,7 @@ async fn stored_errors_replay_but_validation_errors_free_the_key(backend: Backen
     let id = t.lead("s-6").await;
     let path = format!("/api/leads/{id}/transitions");
 
-    let illegal = json!({"to": "converted"});
+    let illegal = json!({"to": "qualified"});
     let first = t.post(&path, &illegal, &[("idempotency-key", "t-1")]).await;
     assert_eq!(first.headers()["idempotent-replayed"], "false");
     assert_problem(first, 409, "/problems/illegal-transition").await;

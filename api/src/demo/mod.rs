@@ -304,6 +304,8 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
     // Loopback settings with fast retries: the demo's peers are all local.
     let mut http = HttpSettings::for_tests();
     http.outbound_allow = "127.0.0.1".into();
+    // Its own fake sender floods one source on purpose.
+    http.webhook_rate = 0;
     let app = Application::build(db.clone(), http)?;
     let base = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run_until_stopped());

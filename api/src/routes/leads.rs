@@ -239,10 +239,12 @@ struct TransitionIn {
 ///
 /// **Roles:** sales, ops, admin.
 ///
-/// `new → contacted → qualified → converted`; any open status (`new`,
-/// `contacted`, `qualified`) → `lost` with a `reason`; `lost → new`
-/// (recycle); `converted` is final. Writes a timeline entry and the outbox
-/// event `lead.status_changed` in the same transaction.
+/// `new → contacted → qualified`; any open status (`new`, `contacted`,
+/// `qualified`) → `lost` with a `reason`; `lost → new` (recycle). A
+/// `qualified` lead becomes `converted` (final) only through `POST
+/// /api/leads/{id}/convert`, which records what it became: `to: converted`
+/// here is `422`. Writes a timeline entry and the outbox event
+/// `lead.status_changed` in the same transaction.
 #[utoipa::path(
     post,
     path = "/api/leads/{id}/transitions",
@@ -269,7 +271,7 @@ async fn transition(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: TransitionIn = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let (id, actor) = (id.into_inner(), actor(&caller, correlation));
     idempotency::run(
         &state,
@@ -280,7 +282,7 @@ async fn transition(
         move |txn| {
             Box::pin(async move {
                 let lead =
-                    sales::transition(txn, id, input.to, input.reason, if_match, &actor).await?;
+                    sales::transition(txn, id, input.to, input.reason, &if_match, &actor).await?;
                 lead_reply(lead)
             })
         },
@@ -334,7 +336,7 @@ async fn patch_lead(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let patch: LeadPatch = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let (id, actor) = (id.into_inner(), actor(&caller, correlation));
     idempotency::run(
         &state,
@@ -345,7 +347,7 @@ async fn patch_lead(
         move |txn| {
             Box::pin(async move {
                 let lead = match patch.owner_id {
-                    Some(owner_id) => sales::assign(txn, id, owner_id, if_match, &actor).await?,
+                    Some(owner_id) => sales::assign(txn, id, owner_id, &if_match, &actor).await?,
                     None => sales::find_lead(txn, id).await?,
                 };
                 lead_reply(lead)

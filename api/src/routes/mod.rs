@@ -17,10 +17,13 @@ mod subscriptions;
 mod trace;
 mod webhooks;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
+/// Every route; `/metrics` only when it is not on its own listener.
+pub fn configure(cfg: &mut web::ServiceConfig, metrics: bool) {
     front::configure(cfg);
     health::configure(cfg);
-    crate::metrics::configure(cfg);
+    if metrics {
+        crate::metrics::configure(cfg);
+    }
     crm::configure(cfg);
     imports::configure(cfg);
     leads::configure(cfg);

@@ -194,7 +194,7 @@ pub const PROBLEM_TYPES: &[(&str, u16, &str)] = &[
     (
         "invalid-signature",
         401,
-        "a webhook's signature is missing, malformed, outside the time tolerance or wrong",
+        "a webhook's source is unknown, or its signature is missing, malformed, outside the time tolerance or wrong (one answer for all)",
     ),
     (
         "forbidden",
@@ -230,7 +230,7 @@ pub const PROBLEM_TYPES: &[(&str, u16, &str)] = &[
     (
         "precondition-failed",
         412,
-        "`If-Match` names an old version; `current_version` is the current one",
+        "`If-Match` names no current version (an old version, or a weak, opaque or malformed tag); `current_version` is the current one",
     ),
     (
         "payload-too-large",
@@ -245,12 +245,17 @@ pub const PROBLEM_TYPES: &[(&str, u16, &str)] = &[
     (
         "validation",
         422,
-        "well-formed JSON with invalid or mistyped fields, bad query parameters or a bad `If-Match`; `errors` names each field",
+        "well-formed JSON with invalid or mistyped fields or bad query parameters; `errors` names each field",
     ),
     (
         "idempotency-key-reused",
         422,
         "the key was used before for another request",
+    ),
+    (
+        "too-many-requests",
+        429,
+        "a rate limit: failed authentications from one client address, or webhook deliveries to one source; retry after `Retry-After`",
     ),
     (
         "internal",
@@ -303,7 +308,9 @@ all of them go through one upsert on the sender's natural key `(source, source_r
 its one source), `sales` (leads, contacts, companies, deals, conversion), `ops` (what sales may, \
 plus the ops endpoints, imports, and reading sources and subscriptions), `admin` (everything). \
 Each operation's description names the roles that may call it. `401` when the token is missing, \
-unknown or revoked (with `WWW-Authenticate: Bearer`); `403` when its role may not.
+unknown or revoked (with `WWW-Authenticate: Bearer`); `403` when its role may not. Too many \
+failed authentications from one client address answer `429 /problems/too-many-requests` with \
+`Retry-After` instead of `401`; a valid token is never limited.
 
 ## Idempotency-Key
 
@@ -322,7 +329,9 @@ may reuse it. Notes, deals, conversions and keyless manual leads **require** a k
 ## Versions: ETag and If-Match
 
 Leads, contacts, companies and deals carry a `version`; single-record responses return it as a \
-strong `ETag` (`\"3\"`). Writes that list `If-Match` honour it: a stale tag is `412 \
+strong `ETag` (`\"3\"`). Writes that list `If-Match` honour it (RFC 9110): the write happens \
+only if one of the listed tags is the record's current one; otherwise — an old version, a weak \
+(`W/`) or opaque tag, or a value that is no entity tag at all — it is `412 \
 /problems/precondition-failed` (with `current_version`); absent or `*` means no check.
 
 ## Correlation ids
@@ -405,6 +414,13 @@ const SHARED_RESPONSES: &[(u16, &str, &str, bool)] = &[
         "`/problems/validation` (`errors` names each invalid field or query parameter) or \
          `/problems/idempotency-key-reused`.",
         false,
+    ),
+    (
+        429,
+        "TooManyRequests",
+        "`/problems/too-many-requests`: too many failed authentications from this client address \
+         (`LEADPIPE_AUTH_FAIL_PER_MINUTE`); retry after `Retry-After`. A valid token is not limited.",
+        true,
     ),
     (
         500,
@@ -511,7 +527,7 @@ fn has_json_body(op: &Operation) -> bool {
 ///
 /// - every operation takes and returns `X-Request-Id`;
 /// - every `4xx`/`5xx` response is `application/problem+json` with `Problem`;
-/// - operations with `security` may answer `401`, `403`, `500` and `503`;
+/// - operations with `security` may answer `401`, `403`, `429`, `500` and `503`;
 /// - operations with a JSON body may answer `400`, `413`, `415` and `422`,
 ///   operations with query parameters `422`;
 /// - operations with path parameters may answer `404`;
@@ -523,7 +539,7 @@ fn finish_operation(op: &mut Operation) {
     let keyed = has_header_param(op, "Idempotency-Key");
     let mut wanted: Vec<u16> = Vec::new();
     if secured {
-        wanted.extend([401, 403, 500, 503]);
+        wanted.extend([401, 403, 429, 500, 503]);
     }
     if has_json_body(op) {
         wanted.extend([400, 413, 415, 422]);
@@ -573,11 +589,11 @@ fn finish_operation(op: &mut Operation) {
                     string_header(header_text("Retry-After").unwrap_or("")),
                 );
             }
-            if status == 503 || status == 401 {
-                let name = if status == 503 {
-                    "Retry-After"
-                } else {
+            if status == 503 || status == 429 || status == 401 {
+                let name = if status == 401 {
                     "WWW-Authenticate"
+                } else {
+                    "Retry-After"
                 };
                 response.headers.insert(
                     name.to_owned(),
@@ -685,8 +701,9 @@ pub struct IdempotencyKeyRequired {
 #[into_params(parameter_in = Header)]
 pub struct IfMatch {
     /// The `ETag` you read (`"3"`): the write happens only if the record is
-    /// still at that version, else `412 /problems/precondition-failed`.
-    /// Absent or `*`: no check.
+    /// still at that version, else `412 /problems/precondition-failed` (also
+    /// for a weak, opaque or malformed tag, which never matches). Absent or
+    /// `*`: no check.
     #[param(rename = "If-Match")]
     pub if_match: Option<String>,
 }
@@ -736,6 +753,10 @@ mod tests {
                 method: String::new(),
                 path: String::new(),
             },
+            ApiError::TooManyRequests {
+                what: "x",
+                retry_after: 1,
+            },
             ApiError::Unavailable,
             ApiError::Internal(String::new()),
         ];
@@ -760,6 +781,7 @@ mod tests {
                 | ApiError::IdempotencyKeyInvalid(_)
                 | ApiError::IdempotencyKeyInFlight
                 | ApiError::IdempotencyKeyReused { .. }
+                | ApiError::TooManyRequests { .. }
                 | ApiError::Unavailable
                 | ApiError::Internal(_) => {}
             }

@@ -96,9 +96,9 @@ struct Acknowledged {
             headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),
         (status = 200, description = "A duplicate of a stored event (the original's `id` and current `state`, `duplicate: true`), or an event type the source does not allow (`state: skipped`)",
             body = Acknowledged, headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),
-        (status = 401, description = "`/problems/invalid-signature`: `detail` names the reason (`missing_header`, `malformed_header`, `timestamp_outside_tolerance`, `no_matching_signature`, `no_usable_secret`); nothing is stored"),
-        (status = 404, description = "`/problems/not-found`: no such source"),
+        (status = 401, description = "`/problems/invalid-signature`: no such source, or the signature is missing, malformed, outside the time tolerance or wrong — one answer for all, so that source names cannot be probed; the reason is logged and counted (`leadpipe_webhook_deliveries_total{result=\"rejected\",reason}`). Nothing is stored"),
         (status = 413, description = "`/problems/payload-too-large`: the body is over `LEADPIPE_MAX_BODY_BYTES`"),
+        (status = 429, description = "`/problems/too-many-requests`: more deliveries to this source name than `LEADPIPE_WEBHOOK_RATE` per second (after a burst of `LEADPIPE_WEBHOOK_BURST`); retry after `Retry-After`", headers(("Retry-After" = String))),
         (status = 500, description = "`/problems/internal`"),
         (status = 503, description = "`/problems/unavailable`: the database is unreachable; the sender retries"),
     ),
@@ -111,16 +111,21 @@ async fn receive_webhook(
     correlation: CorrelationId,
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
+    // Before any lookup, and for every name alike: a flood costs one map
+    // entry, and whether it is limited says nothing about the name.
+    if let Err(limited) = state.limits.webhook(&name) {
+        count(UNKNOWN_SOURCE, "rejected", "rate_limited");
+        return Err(limited);
+    }
     let found = if is_valid_source_name(&name) {
         source::find(&state.db, &name).await?
     } else {
         None
     };
-    let Some(source) = found else {
-        // Not the caller's name as a label: anyone may post to any path.
-        count(UNKNOWN_SOURCE, "rejected", "unknown_source");
-        return Err(ApiError::NotFound("no such webhook source".into()));
-    };
+    // Not the caller's name as a label: anyone may post to any path.
+    let label = found.as_ref().map_or(UNKNOWN_SOURCE, |s| s.name.as_str());
+    // The body is read (and its size checked) for unknown sources too, so
+    // that nothing in the answer tells a configured name from another.
     let body = match read_bytes(&req, payload, state.http.max_body_bytes).await {
         Ok(body) => body,
         Err(err) => {
@@ -129,9 +134,13 @@ async fn receive_webhook(
             } else {
                 "unreadable"
             };
-            count(&source.name, "rejected", reason);
+            count(label, "rejected", reason);
             return Err(err);
         }
+    };
+    let Some(source) = found else {
+        count(UNKNOWN_SOURCE, "rejected", "unknown_source");
+        return Err(ApiError::InvalidSignature("unknown_source"));
     };
 
     let headers = HeaderFn(|name: &str| {

@@ -12,6 +12,7 @@ use super::page::{self, KeyColumns, Page, Window};
 use super::timeline::{self, Author, Subject};
 use crate::entities::company::{self, Column, Entity};
 use crate::error::Error;
+use crate::precondition::IfMatch;
 
 pub const MAX_NAME_LEN: usize = 255;
 
@@ -136,12 +137,12 @@ pub async fn update<C: ConnectionTrait>(
     conn: &C,
     id: i64,
     patch: CompanyPatch,
-    if_match: Option<i64>,
+    if_match: &IfMatch,
     author: &Author,
 ) -> Result<company::Model, Error> {
     for _ in 0..super::CAS_ROUNDS {
         let current = find(conn, id).await?;
-        super::check_precondition(current.version, if_match)?;
+        if_match.check(current.version)?;
         let next = CompanyInput {
             name: Some(patch.name.clone().unwrap_or_else(|| current.name.clone())),
             domain: match &patch.domain {

@@ -16,6 +16,7 @@ use super::page::{self, KeyColumns, Page, Window};
 use super::timeline::{self, Author, Subject};
 use crate::entities::contact::{self, Column, Entity};
 use crate::error::Error;
+use crate::precondition::IfMatch;
 use crate::record::normalise_phone;
 
 #[derive(Debug, Clone, Default)]
@@ -155,7 +156,7 @@ pub async fn update<C: ConnectionTrait>(
     conn: &C,
     id: i64,
     patch: ContactPatch,
-    if_match: Option<i64>,
+    if_match: &IfMatch,
     author: &Author,
 ) -> Result<contact::Model, Error> {
     let email = patch.email.map(valid_email).transpose()?;
@@ -167,7 +168,7 @@ pub async fn update<C: ConnectionTrait>(
     }
     for _ in 0..super::CAS_ROUNDS {
         let current = find(conn, id).await?;
-        super::check_precondition(current.version, if_match)?;
+        if_match.check(current.version)?;
         let mut sets = Vec::new();
         if let Some(email) = &email
             && *email != current.email

@@ -16,6 +16,7 @@ use crate::entities::deal::{self, Column, Entity};
 use crate::entities::{company, contact, principal};
 use crate::error::Error;
 use crate::outbox;
+use crate::precondition::IfMatch;
 
 pub const DEAL_STAGE_CHANGED: &str = "deal.stage_changed";
 pub const MAX_REASON_LEN: usize = 1000;
@@ -226,14 +227,14 @@ pub async fn transition<C: ConnectionTrait>(
     id: i64,
     to: DealStage,
     reason: Option<String>,
-    if_match: Option<i64>,
+    if_match: &IfMatch,
     author: &Author,
 ) -> Result<deal::Model, Error> {
     let reason = super::clean(reason);
     super::check_len("reason", reason.as_deref(), MAX_REASON_LEN)?;
     for _ in 0..super::CAS_ROUNDS {
         let current = find(conn, id).await?;
-        super::check_precondition(current.version, if_match)?;
+        if_match.check(current.version)?;
         let from: DealStage = current.stage.parse().map_err(sea_orm::DbErr::Custom)?;
         from.check_move(to)?;
         let sets = vec![
@@ -300,7 +301,7 @@ pub async fn update<C: ConnectionTrait>(
     conn: &C,
     id: i64,
     patch: DealPatch,
-    if_match: Option<i64>,
+    if_match: &IfMatch,
     author: &Author,
 ) -> Result<deal::Model, Error> {
     let new_name = patch.name.map(|n| name(Some(n))).transpose()?;
@@ -312,7 +313,7 @@ pub async fn update<C: ConnectionTrait>(
     check_links(conn, patch.contact_id.flatten(), patch.company_id.flatten()).await?;
     for _ in 0..super::CAS_ROUNDS {
         let current = find(conn, id).await?;
-        super::check_precondition(current.version, if_match)?;
+        if_match.check(current.version)?;
         let mut sets: Vec<(Column, sea_orm::Value)> = Vec::new();
         let mut fields: Vec<&str> = Vec::new();
         if let Some(n) = &new_name

@@ -19,15 +19,6 @@ use crate::error::Error;
 /// compare-and-set on `version` to a concurrent writer (no If-Match given).
 const CAS_ROUNDS: usize = 3;
 
-fn check_precondition(version: i64, if_match: Option<i64>) -> Result<(), Error> {
-    match if_match {
-        Some(expected) if expected != version => {
-            Err(Error::PreconditionFailed { current: version })
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Trims; `Some("")` becomes `None`.
 fn clean(value: Option<String>) -> Option<String> {
     value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())

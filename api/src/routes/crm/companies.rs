@@ -189,7 +189,7 @@ async fn patch(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: PatchIn = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let (id, author) = (id.into_inner(), author(&caller, correlation));
     idempotency::run(
         &state,
@@ -203,7 +203,7 @@ async fn patch(
                     name: input.name,
                     domain: input.domain,
                 };
-                let company = company::update(txn, id, patch, if_match, &author).await?;
+                let company = company::update(txn, id, patch, &if_match, &author).await?;
                 let version = company.version;
                 tagged(
                     StatusCode::OK,

@@ -202,7 +202,7 @@ async fn patch(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: PatchIn = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let (id, author) = (id.into_inner(), author(&caller, correlation));
     idempotency::run(
         &state,
@@ -218,7 +218,7 @@ async fn patch(
                     phone: input.phone,
                     company_id: input.company_id,
                 };
-                let contact = contact::update(txn, id, patch, if_match, &author).await?;
+                let contact = contact::update(txn, id, patch, &if_match, &author).await?;
                 let version = contact.version;
                 tagged(
                     StatusCode::OK,

@@ -91,7 +91,7 @@ async fn convert(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: ConvertIn = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let id = id.into_inner();
     let principal = caller.0.clone();
     let actor = Actor {
@@ -110,7 +110,7 @@ async fn convert(
         move |txn| {
             Box::pin(async move {
                 let converted =
-                    conversion::convert(txn, id, request, if_match, &principal, &actor).await?;
+                    conversion::convert(txn, id, request, &if_match, &principal, &actor).await?;
                 let ids = Ids {
                     lead_id: converted.lead.id,
                     contact_id: converted.contact.id,

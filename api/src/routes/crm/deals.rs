@@ -196,7 +196,7 @@ async fn patch(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: PatchIn = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let (id, author) = (id.into_inner(), author(&caller, correlation));
     idempotency::run(
         &state,
@@ -214,7 +214,7 @@ async fn patch(
                     contact_id: input.contact_id,
                     company_id: input.company_id,
                 };
-                let deal = deal::update(txn, id, patch, if_match, &author).await?;
+                let deal = deal::update(txn, id, patch, &if_match, &author).await?;
                 reply(StatusCode::OK, &deal)
             })
         },
@@ -265,7 +265,7 @@ async fn transition(
     caller.require(SALES_AND_UP)?;
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: TransitionIn = parse_json(&body)?;
-    let if_match = if_match_version(&req)?;
+    let if_match = if_match_version(&req);
     let (id, author) = (id.into_inner(), author(&caller, correlation));
     idempotency::run(
         &state,
@@ -276,7 +276,7 @@ async fn transition(
         move |txn| {
             Box::pin(async move {
                 let deal =
-                    deal::transition(txn, id, input.to, input.reason, if_match, &author).await?;
+                    deal::transition(txn, id, input.to, input.reason, &if_match, &author).await?;
                 reply(StatusCode::OK, &deal)
             })
         },
