@@ -67,6 +67,13 @@ pub enum ApiError {
     IdempotencyKeyReused { method: String, path: String },
     #[error("the database is unavailable")]
     Unavailable,
+    /// Storing a secret needs a sealing key, and none is configured.
+    #[error(
+        "secrets cannot be stored: no secret key is configured. Set LEADPIPE_SECRET_KEY \
+         (or LEADPIPE_SECRET_KEY_FILE) on the server, or LEADPIPE_INSECURE_DEV_SECRETS=1 for \
+         a development setup without confidentiality"
+    )]
+    SecretKeyMissing,
     /// The cause is logged, never sent to the client.
     #[error("internal error")]
     Internal(String),
@@ -105,6 +112,7 @@ impl ApiError {
                 "Idempotency-Key reused for another request",
             ),
             Self::Unavailable => ("unavailable", "Service unavailable"),
+            Self::SecretKeyMissing => ("secret-key-missing", "Secret key not configured"),
             Self::Internal(_) => ("internal", "Internal server error"),
         }
     }
@@ -205,7 +213,7 @@ impl ResponseError for ApiError {
             Self::PreconditionFailed { .. } => StatusCode::PRECONDITION_FAILED,
             Self::IdempotencyKeyMissing | Self::IdempotencyKeyInvalid(_) => StatusCode::BAD_REQUEST,
             Self::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable | Self::SecretKeyMissing => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -256,6 +264,8 @@ impl From<domain::Error> for ApiError {
                 lead_id: conversion.lead_id,
                 conversion: serde_json::to_value(&*conversion).unwrap_or_default(),
             },
+            domain::Error::Sealed(domain::sealed::SealError::NoKey) => Self::SecretKeyMissing,
+            domain::Error::Sealed(other) => Self::internal(other),
             domain::Error::Db(db) => db.into(),
         }
     }

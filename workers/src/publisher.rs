@@ -8,6 +8,7 @@ use std::time::Duration;
 use domain::delivery::{self, AttemptResult, Claimed, Settlement};
 use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
+use domain::sealed::Keyring;
 use domain::signature::standard_webhooks;
 use futures::StreamExt;
 use sea_orm::DatabaseConnection;
@@ -24,6 +25,8 @@ pub struct PublisherSettings {
     pub batch: u64,
     /// Requests in flight at once.
     pub concurrency: usize,
+    /// Opens the subscriptions' sealed signing secrets.
+    pub keyring: Keyring,
 }
 
 impl Default for PublisherSettings {
@@ -34,6 +37,7 @@ impl Default for PublisherSettings {
             outbound: OutboundPolicy::default(),
             batch: 64,
             concurrency: 8,
+            keyring: Keyring::none(),
         }
     }
 }
@@ -165,8 +169,15 @@ impl Publisher {
         .to_string();
         let timestamp = chrono::Utc::now().timestamp();
         let msg_id = &claim.event.event_id;
+        let secret = match domain::subscription::signing_secret(
+            &self.settings.keyring,
+            &claim.subscription,
+        ) {
+            Ok(secret) => secret,
+            Err(err) => return AttemptResult::Refused(format!("cannot open the secret: {err}")),
+        };
         let signature = match standard_webhooks::sign(
-            &claim.subscription.secret,
+            &secret,
             msg_id,
             timestamp,
             body.as_bytes(),

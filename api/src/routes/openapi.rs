@@ -262,6 +262,11 @@ pub const PROBLEM_TYPES: &[(&str, u16, &str)] = &[
         503,
         "the database is unreachable; retry after `Retry-After`",
     ),
+    (
+        "secret-key-missing",
+        503,
+        "a secret would be stored, but the server has no sealing key (`LEADPIPE_SECRET_KEY`)",
+    ),
 ];
 
 /// The problem `type` URIs as a string enum.
@@ -415,7 +420,9 @@ const SHARED_RESPONSES: &[(u16, &str, &str, bool)] = &[
     (
         503,
         "Unavailable",
-        "`/problems/unavailable`: the database is unreachable; retry after `Retry-After`.",
+        "`/problems/unavailable`: the database is unreachable; retry after `Retry-After`. \
+         `/problems/secret-key-missing`: a secret would be stored but the server has no \
+         sealing key (`LEADPIPE_SECRET_KEY`).",
         true,
     ),
 ];
@@ -737,6 +744,7 @@ mod tests {
                 path: String::new(),
             },
             ApiError::Unavailable,
+            ApiError::SecretKeyMissing,
             ApiError::Internal(String::new()),
         ];
         for err in &all {
@@ -761,6 +769,7 @@ mod tests {
                 | ApiError::IdempotencyKeyInFlight
                 | ApiError::IdempotencyKeyReused { .. }
                 | ApiError::Unavailable
+                | ApiError::SecretKeyMissing
                 | ApiError::Internal(_) => {}
             }
         }

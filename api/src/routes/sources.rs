@@ -107,7 +107,13 @@ async fn save_source(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(&[Role::Admin])?;
     let input: SourceInput = read_json(&req, body, state.http.max_body_bytes).await?;
-    let (saved, how) = source::upsert_with(&state.db, input, &state.http.outbound_policy()).await?;
+    let (saved, how) = source::upsert_with(
+        &state.db,
+        input,
+        &state.http.outbound_policy(),
+        &state.http.keyring,
+    )
+    .await?;
     tracing::info!(source = %saved.name, scheme = %saved.scheme, created = how == Saved::Created, "source saved");
     Ok(match how {
         Saved::Created => HttpResponse::Created()

@@ -83,6 +83,7 @@ async fn create(
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: SubscriptionIn = parse_json(&body)?;
     let outbound = state.http.outbound_policy();
+    let keyring = state.http.keyring.clone();
     idempotency::run(
         &state,
         &caller,
@@ -96,13 +97,16 @@ async fn create(
                     event_types: input.event_types,
                     description: input.description,
                 };
-                let created = subscription::create(txn, &outbound, new).await?;
+                let created = subscription::create(txn, &outbound, &keyring, new).await?;
                 let location = format!("/api/subscriptions/{}", created.subscription.id);
                 let out = CreatedOut {
                     subscription: created.subscription,
                     secret: created.secret,
                 };
-                Ok(Reply::new(StatusCode::CREATED, &out)?.location(location))
+                // The secret is in the body: a stored copy for replay is sealed.
+                Ok(Reply::new(StatusCode::CREATED, &out)?
+                    .location(location)
+                    .reveals_secret())
             })
         },
     )

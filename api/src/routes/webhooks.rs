@@ -112,7 +112,7 @@ async fn receive_webhook(
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
     let found = if is_valid_source_name(&name) {
-        source::find(&state.db, &name).await?
+        source::find(&state.db, &name, &state.http.keyring).await?
     } else {
         None
     };

@@ -25,6 +25,8 @@ pub struct ReconcileSettings {
     /// How often the scheduler looks for due cron ticks.
     pub scheduler_interval: Duration,
     pub outbound: OutboundPolicy,
+    /// Opens the sources' sealed pull auth values.
+    pub keyring: domain::sealed::Keyring,
 }
 
 impl Default for ReconcileSettings {
@@ -39,6 +41,7 @@ impl Default for ReconcileSettings {
             lease: Duration::from_secs(120),
             scheduler_interval: Duration::from_secs(1),
             outbound: OutboundPolicy::default(),
+            keyring: domain::sealed::Keyring::none(),
         }
     }
 }
@@ -56,6 +59,7 @@ impl ReconcileSettings {
             lease: Duration::from_secs(30),
             scheduler_interval: Duration::from_millis(100),
             outbound: OutboundPolicy::from_list("127.0.0.1,localhost"),
+            keyring: domain::sealed::Keyring::for_tests(),
         }
     }
 
