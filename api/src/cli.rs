@@ -146,7 +146,9 @@ pub async fn run() -> anyhow::Result<()> {
         } => {
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
-            let settings = workers.settings(cli.outbound.policy()).with_keyring(&keyring);
+            let settings = workers
+                .settings(cli.outbound.policy())
+                .with_keyring(&keyring);
             if !no_workers {
                 // Refuse bad worker settings before serving anything.
                 settings.validate().map_err(anyhow::Error::msg)?;
@@ -175,7 +177,9 @@ pub async fn run() -> anyhow::Result<()> {
         } => {
             let keyring = cli.secrets.keyring()?;
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
-            let settings = workers.settings(cli.outbound.policy()).with_keyring(&keyring);
+            let settings = workers
+                .settings(cli.outbound.policy())
+                .with_keyring(&keyring);
             workers::runtime::run(conn, settings, shutdown_signal()).await?;
         }
         Command::Prune => {
@@ -296,7 +300,15 @@ pub async fn run() -> anyhow::Result<()> {
             let keyring = cli.secrets.keyring()?;
             crate::reconcile_cmd::run(&conn, args, cli.outbound.policy(), keyring).await?;
         }
-        Command::Demo(args) => crate::demo::run(args).await?,
+        Command::Demo(mut args) => {
+            let keyring = cli.secrets.keyring()?;
+            args.keyring = if keyring.can_seal() {
+                keyring
+            } else {
+                domain::sealed::Keyring::insecure_dev()
+            };
+            crate::demo::run(args).await?
+        }
     }
     Ok(())
 }

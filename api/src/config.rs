@@ -155,7 +155,10 @@ pub struct SecretSettings {
 impl fmt::Debug for SecretSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SecretSettings")
-            .field("secret_key", &self.secret_key.as_ref().map(|_| "[redacted]"))
+            .field(
+                "secret_key",
+                &self.secret_key.as_ref().map(|_| "[redacted]"),
+            )
             .field("secret_key_file", &self.secret_key_file)
             .field("insecure_dev_secrets", &self.insecure_dev_secrets)
             .finish()
@@ -167,7 +170,10 @@ impl SecretSettings {
         let mut spec = self.secret_key.clone().unwrap_or_default();
         if let Some(path) = &self.secret_key_file {
             let keys = std::fs::read_to_string(path).map_err(|e| {
-                anyhow::anyhow!("cannot read LEADPIPE_SECRET_KEY_FILE {}: {e}", path.display())
+                anyhow::anyhow!(
+                    "cannot read LEADPIPE_SECRET_KEY_FILE {}: {e}",
+                    path.display()
+                )
             })?;
             spec.push('\n');
             spec.push_str(&keys);
@@ -184,7 +190,11 @@ pub fn log_keyring(keyring: &Keyring) {
              NO confidentiality; never use this in production"
         );
     } else if let Some(id) = keyring.current_key_id() {
-        tracing::info!(key_id = id, keys = keyring.key_ids().len(), "secrets are sealed at rest");
+        tracing::info!(
+            key_id = id,
+            keys = keyring.key_ids().len(),
+            "secrets are sealed at rest"
+        );
     } else {
         tracing::warn!(
             "no LEADPIPE_SECRET_KEY: sources and subscriptions cannot be given secrets \

@@ -70,7 +70,9 @@ impl Reply {
     fn for_replay(&self, keys: &Keyring, place: &Place) -> Result<StoredResponse, ApiError> {
         let mut stored = self.stored();
         if self.reveals_secret {
-            stored.body = keys.seal(&stored.body, place).map_err(domain::Error::from)?;
+            stored.body = keys
+                .seal(&stored.body, place)
+                .map_err(domain::Error::from)?;
         }
         Ok(stored)
     }

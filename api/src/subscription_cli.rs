@@ -4,8 +4,8 @@
 use clap::Subcommand;
 use domain::delivery::{self, DeliveryFilter};
 use domain::net_guard::OutboundPolicy;
-use domain::subscription::{self, NewSubscription};
 use domain::sealed::Keyring;
+use domain::subscription::{self, NewSubscription};
 use sea_orm::{DatabaseConnection, TransactionTrait};
 
 #[derive(Debug, Subcommand)]

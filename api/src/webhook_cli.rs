@@ -35,7 +35,11 @@ pub struct SourceArgs {
     /// A verification secret; repeat for rotation (any may match). Omit on
     /// an update to keep the stored ones. Discouraged: argv is visible to
     /// every user of the machine (`ps`); use --secret-file or the variable.
-    #[arg(long = "secret", env = "LEADPIPE_SOURCE_SECRET", hide_env_values = true)]
+    #[arg(
+        long = "secret",
+        env = "LEADPIPE_SOURCE_SECRET",
+        hide_env_values = true
+    )]
     secrets: Vec<String>,
     /// Read the secrets from this file, one a line (`-`: standard input).
     #[arg(long, conflicts_with = "secrets")]

@@ -176,9 +176,9 @@ impl Keyring {
                 Some((id, b64)) => (Some(id.trim()), b64.trim()),
                 None => (None, entry),
             };
-            let bytes = STANDARD.decode(b64).map_err(|_| {
-                KeyConfigError(format!("key #{} is not base64", n + 1))
-            })?;
+            let bytes = STANDARD
+                .decode(b64)
+                .map_err(|_| KeyConfigError(format!("key #{} is not base64", n + 1)))?;
             if bytes.len() != KEY_LEN {
                 return Err(KeyConfigError(format!(
                     "key #{} must be {KEY_LEN} bytes (base64 of 32 random bytes, e.g. `openssl rand -base64 32`), not {}",
@@ -210,8 +210,7 @@ impl Keyring {
 
     /// A fixed key (id `test`) shared by every test app in a process.
     pub fn for_tests() -> Self {
-        Self::parse(&format!("test:{}", STANDARD.encode([7u8; KEY_LEN])), false)
-            .unwrap_or_default()
+        Self::parse(&format!("test:{}", STANDARD.encode([7u8; KEY_LEN])), false).unwrap_or_default()
     }
 
     /// The id new values are sealed under; `None`: sealing refuses.
@@ -317,7 +316,6 @@ pub fn is_sealed(stored: &str) -> bool {
     stored.starts_with(PREFIX)
 }
 
-
 /// What [`rotate`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RotateReport {
@@ -352,9 +350,8 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
     };
 
     for row in source::Entity::find().all(conn).await? {
-        let stored: Vec<String> = serde_json::from_value(row.secrets.clone()).map_err(|_| {
-            DbErr::Custom(format!("source {}: secrets are not a list", row.name))
-        })?;
+        let stored: Vec<String> = serde_json::from_value(row.secrets.clone())
+            .map_err(|_| DbErr::Custom(format!("source {}: secrets are not a list", row.name)))?;
         let place = Place::source_secrets(&row.name);
         let (mut secrets, mut changed) = (Vec::with_capacity(stored.len()), 0);
         for secret in &stored {
@@ -377,7 +374,10 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
             continue;
         }
         let mut update = source::Entity::update_many()
-            .col_expr(source::Column::Secrets, Expr::value(serde_json::json!(secrets)))
+            .col_expr(
+                source::Column::Secrets,
+                Expr::value(serde_json::json!(secrets)),
+            )
             .filter(source::Column::Name.eq(&row.name))
             // An upsert always moves updated_at: a save in between wins.
             .filter(source::Column::UpdatedAt.eq(row.updated_at));
@@ -397,7 +397,12 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
     for row in subscription::Entity::find().all(conn).await? {
         let place = Place::subscription_secret(row.id);
         let mut changed = 0;
-        let Some(new) = reseal(&row.secret, &place, &mut changed, &mut report.already_current)?
+        let Some(new) = reseal(
+            &row.secret,
+            &place,
+            &mut changed,
+            &mut report.already_current,
+        )?
         else {
             continue;
         };

@@ -184,8 +184,9 @@ pub async fn upsert_with<C: ConnectionTrait>(
     let now = Utc::now();
     let mut model = valid.active_model(now);
     if let SecretChange::Set(secret) = &valid.pull.auth_secret {
-        model.pull_auth_secret =
-            Set(Some(keys.seal(secret, &Place::pull_auth_secret(&valid.name))?));
+        model.pull_auth_secret = Set(Some(
+            keys.seal(secret, &Place::pull_auth_secret(&valid.name))?,
+        ));
     }
     let mut updated = vec![
         Column::Scheme,
@@ -902,13 +903,18 @@ mod tests {
             let m = messages(validate_strict(input(scheme, &["whsk_c2VjcmV0"])).unwrap_err());
             assert!(m[0].contains("ed25519"), "{scheme}: {m:?}");
             let m = messages(validate_strict(input(scheme, &[HMAC, "s"])).unwrap_err());
-            assert!(m[0].contains("secret #2") && m[0].contains("16 bytes"), "{m:?}");
+            assert!(
+                m[0].contains("secret #2") && m[0].contains("16 bytes"),
+                "{m:?}"
+            );
         }
         // standard-webhooks keeps its public keys, refuses private and tiny keys.
         assert!(validate_strict(input("standard-webhooks", &[public])).is_ok());
-        let m = messages(validate_strict(input("standard-webhooks", &["whsk_c2VjcmV0"])).unwrap_err());
+        let m =
+            messages(validate_strict(input("standard-webhooks", &["whsk_c2VjcmV0"])).unwrap_err());
         assert!(m[0].contains("private signing key"), "{m:?}");
-        let m = messages(validate_strict(input("standard-webhooks", &["whsec_c2VjcmV0"])).unwrap_err());
+        let m =
+            messages(validate_strict(input("standard-webhooks", &["whsec_c2VjcmV0"])).unwrap_err());
         assert!(m[0].contains("16 bytes"), "{m:?}");
     }
 

@@ -169,19 +169,15 @@ impl Publisher {
         .to_string();
         let timestamp = chrono::Utc::now().timestamp();
         let msg_id = &claim.event.event_id;
-        let secret = match domain::subscription::signing_secret(
-            &self.settings.keyring,
-            &claim.subscription,
-        ) {
-            Ok(secret) => secret,
-            Err(err) => return AttemptResult::Refused(format!("cannot open the secret: {err}")),
-        };
-        let signature = match standard_webhooks::sign(
-            &secret,
-            msg_id,
-            timestamp,
-            body.as_bytes(),
-        ) {
+        let secret =
+            match domain::subscription::signing_secret(&self.settings.keyring, &claim.subscription)
+            {
+                Ok(secret) => secret,
+                Err(err) => {
+                    return AttemptResult::Refused(format!("cannot open the secret: {err}"));
+                }
+            };
+        let signature = match standard_webhooks::sign(&secret, msg_id, timestamp, body.as_bytes()) {
             Ok(signature) => signature,
             Err(err) => return AttemptResult::Refused(format!("cannot sign: {err}")),
         };

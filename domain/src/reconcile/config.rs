@@ -251,7 +251,10 @@ mod tests {
             "https://evil.example.net/leads",
             "not a url",
         ] {
-            assert!(!same_origin("https://api.example.com/leads", other), "{other}");
+            assert!(
+                !same_origin("https://api.example.com/leads", other),
+                "{other}"
+            );
         }
     }
 

@@ -565,11 +565,19 @@ mod tests {
 
     #[test]
     fn validate_flags_any_unusable_secret() {
-        let ok = SchemeConfig::new(Scheme::Github, vec!["a".into()]);
+        let ok = SchemeConfig::new(Scheme::Github, vec!["sixteen-byte-key".into()]);
         assert!(ok.validate().is_ok());
         let empty = SchemeConfig::new(Scheme::Github, vec![]);
         assert_eq!(empty.validate(), Err(SignatureError::NoUsableSecret));
-        let blank = SchemeConfig::new(Scheme::Github, vec!["a".into(), String::new()]);
+        let short = SchemeConfig::new(Scheme::Github, vec!["a".into()]);
+        assert_eq!(short.validate(), Err(SignatureError::NoUsableSecret));
+        let public =
+            SchemeConfig::new(Scheme::Stripe, vec!["whpk_AAAAAAAAAAAAAAAAAAAAAAAA".into()]);
+        assert_eq!(public.validate(), Err(SignatureError::NoUsableSecret));
+        let blank = SchemeConfig::new(
+            Scheme::Github,
+            vec!["sixteen-byte-key".into(), String::new()],
+        );
         assert_eq!(blank.validate(), Err(SignatureError::NoUsableSecret));
         let bad_b64 = SchemeConfig::new(Scheme::StandardWebhooks, vec!["whsec_!!notbase64".into()]);
         assert_eq!(bad_b64.validate(), Err(SignatureError::NoUsableSecret));
