@@ -68,6 +68,10 @@ pub struct HttpSettings {
     /// Largest file accepted by `POST /api/imports`, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub import_max_bytes: usize,
+    /// Where uploads are spooled (0700; files 0600). Default: `leadpipe-spool`
+    /// in the system's temp directory.
+    #[arg(long, env = "LEADPIPE_SPOOL_DIR")]
+    pub spool_dir: Option<PathBuf>,
     /// Runs started by `POST /api/ops/reconcile/{source}`: filled from the
     /// worker flags (`--reconcile-*`) and `--outbound-allow`.
     #[arg(skip)]
@@ -90,6 +94,7 @@ impl HttpSettings {
             group_commit_max_batch: 128,
             group_commit_committers: 4,
             import_max_bytes: 64 * 1024 * 1024,
+            spool_dir: None,
             reconcile: workers::reconcile::ReconcileSettings::for_tests(),
             keyring: Keyring::for_tests(),
         }

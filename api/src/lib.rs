@@ -13,6 +13,7 @@ pub mod import_cmd;
 pub mod metrics;
 pub mod reconcile_cmd;
 pub mod routes;
+pub mod spool;
 pub mod startup;
 pub mod storage;
 pub mod subscription_cli;

@@ -532,7 +532,10 @@ async fn pull_urls_to_internal_addresses_are_refused_unless_allow_listed(backend
     // reconciler whose policy does not allow it, and the run fails at once.
     let strict = workers::reconcile::Reconciler::new(
         app.db.clone(),
-        workers::reconcile::ReconcileSettings::default(),
+        workers::reconcile::ReconcileSettings {
+            keyring: domain::sealed::Keyring::for_tests(),
+            ..Default::default()
+        },
     )
     .unwrap();
     let run = runs::start(&app.db, &start_of("puller")).await.unwrap();
