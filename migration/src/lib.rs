@@ -22,6 +22,8 @@ mod m20261130_000405_create_crm_activity;
 mod m20261130_000406_create_import;
 // Reconcile (issue 5).
 mod m20261130_000501_create_reconcile;
+// Sealed subscription secrets need a longer column.
+mod m20261201_000610_widen_subscription_secret;
 
 pub struct Migrator;
 
@@ -46,6 +48,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000405_create_crm_activity::Migration),
             Box::new(m20261130_000406_create_import::Migration),
             Box::new(m20261130_000501_create_reconcile::Migration),
+            Box::new(m20261201_000610_widen_subscription_secret::Migration),
         ]
     }
 }
