@@ -22,7 +22,8 @@ pub fn dir(configured: Option<&Path>) -> PathBuf {
 }
 
 /// Creates the directory (0700) if needed, and refuses one that others may
-/// enter: a shared temp directory lets anyone create the name first.
+/// write to: there they could rename or replace a spool under us (a shared
+/// temp directory lets anyone create the name first).
 fn ensure_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
@@ -32,11 +33,11 @@ fn ensure_dir(dir: &Path) -> io::Result<()> {
             .mode(0o700)
             .create(dir)?;
         let mode = fs::metadata(dir)?.permissions().mode();
-        if mode & 0o077 != 0 {
+        if mode & 0o022 != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 format!(
-                    "spool directory {} is open to other users (mode {:o}); make it 0700 or set LEADPIPE_SPOOL_DIR",
+                    "spool directory {} is writable by other users (mode {:o}); make it 0700 or set LEADPIPE_SPOOL_DIR",
                     dir.display(),
                     mode & 0o777
                 ),

@@ -349,6 +349,9 @@ async fn a_pull_url_on_a_new_origin_needs_the_auth_value_again(backend: Backend)
         json!({"name": "moving", "scheme": "hmac-sha256", "secrets": ["sixteen-byte-key"],
                "pull_url": url, "pull_auth_header": "authorization"})
     };
+    // Each host answers 401 to any other value (and records what it got).
+    old_host.require_auth("authorization", "Bearer old-host-only");
+    new_host.require_auth("authorization", "Bearer new-host-value");
     let mut first = config(&old_host.pull_url);
     first["pull_auth_secret"] = json!("Bearer old-host-only");
     assert_eq!(app.save_source(&admin, &first).await.status(), 201);
