@@ -59,7 +59,9 @@ struct CreatedOut {
 /// `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of
 /// "{id}.{timestamp}.{body}">`) signed with the `secret` shown only in this
 /// response; retried with backoff on `429`, `5xx` and timeouts; `410`
-/// disables the subscription.
+/// disables the subscription. The secret is stored sealed; a replay of the
+/// same `Idempotency-Key` answers the same body, kept sealed meanwhile.
+/// Without a sealing key on the server: `503 /problems/secret-key-missing`.
 #[utoipa::path(
     post,
     path = "/api/subscriptions",
