@@ -176,6 +176,7 @@ pub async fn run() -> anyhow::Result<()> {
             workers,
         } => {
             let keyring = cli.secrets.keyring()?;
+            crate::config::log_keyring(&keyring);
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let settings = workers
                 .settings(cli.outbound.policy())

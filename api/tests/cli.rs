@@ -4,6 +4,9 @@
 
 use std::process::{Command, Output};
 
+/// A sealing key for this test's secrets (32 bytes of 7, base64).
+const TEST_KEY: &str = "cli:BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
+
 struct Cli {
     dir: std::path::PathBuf,
 }
@@ -22,6 +25,7 @@ impl Cli {
             .env("DATABASE_URL", url)
             .env("RUST_LOG", "error")
             .env("LEADPIPE_OUTBOUND_ALLOW", "127.0.0.1")
+            .env("LEADPIPE_SECRET_KEY", TEST_KEY)
             .output()
             .expect("run leadpipe")
     }
@@ -106,4 +110,46 @@ fn tokens_subscriptions_and_deliveries_from_the_command_line() {
     assert!(cli.ok(&["subscription", "remove", "1"]).contains("removed"));
     assert!(!cli.run(&["subscription", "remove", "1"]).status.success());
     assert!(cli.ok(&["prune"]).contains("expired idempotency keys"));
+}
+
+#[test]
+fn help_never_prints_secret_environment_values() {
+    let env = [
+        (
+            "LEADPIPE_SECRET_KEY",
+            "help:c2VjcmV0LWtleS1tYXRlcmlhbC1oZWxwLWhlbHAtaGVscA==",
+        ),
+        ("LEADPIPE_SOURCE_SECRET", "whsec_source-secret-in-env"),
+        ("LEADPIPE_PULL_AUTH_SECRET", "Bearer pull-secret-in-env"),
+    ];
+    for args in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["source", "add", "--help"],
+        &["secrets", "rotate", "--help"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_leadpipe"))
+            .args(args)
+            .env(
+                "DATABASE_URL",
+                "postgres://leadpipe:hunter2@db.internal/leads",
+            )
+            .envs(env)
+            .output()
+            .expect("run leadpipe");
+        let help = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{args:?}: {help}");
+        for secret in [
+            "hunter2",
+            "c2VjcmV0",
+            "source-secret-in-env",
+            "pull-secret-in-env",
+        ] {
+            assert!(!help.contains(secret), "{args:?} shows {secret}:\n{help}");
+        }
+    }
 }

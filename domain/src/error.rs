@@ -37,7 +37,7 @@ pub enum Error {
     AlreadyConverted(Box<crate::entities::lead_conversion::Model>),
     /// A secret could not be sealed or opened (no key configured, or a
     /// stored value under a key that is not).
-    #[error("{0}")]
+    #[error(transparent)]
     Sealed(#[from] crate::sealed::SealError),
     #[error("database error: {0}")]
     Db(#[from] DbErr),

@@ -20,7 +20,7 @@ use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use rand::RngCore;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use sha2::{Digest, Sha256};
 
 use crate::entities::{idempotency_key, source, subscription};
@@ -419,9 +419,18 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
         }
     }
 
-    // Only replies that were sealed reveal a secret; the others stay as they are.
+    // Replies that reveal a secret: those stored sealed, and subscription
+    // creations stored in plaintext before sealing existed. Others stay.
+    let revealing = Condition::any()
+        .add(idempotency_key::Column::ResponseBody.starts_with(PREFIX))
+        .add(
+            Condition::all()
+                .add(idempotency_key::Column::Method.eq("POST"))
+                .add(idempotency_key::Column::Path.starts_with("/api/subscriptions"))
+                .add(idempotency_key::Column::ResponseStatus.eq(201i16)),
+        );
     let replies = idempotency_key::Entity::find()
-        .filter(idempotency_key::Column::ResponseBody.starts_with(PREFIX))
+        .filter(revealing)
         .all(conn)
         .await?;
     for row in replies {
