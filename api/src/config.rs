@@ -152,7 +152,12 @@ pub struct SecretSettings {
     /// Development only: without a key, seal secrets under a well-known key
     /// (no confidentiality at all). `leadpipe secrets rotate` upgrades them
     /// once a real key is set.
-    #[arg(long, env = "LEADPIPE_INSECURE_DEV_SECRETS", global = true)]
+    #[arg(
+        long,
+        env = "LEADPIPE_INSECURE_DEV_SECRETS",
+        global = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub insecure_dev_secrets: bool,
 }
 

@@ -19,13 +19,21 @@ impl Cli {
     }
 
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[("LEADPIPE_SECRET_KEY", TEST_KEY)])
+    }
+
+    /// Without a sealing key unless `env` gives one.
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let url = format!("sqlite://{}?mode=rwc", self.dir.join("cli.db").display());
         Command::new(env!("CARGO_BIN_EXE_leadpipe"))
             .args(args)
             .env("DATABASE_URL", url)
             .env("RUST_LOG", "error")
             .env("LEADPIPE_OUTBOUND_ALLOW", "127.0.0.1")
-            .env("LEADPIPE_SECRET_KEY", TEST_KEY)
+            .env_remove("LEADPIPE_SECRET_KEY")
+            .env_remove("LEADPIPE_SECRET_KEY_FILE")
+            .env_remove("LEADPIPE_INSECURE_DEV_SECRETS")
+            .envs(env.iter().copied())
             .output()
             .expect("run leadpipe")
     }
@@ -152,4 +160,40 @@ fn help_never_prints_secret_environment_values() {
             assert!(!help.contains(secret), "{args:?} shows {secret}:\n{help}");
         }
     }
+}
+
+#[test]
+fn without_a_key_secrets_are_refused_unless_in_development_mode() {
+    let cli = Cli::new();
+    let add = [
+        "source",
+        "add",
+        "--name",
+        "dev",
+        "--scheme",
+        "github",
+        "--secret",
+        "a-development-secret",
+    ];
+    let refused = cli.run_with(&add, &[]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("LEADPIPE_SECRET_KEY") && said.contains("LEADPIPE_INSECURE_DEV_SECRETS"),
+        "{said}"
+    );
+
+    let dev = cli.run_with(&add, &[("LEADPIPE_INSECURE_DEV_SECRETS", "1")]);
+    assert!(
+        dev.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dev.stderr)
+    );
+    // Once a real key is set, rotate moves the development value under it.
+    let rotated = cli.run_with(&["secrets", "rotate"], &[("LEADPIPE_SECRET_KEY", TEST_KEY)]);
+    let out = String::from_utf8_lossy(&rotated.stdout);
+    assert!(
+        out.contains("re-sealed under key 'cli': 1 source secrets"),
+        "{out}"
+    );
 }
