@@ -34,18 +34,17 @@ pub struct SourceArgs {
     scheme: String,
     /// A verification secret; repeat for rotation (any may match). Omit on
     /// an update to keep the stored ones. Discouraged: argv is visible to
-    /// every user of the machine (`ps`); use --secret-file or the variable.
-    #[arg(
-        long = "secret",
-        env = "LEADPIPE_SOURCE_SECRET",
-        hide_env_values = true
-    )]
+    /// every user of the machine (`ps`); use --secret-file or --secret-env.
+    #[arg(long = "secret")]
     secrets: Vec<String>,
     /// Read the secrets from this file, one a line (`-`: standard input).
     #[arg(long, conflicts_with = "secrets")]
     secret_file: Option<PathBuf>,
+    /// Read the secrets from this environment variable, one a line.
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["secrets", "secret_file"])]
+    secret_env: Option<String>,
     /// standard-webhooks: generate a whsec_ secret and print it once.
-    #[arg(long, conflicts_with_all = ["secrets", "secret_file"])]
+    #[arg(long, conflicts_with_all = ["secrets", "secret_file", "secret_env"])]
     generate_secret: bool,
     #[arg(long)]
     tolerance_secs: Option<i64>,
@@ -186,15 +185,24 @@ pub async fn run_source(
             if stdin_twice {
                 anyhow::bail!("only one of --secret-file and --pull-auth-secret-file can be `-`");
             }
-            if let Some(path) = &args.secret_file {
-                args.secrets = read_secret_file(path)?
+            let given = match (&args.secret_file, &args.secret_env) {
+                (Some(path), _) => Some((read_secret_file(path)?, path.display().to_string())),
+                (None, Some(var)) => {
+                    let value = std::env::var(var)
+                        .map_err(|_| anyhow::anyhow!("environment variable {var} is not set"))?;
+                    Some((value, var.clone()))
+                }
+                (None, None) => None,
+            };
+            if let Some((text, from)) = given {
+                args.secrets = text
                     .lines()
                     .map(str::trim)
                     .filter(|l| !l.is_empty())
                     .map(str::to_owned)
                     .collect();
                 if args.secrets.is_empty() {
-                    anyhow::bail!("{} holds no secret", path.display());
+                    anyhow::bail!("{from} holds no secret");
                 }
             }
             if let Some(path) = &args.pull_auth_secret_file {

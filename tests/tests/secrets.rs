@@ -33,7 +33,7 @@ on_both_backends!(
     a_replayed_subscription_answer_is_stored_sealed,
     a_pull_url_on_a_new_origin_needs_the_auth_value_again,
     rotate_reseals_everything_under_the_new_key,
-    a_source_created_with_a_secret_file_or_stdin_verifies_webhooks,
+    a_source_created_with_a_secret_file_stdin_or_env_verifies_webhooks,
     stale_upload_spools_are_removed_and_uploads_leave_none,
 );
 
@@ -543,7 +543,7 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
     );
 }
 
-async fn a_source_created_with_a_secret_file_or_stdin_verifies_webhooks(backend: Backend) {
+async fn a_source_created_with_a_secret_file_stdin_or_env_verifies_webhooks(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let dir = std::env::temp_dir().join(format!("lp-secret-file-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -587,7 +587,30 @@ async fn a_source_created_with_a_secret_file_or_stdin_verifies_webhooks(backend:
     );
     assert!(added.status.success(), "{}", text(&added));
 
-    for (name, key) in [("from-file", key.as_slice()), ("from-stdin", stdin_key)] {
+    let env_key = b"env-signing-key-0000001";
+    let env_secret = standard_secret(env_key);
+    let added = cli(
+        &app.database_url,
+        &[
+            "source",
+            "add",
+            "--name",
+            "from-env",
+            "--scheme",
+            "standard-webhooks",
+            "--secret-env",
+            "PARTNER_SECRET",
+        ],
+        &[env[0], ("PARTNER_SECRET", env_secret.as_str())],
+        None,
+    );
+    assert!(added.status.success(), "{}", text(&added));
+
+    for (name, key) in [
+        ("from-file", key.as_slice()),
+        ("from-stdin", stdin_key),
+        ("from-env", env_key),
+    ] {
         let body = lead_event("f-1", "ada@example.com", "2026-11-30T10:00:00Z");
         let response = app
             .post_webhook(name, &standard_headers(key, "msg_f", now(), &body), &body)
