@@ -60,8 +60,13 @@ impl Application {
             )
         });
         let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
+        // Runs started over HTTP open secrets with the server's own keys.
+        let reconcile = workers::reconcile::ReconcileSettings {
+            keyring: settings.keyring.clone(),
+            ..settings.reconcile.clone()
+        };
         let reconciler = Arc::new(
-            workers::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
+            workers::reconcile::Reconciler::new(db.clone(), reconcile)
                 .map_err(std::io::Error::other)?,
         );
         let principals = domain::auth::PrincipalCache::new(

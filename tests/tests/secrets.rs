@@ -340,7 +340,16 @@ async fn a_replayed_subscription_answer_is_stored_sealed(backend: Backend) {
 }
 
 async fn a_pull_url_on_a_new_origin_needs_the_auth_value_again(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    // A key of this server's own: runs started over HTTP must open with it.
+    let keyring = Keyring::parse(&format!("srv:{}", STANDARD.encode([3u8; 32])), false).unwrap();
+    let app = TestApp::spawn_with(
+        backend,
+        HttpSettings {
+            keyring,
+            ..HttpSettings::for_tests()
+        },
+    )
+    .await;
     let admin = app.admin_token().await;
     let ops = app.token(Role::Ops, None).await;
     let old_host = FakeSource::start(2).await.unwrap();
