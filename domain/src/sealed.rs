@@ -114,6 +114,8 @@ impl fmt::Debug for Keyring {
     }
 }
 
+// By key ids and mode (settings compare equal when configured alike); the
+// key material itself is never compared or shown.
 impl PartialEq for Keyring {
     fn eq(&self, other: &Self) -> bool {
         self.key_ids() == other.key_ids() && self.inner.dev_mode == other.inner.dev_mode
