@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use domain::auth::Role;
 
-use crate::config::{DbSettings, HttpSettings, OutboundSettings};
+use crate::config::{DbSettings, HttpSettings, OutboundSettings, SecretSettings};
 use crate::startup::Application;
 use crate::storage;
 use crate::webhook_cli::{self, InboxCommand, SourceCommand};
@@ -20,6 +20,8 @@ pub struct Cli {
     pub db: DbSettings,
     #[command(flatten)]
     pub outbound: OutboundSettings,
+    #[command(flatten)]
+    pub secrets: SecretSettings,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -82,6 +84,11 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::subscription_cli::DeliveryCommand,
     },
+    /// Sealed secrets: re-seal every stored secret under the current key.
+    Secrets {
+        #[command(subcommand)]
+        command: SecretsCommand,
+    },
     /// Inspect and retry webhook inbox events.
     Inbox {
         #[command(subcommand)]
@@ -93,6 +100,14 @@ pub enum Command {
     /// The whole pipeline in one command, on a fresh SQLite file: a fake
     /// source, signed webhooks (some redelivered, some dropped), a reconcile.
     Demo(crate::demo::DemoArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SecretsCommand {
+    /// Re-seal every stored secret (source secrets, pull auth values,
+    /// subscription secrets, stored replies that reveal one) under the first
+    /// configured key, and seal legacy plaintext ones. Safe to re-run.
+    Rotate,
 }
 
 #[derive(Debug, Subcommand)]
@@ -129,7 +144,11 @@ pub async fn run() -> anyhow::Result<()> {
             no_workers,
             workers,
         } => {
-            let settings = workers.settings(cli.outbound.policy());
+            let keyring = cli.secrets.keyring()?;
+            crate::config::log_keyring(&keyring);
+            let settings = workers
+                .settings(cli.outbound.policy())
+                .with_keyring(&keyring);
             if !no_workers {
                 // Refuse bad worker settings before serving anything.
                 settings.validate().map_err(anyhow::Error::msg)?;
@@ -137,6 +156,7 @@ pub async fn run() -> anyhow::Result<()> {
             let mut http = http;
             http.outbound_allow = cli.outbound.outbound_allow.clone();
             http.reconcile = settings.reconcile.clone();
+            http.keyring = keyring;
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
@@ -158,8 +178,12 @@ pub async fn run() -> anyhow::Result<()> {
             no_migrate,
             workers,
         } => {
+            let keyring = cli.secrets.keyring()?;
+            crate::config::log_keyring(&keyring);
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
-            let settings = workers.settings(cli.outbound.policy());
+            let settings = workers
+                .settings(cli.outbound.policy())
+                .with_keyring(&keyring);
             workers::runtime::run(conn, settings, shutdown_signal()).await?;
         }
         Command::Prune => {
@@ -232,12 +256,40 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            webhook_cli::run_source(&conn, command, &cli.outbound.policy()).await?;
+            let keyring = cli.secrets.keyring()?;
+            webhook_cli::run_source(&conn, command, &cli.outbound.policy(), &keyring).await?;
         }
         Command::Subscription { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            crate::subscription_cli::run_subscription(&conn, &cli.outbound.policy(), command)
-                .await?;
+            let keyring = cli.secrets.keyring()?;
+            crate::subscription_cli::run_subscription(
+                &conn,
+                &cli.outbound.policy(),
+                &keyring,
+                command,
+            )
+            .await?;
+        }
+        Command::Secrets {
+            command: SecretsCommand::Rotate,
+        } => {
+            let keyring = cli.secrets.keyring()?;
+            let Some(key_id) = keyring.current_key_id().map(str::to_owned) else {
+                anyhow::bail!(domain::sealed::SealError::NoKey);
+            };
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            let report = domain::sealed::rotate(&conn, &keyring).await?;
+            println!(
+                "re-sealed under key '{key_id}': {} source secrets, {} pull auth values, {} \
+                 subscription secrets, {} stored replies; {} already current; {} changed while \
+                 rotating (run again)",
+                report.source_secrets,
+                report.pull_auth_values,
+                report.subscription_secrets,
+                report.stored_replies,
+                report.already_current,
+                report.raced,
+            );
         }
         Command::Delivery { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
@@ -249,9 +301,18 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Reconcile(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
-            crate::reconcile_cmd::run(&conn, args, cli.outbound.policy()).await?;
+            let keyring = cli.secrets.keyring()?;
+            crate::reconcile_cmd::run(&conn, args, cli.outbound.policy(), keyring).await?;
         }
-        Command::Demo(args) => crate::demo::run(args).await?,
+        Command::Demo(mut args) => {
+            let keyring = cli.secrets.keyring()?;
+            args.keyring = if keyring.can_seal() {
+                keyring
+            } else {
+                domain::sealed::Keyring::insecure_dev()
+            };
+            crate::demo::run(args).await?
+        }
     }
     Ok(())
 }

@@ -1,14 +1,21 @@
 //! Configuration by flags and `LEADPIPE_*` environment variables.
 
+use std::fmt;
+use std::path::PathBuf;
+
 use clap::Args;
+use domain::sealed::Keyring;
 
 #[derive(Debug, Clone, Args)]
 pub struct DbSettings {
     /// Where leads live: `sqlite://FILE?mode=rwc` or `postgres://…`.
+    // `hide_env_values`: a PostgreSQL URL carries its password, and `--help`
+    // would print it.
     #[arg(
         long,
         env = "DATABASE_URL",
         default_value = "sqlite://leadpipe.db?mode=rwc",
+        hide_env_values = true,
         global = true
     )]
     pub database_url: String,
@@ -61,6 +68,10 @@ pub struct HttpSettings {
     /// Largest file accepted by `POST /api/imports`, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub import_max_bytes: usize,
+    /// Where uploads are spooled (0700; files 0600). Default: `leadpipe-spool`
+    /// in the system's temp directory.
+    #[arg(long, env = "LEADPIPE_SPOOL_DIR")]
+    pub spool_dir: Option<PathBuf>,
     /// Runs started by `POST /api/ops/reconcile/{source}`: filled from the
     /// worker flags (`--reconcile-*`) and `--outbound-allow`.
     #[arg(skip)]
@@ -89,6 +100,9 @@ pub struct HttpSettings {
     /// before it is limited (at least the rate).
     #[arg(long, env = "LEADPIPE_WEBHOOK_BURST", default_value_t = 1000)]
     pub webhook_burst: u32,
+    /// Seals secrets before they are stored: filled from `SecretSettings`.
+    #[arg(skip)]
+    pub keyring: Keyring,
 }
 
 impl HttpSettings {
@@ -104,12 +118,14 @@ impl HttpSettings {
             group_commit_max_batch: 128,
             group_commit_committers: 4,
             import_max_bytes: 64 * 1024 * 1024,
+            spool_dir: None,
             reconcile: workers::reconcile::ReconcileSettings::for_tests(),
             metrics_bind: None,
             metrics_refresh_secs: 0.5,
             auth_fail_per_minute: 30,
             webhook_rate: 500,
             webhook_burst: 1000,
+            keyring: Keyring::for_tests(),
         }
     }
 
@@ -149,5 +165,87 @@ pub struct OutboundSettings {
 impl OutboundSettings {
     pub fn policy(&self) -> domain::net_guard::OutboundPolicy {
         domain::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
+    }
+}
+
+/// The keys that seal secrets at rest (source secrets, pull auth values,
+/// subscription secrets). See docs/security/secrets.md.
+#[derive(Clone, Args)]
+pub struct SecretSettings {
+    /// Sealing keys, comma-separated `ID:BASE64` entries of 32 random bytes
+    /// (`openssl rand -base64 32`); the first seals, every one opens. Prefer
+    /// the environment variable or --secret-key-file to this flag.
+    #[arg(
+        long,
+        env = "LEADPIPE_SECRET_KEY",
+        hide_env_values = true,
+        global = true
+    )]
+    pub secret_key: Option<String>,
+    /// A file of sealing keys, one `ID:BASE64` a line, the sealing one first.
+    #[arg(long, env = "LEADPIPE_SECRET_KEY_FILE", global = true)]
+    pub secret_key_file: Option<PathBuf>,
+    /// Development only: without a key, seal secrets under a well-known key
+    /// (no confidentiality at all). `leadpipe secrets rotate` upgrades them
+    /// once a real key is set.
+    #[arg(
+        long,
+        env = "LEADPIPE_INSECURE_DEV_SECRETS",
+        global = true,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub insecure_dev_secrets: bool,
+}
+
+// Hand-written: key material never reaches a log line.
+impl fmt::Debug for SecretSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecretSettings")
+            .field(
+                "secret_key",
+                &self.secret_key.as_ref().map(|_| "[redacted]"),
+            )
+            .field("secret_key_file", &self.secret_key_file)
+            .field("insecure_dev_secrets", &self.insecure_dev_secrets)
+            .finish()
+    }
+}
+
+impl SecretSettings {
+    pub fn keyring(&self) -> anyhow::Result<Keyring> {
+        let mut spec = self.secret_key.clone().unwrap_or_default();
+        if let Some(path) = &self.secret_key_file {
+            let keys = std::fs::read_to_string(path).map_err(|e| {
+                anyhow::anyhow!(
+                    "cannot read LEADPIPE_SECRET_KEY_FILE {}: {e}",
+                    path.display()
+                )
+            })?;
+            spec.push('\n');
+            spec.push_str(&keys);
+        }
+        Ok(Keyring::parse(&spec, self.insecure_dev_secrets)?)
+    }
+}
+
+/// Says at start-up what sealing will do, once.
+pub fn log_keyring(keyring: &Keyring) {
+    if keyring.is_insecure_dev() {
+        tracing::warn!(
+            "LEADPIPE_INSECURE_DEV_SECRETS: secrets are sealed under a well-known key and have \
+             NO confidentiality; never use this in production"
+        );
+    } else if let Some(id) = keyring.current_key_id() {
+        tracing::info!(
+            key_id = id,
+            keys = keyring.key_ids().len(),
+            "secrets are sealed at rest"
+        );
+    } else {
+        tracing::warn!(
+            "no LEADPIPE_SECRET_KEY: sources and subscriptions cannot be given secrets \
+             (503 /problems/secret-key-missing); set it, or LEADPIPE_INSECURE_DEV_SECRETS=1 \
+             to try things out"
+        );
     }
 }

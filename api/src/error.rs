@@ -75,6 +75,13 @@ pub enum ApiError {
     },
     #[error("the database is unavailable")]
     Unavailable,
+    /// Storing a secret needs a sealing key, and none is configured.
+    #[error(
+        "secrets cannot be stored: no secret key is configured. Set LEADPIPE_SECRET_KEY \
+         (or LEADPIPE_SECRET_KEY_FILE) on the server, or LEADPIPE_INSECURE_DEV_SECRETS=1 for \
+         a development setup without confidentiality"
+    )]
+    SecretKeyMissing,
     /// The cause is logged, never sent to the client.
     #[error("internal error")]
     Internal(String),
@@ -114,6 +121,7 @@ impl ApiError {
             ),
             Self::TooManyRequests { .. } => ("too-many-requests", "Too many requests"),
             Self::Unavailable => ("unavailable", "Service unavailable"),
+            Self::SecretKeyMissing => ("secret-key-missing", "Secret key not configured"),
             Self::Internal(_) => ("internal", "Internal server error"),
         }
     }
@@ -215,7 +223,7 @@ impl ResponseError for ApiError {
             Self::IdempotencyKeyMissing | Self::IdempotencyKeyInvalid(_) => StatusCode::BAD_REQUEST,
             Self::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable | Self::SecretKeyMissing => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -269,6 +277,8 @@ impl From<domain::Error> for ApiError {
                 lead_id: conversion.lead_id,
                 conversion: serde_json::to_value(&*conversion).unwrap_or_default(),
             },
+            domain::Error::Sealed(domain::sealed::SealError::NoKey) => Self::SecretKeyMissing,
+            domain::Error::Sealed(other) => Self::internal(other),
             domain::Error::Db(db) => db.into(),
         }
     }

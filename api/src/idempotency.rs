@@ -9,6 +9,7 @@ use actix_web::{HttpRequest, HttpResponse};
 use domain::auth::Principal;
 use domain::idempotency::{self, Claim, IdempotencyKey, NewRequest, StoredResponse};
 use domain::precondition::IfMatch;
+use domain::sealed::{self, Keyring, Place};
 use futures::future::LocalBoxFuture;
 use sea_orm::DatabaseTransaction;
 use serde::Serialize;
@@ -32,6 +33,8 @@ pub struct Reply {
     location: Option<String>,
     etag: Option<String>,
     body: String,
+    /// The body reveals a secret: its copy kept for replay is sealed.
+    reveals_secret: bool,
 }
 
 impl Reply {
@@ -42,6 +45,7 @@ impl Reply {
             location: None,
             etag: None,
             body,
+            reveals_secret: false,
         })
     }
 
@@ -53,6 +57,25 @@ impl Reply {
     pub fn etag(mut self, etag: String) -> Self {
         self.etag = Some(etag);
         self
+    }
+
+    /// Marks a body that shows a secret once (a new subscription's): the
+    /// response stored for replay is sealed, so the idempotency table never
+    /// holds the secret readable, and a replay still answers the same.
+    pub fn reveals_secret(mut self) -> Self {
+        self.reveals_secret = true;
+        self
+    }
+
+    /// What is stored for replay under `place`.
+    fn for_replay(&self, keys: &Keyring, place: &Place) -> Result<StoredResponse, ApiError> {
+        let mut stored = self.stored();
+        if self.reveals_secret {
+            stored.body = keys
+                .seal(&stored.body, place)
+                .map_err(domain::Error::from)?;
+        }
+        Ok(stored)
     }
 
     fn stored(&self) -> StoredResponse {
@@ -158,6 +181,7 @@ where
         path,
     };
     let claim = idempotency::claim(&state.db, &state.idempotency, &request).await?;
+    let replay_place = Place::idempotent_response(caller.id, key.as_str());
     let result = match &claim {
         Claim::Acquired(_) => "executed",
         Claim::Replay(_) => "replayed",
@@ -167,7 +191,16 @@ where
     metrics::counter!("leadpipe_idempotency_requests_total", "result" => result).increment(1);
     let lease = match claim {
         Claim::Acquired(lease) => lease,
-        Claim::Replay(stored) => return Ok(respond(&stored, Some(true))),
+        Claim::Replay(mut stored) => {
+            if sealed::is_sealed(&stored.body) {
+                stored.body = state
+                    .http
+                    .keyring
+                    .open(&stored.body, &replay_place)
+                    .map_err(ApiError::internal)?;
+            }
+            return Ok(respond(&stored, Some(true)));
+        }
         Claim::InFlight => return Err(ApiError::IdempotencyKeyInFlight),
         Claim::Mismatch { method, path } => {
             return Err(ApiError::IdempotencyKeyReused { method, path });
@@ -181,7 +214,17 @@ where
     }
     match work(&txn).await {
         Ok(reply) => {
-            if !lease.complete(&txn, &reply.stored()).await? {
+            let stored = match reply.for_replay(&state.http.keyring, &replay_place) {
+                Ok(stored) => stored,
+                Err(err) => {
+                    txn.rollback().await?;
+                    if let Err(release_err) = lease.release(&state.db).await {
+                        tracing::warn!(error = %release_err, "could not release idempotency key; it frees itself after the lease");
+                    }
+                    return Err(err);
+                }
+            };
+            if !lease.complete(&txn, &stored).await? {
                 // Our lease lapsed and another request took the key over:
                 // its execution is the one that counts.
                 txn.rollback().await?;

@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod rate_limit;
 pub mod reconcile_cmd;
 pub mod routes;
+pub mod spool;
 pub mod startup;
 pub mod storage;
 pub mod subscription_cli;

@@ -33,9 +33,11 @@ pub async fn run(
     db: &DatabaseConnection,
     args: ReconcileArgs,
     outbound: OutboundPolicy,
+    keyring: domain::sealed::Keyring,
 ) -> anyhow::Result<()> {
     let settings = ReconcileSettings {
         outbound,
+        keyring,
         ..Default::default()
     };
     let start = StartRun {

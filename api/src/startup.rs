@@ -60,6 +60,17 @@ impl Application {
         crate::metrics::handle();
         let listener = TcpListener::bind(&settings.bind)?;
         let port = listener.local_addr()?.port();
+        // Uploads a crashed run left behind (the live ones are locked).
+        let spool_dir = crate::spool::dir(settings.spool_dir.as_deref());
+        match crate::spool::remove_stale(&spool_dir) {
+            Ok(0) => {}
+            Ok(removed) => {
+                tracing::info!(removed, dir = %spool_dir.display(), "removed stale upload spools")
+            }
+            Err(error) => {
+                tracing::warn!(%error, dir = %spool_dir.display(), "could not clean the upload spool directory")
+            }
+        }
         let group_commit = settings.group_commit.then(|| {
             domain::group_commit::GroupCommitter::start(
                 db.clone(),
@@ -71,8 +82,13 @@ impl Application {
             )
         });
         let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
+        // Runs started over HTTP open secrets with the server's own keys.
+        let reconcile = workers::reconcile::ReconcileSettings {
+            keyring: settings.keyring.clone(),
+            ..settings.reconcile.clone()
+        };
         let reconciler = Arc::new(
-            workers::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
+            workers::reconcile::Reconciler::new(db.clone(), reconcile)
                 .map_err(std::io::Error::other)?,
         );
         let principals = domain::auth::PrincipalCache::new(

@@ -44,6 +44,59 @@ fn sqlite_options(url: &str) -> anyhow::Result<SqliteConnectOptions> {
         .statement_cache_capacity(32))
 }
 
+/// The SQLite database file, if `url` names one on disk.
+fn sqlite_file(url: &str) -> anyhow::Result<Option<std::path::PathBuf>> {
+    if Backend::of(url)? != Backend::Sqlite || url.contains("mode=memory") {
+        return Ok(None);
+    }
+    let path = SqliteConnectOptions::from_str(url)?
+        .get_filename()
+        .to_owned();
+    Ok((path.as_os_str() != ":memory:" && !path.as_os_str().is_empty()).then_some(path))
+}
+
+/// The database holds sealed secrets, tokens' hashes and every lead: only
+/// its owner may read it. A new file is created 0600 before SQLite opens it
+/// (SQLite gives its `-wal` and `-shm` files the database's mode); an
+/// existing one, and its companions, are set to 0600.
+#[cfg(unix)]
+fn restrict_sqlite_files(url: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let Some(path) = sqlite_file(url)? else {
+        return Ok(());
+    };
+    if !path.exists() && url.contains("mode=rwc") {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
+            Ok(_) => {}
+            // Another process created it meanwhile: fixed up below.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => anyhow::bail!("creating {}: {e}", path.display()),
+        }
+    }
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.clone().into_os_string();
+        file.push(suffix);
+        let file = std::path::PathBuf::from(file);
+        if let Ok(meta) = std::fs::metadata(&file)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| anyhow::anyhow!("restricting {}: {e}", file.display()))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn restrict_sqlite_files(_url: &str) -> anyhow::Result<()> {
+    Ok(())
+}
+
 /// Applies every pending migration, and creates or upgrades the job tables
 /// (apalis) on the same one-connection pool.
 pub async fn migrate(url: &str) -> anyhow::Result<()> {
@@ -70,11 +123,14 @@ async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<DatabaseCo
     let acquire = Duration::from_secs(10);
     Ok(match Backend::of(url)? {
         Backend::Sqlite => {
+            restrict_sqlite_files(url)?;
             let pool = SqlitePoolOptions::new()
                 .max_connections(max_connections)
                 .acquire_timeout(acquire)
                 .connect_with(sqlite_options(url)?)
                 .await?;
+            // Companion files that existed before with a wider mode.
+            restrict_sqlite_files(url)?;
             SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
         }
         Backend::Postgres => {

@@ -4,8 +4,9 @@
 use clap::Subcommand;
 use domain::delivery::{self, DeliveryFilter};
 use domain::net_guard::OutboundPolicy;
+use domain::sealed::Keyring;
 use domain::subscription::{self, NewSubscription};
-use sea_orm::DatabaseConnection;
+use sea_orm::{DatabaseConnection, TransactionTrait};
 
 #[derive(Debug, Subcommand)]
 pub enum SubscriptionCommand {
@@ -51,6 +52,7 @@ pub enum DeliveryCommand {
 pub async fn run_subscription(
     db: &DatabaseConnection,
     outbound: &OutboundPolicy,
+    keys: &Keyring,
     command: SubscriptionCommand,
 ) -> anyhow::Result<()> {
     match command {
@@ -59,9 +61,12 @@ pub async fn run_subscription(
             event_types,
             description,
         } => {
+            // The row and its sealed secret are written together.
+            let txn = db.begin().await?;
             let created = subscription::create(
-                db,
+                &txn,
                 outbound,
+                keys,
                 NewSubscription {
                     url,
                     event_types,
@@ -70,6 +75,7 @@ pub async fn run_subscription(
             )
             .await
             .map_err(describe)?;
+            txn.commit().await?;
             eprintln!(
                 "created subscription {}; verify our signatures with this secret (shown only once):",
                 created.subscription.id

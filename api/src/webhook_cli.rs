@@ -1,11 +1,15 @@
 //! `leadpipe source …` and `leadpipe inbox …`: the same operations as
 //! `/api/sources` and `/api/ops/inbox`, straight on the database.
 
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use domain::inbox::InboxState;
 use domain::inbox::ops::{self, InboxFilter};
 use domain::net_guard::OutboundPolicy;
+use domain::sealed::Keyring;
 use domain::signature::{Scheme, generate_standard_secret};
 use domain::source::{self, Saved, SourceInput};
 use sea_orm::DatabaseConnection;
@@ -29,11 +33,18 @@ pub struct SourceArgs {
     #[arg(long)]
     scheme: String,
     /// A verification secret; repeat for rotation (any may match). Omit on
-    /// an update to keep the stored ones.
+    /// an update to keep the stored ones. Discouraged: argv is visible to
+    /// every user of the machine (`ps`); use --secret-file or --secret-env.
     #[arg(long = "secret")]
     secrets: Vec<String>,
-    /// standard-webhooks: generate a whsec_ secret and print it once.
+    /// Read the secrets from this file, one a line (`-`: standard input).
     #[arg(long, conflicts_with = "secrets")]
+    secret_file: Option<PathBuf>,
+    /// Read the secrets from this environment variable, one a line.
+    #[arg(long, value_name = "VAR", conflicts_with_all = ["secrets", "secret_file"])]
+    secret_env: Option<String>,
+    /// standard-webhooks: generate a whsec_ secret and print it once.
+    #[arg(long, conflicts_with_all = ["secrets", "secret_file", "secret_env"])]
     generate_secret: bool,
     #[arg(long)]
     tolerance_secs: Option<i64>,
@@ -71,10 +82,14 @@ pub struct SourceArgs {
     /// A header sent with every pull, e.g. `authorization`.
     #[arg(long)]
     pull_auth_header: Option<String>,
-    /// Its value (write-only; omitted on an update: the stored one stays).
-    /// Prefer the environment variable to keep it out of shell history.
+    /// Its value (write-only; omitted on an update: the stored one stays,
+    /// unless pull_url moves to another origin). Discouraged on the command
+    /// line: use the environment variable or --pull-auth-secret-file.
     #[arg(long, env = "LEADPIPE_PULL_AUTH_SECRET", hide_env_values = true)]
     pull_auth_secret: Option<String>,
+    /// Read the pull auth value from this file (`-`: standard input).
+    #[arg(long, conflicts_with = "pull_auth_secret")]
+    pull_auth_secret_file: Option<PathBuf>,
     /// Records per pull request (1–1000, default 100).
     #[arg(long)]
     pull_page_size: Option<i64>,
@@ -144,13 +159,56 @@ impl FilterArgs {
     }
 }
 
+/// A secret-bearing file's contents (`-`: standard input), so secrets need
+/// not appear on the command line.
+fn read_secret_file(path: &Path) -> anyhow::Result<String> {
+    let mut text = String::new();
+    if path == Path::new("-") {
+        std::io::stdin().read_to_string(&mut text)?;
+    } else {
+        text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+    }
+    Ok(text)
+}
+
 pub async fn run_source(
     db: &DatabaseConnection,
     command: SourceCommand,
     outbound: &OutboundPolicy,
+    keys: &Keyring,
 ) -> anyhow::Result<()> {
     match command {
-        SourceCommand::Add(args) => {
+        SourceCommand::Add(mut args) => {
+            let stdin_twice = args.secret_file.as_deref() == Some(Path::new("-"))
+                && args.pull_auth_secret_file.as_deref() == Some(Path::new("-"));
+            if stdin_twice {
+                anyhow::bail!("only one of --secret-file and --pull-auth-secret-file can be `-`");
+            }
+            let given = match (&args.secret_file, &args.secret_env) {
+                (Some(path), _) => Some((read_secret_file(path)?, path.display().to_string())),
+                (None, Some(var)) => {
+                    let value = std::env::var(var)
+                        .map_err(|_| anyhow::anyhow!("environment variable {var} is not set"))?;
+                    Some((value, var.clone()))
+                }
+                (None, None) => None,
+            };
+            if let Some((text, from)) = given {
+                args.secrets = text
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_owned)
+                    .collect();
+                if args.secrets.is_empty() {
+                    anyhow::bail!("{from} holds no secret");
+                }
+            }
+            if let Some(path) = &args.pull_auth_secret_file {
+                let value = read_secret_file(path)?;
+                args.pull_auth_secret = Some(value.trim_end_matches(['\r', '\n']).to_owned());
+            }
             let generated = if args.generate_secret {
                 if args.scheme.parse::<Scheme>().ok() != Some(Scheme::StandardWebhooks) {
                     anyhow::bail!("--generate-secret is for the standard-webhooks scheme");
@@ -188,7 +246,7 @@ pub async fn run_source(
                 pull_page_size: args.pull_page_size,
                 cron: args.cron,
             };
-            let (view, how) = source::upsert_with(db, input, outbound)
+            let (view, how) = source::upsert_with(db, input, outbound, keys)
                 .await
                 .map_err(describe)?;
             eprintln!(

@@ -4,6 +4,9 @@
 
 use std::process::{Command, Output};
 
+/// A sealing key for this test's secrets (32 bytes of 7, base64).
+const TEST_KEY: &str = "cli:BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
+
 struct Cli {
     dir: std::path::PathBuf,
 }
@@ -16,12 +19,21 @@ impl Cli {
     }
 
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with(args, &[("LEADPIPE_SECRET_KEY", TEST_KEY)])
+    }
+
+    /// Without a sealing key unless `env` gives one.
+    fn run_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let url = format!("sqlite://{}?mode=rwc", self.dir.join("cli.db").display());
         Command::new(env!("CARGO_BIN_EXE_leadpipe"))
             .args(args)
             .env("DATABASE_URL", url)
             .env("RUST_LOG", "error")
             .env("LEADPIPE_OUTBOUND_ALLOW", "127.0.0.1")
+            .env_remove("LEADPIPE_SECRET_KEY")
+            .env_remove("LEADPIPE_SECRET_KEY_FILE")
+            .env_remove("LEADPIPE_INSECURE_DEV_SECRETS")
+            .envs(env.iter().copied())
             .output()
             .expect("run leadpipe")
     }
@@ -106,4 +118,76 @@ fn tokens_subscriptions_and_deliveries_from_the_command_line() {
     assert!(cli.ok(&["subscription", "remove", "1"]).contains("removed"));
     assert!(!cli.run(&["subscription", "remove", "1"]).status.success());
     assert!(cli.ok(&["prune"]).contains("expired idempotency keys"));
+}
+
+#[test]
+fn help_never_prints_secret_environment_values() {
+    let env = [
+        (
+            "LEADPIPE_SECRET_KEY",
+            "help:c2VjcmV0LWtleS1tYXRlcmlhbC1oZWxwLWhlbHAtaGVscA==",
+        ),
+        ("LEADPIPE_PULL_AUTH_SECRET", "Bearer pull-secret-in-env"),
+    ];
+    for args in [
+        &["--help"][..],
+        &["serve", "--help"],
+        &["source", "add", "--help"],
+        &["secrets", "rotate", "--help"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_leadpipe"))
+            .args(args)
+            .env(
+                "DATABASE_URL",
+                "postgres://leadpipe:hunter2@db.internal/leads",
+            )
+            .envs(env)
+            .output()
+            .expect("run leadpipe");
+        let help = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(output.status.success(), "{args:?}: {help}");
+        for secret in ["hunter2", "c2VjcmV0", "pull-secret-in-env"] {
+            assert!(!help.contains(secret), "{args:?} shows {secret}:\n{help}");
+        }
+    }
+}
+
+#[test]
+fn without_a_key_secrets_are_refused_unless_in_development_mode() {
+    let cli = Cli::new();
+    let add = [
+        "source",
+        "add",
+        "--name",
+        "dev",
+        "--scheme",
+        "github",
+        "--secret",
+        "a-development-secret",
+    ];
+    let refused = cli.run_with(&add, &[]);
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("LEADPIPE_SECRET_KEY") && said.contains("LEADPIPE_INSECURE_DEV_SECRETS"),
+        "{said}"
+    );
+
+    let dev = cli.run_with(&add, &[("LEADPIPE_INSECURE_DEV_SECRETS", "1")]);
+    assert!(
+        dev.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dev.stderr)
+    );
+    // Once a real key is set, rotate moves the development value under it.
+    let rotated = cli.run_with(&["secrets", "rotate"], &[("LEADPIPE_SECRET_KEY", TEST_KEY)]);
+    let out = String::from_utf8_lossy(&rotated.stdout);
+    assert!(
+        out.contains("re-sealed under key 'cli': 1 source secrets"),
+        "{out}"
+    );
 }

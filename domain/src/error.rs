@@ -35,6 +35,10 @@ pub enum Error {
     /// The lead was converted before; names that conversion.
     #[error("lead {} was already converted", .0.lead_id)]
     AlreadyConverted(Box<crate::entities::lead_conversion::Model>),
+    /// A secret could not be sealed or opened (no key configured, or a
+    /// stored value under a key that is not).
+    #[error(transparent)]
+    Sealed(#[from] crate::sealed::SealError),
     #[error("database error: {0}")]
     Db(#[from] DbErr),
 }

@@ -25,6 +25,7 @@ pub mod record;
 pub mod redact;
 pub mod retry;
 pub mod sales;
+pub mod sealed;
 pub mod signature;
 pub mod source;
 pub mod stats;

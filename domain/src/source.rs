@@ -1,9 +1,10 @@
 //! Webhook sources: how each sender signs its deliveries, and where the event
 //! id, the event type and the lead record sit in them.
 //!
-//! Secrets are write-only: they go in through [`SourceInput`], are used by
-//! [`Source::scheme`] to verify signatures, and come out nowhere —
-//! [`SourceView`] carries only their count, and every `Debug` redacts them.
+//! Secrets are write-only: they go in through [`SourceInput`], are stored
+//! sealed (see [`crate::sealed`]), are opened into [`Source::scheme`] to
+//! verify signatures, and come out nowhere — [`SourceView`] carries only
+//! their count, and every `Debug` redacts them.
 
 use std::fmt;
 
@@ -22,7 +23,10 @@ use crate::net_guard::OutboundPolicy;
 use crate::reconcile::PullConfig;
 use crate::reconcile::config::{self as pull_config, PullInput, SecretChange, ValidPull};
 use crate::record::is_valid_source_name;
-use crate::signature::{DEFAULT_TOLERANCE_SECS, Scheme, SchemeConfig, standard_webhooks};
+use crate::sealed::{Keyring, Place};
+use crate::signature::{
+    DEFAULT_TOLERANCE_SECS, Scheme, SchemeConfig, secret_problem, standard_webhooks,
+};
 
 pub const DEFAULT_RECORD_POINTER: &str = "/data";
 pub const DEFAULT_SOURCE_REF_POINTER: &str = "/id";
@@ -171,31 +175,31 @@ pub enum Saved {
 pub async fn upsert<C: ConnectionTrait>(
     conn: &C,
     input: SourceInput,
+    keys: &Keyring,
 ) -> Result<(SourceView, Saved), Error> {
-    upsert_with(conn, input, &OutboundPolicy::default()).await
+    upsert_with(conn, input, &OutboundPolicy::default(), keys).await
 }
 
 /// [`upsert`], checking a `pull_url` against `outbound` (its allow-list).
+/// New secrets and pull auth values are sealed under `keys`.
 pub async fn upsert_with<C: ConnectionTrait>(
     conn: &C,
     input: SourceInput,
     outbound: &OutboundPolicy,
+    keys: &Keyring,
 ) -> Result<(SourceView, Saved), Error> {
     let valid = validate(input, outbound)?;
-    // Keeping a stored pull auth value needs one to be stored.
-    if valid.pull.auth_secret == SecretChange::Keep {
-        let stored = source::Entity::find_by_id(valid.name.clone())
-            .one(conn)
-            .await?;
-        if stored.and_then(|s| s.pull_auth_secret).is_none() {
-            return Err(Error::invalid(
-                "pull_auth_secret",
-                "is required with pull_auth_header (none is stored yet)",
-            ));
-        }
-    }
+    let stored = source::Entity::find_by_id(valid.name.clone())
+        .one(conn)
+        .await?;
+    check_against_stored(&valid, stored.as_ref(), keys)?;
     let now = Utc::now();
     let mut model = valid.active_model(now);
+    if let SecretChange::Set(secret) = &valid.pull.auth_secret {
+        model.pull_auth_secret = Set(Some(
+            keys.seal(secret, &Place::pull_auth_secret(&valid.name))?,
+        ));
+    }
     let mut updated = vec![
         Column::Scheme,
         Column::ToleranceSecs,
@@ -223,9 +227,14 @@ pub async fn upsert_with<C: ConnectionTrait>(
         SecretChange::Keep => model.pull_auth_secret = NotSet,
         SecretChange::Set(_) | SecretChange::Clear => updated.push(Column::PullAuthSecret),
     }
-    let stored = match valid.secrets {
+    let stored = match &valid.secrets {
         Some(secrets) => {
-            model.secrets = Set(serde_json::json!(secrets));
+            let place = Place::source_secrets(&valid.name);
+            let sealed = secrets
+                .iter()
+                .map(|secret| keys.seal(secret, &place))
+                .collect::<Result<Vec<_>, _>>()?;
+            model.secrets = Set(serde_json::json!(sealed));
             updated.push(Column::Secrets);
             source::Entity::insert(model)
                 .on_conflict(
@@ -259,12 +268,84 @@ pub async fn upsert_with<C: ConnectionTrait>(
     Ok((view(&stored)?, saved))
 }
 
-/// The source with its secrets, for verifying and processing deliveries.
-pub async fn find<C: ConnectionTrait>(conn: &C, name: &str) -> Result<Option<Source>, DbErr> {
+/// What a save must agree with in the stored source: the stored secrets must
+/// fit a new scheme, and a kept pull auth value must exist and keep going to
+/// the origin it was given for.
+fn check_against_stored(
+    valid: &ValidInput,
+    stored: Option<&source::Model>,
+    keys: &Keyring,
+) -> Result<(), Error> {
+    let keep_auth = valid.pull.auth_secret == SecretChange::Keep;
+    let Some(stored) = stored else {
+        if keep_auth {
+            return Err(Error::invalid(
+                "pull_auth_secret",
+                "is required with pull_auth_header (none is stored yet)",
+            ));
+        }
+        return Ok(());
+    };
+    if valid.secrets.is_none() && stored.scheme != valid.scheme.as_str() {
+        let secrets = open_secrets(stored, keys)?;
+        if let Some(problem) = secrets
+            .iter()
+            .find_map(|secret| secret_problem(valid.scheme, secret))
+        {
+            return Err(Error::invalid(
+                "secrets",
+                &format!(
+                    "the stored secrets do not fit scheme {}: {problem}; send new secrets",
+                    valid.scheme
+                ),
+            ));
+        }
+    }
+    if keep_auth {
+        if stored.pull_auth_secret.is_none() {
+            return Err(Error::invalid(
+                "pull_auth_secret",
+                "is required with pull_auth_header (none is stored yet)",
+            ));
+        }
+        let moved = match (&stored.pull_url, &valid.pull.url) {
+            (Some(old), Some(new)) => !pull_config::same_origin(old, new),
+            _ => true,
+        };
+        if moved {
+            return Err(Error::invalid(
+                "pull_auth_secret",
+                "is required again: pull_url now points at another origin (scheme, host or \
+                 port), and the stored value only goes where it was given for",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The source with its secrets opened, for verifying deliveries and pulling.
+pub async fn find<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+    keys: &Keyring,
+) -> Result<Option<Source>, DbErr> {
     source::Entity::find_by_id(name.to_owned())
         .one(conn)
         .await?
-        .map(|m| to_source(&m))
+        .map(|m| to_source(&m, Some(keys)))
+        .transpose()
+}
+
+/// The source without its secrets (none opened, none in the result): enough
+/// to map and process a stored delivery.
+pub async fn find_without_secrets<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+) -> Result<Option<Source>, DbErr> {
+    source::Entity::find_by_id(name.to_owned())
+        .one(conn)
+        .await?
+        .map(|m| to_source(&m, None))
         .transpose()
 }
 
@@ -399,9 +480,17 @@ fn validate(input: SourceInput, outbound: &OutboundPolicy) -> Result<ValidInput,
             .collect::<Vec<_>>()
     });
     if let (Some(secrets), Some(scheme)) = (&secrets, scheme) {
-        let config = SchemeConfig::new(scheme, secrets.clone());
-        if secrets.len() > MAX_SECRETS || config.validate().is_err() {
+        if secrets.is_empty() || secrets.len() > MAX_SECRETS {
             errors.push(FieldError::new("secrets", secret_rule(scheme)));
+        } else if let Some((n, problem)) = secrets
+            .iter()
+            .enumerate()
+            .find_map(|(n, secret)| secret_problem(scheme, secret).map(|p| (n, p)))
+        {
+            errors.push(FieldError::new(
+                "secrets",
+                format!("secret #{} does not fit scheme {scheme}: {problem}", n + 1),
+            ));
         }
     }
 
@@ -522,7 +611,9 @@ fn secret_rule(scheme: Scheme) -> &'static str {
         Scheme::StandardWebhooks => {
             "must be 1 to 8 secrets, each whsec_<base64> (HMAC) or whpk_<base64> (ed25519 public key)"
         }
-        Scheme::Github | Scheme::Stripe | Scheme::HmacSha256 => "must be 1 to 8 non-empty secrets",
+        Scheme::Github | Scheme::Stripe | Scheme::HmacSha256 => {
+            "must be 1 to 8 secrets of at least 16 bytes (never whpk_/whsk_ keys)"
+        }
     }
 }
 
@@ -603,13 +694,40 @@ pub fn is_valid_pointer(pointer: &str) -> bool {
     pointer.len() <= 255 && (pointer.is_empty() || pointer.starts_with('/')) && escapes_ok()
 }
 
-fn to_source(model: &source::Model) -> Result<Source, DbErr> {
+/// The stored secrets, opened (legacy plaintext ones as they are).
+fn open_secrets(model: &source::Model, keys: &Keyring) -> Result<Vec<String>, DbErr> {
+    let stored: Vec<String> = serde_json::from_value(model.secrets.clone())
+        .map_err(|_| DbErr::Custom(format!("source {}: secrets are not a list", model.name)))?;
+    let place = Place::source_secrets(&model.name);
+    stored
+        .iter()
+        .map(|s| {
+            keys.open(s, &place)
+                .map_err(|e| DbErr::Custom(format!("source {}: secrets: {e}", model.name)))
+        })
+        .collect()
+}
+
+/// `keys`: open the secrets and the pull auth value; `None`: leave both out.
+fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, DbErr> {
     let scheme: Scheme = model
         .scheme
         .parse()
         .map_err(|e: crate::signature::ParseSchemeError| DbErr::Custom(e.to_string()))?;
-    let secrets: Vec<String> = serde_json::from_value(model.secrets.clone())
-        .map_err(|_| DbErr::Custom(format!("source {}: secrets are not a list", model.name)))?;
+    let (secrets, pull_auth) = match keys {
+        Some(keys) => {
+            let pull_auth = model
+                .pull_auth_secret
+                .as_ref()
+                .map(|v| keys.open(v, &Place::pull_auth_secret(&model.name)))
+                .transpose()
+                .map_err(|e| {
+                    DbErr::Custom(format!("source {}: pull_auth_secret: {e}", model.name))
+                })?;
+            (open_secrets(model, keys)?, pull_auth)
+        }
+        None => (Vec::new(), None),
+    };
     let mut config = SchemeConfig::new(scheme, secrets);
     config.tolerance_secs = model.tolerance_secs;
     config.signature_header = model.signature_header.clone();
@@ -632,7 +750,7 @@ fn to_source(model: &source::Model) -> Result<Source, DbErr> {
         pull: pull_config::from_columns(
             model.pull_url.as_ref(),
             model.pull_auth_header.as_ref(),
-            model.pull_auth_secret.as_ref(),
+            pull_auth.as_ref(),
             model.pull_page_size,
             model.reconcile_cron.as_ref(),
         ),
@@ -700,6 +818,9 @@ mod tests {
         }
     }
 
+    const HMAC: &str = "sixteen-byte-key";
+    const STRIPE: &str = "whsec_stripe-signing-secret";
+
     fn validate_strict(input: SourceInput) -> Result<ValidInput, Error> {
         validate(input, &OutboundPolicy::default())
     }
@@ -725,11 +846,11 @@ mod tests {
         assert_eq!(v.mapping.source_ref, "/id");
         assert_eq!(v.mapping.email.as_deref(), Some("/email"));
 
-        let v = validate_strict(input("stripe", &["whsec_x"])).unwrap();
+        let v = validate_strict(input("stripe", &[STRIPE])).unwrap();
         assert_eq!(v.event_id, Some(Locator::Pointer("/id".into())));
-        let v = validate_strict(input("github", &["s"])).unwrap();
+        let v = validate_strict(input("github", &[HMAC])).unwrap();
         assert_eq!(v.event_type, Some(Locator::Header("x-github-event".into())));
-        let v = validate_strict(input("hmac-sha256", &["s"])).unwrap();
+        let v = validate_strict(input("hmac-sha256", &[HMAC])).unwrap();
         assert_eq!(v.event_id, None);
     }
 
@@ -755,7 +876,7 @@ mod tests {
 
     #[test]
     fn event_id_header_and_pointer_are_exclusive() {
-        let mut i = input("hmac-sha256", &["s"]);
+        let mut i = input("hmac-sha256", &[HMAC]);
         i.event_id_header = Some("X-Event-Id".into());
         assert_eq!(
             validate_strict(i.clone()).unwrap().event_id,
@@ -770,7 +891,7 @@ mod tests {
 
     #[test]
     fn allow_list_needs_an_event_type() {
-        let mut i = input("hmac-sha256", &["s"]);
+        let mut i = input("hmac-sha256", &[HMAC]);
         i.allowed_event_types = Some(vec!["lead.created".into()]);
         assert_eq!(
             fields(validate_strict(i.clone()).unwrap_err()),
@@ -782,12 +903,43 @@ mod tests {
 
     #[test]
     fn signature_header_only_for_hmac() {
-        let mut i = input("github", &["s"]);
+        let mut i = input("github", &[HMAC]);
         i.signature_header = Some("x-sig".into());
         assert_eq!(
             fields(validate_strict(i).unwrap_err()),
             ["signature_header"]
         );
+    }
+
+    fn messages(err: Error) -> Vec<String> {
+        match err {
+            Error::Invalid(f) => f.into_iter().map(|f| f.message).collect(),
+            other => panic!("expected invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn hmac_schemes_refuse_ed25519_keys_and_short_secrets_naming_the_rule() {
+        let public = "whpk_6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iw=";
+        for scheme in ["github", "stripe", "hmac-sha256"] {
+            let m = messages(validate_strict(input(scheme, &[public])).unwrap_err());
+            assert!(m[0].contains("ed25519"), "{scheme}: {m:?}");
+            let m = messages(validate_strict(input(scheme, &["whsk_c2VjcmV0"])).unwrap_err());
+            assert!(m[0].contains("ed25519"), "{scheme}: {m:?}");
+            let m = messages(validate_strict(input(scheme, &[HMAC, "s"])).unwrap_err());
+            assert!(
+                m[0].contains("secret #2") && m[0].contains("16 bytes"),
+                "{m:?}"
+            );
+        }
+        // standard-webhooks keeps its public keys, refuses private and tiny keys.
+        assert!(validate_strict(input("standard-webhooks", &[public])).is_ok());
+        let m =
+            messages(validate_strict(input("standard-webhooks", &["whsk_c2VjcmV0"])).unwrap_err());
+        assert!(m[0].contains("private signing key"), "{m:?}");
+        let m =
+            messages(validate_strict(input("standard-webhooks", &["whsec_c2VjcmV0"])).unwrap_err());
+        assert!(m[0].contains("16 bytes"), "{m:?}");
     }
 
     #[test]
@@ -832,7 +984,7 @@ mod tests {
 
     #[test]
     fn allows() {
-        let mut s = to_source(&stored(serde_json::json!(["s"]))).unwrap();
+        let mut s = to_source(&stored(serde_json::json!(["s"])), Some(&Keyring::none())).unwrap();
         assert!(s.allows(None));
         s.allowed_event_types = vec!["push".into()];
         assert!(s.allows(Some("push")));
@@ -846,7 +998,7 @@ mod tests {
         assert!(!format!("{i:?}").contains("super-secret-value"));
         let m = stored(serde_json::json!(["super-secret-value"]));
         assert!(!format!("{m:?}").contains("super-secret-value"));
-        let s = to_source(&m).unwrap();
+        let s = to_source(&m, Some(&Keyring::none())).unwrap();
         assert!(!format!("{s:?}").contains("super-secret-value"));
         let v = serde_json::to_string(&view(&m).unwrap()).unwrap();
         assert!(!v.contains("super-secret-value"), "{v}");

@@ -1,5 +1,6 @@
 //! Downstream systems that receive our events as signed webhooks.
 
+use sea_orm::sea_query::Expr;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
 };
@@ -10,6 +11,7 @@ use crate::entities::subscription::{self, Column, Entity};
 use crate::error::Error;
 use crate::net_guard::OutboundPolicy;
 use crate::outbox;
+use crate::sealed::{Keyring, Place, SealError};
 use crate::signature::generate_standard_secret;
 
 pub const ACTIVE: &str = "active";
@@ -59,17 +61,29 @@ pub struct NewSubscription {
     pub description: Option<String>,
 }
 
+/// The subscription's signing secret, opened (a legacy plaintext one as it is).
+pub fn signing_secret(keys: &Keyring, m: &subscription::Model) -> Result<String, SealError> {
+    keys.open(&m.secret, &Place::subscription_secret(m.id))
+}
+
 /// The new subscription and its signing secret, shown this once.
 pub struct CreatedSubscription {
     pub subscription: SubscriptionView,
     pub secret: String,
 }
 
+/// Creates the subscription; its secret is stored sealed under `keys`. Call
+/// inside a transaction: the row is inserted, then its sealed secret (bound
+/// to the new id) is written.
 pub async fn create<C: ConnectionTrait>(
     conn: &C,
     policy: &OutboundPolicy,
+    keys: &Keyring,
     new: NewSubscription,
 ) -> Result<CreatedSubscription, Error> {
+    if !keys.can_seal() {
+        return Err(SealError::NoKey.into());
+    }
     let url = policy
         .check_url(new.url.trim())
         .map_err(|m| Error::invalid("url", &m))?;
@@ -107,7 +121,8 @@ pub async fn create<C: ConnectionTrait>(
         url: Set(url.to_string()),
         description: Set(description),
         event_types: Set(serde_json::json!(types)),
-        secret: Set(secret.clone()),
+        // Sealing binds the row id, known only after the insert.
+        secret: Set(String::new()),
         state: Set(ACTIVE.to_owned()),
         disabled_reason: Set(None),
         created_at: Set(now),
@@ -116,6 +131,12 @@ pub async fn create<C: ConnectionTrait>(
     }
     .insert(conn)
     .await?;
+    let sealed = keys.seal(&secret, &Place::subscription_secret(model.id))?;
+    subscription::Entity::update_many()
+        .col_expr(subscription::Column::Secret, Expr::value(sealed))
+        .filter(subscription::Column::Id.eq(model.id))
+        .exec(conn)
+        .await?;
     Ok(CreatedSubscription {
         subscription: model.into(),
         secret,

@@ -248,7 +248,7 @@ async fn event_stranded_in_received_is_finished_by_the_sweeper(backend: Backend)
     let key = app.standard_source("webform").await;
     // As if the process died between the inbox commit and the job push:
     // the row is stored exactly as the receiver stores it, and no job exists.
-    let source = domain::source::find(&app.db, "webform")
+    let source = domain::source::find(&app.db, "webform", &domain::sealed::Keyring::for_tests())
         .await
         .unwrap()
         .unwrap();
@@ -307,7 +307,7 @@ async fn event_abandoned_mid_attempt_is_taken_over_after_its_lease(backend: Back
 async fn processing_an_event_twice_changes_nothing(backend: Backend) {
     // No worker runtime: attempts run synchronously, one per call.
     let app = TestApp::spawn(backend).await;
-    let key = b"sync-key-000001";
+    let key = b"sync-key-00000001";
     let created = app
         .save_source(
             &app.admin_token().await,

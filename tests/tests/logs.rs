@@ -73,6 +73,7 @@ async fn a_full_flow_logs_no_secret_token_signature_or_email() {
                 max_attempts: 3,
             },
             outbound: OutboundPolicy::from_list("127.0.0.1"),
+            keyring: domain::sealed::Keyring::for_tests(),
             ..Default::default()
         },
     )

@@ -152,6 +152,7 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
                 max_attempts: 3,
             },
             outbound: OutboundPolicy::from_list("127.0.0.1"),
+            keyring: domain::sealed::Keyring::for_tests(),
             ..Default::default()
         },
     )

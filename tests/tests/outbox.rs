@@ -31,6 +31,7 @@ fn publisher(app: &TestApp, max_attempts: u32, outbound: &str) -> Publisher {
             max_attempts,
         },
         outbound: OutboundPolicy::from_list(outbound),
+        keyring: domain::sealed::Keyring::for_tests(),
         ..PublisherSettings::default()
     };
     Publisher::new(app.db.clone(), settings).unwrap()

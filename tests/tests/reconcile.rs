@@ -489,7 +489,7 @@ async fn the_demo_puts_every_record_in_the_table_exactly_once(backend: Backend) 
 async fn pull_urls_to_internal_addresses_are_refused_unless_allow_listed(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
-    let body = |url: &str| json!({"name": "puller", "scheme": "hmac-sha256", "secrets": ["s"], "pull_url": url});
+    let body = |url: &str| json!({"name": "puller", "scheme": "hmac-sha256", "secrets": ["sixteen-byte-key"], "pull_url": url});
     for internal in [
         "http://10.0.0.5/leads",
         "http://169.254.169.254/latest/meta-data",
@@ -524,7 +524,10 @@ async fn pull_urls_to_internal_addresses_are_refused_unless_allow_listed(backend
     // reconciler whose policy does not allow it, and the run fails at once.
     let strict = workers::reconcile::Reconciler::new(
         app.db.clone(),
-        workers::reconcile::ReconcileSettings::default(),
+        workers::reconcile::ReconcileSettings {
+            keyring: domain::sealed::Keyring::for_tests(),
+            ..Default::default()
+        },
     )
     .unwrap();
     let run = runs::start(&app.db, &start_of("puller")).await.unwrap();
@@ -556,7 +559,7 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
     let saved = app
         .save_source(
             &admin,
-            &json!({"name": "locked", "scheme": "hmac-sha256", "secrets": ["s"],
+            &json!({"name": "locked", "scheme": "hmac-sha256", "secrets": ["sixteen-byte-key"],
                     "pull_url": fake.pull_url, "pull_auth_header": "Authorization",
                     "pull_auth_secret": "Bearer pull-token-9f8e7d", "cron": "0 0 3 * * *"}),
         )
@@ -701,7 +704,7 @@ async fn a_run_that_lost_its_lease_writes_nothing(backend: Backend) {
     runs::finish(&app.db, run.id, Some("abandoned: test"))
         .await
         .unwrap();
-    let source = domain::source::find(&app.db, "fenced")
+    let source = domain::source::find(&app.db, "fenced", &domain::sealed::Keyring::for_tests())
         .await
         .unwrap()
         .unwrap();

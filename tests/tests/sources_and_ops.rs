@@ -193,7 +193,7 @@ async fn invalid_source_configuration_is_422_with_fields(backend: Backend) {
             vec!["secrets"],
         ),
         (
-            json!({"name": "ok", "scheme": "hmac-sha256", "secrets": ["s"],
+            json!({"name": "ok", "scheme": "hmac-sha256", "secrets": ["sixteen-byte-key"],
                    "event_id_header": "x-id", "event_id_pointer": "/id"}),
             vec!["event_id_pointer"],
         ),
@@ -219,7 +219,7 @@ async fn invalid_source_configuration_is_422_with_fields(backend: Backend) {
     let unknown = app
         .save_source(
             &admin,
-            &json!({"name": "ok", "scheme": "github", "secrets": ["s"], "record_ponter": "/x"}),
+            &json!({"name": "ok", "scheme": "github", "secrets": ["sixteen-byte-key"], "record_ponter": "/x"}),
         )
         .await;
     assert_problem(unknown, 422, "/problems/validation").await;

@@ -216,7 +216,7 @@ async fn github_delivery_becomes_a_lead(backend: Backend) {
     let response = app
         .save_source(
             &app.admin_token().await,
-            &json!({"name": "gh", "scheme": "github", "secrets": ["gh-secret"],
+            &json!({"name": "gh", "scheme": "github", "secrets": ["gh-secret-0123456789"],
                     "record_pointer": "/sender", "source_ref_pointer": "/id",
                     "name_pointer": "/login", "email_pointer": "/email",
                     "allowed_event_types": ["star"]}),
@@ -229,7 +229,7 @@ async fn github_delivery_becomes_a_lead(backend: Backend) {
 
     let body = br#"{"action":"created","sender":{"id":583231,"login":"octocat","email":"octo@github.com"}}"#;
     let headers = github_headers(
-        "gh-secret",
+        "gh-secret-0123456789",
         "72d3162e-cc78-11e3-81ab-4c9367dc0958",
         "star",
         body,
@@ -294,14 +294,14 @@ async fn hmac_delivery_without_an_event_id_is_deduplicated_by_body_hash(backend:
     let response = app
         .save_source(
             &app.admin_token().await,
-            &json!({"name": "crm-sync", "scheme": "hmac-sha256", "secrets": ["shared"],
+            &json!({"name": "crm-sync", "scheme": "hmac-sha256", "secrets": ["shared-secret-0123456789"],
                     "signature_header": "X-Leadpipe-Signature", "record_pointer": ""}),
         )
         .await;
     assert_eq!(response.status(), 201);
 
     let body = br#"{"id":"c-42","email":"linus@example.com"}"#;
-    let headers = hmac_base64_headers("shared", "X-Leadpipe-Signature", body);
+    let headers = hmac_base64_headers("shared-secret-0123456789", "X-Leadpipe-Signature", body);
     let first = app.post_webhook("crm-sync", &headers, body).await;
     assert_eq!(first.status(), 202);
     let first = body_of(first).await;

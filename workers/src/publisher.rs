@@ -8,6 +8,7 @@ use std::time::Duration;
 use domain::delivery::{self, AttemptResult, Claimed, Settlement};
 use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
+use domain::sealed::Keyring;
 use domain::signature::standard_webhooks;
 use futures::StreamExt;
 use sea_orm::DatabaseConnection;
@@ -26,6 +27,8 @@ pub struct PublisherSettings {
     pub concurrency: usize,
     /// Resolves receivers' host names (the system resolver but in tests).
     pub dns: Dns,
+    /// Opens the subscriptions' sealed signing secrets.
+    pub keyring: Keyring,
 }
 
 impl Default for PublisherSettings {
@@ -37,6 +40,7 @@ impl Default for PublisherSettings {
             batch: 64,
             concurrency: 8,
             dns: Dns::default(),
+            keyring: Keyring::none(),
         }
     }
 }
@@ -167,12 +171,15 @@ impl Publisher {
         .to_string();
         let timestamp = chrono::Utc::now().timestamp();
         let msg_id = &claim.event.event_id;
-        let signature = match standard_webhooks::sign(
-            &claim.subscription.secret,
-            msg_id,
-            timestamp,
-            body.as_bytes(),
-        ) {
+        let secret =
+            match domain::subscription::signing_secret(&self.settings.keyring, &claim.subscription)
+            {
+                Ok(secret) => secret,
+                Err(err) => {
+                    return AttemptResult::Refused(format!("cannot open the secret: {err}"));
+                }
+            };
+        let signature = match standard_webhooks::sign(&secret, msg_id, timestamp, body.as_bytes()) {
             Ok(signature) => signature,
             Err(err) => return AttemptResult::Refused(format!("cannot sign: {err}")),
         };

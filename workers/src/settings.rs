@@ -50,6 +50,13 @@ impl Default for WorkerSettings {
 }
 
 impl WorkerSettings {
+    /// The keys that open sealed secrets, for the publisher and reconcile.
+    pub fn with_keyring(mut self, keyring: &domain::sealed::Keyring) -> Self {
+        self.publisher.keyring = keyring.clone();
+        self.reconcile.keyring = keyring.clone();
+        self
+    }
+
     /// Fast everything, for tests that wait on real workers.
     pub fn for_tests() -> Self {
         Self {
@@ -76,6 +83,7 @@ impl WorkerSettings {
                     max_attempts: 8,
                 },
                 outbound: domain::net_guard::OutboundPolicy::from_list("127.0.0.1,localhost"),
+                keyring: domain::sealed::Keyring::for_tests(),
                 ..PublisherSettings::default()
             },
             reconcile: ReconcileSettings::for_tests(),

@@ -63,6 +63,10 @@ pub struct DemoArgs {
     /// `unchanged`): what a reconcile costs when the webhooks worked.
     #[arg(long)]
     pub reconcile_again: bool,
+    /// Seals the demo source's secrets: the configured key, or else
+    /// development mode's well-known one (the demo's data is throwaway).
+    #[arg(skip)]
+    pub keyring: domain::sealed::Keyring,
 }
 
 impl DemoArgs {
@@ -79,6 +83,7 @@ impl DemoArgs {
             keep_db: false,
             no_progress: true,
             reconcile_again: false,
+            keyring: domain::sealed::Keyring::for_tests(),
         }
     }
 
@@ -306,10 +311,11 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
     http.outbound_allow = "127.0.0.1".into();
     // Its own fake sender floods one source on purpose.
     http.webhook_rate = 0;
+    http.keyring = args.keyring.clone();
     let app = Application::build(db.clone(), http)?;
     let base = format!("http://127.0.0.1:{}", app.port());
     tokio::spawn(app.run_until_stopped());
-    let mut worker_settings = workers::WorkerSettings::for_tests();
+    let mut worker_settings = workers::WorkerSettings::for_tests().with_keyring(&args.keyring);
     worker_settings.concurrency = 8;
     let workers = Workers::start(db.clone(), worker_settings);
 

@@ -3,7 +3,7 @@
 //! in the background exactly as `leadpipe import` does; the client polls
 //! `GET /api/imports/{id}` and downloads `GET /api/imports/{id}/report.csv`.
 
-use std::path::PathBuf;
+use crate::spool::Spool;
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -90,22 +90,15 @@ fn format_of(req: &HttpRequest) -> Result<Format, ApiError> {
     }
 }
 
-/// A temporary file that is removed when dropped.
-struct TempFile(PathBuf);
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// Streams the body to a temporary file, refusing more than `limit` bytes.
-async fn spool(mut payload: web::Payload, limit: usize) -> Result<TempFile, ApiError> {
-    let path = std::env::temp_dir().join(format!("leadpipe-import-{}", uuid::Uuid::now_v7()));
-    let temp = TempFile(path);
-    let mut file = tokio::fs::File::create(&temp.0)
-        .await
-        .map_err(ApiError::internal)?;
+/// Streams the body to a spool file (0600, removed when dropped), refusing
+/// more than `limit` bytes.
+async fn spool(
+    mut payload: web::Payload,
+    limit: usize,
+    dir: &std::path::Path,
+) -> Result<Spool, ApiError> {
+    let temp = Spool::create(dir).map_err(ApiError::internal)?;
+    let mut file = tokio::fs::File::from_std(temp.writer().map_err(ApiError::internal)?);
     let mut written = 0usize;
     while let Some(chunk) = payload.next().await {
         let chunk =
@@ -182,7 +175,8 @@ async fn start(
             params.source
         )));
     }
-    let temp = spool(payload, limit).await?;
+    let spool_dir = crate::spool::dir(state.http.spool_dir.as_deref());
+    let temp = spool(payload, limit, &spool_dir).await?;
     let spec = ImportSpec {
         source: params.source,
         format,
@@ -192,7 +186,7 @@ async fn start(
         started_by: Some(caller.id),
         batch_size: import::DEFAULT_BATCH_SIZE,
     };
-    let prepared = import::prepare(&state.db, &spec, &temp.0).await?;
+    let prepared = import::prepare(&state.db, &spec, temp.path()).await?;
     let run = prepared.run.clone();
     let db = state.db.clone();
     tokio::spawn(async move {

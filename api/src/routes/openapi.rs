@@ -267,6 +267,11 @@ pub const PROBLEM_TYPES: &[(&str, u16, &str)] = &[
         503,
         "the database is unreachable; retry after `Retry-After`",
     ),
+    (
+        "secret-key-missing",
+        503,
+        "a secret would be stored, but the server has no sealing key (`LEADPIPE_SECRET_KEY`)",
+    ),
 ];
 
 /// The problem `type` URIs as a string enum.
@@ -431,7 +436,9 @@ const SHARED_RESPONSES: &[(u16, &str, &str, bool)] = &[
     (
         503,
         "Unavailable",
-        "`/problems/unavailable`: the database is unreachable; retry after `Retry-After`.",
+        "`/problems/unavailable`: the database is unreachable; retry after `Retry-After`. \
+         `/problems/secret-key-missing`: a secret would be stored but the server has no \
+         sealing key (`LEADPIPE_SECRET_KEY`).",
         true,
     ),
 ];
@@ -758,6 +765,7 @@ mod tests {
                 retry_after: 1,
             },
             ApiError::Unavailable,
+            ApiError::SecretKeyMissing,
             ApiError::Internal(String::new()),
         ];
         for err in &all {
@@ -783,6 +791,7 @@ mod tests {
                 | ApiError::IdempotencyKeyReused { .. }
                 | ApiError::TooManyRequests { .. }
                 | ApiError::Unavailable
+                | ApiError::SecretKeyMissing
                 | ApiError::Internal(_) => {}
             }
         }

@@ -84,9 +84,13 @@ async fn get_source(
 ///
 /// **Roles:** admin.
 ///
-/// `secrets` are write-only (responses show `secret_count`); omit them on a
-/// replace to keep the stored ones. To rotate, list the new secret with the
-/// old, switch the sender, then list the new one alone.
+/// `secrets` are write-only (responses show `secret_count`) and stored
+/// sealed; omit them on a replace to keep the stored ones, which must then
+/// fit a new `scheme` (HMAC schemes: at least 16 bytes, never `whpk_`/`whsk_`
+/// keys). A `pull_url` on another origin needs `pull_auth_secret` again.
+/// To rotate, list the new secret with the old, switch the sender, then list
+/// the new one alone. Without a sealing key on the server:
+/// `503 /problems/secret-key-missing`.
 #[utoipa::path(
     post,
     path = "/api/sources",
@@ -107,7 +111,13 @@ async fn save_source(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(&[Role::Admin])?;
     let input: SourceInput = read_json(&req, body, state.http.max_body_bytes).await?;
-    let (saved, how) = source::upsert_with(&state.db, input, &state.http.outbound_policy()).await?;
+    let (saved, how) = source::upsert_with(
+        &state.db,
+        input,
+        &state.http.outbound_policy(),
+        &state.http.keyring,
+    )
+    .await?;
     tracing::info!(source = %saved.name, scheme = %saved.scheme, created = how == Saved::Created, "source saved");
     Ok(match how {
         Saved::Created => HttpResponse::Created()

@@ -59,7 +59,9 @@ struct CreatedOut {
 /// `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of
 /// "{id}.{timestamp}.{body}">`) signed with the `secret` shown only in this
 /// response; retried with backoff on `429`, `5xx` and timeouts; `410`
-/// disables the subscription.
+/// disables the subscription. The secret is stored sealed; a replay of the
+/// same `Idempotency-Key` answers the same body, kept sealed meanwhile.
+/// Without a sealing key on the server: `503 /problems/secret-key-missing`.
 #[utoipa::path(
     post,
     path = "/api/subscriptions",
@@ -83,6 +85,7 @@ async fn create(
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: SubscriptionIn = parse_json(&body)?;
     let outbound = state.http.outbound_policy();
+    let keyring = state.http.keyring.clone();
     idempotency::run(
         &state,
         &caller,
@@ -96,13 +99,16 @@ async fn create(
                     event_types: input.event_types,
                     description: input.description,
                 };
-                let created = subscription::create(txn, &outbound, new).await?;
+                let created = subscription::create(txn, &outbound, &keyring, new).await?;
                 let location = format!("/api/subscriptions/{}", created.subscription.id);
                 let out = CreatedOut {
                     subscription: created.subscription,
                     secret: created.secret,
                 };
-                Ok(Reply::new(StatusCode::CREATED, &out)?.location(location))
+                // The secret is in the body: a stored copy for replay is sealed.
+                Ok(Reply::new(StatusCode::CREATED, &out)?
+                    .location(location)
+                    .reveals_secret())
             })
         },
     )

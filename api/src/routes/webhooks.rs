@@ -118,7 +118,7 @@ async fn receive_webhook(
         return Err(limited);
     }
     let found = if is_valid_source_name(&name) {
-        source::find(&state.db, &name).await?
+        source::find(&state.db, &name, &state.http.keyring).await?
     } else {
         None
     };

@@ -127,7 +127,7 @@ pub async fn claim<C: ConnectionTrait>(
 /// at all.
 #[tracing::instrument(name = "inbox.apply", skip_all, fields(inbox_event_id = event.id, source = %event.source))]
 pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, ProcessError> {
-    let source = source::find(db, &event.source)
+    let source = source::find_without_secrets(db, &event.source)
         .await?
         .ok_or_else(|| ProcessError::Permanent(format!("source '{}' is gone", event.source)))?;
     let now = Utc::now();

@@ -163,6 +163,15 @@ pub fn validate(
     }
 }
 
+/// Whether two pull URLs share scheme, host and port: a stored auth value
+/// may only keep going where it went before.
+pub fn same_origin(a: &str, b: &str) -> bool {
+    match (url::Url::parse(a), url::Url::parse(b)) {
+        (Ok(a), Ok(b)) => a.origin() == b.origin() && a.origin().is_tuple(),
+        _ => false,
+    }
+}
+
 /// The stored columns as a `PullConfig`; `None` without a pull URL.
 pub fn from_columns(
     url: Option<&String>,
@@ -228,6 +237,25 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(errors, ["pull_auth_secret", "cron"]);
+    }
+
+    #[test]
+    fn origins() {
+        assert!(same_origin(
+            "https://api.example.com/leads",
+            "https://API.example.com:443/other?x=1"
+        ));
+        for other in [
+            "http://api.example.com/leads",
+            "https://api.example.com:8443/leads",
+            "https://evil.example.net/leads",
+            "not a url",
+        ] {
+            assert!(
+                !same_origin("https://api.example.com/leads", other),
+                "{other}"
+            );
+        }
     }
 
     #[test]

@@ -57,6 +57,22 @@ mod tests {
         "sha256=2376b98b1e3deb43c46cfd6a02113185c60b6dc55add2d5ae76b7cd6f84dc477";
     const DELIVERY: &str = "72d3162e-cc78-11e3-81ab-4c9367dc0958";
 
+    #[test]
+    fn a_public_key_is_never_an_hmac_key() {
+        // Even stored before saving refused it: signing with it proves nothing.
+        let public = "whpk_6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iw=";
+        let headers = [(SIGNATURE_HEADER, sign(public, BODY))];
+        let req = VerifyRequest {
+            headers: &headers,
+            body: BODY,
+            now_unix: 0,
+        };
+        assert_eq!(
+            verify_any(&cfg(&[public]), &req),
+            Err(SignatureError::NoUsableSecret)
+        );
+    }
+
     fn cfg(secrets: &[&str]) -> SchemeConfig {
         SchemeConfig::new(
             Scheme::Github,

@@ -234,16 +234,45 @@ impl SchemeConfig {
     /// Checks every configured secret is usable for the scheme. [`verify`] silently skips
     /// unusable secrets as long as one works, so call this when saving/loading config.
     pub fn validate(&self) -> Result<(), SignatureError> {
-        let usable = |s: &String| match self.scheme {
-            Scheme::StandardWebhooks => standard_webhooks::is_usable_secret(s),
-            Scheme::Github | Scheme::Stripe | Scheme::HmacSha256 => !s.is_empty(),
-        };
-        if !self.secrets.is_empty() && self.secrets.iter().all(usable) {
+        if !self.secrets.is_empty()
+            && self
+                .secrets
+                .iter()
+                .all(|s| secret_problem(self.scheme, s).is_none())
+        {
             Ok(())
         } else {
             Err(SignatureError::NoUsableSecret)
         }
     }
+}
+
+/// Shortest HMAC key accepted when saving a source: 128 bits.
+pub const MIN_HMAC_SECRET_BYTES: usize = 16;
+
+/// Why `secret` does not fit `scheme` (the rule it breaks), or `None` when it
+/// fits. Never quotes the secret.
+pub fn secret_problem(scheme: Scheme, secret: &str) -> Option<&'static str> {
+    match scheme {
+        Scheme::StandardWebhooks => standard_webhooks::secret_problem(secret),
+        Scheme::Github | Scheme::Stripe | Scheme::HmacSha256 => {
+            if is_ed25519_key(secret) {
+                Some(
+                    "whpk_/whsk_ values are ed25519 keys, not HMAC secrets; a public key \
+                     is no secret, so anyone could sign with it",
+                )
+            } else if secret.len() < MIN_HMAC_SECRET_BYTES {
+                Some("HMAC secrets must be at least 16 bytes")
+            } else {
+                None
+            }
+        }
+    }
+}
+
+fn is_ed25519_key(secret: &str) -> bool {
+    secret.starts_with(standard_webhooks::PUBLIC_KEY_PREFIX)
+        || secret.starts_with(standard_webhooks::SIGNING_KEY_PREFIX)
 }
 
 // Hand-written so secrets never reach logs through `{:?}`.
@@ -404,7 +433,9 @@ fn utf8_keys(secrets: &[String]) -> Result<Vec<(usize, &[u8])>, SignatureError> 
     let keys: Vec<_> = secrets
         .iter()
         .enumerate()
-        .filter(|(_, s)| !s.is_empty())
+        // A public key as HMAC key would let anyone sign: never use one, even
+        // if it was stored before saving checked for it.
+        .filter(|(_, s)| !s.is_empty() && !is_ed25519_key(s))
         .map(|(i, s)| (i, s.as_bytes()))
         .collect();
     if keys.is_empty() {
@@ -544,11 +575,19 @@ mod tests {
 
     #[test]
     fn validate_flags_any_unusable_secret() {
-        let ok = SchemeConfig::new(Scheme::Github, vec!["a".into()]);
+        let ok = SchemeConfig::new(Scheme::Github, vec!["sixteen-byte-key".into()]);
         assert!(ok.validate().is_ok());
         let empty = SchemeConfig::new(Scheme::Github, vec![]);
         assert_eq!(empty.validate(), Err(SignatureError::NoUsableSecret));
-        let blank = SchemeConfig::new(Scheme::Github, vec!["a".into(), String::new()]);
+        let short = SchemeConfig::new(Scheme::Github, vec!["a".into()]);
+        assert_eq!(short.validate(), Err(SignatureError::NoUsableSecret));
+        let public =
+            SchemeConfig::new(Scheme::Stripe, vec!["whpk_AAAAAAAAAAAAAAAAAAAAAAAA".into()]);
+        assert_eq!(public.validate(), Err(SignatureError::NoUsableSecret));
+        let blank = SchemeConfig::new(
+            Scheme::Github,
+            vec!["sixteen-byte-key".into(), String::new()],
+        );
         assert_eq!(blank.validate(), Err(SignatureError::NoUsableSecret));
         let bad_b64 = SchemeConfig::new(Scheme::StandardWebhooks, vec!["whsec_!!notbase64".into()]);
         assert_eq!(bad_b64.validate(), Err(SignatureError::NoUsableSecret));

@@ -18,8 +18,11 @@ pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
 pub const SIGNATURE_HEADER: &str = "webhook-signature";
 
 const SECRET_PREFIX: &str = "whsec_";
-const PUBLIC_KEY_PREFIX: &str = "whpk_";
-const SIGNING_KEY_PREFIX: &str = "whsk_";
+pub(super) const PUBLIC_KEY_PREFIX: &str = "whpk_";
+pub(super) const SIGNING_KEY_PREFIX: &str = "whsk_";
+
+/// Shortest decoded `whsec_` key accepted when saving a source.
+const MIN_SECRET_BYTES: usize = super::MIN_HMAC_SECRET_BYTES;
 
 /// Length of the random key in [`generate_standard_secret`]; the spec asks for 24–64 bytes.
 const GENERATED_SECRET_BYTES: usize = 24;
@@ -51,8 +54,23 @@ fn decode_key(secret: &str) -> Option<Key> {
     (!bytes.is_empty()).then_some(Key::Hmac(bytes))
 }
 
-pub(super) fn is_usable_secret(secret: &str) -> bool {
-    decode_key(secret).is_some()
+/// The rule `secret` breaks for this scheme, if any (see [`super::secret_problem`]).
+pub(super) fn secret_problem(secret: &str) -> Option<&'static str> {
+    if secret.starts_with(SIGNING_KEY_PREFIX) {
+        return Some("whsk_ is a private signing key: configure its whpk_ public key instead");
+    }
+    if secret.starts_with(PUBLIC_KEY_PREFIX) {
+        return decode_key(secret)
+            .is_none()
+            .then_some("whpk_ must be followed by the base64 of a 32-byte ed25519 public key");
+    }
+    match decode_key(secret) {
+        Some(Key::Hmac(bytes)) if bytes.len() < MIN_SECRET_BYTES => {
+            Some("whsec_ keys must decode to at least 16 bytes (the spec asks for 24 to 64)")
+        }
+        Some(_) => None,
+        None => Some("whsec_ must be followed by non-empty base64"),
+    }
 }
 
 fn parse_signatures(value: &str) -> Result<Candidates, SignatureError> {

@@ -27,6 +27,8 @@ pub struct ReconcileSettings {
     pub outbound: OutboundPolicy,
     /// Resolves pull hosts (the system resolver but in tests).
     pub dns: crate::outbound::Dns,
+    /// Opens the sources' sealed pull auth values.
+    pub keyring: domain::sealed::Keyring,
 }
 
 impl Default for ReconcileSettings {
@@ -42,6 +44,7 @@ impl Default for ReconcileSettings {
             scheduler_interval: Duration::from_secs(1),
             outbound: OutboundPolicy::default(),
             dns: crate::outbound::Dns::default(),
+            keyring: domain::sealed::Keyring::none(),
         }
     }
 }
@@ -60,6 +63,7 @@ impl ReconcileSettings {
             scheduler_interval: Duration::from_millis(100),
             outbound: OutboundPolicy::from_list("127.0.0.1,localhost"),
             dns: crate::outbound::Dns::default(),
+            keyring: domain::sealed::Keyring::for_tests(),
         }
     }
 
