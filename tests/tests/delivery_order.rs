@@ -28,6 +28,7 @@ fn publisher(app: &TestApp) -> Publisher {
         PublisherSettings {
             request_timeout: Duration::from_secs(5),
             outbound: OutboundPolicy::from_list("127.0.0.1"),
+            keyring: domain::sealed::Keyring::for_tests(),
             ..PublisherSettings::default()
         },
     )

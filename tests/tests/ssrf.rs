@@ -165,6 +165,7 @@ async fn a_subscriber_name_rebinding_to_loopback_is_never_connected(backend: Bac
             // the name still may not reach it.
             outbound: OutboundPolicy::from_list("127.0.0.1"),
             dns: Dns::custom(Rebinding(lookups.clone())),
+            keyring: domain::sealed::Keyring::for_tests(),
             ..PublisherSettings::default()
         },
     )
@@ -273,6 +274,7 @@ async fn a_huge_error_body_is_not_read_whole(backend: Backend) {
                 ..RetryPolicy::default()
             },
             outbound: OutboundPolicy::from_list("127.0.0.1"),
+            keyring: domain::sealed::Keyring::for_tests(),
             ..PublisherSettings::default()
         },
     )
