@@ -212,7 +212,7 @@ impl TestApp {
     }
 }
 
-async fn fresh_postgres_database() -> String {
+pub async fn fresh_postgres_database() -> String {
     let admin = std::env::var("LEADPIPE_TEST_PG_URL").expect(
         "LEADPIPE_TEST_PG_URL is not set: run the tests with scripts/test, which starts a \
          throwaway PostgreSQL, or set LEADPIPE_TEST_BACKENDS=sqlite to skip PostgreSQL",

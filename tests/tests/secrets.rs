@@ -645,6 +645,8 @@ async fn stale_upload_spools_are_removed_and_uploads_leave_none(backend: Backend
     assert!(!stale.exists(), "a crashed run's spool is removed at start");
 
     let ops = app.token(Role::Ops, None).await;
+    // Ops import for configured sources; an intake token configures `fair`.
+    app.token(Role::Intake, Some("fair")).await;
     let response = app
         .client
         .post(app.url("/api/imports?source=fair"))
