@@ -1,7 +1,7 @@
 //! The alert rules and the dashboard in `deploy/` against the series the code
 //! really emits: the pipeline runs a little (a lead, a webhook and its
-//! duplicate, a dead inbox event, a reconcile that finds missed deliveries,
-//! a rate-limited guesser), then every metric the rules file and the
+//! duplicate, a forged delivery, a dead inbox event, a reconcile that finds
+//! missed deliveries, a rate-limited guesser), then every metric the rules file and the
 //! dashboard name must be in the scrape, with the label values they select
 //! on. A renamed metric or label fails here rather than silently never
 //! alerting in production.
@@ -14,6 +14,7 @@ use std::time::Duration;
 use api::config::HttpSettings;
 use api::demo::fake_source::FakeSource;
 use domain::auth::Role;
+use leadpipe_tests::webhooks::{now, standard_headers};
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use serde_json::{Value, json};
 
@@ -174,7 +175,12 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
     )
     .await;
     app.start_workers(workers::WorkerSettings::for_tests());
-    let source = "contract";
+    // Counters are process-wide and the two backends run at once: each
+    // run counts under its own source.
+    let source = &format!(
+        "contract-{}",
+        uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap()
+    );
 
     // A lead over the API.
     let intake = app.token(Role::Intake, Some("webform")).await;
@@ -203,6 +209,11 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
         let response = app.post_standard(source, &key, &event_id, &body).await;
         assert_eq!(response.status(), expected);
     }
+
+    // A forged delivery: rejected.
+    let forged = standard_headers(b"not-the-key-at-all-0123456789", "msg_forged", now(), &body);
+    let response = app.post_webhook(source, &forged, &body).await;
+    assert_eq!(response.status(), 401);
 
     // An event without a source_ref: dead on its first attempt.
     let bad = serde_json::to_vec(&json!({"type": "lead.created",
