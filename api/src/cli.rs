@@ -48,6 +48,14 @@ pub enum Command {
     Work {
         #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
         no_migrate: bool,
+        /// Serve this process's `GET /metrics` on this address, without a
+        /// token (e.g. `127.0.0.1:9101`): the workers' counters (attempts,
+        /// dead letters, deliveries, reconcile runs) live only here.
+        #[arg(long, env = "LEADPIPE_METRICS_BIND")]
+        metrics_bind: Option<String>,
+        /// How often the gauges read from the database are refreshed, in seconds.
+        #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = 5.0)]
+        metrics_refresh_secs: f64,
         #[command(flatten)]
         workers: WorkerArgs,
     },
@@ -176,6 +184,8 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Work {
             no_migrate,
+            metrics_bind,
+            metrics_refresh_secs,
             workers,
         } => {
             let keyring = cli.secrets.keyring()?;
@@ -184,7 +194,28 @@ pub async fn run() -> anyhow::Result<()> {
             let settings = workers
                 .settings(cli.outbound.policy())
                 .with_keyring(&keyring);
-            workers::runtime::run(conn, settings, shutdown_signal()).await?;
+            let metrics = match metrics_bind {
+                Some(bind) => {
+                    crate::metrics::handle();
+                    let listener = std::net::TcpListener::bind(&bind)?;
+                    tracing::info!(address = %listener.local_addr()?, "metrics listening");
+                    let every = crate::metrics::refresh_period(metrics_refresh_secs);
+                    let gauges = crate::metrics::Gauges::start(conn.clone(), every);
+                    Some(crate::metrics::metrics_only_server(listener, gauges)?)
+                }
+                None => None,
+            };
+            match metrics {
+                Some(server) => {
+                    let handle = server.handle();
+                    let served = tokio::spawn(server);
+                    let worked = workers::runtime::run(conn, settings, shutdown_signal()).await;
+                    handle.stop(true).await;
+                    served.await??;
+                    worked?;
+                }
+                None => workers::runtime::run(conn, settings, shutdown_signal()).await?,
+            }
         }
         Command::Prune => {
             let conn = storage::open(&db.database_url, 1, true).await?;

@@ -131,9 +131,7 @@ impl HttpSettings {
 
     /// The background gauge refresh period (at least 100 ms).
     pub fn metrics_refresh(&self) -> std::time::Duration {
-        std::time::Duration::try_from_secs_f64(self.metrics_refresh_secs)
-            .unwrap_or_default()
-            .max(std::time::Duration::from_millis(100))
+        crate::metrics::refresh_period(self.metrics_refresh_secs)
     }
 
     pub fn outbound_policy(&self) -> domain::net_guard::OutboundPolicy {

@@ -115,6 +115,36 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 /// On the metrics listener (`LEADPIPE_METRICS_BIND`): no token, reachable
 /// only by whoever can reach that address.
+/// The background gauge refresh period from seconds (at least 100 ms).
+pub fn refresh_period(secs: f64) -> Duration {
+    Duration::try_from_secs_f64(secs)
+        .unwrap_or_default()
+        .max(Duration::from_millis(100))
+}
+
+/// A listener that serves `/metrics` and nothing else, without a token, for
+/// `LEADPIPE_METRICS_BIND`: an address only the scraper can reach. `serve`
+/// and `work` both open one, so every process's counters are scraped.
+pub fn metrics_only_server(
+    listener: std::net::TcpListener,
+    gauges: Arc<Gauges>,
+) -> std::io::Result<actix_web::dev::Server> {
+    let gauges = web::Data::new(gauges);
+    Ok(actix_web::HttpServer::new(move || {
+        actix_web::App::new()
+            .app_data(gauges.clone())
+            .configure(configure_open)
+            .default_service(web::to(|| async {
+                Err::<HttpResponse, _>(ApiError::NotFound("no such route".into()))
+            }))
+            .wrap(crate::startup::security_headers())
+    })
+    .workers(1)
+    .listen(listener)?
+    .shutdown_timeout(10)
+    .run())
+}
+
 pub fn configure_open(cfg: &mut web::ServiceConfig) {
     cfg.route("/metrics", web::get().to(scrape_open));
 }

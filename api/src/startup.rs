@@ -107,29 +107,9 @@ impl Application {
             .map(|l| l.local_addr().map(|a| a.port()))
             .transpose()?;
         let metrics_public = metrics_listener.is_none();
-        let metrics_server = match metrics_listener {
-            Some(listener) => {
-                let gauges = web::Data::new(gauges.clone());
-                Some(
-                    HttpServer::new(move || {
-                        App::new()
-                            .app_data(gauges.clone())
-                            .configure(crate::metrics::configure_open)
-                            .default_service(web::to(|| async {
-                                Err::<actix_web::HttpResponse, _>(ApiError::NotFound(
-                                    "no such route".into(),
-                                ))
-                            }))
-                            .wrap(security_headers())
-                    })
-                    .workers(1)
-                    .listen(listener)?
-                    .shutdown_timeout(10)
-                    .run(),
-                )
-            }
-            None => None,
-        };
+        let metrics_server = metrics_listener
+            .map(|listener| crate::metrics::metrics_only_server(listener, gauges.clone()))
+            .transpose()?;
         let state = web::Data::new(AppState {
             limits,
             gauges,

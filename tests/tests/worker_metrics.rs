@@ -1,0 +1,126 @@
+//! `leadpipe work` on its own (the layout for several nodes) serves its
+//! `/metrics` on `LEADPIPE_METRICS_BIND`: what only a worker counts — inbox
+//! attempts, deliveries, reconcile runs — must reach Prometheus too. It
+//! stops cleanly on SIGTERM, listener included.
+
+#![allow(clippy::unwrap_used)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use leadpipe_tests::webhooks::lead_event;
+use leadpipe_tests::{Backend, TestApp, on_both_backends};
+
+on_both_backends!(a_worker_process_serves_its_own_counters_on_the_metrics_bind);
+
+/// Stops the worker process if the test fails half-way.
+struct Worker(Child);
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn a_worker_process_serves_its_own_counters_on_the_metrics_bind(backend: Backend) {
+    // The API alone: it stores the event and queues its job; the separate
+    // worker process below must process it.
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let body = lead_event("w-1", "ada@example.com", "2026-11-30T10:00:00Z");
+    let response = app.post_standard("webform", &key, "msg_w1", &body).await;
+    assert_eq!(response.status(), 202);
+    let ack: serde_json::Value = response.json().await.unwrap();
+
+    let port = free_port();
+    let mut worker = Worker(
+        Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"))
+            .args(["work", "--no-migrate"])
+            .env("DATABASE_URL", &app.database_url)
+            .env(
+                "LEADPIPE_SECRET_KEY",
+                format!("test:{}", STANDARD.encode([7u8; 32])),
+            )
+            .env("LEADPIPE_METRICS_BIND", format!("127.0.0.1:{port}"))
+            .env("LEADPIPE_WORKER_POLL_INTERVAL", "50ms")
+            .env("LEADPIPE_SWEEP_GRACE", "1s")
+            .env("LEADPIPE_SWEEP_INTERVAL", "1s")
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    app.wait_for_state(ack["id"].as_i64().unwrap(), "processed")
+        .await;
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let scrape = loop {
+        if let Ok(response) = app.client.get(&url).send().await
+            && response.status() == 200
+        {
+            let text = response.text().await.unwrap();
+            if text.contains("leadpipe_inbox_attempts_total") {
+                break text;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker never served its counters on {url}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        scrape
+            .lines()
+            .any(|l| l.starts_with("leadpipe_inbox_attempts_total{")
+                && l.contains(r#"result="processed""#)),
+        "{scrape}"
+    );
+    // The database gauges are there too, refreshed by the worker itself.
+    assert!(
+        scrape.contains("leadpipe_metrics_gauges_age_seconds"),
+        "{scrape}"
+    );
+    // Only /metrics, and no token needed: anything else is 404.
+    let other = app
+        .client
+        .get(format!("http://127.0.0.1:{port}/api/leads"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status(), 404);
+
+    let pid = worker.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = worker.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the worker did not stop on SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "the worker exited with {status}");
+}
