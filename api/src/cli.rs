@@ -192,7 +192,10 @@ pub async fn run() -> anyhow::Result<()> {
             println!("deleted {deleted} expired idempotency keys");
         }
         Command::BenchSql { rows } => {
-            println!("{}", domain::ingest::upsert_sql_for_benchmark(rows.max(1))?);
+            println!(
+                "{}",
+                domain::lead::ingest::upsert_sql_for_benchmark(rows.max(1))?
+            );
         }
         Command::Import(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;

@@ -136,8 +136,8 @@ impl HttpSettings {
             .max(std::time::Duration::from_millis(100))
     }
 
-    pub fn outbound_policy(&self) -> domain::net_guard::OutboundPolicy {
-        domain::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
+    pub fn outbound_policy(&self) -> domain::outbound::net_guard::OutboundPolicy {
+        domain::outbound::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
     }
 
     pub fn idempotency_policy(&self) -> domain::idempotency::Policy {
@@ -163,8 +163,8 @@ pub struct OutboundSettings {
 }
 
 impl OutboundSettings {
-    pub fn policy(&self) -> domain::net_guard::OutboundPolicy {
-        domain::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
+    pub fn policy(&self) -> domain::outbound::net_guard::OutboundPolicy {
+        domain::outbound::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
     }
 }
 

@@ -26,7 +26,7 @@ pub enum Error {
     #[error("conflict: {0}")]
     Conflict(String),
     #[error("{0}")]
-    IllegalTransition(#[from] crate::status::TransitionError),
+    IllegalTransition(#[from] crate::lead::status::TransitionError),
     /// `If-Match` named another version than the stored one.
     #[error("the lead is at version {current}, not the one given in If-Match")]
     PreconditionFailed { current: i64 },

@@ -5,7 +5,7 @@
 //!
 //! Jobs carry only an inbox event id; the `inbox_event` row holds the state,
 //! so a job that runs twice, late or never costs nothing (see
-//! `domain::inbox`).
+//! `domain::inbound::inbox`).
 
 pub mod housekeeping;
 pub mod inbox_job;

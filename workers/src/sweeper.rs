@@ -1,10 +1,10 @@
 //! Re-enqueues inbox events that no job will process (see
-//! `domain::inbox::sweep`). Safe on any number of processes at once.
+//! `domain::inbound::inbox::sweep`). Safe on any number of processes at once.
 
 use std::time::Duration;
 
 use chrono::Utc;
-use domain::inbox::sweep::{SweepRules, take_stranded};
+use domain::inbound::inbox::sweep::{SweepRules, take_stranded};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::watch;
 

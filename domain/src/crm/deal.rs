@@ -9,13 +9,13 @@ use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, Query
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::page::{self, KeyColumns, Page, Window};
 use super::timeline::{self, Author, Subject};
 use crate::auth::Role;
 use crate::entities::deal::{self, Column, Entity};
 use crate::entities::{company, contact, principal};
 use crate::error::Error;
-use crate::outbox;
+use crate::outbound::outbox;
+use crate::page::{self, KeyColumns, Page, Window};
 use crate::precondition::IfMatch;
 
 pub const DEAL_STAGE_CHANGED: &str = "deal.stage_changed";

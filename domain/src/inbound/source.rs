@@ -18,15 +18,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::entities::source::{self, Column};
 use crate::error::{Error, FieldError};
-use crate::inbox::mapping::RecordMapping;
-use crate::net_guard::OutboundPolicy;
-use crate::reconcile::PullConfig;
-use crate::reconcile::config::{self as pull_config, PullInput, SecretChange, ValidPull};
-use crate::record::is_valid_source_name;
-use crate::sealed::{Keyring, Place};
-use crate::signature::{
+use crate::inbound::mapping::RecordMapping;
+use crate::inbound::signature::{
     DEFAULT_TOLERANCE_SECS, Scheme, SchemeConfig, secret_problem, standard_webhooks,
 };
+use crate::lead::record::is_valid_source_name;
+use crate::outbound::net_guard::OutboundPolicy;
+use crate::reconcile::PullConfig;
+use crate::reconcile::config::{self as pull_config, PullInput, SecretChange, ValidPull};
+use crate::sealed::{Keyring, Place};
 
 pub const DEFAULT_RECORD_POINTER: &str = "/data";
 pub const DEFAULT_SOURCE_REF_POINTER: &str = "/id";
@@ -622,7 +622,7 @@ fn default_event_id(scheme: Scheme) -> Option<Locator> {
     match scheme {
         Scheme::StandardWebhooks => Some(Locator::Header(standard_webhooks::ID_HEADER.into())),
         Scheme::Github => Some(Locator::Header(
-            crate::signature::github::DELIVERY_HEADER.into(),
+            crate::inbound::signature::github::DELIVERY_HEADER.into(),
         )),
         // Stripe's event object carries its id (`evt_…`) at the top.
         Scheme::Stripe => Some(Locator::Pointer("/id".into())),
@@ -713,7 +713,7 @@ fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, Db
     let scheme: Scheme = model
         .scheme
         .parse()
-        .map_err(|e: crate::signature::ParseSchemeError| DbErr::Custom(e.to_string()))?;
+        .map_err(|e: crate::inbound::signature::ParseSchemeError| DbErr::Custom(e.to_string()))?;
     let (secrets, pull_auth) = match keys {
         Some(keys) => {
             let pull_auth = model
