@@ -281,7 +281,7 @@ pub async fn run() -> anyhow::Result<()> {
                 anyhow::bail!(domain::sealed::SealError::NoKey);
             };
             let conn = storage::open(&db.database_url, 1, true).await?;
-            let report = domain::sealed::rotate(&conn, &keyring).await?;
+            let report = domain::sealed::rotation::rotate(&conn, &keyring).await?;
             println!(
                 "re-sealed under key '{key_id}': {} source secrets, {} pull auth values, {} \
                  subscription secrets, {} stored replies; {} already current; {} changed while \

@@ -18,6 +18,7 @@ pub mod queue;
 pub mod reconcile;
 pub mod runtime;
 pub mod settings;
+mod shutdown;
 pub mod storage;
 pub mod sweeper;
 

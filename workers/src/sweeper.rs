@@ -36,7 +36,7 @@ pub async fn run(
     interval: Duration,
     stop: watch::Receiver<bool>,
 ) {
-    let stopped = crate::runtime::stopped(stop);
+    let stopped = crate::shutdown::stopped(stop);
     tokio::pin!(stopped);
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -24,8 +24,9 @@ use crate::inbound::signature::{
 };
 use crate::lead::record::is_valid_source_name;
 use crate::outbound::net_guard::OutboundPolicy;
-use crate::reconcile::PullConfig;
-use crate::reconcile::config::{self as pull_config, PullInput, SecretChange, ValidPull};
+use crate::reconcile::config::{
+    self as pull_config, PullConfig, PullInput, SecretChange, ValidPull,
+};
 use crate::sealed::{Keyring, Place};
 
 pub const DEFAULT_RECORD_POINTER: &str = "/data";

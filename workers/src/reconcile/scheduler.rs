@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::{ReconcileSettings, Reconciler};
-use crate::runtime::stopped;
+use crate::shutdown::stopped;
 
 /// Runs until `stop`; runs it started are interrupted (marked failed, so
 /// the next tick need not wait for their lease) when it stops.
