@@ -14,7 +14,6 @@ pub mod outbound;
 mod poll;
 pub mod publisher;
 pub mod queue;
-// Reconcile (issue 5).
 pub mod reconcile;
 pub mod runtime;
 pub mod settings;
