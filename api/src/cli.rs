@@ -223,7 +223,10 @@ pub async fn run() -> anyhow::Result<()> {
             println!("deleted {deleted} expired idempotency keys");
         }
         Command::BenchSql { rows } => {
-            println!("{}", domain::ingest::upsert_sql_for_benchmark(rows.max(1))?);
+            println!(
+                "{}",
+                domain::lead::ingest::upsert_sql_for_benchmark(rows.max(1))?
+            );
         }
         Command::Import(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
@@ -309,7 +312,7 @@ pub async fn run() -> anyhow::Result<()> {
                 anyhow::bail!(domain::sealed::SealError::NoKey);
             };
             let conn = storage::open(&db.database_url, 1, true).await?;
-            let report = domain::sealed::rotate(&conn, &keyring).await?;
+            let report = domain::sealed::rotation::rotate(&conn, &keyring).await?;
             println!(
                 "re-sealed under key '{key_id}': {} source secrets, {} pull auth values, {} \
                  subscription secrets, {} stored replies; {} already current; {} changed while \

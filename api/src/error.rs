@@ -5,7 +5,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use domain::FieldError;
-use domain::status::TransitionError;
+use domain::lead::status::TransitionError;
 use serde::Serialize;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use actix_web::{HttpResponse, web};
-use domain::stats::Stats;
+use domain::ops::stats::Stats;
 use metrics_exporter_prometheus::formatting::sanitize_label_value;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use sea_orm::DatabaseConnection;
@@ -343,7 +343,7 @@ async fn refresh_loop(
         let Some(target) = gauges.upgrade() else {
             return;
         };
-        match tokio::time::timeout(timeout, domain::stats::collect_gauges(&db)).await {
+        match tokio::time::timeout(timeout, domain::ops::stats::collect_gauges(&db)).await {
             Ok(Ok(stats)) => target.store(stats),
             Ok(Err(err)) => {
                 target.failed();

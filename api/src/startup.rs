@@ -21,7 +21,7 @@ pub struct AppState {
     /// Recently authenticated tokens.
     pub principals: domain::auth::PrincipalCache,
     /// Batches intake upserts when enabled.
-    pub group_commit: Option<domain::group_commit::GroupCommitter>,
+    pub group_commit: Option<domain::lead::group_commit::GroupCommitter>,
     /// Where the webhook receiver and ops retries queue inbox jobs.
     pub jobs: workers::InboxQueue,
     /// Executes reconcile runs started over HTTP.
@@ -72,9 +72,9 @@ impl Application {
             }
         }
         let group_commit = settings.group_commit.then(|| {
-            domain::group_commit::GroupCommitter::start(
+            domain::lead::group_commit::GroupCommitter::start(
                 db.clone(),
-                domain::group_commit::GroupCommitSettings {
+                domain::lead::group_commit::GroupCommitSettings {
                     max_batch: settings.group_commit_max_batch.max(1),
                     committers: settings.group_commit_committers.max(1),
                     ..Default::default()

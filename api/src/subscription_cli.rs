@@ -2,10 +2,10 @@
 //! `/api/subscriptions` and `/api/ops/deliveries`, straight on the database.
 
 use clap::Subcommand;
-use domain::delivery::{self, DeliveryFilter};
-use domain::net_guard::OutboundPolicy;
+use domain::outbound::delivery::{self, DeliveryFilter};
+use domain::outbound::net_guard::OutboundPolicy;
+use domain::outbound::subscription::{self, NewSubscription};
 use domain::sealed::Keyring;
-use domain::subscription::{self, NewSubscription};
 use sea_orm::{DatabaseConnection, TransactionTrait};
 
 #[derive(Debug, Subcommand)]

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
-use domain::inbox::InboxState;
-use domain::inbox::ops::{self, InboxFilter};
-use domain::net_guard::OutboundPolicy;
+use domain::inbound::inbox::InboxState;
+use domain::inbound::inbox::ops::{self, InboxFilter};
+use domain::inbound::signature::{Scheme, generate_standard_secret};
+use domain::inbound::source::{self, Saved, SourceInput};
+use domain::outbound::net_guard::OutboundPolicy;
 use domain::sealed::Keyring;
-use domain::signature::{Scheme, generate_standard_secret};
-use domain::source::{self, Saved, SourceInput};
 use sea_orm::DatabaseConnection;
 use workers::InboxQueue;
 

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use clap::Args;
-use domain::inbox::sweep::SweepRules;
+use domain::inbound::inbox::sweep::SweepRules;
 use domain::retry::RetryPolicy;
 use workers::WorkerSettings;
 
@@ -58,7 +58,10 @@ pub struct WorkerArgs {
 }
 
 impl WorkerArgs {
-    pub fn settings(&self, outbound: domain::net_guard::OutboundPolicy) -> WorkerSettings {
+    pub fn settings(
+        &self,
+        outbound: domain::outbound::net_guard::OutboundPolicy,
+    ) -> WorkerSettings {
         WorkerSettings {
             concurrency: self.worker_concurrency,
             poll_interval: self.worker_poll_interval,

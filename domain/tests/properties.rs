@@ -6,11 +6,11 @@
 #![allow(clippy::unwrap_used)]
 
 use leadpipe_domain::idempotency::IdempotencyKey;
-use leadpipe_domain::inbox::mapping::{RecordMapping, map_record};
-use leadpipe_domain::record::LeadRecord;
-use leadpipe_domain::signature::{
+use leadpipe_domain::inbound::mapping::{RecordMapping, map_record};
+use leadpipe_domain::inbound::signature::{
     Scheme, SchemeConfig, VerifyRequest, github, hmac_header, standard_webhooks, stripe, verify,
 };
+use leadpipe_domain::lead::record::LeadRecord;
 use proptest::prelude::*;
 
 const NOW: i64 = 1_764_500_000;
@@ -138,7 +138,7 @@ proptest! {
     ) {
         let record = LeadRecord { source, source_ref, email, phone, ..Default::default() };
         if let Ok(lead) = record.normalise() {
-            prop_assert!(leadpipe_domain::record::is_valid_source_name(&lead.source));
+            prop_assert!(leadpipe_domain::lead::record::is_valid_source_name(&lead.source));
             prop_assert!(lead.phone.as_ref().is_none_or(|p| p.trim_start_matches('+').bytes().all(|b| b.is_ascii_digit())));
         }
     }

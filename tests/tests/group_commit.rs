@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event};
-use domain::ingest::{IngestContext, IngestItem, Origin, Outcome, ingest_many_in};
-use domain::record::LeadRecord;
+use domain::lead::ingest::{IngestContext, IngestItem, Origin, Outcome, ingest_many_in};
+use domain::lead::record::LeadRecord;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::{EntityTrait, QueryOrder, TransactionTrait};
 use serde_json::{Value, json};

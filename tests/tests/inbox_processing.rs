@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use chrono::Utc;
 use domain::entities::{activity, inbox_event, lead, outbox_event};
-use domain::inbox::process::claim;
-use domain::inbox::receive::{Delivery, receive};
-use domain::ingest::Outcome;
+use domain::inbound::inbox::process::claim;
+use domain::inbound::inbox::receive::{Delivery, receive};
+use domain::lead::ingest::Outcome;
 use leadpipe_tests::webhooks::{lead_event, now, standard_headers, standard_secret};
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::ConnectionTrait;
@@ -248,10 +248,11 @@ async fn event_stranded_in_received_is_finished_by_the_sweeper(backend: Backend)
     let key = app.standard_source("webform").await;
     // As if the process died between the inbox commit and the job push:
     // the row is stored exactly as the receiver stores it, and no job exists.
-    let source = domain::source::find(&app.db, "webform", &domain::sealed::Keyring::for_tests())
-        .await
-        .unwrap()
-        .unwrap();
+    let source =
+        domain::inbound::source::find(&app.db, "webform", &domain::sealed::Keyring::for_tests())
+            .await
+            .unwrap()
+            .unwrap();
     let body = lead_event("form-8", "ada@example.com", "2026-11-30T10:00:00Z");
     let headers = standard_headers(&key, "msg_stranded", now(), &body);
     let received = receive(

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use domain::auth::Role;
-use domain::net_guard::OutboundPolicy;
+use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use domain::auth::Role;
-use domain::net_guard::OutboundPolicy;
+use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_delivery, subscription};
-use domain::net_guard::OutboundPolicy;
+use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
@@ -560,7 +560,7 @@ async fn process_lead_twice_changes_nothing_and_never_reassigns(backend: Backend
     let created = t.lead("p-1", "x").await;
     let id = created["id"].as_i64().unwrap();
 
-    let first = domain::processing::process_lead(&t.app.db, id, None)
+    let first = domain::lead::processing::process_lead(&t.app.db, id, None)
         .await
         .unwrap();
     assert_eq!(first.assigned_to, Some(alice_id));
@@ -570,7 +570,7 @@ async fn process_lead_twice_changes_nothing_and_never_reassigns(backend: Backend
         .unwrap()
         .unwrap();
     let activities = t.app.count(activity::Entity).await;
-    let second = domain::processing::process_lead(&t.app.db, id, None)
+    let second = domain::lead::processing::process_lead(&t.app.db, id, None)
         .await
         .unwrap();
     assert!(second.skipped);
@@ -588,7 +588,7 @@ async fn process_lead_twice_changes_nothing_and_never_reassigns(backend: Backend
     let bob = t.app.token(Role::Sales, None).await;
     drop(bob);
     t.lead("p-1", "changed").await;
-    let third = domain::processing::process_lead(&t.app.db, id, None)
+    let third = domain::lead::processing::process_lead(&t.app.db, id, None)
         .await
         .unwrap();
     assert!(!third.skipped);
@@ -640,14 +640,16 @@ async fn round_robin_is_fair_under_concurrency_on_postgres() {
     for i in 0..100 {
         t.lead(&format!("rr-{i}"), "x").await;
     }
-    let ids = domain::processing::backlog(&t.app.db, 1_000).await.unwrap();
+    let ids = domain::lead::processing::backlog(&t.app.db, 1_000)
+        .await
+        .unwrap();
     assert_eq!(ids.len(), 100);
     let chunks: Vec<Vec<i64>> = ids.chunks(25).map(<[i64]>::to_vec).collect();
     let workers = chunks.into_iter().map(|chunk| {
         let db = t.app.db.clone();
         tokio::spawn(async move {
             for id in chunk {
-                domain::processing::process_lead(&db, id, None)
+                domain::lead::processing::process_lead(&db, id, None)
                     .await
                     .unwrap();
             }
@@ -663,7 +665,7 @@ async fn round_robin_is_fair_under_concurrency_on_postgres() {
         (50, 0, 50)
     );
     assert!(
-        domain::processing::backlog(&t.app.db, 10)
+        domain::lead::processing::backlog(&t.app.db, 10)
             .await
             .unwrap()
             .is_empty()

@@ -704,10 +704,11 @@ async fn a_run_that_lost_its_lease_writes_nothing(backend: Backend) {
     runs::finish(&app.db, run.id, Some("abandoned: test"))
         .await
         .unwrap();
-    let source = domain::source::find(&app.db, "fenced", &domain::sealed::Keyring::for_tests())
-        .await
-        .unwrap()
-        .unwrap();
+    let source =
+        domain::inbound::source::find(&app.db, "fenced", &domain::sealed::Keyring::for_tests())
+            .await
+            .unwrap()
+            .unwrap();
     let page = domain::reconcile::PulledPage {
         records: vec![fake.record(0), fake.record(1)],
         next_cursor: Some("2".into()),

@@ -473,7 +473,7 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
 
     // Everything opens with the new key alone.
     let new_only = Keyring::parse(&new, false).unwrap();
-    let source = domain::source::find(&app.db, "rot", &new_only)
+    let source = domain::inbound::source::find(&app.db, "rot", &new_only)
         .await
         .unwrap()
         .unwrap();
@@ -487,7 +487,7 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
     let mut opened = Vec::new();
     for sub in subscription::Entity::find().all(&app.db).await.unwrap() {
         assert_eq!(sealed::sealed_key_id(&sub.secret), Some("new"));
-        opened.push(domain::subscription::signing_secret(&new_only, &sub).unwrap());
+        opened.push(domain::outbound::subscription::signing_secret(&new_only, &sub).unwrap());
     }
     opened.sort();
     let mut expected = vec![sub_secret, legacy];
@@ -522,7 +522,7 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
     );
     // The old key alone no longer opens them.
     assert!(
-        domain::source::find(&app.db, "rot", &old_ring)
+        domain::inbound::source::find(&app.db, "rot", &old_ring)
             .await
             .is_err()
     );

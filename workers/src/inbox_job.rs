@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use apalis::prelude::{BoxDynError, Data};
 use chrono::{DateTime, Utc};
-use domain::inbox::process::{
+use domain::inbound::inbox::process::{
     Applied, FailureRecorded, ProcessError, apply, claim, record_failure,
 };
-use domain::ingest::Outcome;
+use domain::lead::ingest::Outcome;
 use sea_orm::{DatabaseConnection, DbErr};
 use tracing::Instrument;
 

@@ -9,9 +9,9 @@ use sea_orm::DatabaseConnection;
 
 /// Processes up to `limit` leads from the backlog; returns how many it took.
 pub async fn run_once(db: &DatabaseConnection, limit: u64) -> Result<usize, domain::Error> {
-    let ids = domain::processing::backlog(db, limit).await?;
+    let ids = domain::lead::processing::backlog(db, limit).await?;
     for &lead_id in &ids {
-        match domain::processing::process_lead(db, lead_id, None).await {
+        match domain::lead::processing::process_lead(db, lead_id, None).await {
             Ok(done) if !done.skipped => {
                 tracing::debug!(lead_id, assigned_to = ?done.assigned_to, new_duplicates = done.new_duplicates, "lead processed");
             }
@@ -19,7 +19,7 @@ pub async fn run_once(db: &DatabaseConnection, limit: u64) -> Result<usize, doma
             Err(err) if err.is_transient() => return Err(err),
             Err(err) => {
                 tracing::error!(lead_id, error = %err, "processing a lead failed for good; skipping it");
-                domain::processing::give_up(db, lead_id).await?;
+                domain::lead::processing::give_up(db, lead_id).await?;
             }
         }
     }

@@ -5,7 +5,7 @@
 //!
 //! Jobs carry only an inbox event id; the `inbox_event` row holds the state,
 //! so a job that runs twice, late or never costs nothing (see
-//! `domain::inbox`).
+//! `domain::inbound::inbox`).
 
 pub mod housekeeping;
 pub mod inbox_job;
@@ -14,10 +14,10 @@ pub mod outbound;
 mod poll;
 pub mod publisher;
 pub mod queue;
-// Reconcile (issue 5).
 pub mod reconcile;
 pub mod runtime;
 pub mod settings;
+mod shutdown;
 pub mod storage;
 pub mod sweeper;
 

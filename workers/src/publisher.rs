@@ -1,15 +1,15 @@
 //! The outbox publisher: fans pending outbox events out to subscriptions and
 //! delivers them as signed Standard Webhooks requests. Delivery state lives in
-//! the database (`domain::delivery`), so any worker may pick up where another
+//! the database (`domain::outbound::delivery`), so any worker may pick up where another
 //! stopped, and nothing is marked delivered before the receiver's 2xx.
 
 use std::time::Duration;
 
-use domain::delivery::{self, AttemptResult, Claimed, Settlement};
-use domain::net_guard::OutboundPolicy;
+use domain::inbound::signature::standard_webhooks;
+use domain::outbound::delivery::{self, AttemptResult, Claimed, Settlement};
+use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use domain::sealed::Keyring;
-use domain::signature::standard_webhooks;
 use futures::StreamExt;
 use sea_orm::DatabaseConnection;
 use serde_json::json;
@@ -171,14 +171,15 @@ impl Publisher {
         .to_string();
         let timestamp = chrono::Utc::now().timestamp();
         let msg_id = &claim.event.event_id;
-        let secret =
-            match domain::subscription::signing_secret(&self.settings.keyring, &claim.subscription)
-            {
-                Ok(secret) => secret,
-                Err(err) => {
-                    return AttemptResult::Refused(format!("cannot open the secret: {err}"));
-                }
-            };
+        let secret = match domain::outbound::subscription::signing_secret(
+            &self.settings.keyring,
+            &claim.subscription,
+        ) {
+            Ok(secret) => secret,
+            Err(err) => {
+                return AttemptResult::Refused(format!("cannot open the secret: {err}"));
+            }
+        };
         let signature = match standard_webhooks::sign(&secret, msg_id, timestamp, body.as_bytes()) {
             Ok(signature) => signature,
             Err(err) => return AttemptResult::Refused(format!("cannot sign: {err}")),

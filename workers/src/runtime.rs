@@ -14,6 +14,7 @@ use crate::inbox_job::{InboxProcessor, run_job};
 use crate::poll::Ticker;
 use crate::queue::InboxQueue;
 use crate::settings::WorkerSettings;
+use crate::shutdown::{stopped, until_stopped};
 use crate::storage::StorageError;
 use crate::sweeper;
 
@@ -146,24 +147,6 @@ async fn run_worker(
                 .build(run_job)
                 .run_until(stopped)
                 .await
-        }
-    }
-}
-
-/// Runs `work` until shutdown is asked for. The loops hold no state outside
-/// the database, so dropping one between passes loses nothing.
-async fn until_stopped(work: impl Future<Output = ()>, stop: watch::Receiver<bool>) {
-    tokio::select! {
-        () = work => {}
-        () = stopped(stop) => {}
-    }
-}
-
-/// Resolves once shutdown was asked for (or its sender is gone).
-pub(crate) async fn stopped(mut stop: watch::Receiver<bool>) {
-    while !*stop.borrow_and_update() {
-        if stop.changed().await.is_err() {
-            return;
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use domain::inbox::sweep::SweepRules;
+use domain::inbound::inbox::sweep::SweepRules;
 use domain::retry::RetryPolicy;
 
 use crate::publisher::PublisherSettings;
@@ -82,7 +82,9 @@ impl WorkerSettings {
                     cap: Duration::from_millis(200),
                     max_attempts: 8,
                 },
-                outbound: domain::net_guard::OutboundPolicy::from_list("127.0.0.1,localhost"),
+                outbound: domain::outbound::net_guard::OutboundPolicy::from_list(
+                    "127.0.0.1,localhost",
+                ),
                 keyring: domain::sealed::Keyring::for_tests(),
                 ..PublisherSettings::default()
             },

@@ -1,10 +1,10 @@
 //! Re-enqueues inbox events that no job will process (see
-//! `domain::inbox::sweep`). Safe on any number of processes at once.
+//! `domain::inbound::inbox::sweep`). Safe on any number of processes at once.
 
 use std::time::Duration;
 
 use chrono::Utc;
-use domain::inbox::sweep::{SweepRules, take_stranded};
+use domain::inbound::inbox::sweep::{SweepRules, take_stranded};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::watch;
 
@@ -36,7 +36,7 @@ pub async fn run(
     interval: Duration,
     stop: watch::Receiver<bool>,
 ) {
-    let stopped = crate::runtime::stopped(stop);
+    let stopped = crate::shutdown::stopped(stop);
     tokio::pin!(stopped);
     let mut ticks = tokio::time::interval(interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

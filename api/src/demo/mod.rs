@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::Args;
 use domain::auth::Role;
 use domain::entities::{inbox_event, lead};
-use domain::signature::standard_webhooks;
+use domain::inbound::signature::standard_webhooks;
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::seq::SliceRandom;

@@ -3,8 +3,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::FieldError;
-use domain::delivery::{self, DeliveryFilter};
 use domain::entities::outbox_delivery;
+use domain::outbound::delivery::{self, DeliveryFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -93,7 +93,7 @@ async fn list(
         state: params.state.clone(),
         subscription_id: params.subscription_id,
     };
-    let limit = domain::lead_query::clamp_limit(params.limit);
+    let limit = domain::page::clamp_limit(params.limit);
     let data = delivery::list(&state.db, &filter, limit, params.before).await?;
     let next_before = (data.len() as u64 == limit)
         .then(|| data.last().map(|d| d.id))
@@ -114,7 +114,7 @@ async fn list(
     tag = "ops",
     params(("id" = i64, Path, description = "The delivery's id"), IdempotencyKey),
     responses(
-        (status = 200, description = "Retried (`retried: 1`)", body = domain::delivery::RetryReport),
+        (status = 200, description = "Retried (`retried: 1`)", body = domain::outbound::delivery::RetryReport),
         (status = 409, description = "`/problems/conflict`: no such delivery, or it is not `dead`"),
     ),
     security(("bearer" = [])),
@@ -166,7 +166,7 @@ struct RetryManyIn {
     tag = "ops",
     params(IdempotencyKey),
     request_body = RetryManyIn,
-    responses((status = 200, description = "How many matched and were retried", body = domain::delivery::RetryReport)),
+    responses((status = 200, description = "How many matched and were retried", body = domain::outbound::delivery::RetryReport)),
     security(("bearer" = [])),
 )]
 async fn retry_many(

@@ -167,7 +167,7 @@ async fn start(
     // A malformed name is a validation error (422) from `prepare`, not a
     // question of permission.
     if caller.role != Role::Admin
-        && domain::record::is_valid_source_name(&params.source)
+        && domain::lead::record::is_valid_source_name(&params.source)
         && !import::is_configured_source(&state.db, &params.source).await?
     {
         return Err(ApiError::Forbidden(format!(
@@ -262,7 +262,7 @@ async fn list(
     params: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(OPS_AND_UP)?;
-    let limit = domain::lead_query::clamp_limit(params.limit);
+    let limit = domain::page::clamp_limit(params.limit);
     let before = params
         .cursor
         .as_deref()

@@ -6,11 +6,12 @@ use chrono::{DateTime, Utc};
 use domain::FieldError;
 use domain::auth::Role;
 use domain::entities::{activity, lead};
-use domain::ingest::{self, IngestContext, Origin, Outcome};
-use domain::lead_query::{self, LeadFilter, OwnerFilter, SortKey};
-use domain::record::LeadRecord;
-use domain::sales::{self, Actor};
-use domain::status::LeadStatus;
+use domain::lead::ingest::{self, IngestContext, Origin, Outcome};
+use domain::lead::query::{self, LeadFilter, OwnerFilter};
+use domain::lead::record::LeadRecord;
+use domain::lead::sales::{self, Actor};
+use domain::lead::status::LeadStatus;
+use domain::page::{self, SortKey};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -63,7 +64,7 @@ struct LeadDetail {
     #[serde(flatten)]
     lead: LeadOut,
     /// Leads from other sources with the same email or phone (never merged).
-    possible_duplicates: Vec<domain::processing::DuplicateHint>,
+    possible_duplicates: Vec<domain::lead::processing::DuplicateHint>,
 }
 
 /// The lead after an intake upsert, and what the upsert did.
@@ -213,7 +214,7 @@ async fn get_lead(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(SALES_AND_UP)?;
     let lead = sales::find_lead(&state.db, id.into_inner()).await?;
-    let possible_duplicates = domain::processing::duplicates_of(&state.db, lead.id).await?;
+    let possible_duplicates = domain::lead::processing::duplicates_of(&state.db, lead.id).await?;
     let tag = etag(&lead);
     let detail = LeadDetail {
         lead: LeadOut { lead },
@@ -510,8 +511,8 @@ async fn list_leads(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(SALES_AND_UP)?;
     let filter = params.filter(caller.id)?;
-    let limit = lead_query::clamp_limit(params.limit);
-    let page = lead_query::list_leads(&state.db, &filter, limit, params.cursor.as_deref()).await?;
+    let limit = page::clamp_limit(params.limit);
+    let page = query::list_leads(&state.db, &filter, limit, params.cursor.as_deref()).await?;
     Ok(HttpResponse::Ok().json(LeadPage {
         data: page.data.into_iter().map(|lead| LeadOut { lead }).collect(),
         next_cursor: page.next_cursor,
@@ -562,8 +563,8 @@ async fn list_activities(
     caller.require(SALES_AND_UP)?;
     let id = id.into_inner();
     sales::find_lead(&state.db, id).await?;
-    let limit = lead_query::clamp_limit(params.limit);
-    let page = lead_query::list_activities(&state.db, id, limit, params.cursor.as_deref()).await?;
+    let limit = page::clamp_limit(params.limit);
+    let page = query::list_activities(&state.db, id, limit, params.cursor.as_deref()).await?;
     Ok(HttpResponse::Ok().json(ActivityPage {
         data: page.data,
         next_cursor: page.next_cursor,

@@ -240,7 +240,7 @@ async fn list(
             "must be running, done or failed",
         )]));
     }
-    let limit = domain::lead_query::clamp_limit(params.limit);
+    let limit = domain::page::clamp_limit(params.limit);
     let before = params
         .cursor
         .as_deref()

@@ -4,7 +4,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::auth::Role;
-use domain::source::{self, Saved, SourceInput};
+use domain::inbound::source::{self, Saved, SourceInput};
 
 use crate::auth::Authenticated;
 use crate::body::read_json;
@@ -29,7 +29,7 @@ pub struct Api;
 /// Every source, without secrets.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 struct SourceList {
-    data: Vec<domain::source::SourceView>,
+    data: Vec<domain::inbound::source::SourceView>,
 }
 
 /// List webhook sources, without secrets.
@@ -62,7 +62,7 @@ async fn list_sources(
     tag = "sources",
     params(("name" = String, Path, description = "The source's name")),
     responses(
-        (status = 200, description = "The source", body = domain::source::SourceView),
+        (status = 200, description = "The source", body = domain::inbound::source::SourceView),
         (status = 404, description = "`/problems/not-found`: no such source"),
     ),
     security(("bearer" = [])),
@@ -96,10 +96,10 @@ async fn get_source(
     path = "/api/sources",
     operation_id = "save_source",
     tag = "sources",
-    request_body = domain::source::SourceInput,
+    request_body = domain::inbound::source::SourceInput,
     responses(
-        (status = 201, description = "Created", body = domain::source::SourceView, headers(("Location" = String))),
-        (status = 200, description = "The configuration was replaced", body = domain::source::SourceView),
+        (status = 201, description = "Created", body = domain::inbound::source::SourceView, headers(("Location" = String))),
+        (status = 200, description = "The configuration was replaced", body = domain::inbound::source::SourceView),
     ),
     security(("bearer" = [])),
 )]

@@ -26,7 +26,7 @@ pub struct Api;
     path = "/api/ops/stats",
     operation_id = "ops_stats",
     tag = "ops",
-    responses((status = 200, description = "Per-source stats", body = domain::stats::Stats)),
+    responses((status = 200, description = "Per-source stats", body = domain::ops::stats::Stats)),
     security(("bearer" = [])),
 )]
 async fn stats(
@@ -34,5 +34,5 @@ async fn stats(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(OPS_AND_UP)?;
-    Ok(HttpResponse::Ok().json(domain::stats::collect(&state.db).await?))
+    Ok(HttpResponse::Ok().json(domain::ops::stats::collect(&state.db).await?))
 }

@@ -3,7 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::auth::Role;
-use domain::subscription::{self, NewSubscription, SubscriptionView};
+use domain::outbound::subscription::{self, NewSubscription, SubscriptionView};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

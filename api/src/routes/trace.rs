@@ -27,7 +27,7 @@ pub struct Api;
     tag = "ops",
     params(("correlation_id" = String, Path, description = "An `X-Request-Id`")),
     responses(
-        (status = 200, description = "The trace", body = domain::trace::Trace),
+        (status = 200, description = "The trace", body = domain::ops::trace::Trace),
         (status = 404, description = "`/problems/not-found`: nothing carries this correlation id"),
     ),
     security(("bearer" = [])),
@@ -39,7 +39,7 @@ async fn trace(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(OPS_AND_UP)?;
     let correlation_id = correlation_id.into_inner();
-    let trace = domain::trace::collect(&state.db, &correlation_id)
+    let trace = domain::ops::trace::collect(&state.db, &correlation_id)
         .await
         .map_err(|e| match e {
             domain::Error::NotFound => {

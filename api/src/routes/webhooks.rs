@@ -5,11 +5,11 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
-use domain::inbox::InboxState;
-use domain::inbox::receive::{Delivery, Received, receive};
-use domain::record::is_valid_source_name;
-use domain::signature::{self, HeaderFn, VerifyRequest};
-use domain::source;
+use domain::inbound::inbox::InboxState;
+use domain::inbound::inbox::receive::{Delivery, Received, receive};
+use domain::inbound::signature::{self, HeaderFn, VerifyRequest};
+use domain::inbound::source;
+use domain::lead::record::is_valid_source_name;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 

@@ -8,10 +8,10 @@ use sea_orm::{
 use serde_json::json;
 
 use super::normalise;
-use super::page::{self, KeyColumns, Page, Window};
 use super::timeline::{self, Author, Subject};
 use crate::entities::company::{self, Column, Entity};
 use crate::error::Error;
+use crate::page::{self, KeyColumns, Page, Window};
 use crate::precondition::IfMatch;
 
 pub const MAX_NAME_LEN: usize = 255;

@@ -12,12 +12,12 @@ use validator::ValidateEmail;
 
 use super::company::Matched;
 use super::normalise;
-use super::page::{self, KeyColumns, Page, Window};
 use super::timeline::{self, Author, Subject};
 use crate::entities::contact::{self, Column, Entity};
 use crate::error::Error;
+use crate::lead::record::normalise_phone;
+use crate::page::{self, KeyColumns, Page, Window};
 use crate::precondition::IfMatch;
-use crate::record::normalise_phone;
 
 #[derive(Debug, Clone, Default)]
 pub struct ContactInput {

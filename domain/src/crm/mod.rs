@@ -5,9 +5,9 @@
 
 pub mod company;
 pub mod contact;
+pub mod conversion;
 pub mod deal;
 pub mod normalise;
-pub mod page;
 pub mod timeline;
 
 use sea_orm::sea_query::{Expr, ExprTrait};

@@ -7,9 +7,9 @@ use sea_orm::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::page::{Page, decode, encode};
 use crate::entities::crm_activity;
 use crate::error::Error;
+use crate::page::{Page, decode, encode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -9,7 +9,7 @@ pub struct Model {
     #[sea_orm(primary_key)]
     pub id: i64,
     pub name: String,
-    #[schema(value_type = crate::crm::deal::DealStage)]
+    #[schema(value_type = crate::crm::deal::stage::DealStage)]
     pub stage: String,
     pub amount_cents: i64,
     pub currency: String,

@@ -22,7 +22,7 @@ pub struct Model {
     pub content_hash: String,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub source_updated_at: Option<ChronoDateTimeUtc>,
-    #[schema(value_type = crate::status::LeadStatus)]
+    #[schema(value_type = crate::lead::status::LeadStatus)]
     pub status: String,
     /// The owning `sales` principal, or `null`.
     pub owner_id: Option<i64>,

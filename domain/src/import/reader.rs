@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::mapping::{FIELDS, Mapping, Resolved};
 use crate::error::Error;
-use crate::record::{LeadRecord, NewLead};
+use crate::lead::record::{LeadRecord, NewLead};
 
 /// Longest NDJSON line accepted; longer lines are rejected rows.
 const MAX_LINE_BYTES: usize = 1024 * 1024;
@@ -384,7 +384,7 @@ fn to_lead(
     }
     let source_updated_at = source_updated_at
         .map(|t| {
-            crate::record::parse_timestamp(&t).ok_or_else(|| {
+            crate::lead::record::parse_timestamp(&t).ok_or_else(|| {
                 "source_updated_at: must be an RFC 3339 timestamp or a unix timestamp (seconds or milliseconds)"
                     .to_owned()
             })

@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use crate::entities::lead;
-use crate::ingest::Outcome;
-use crate::record::NewLead;
+use crate::lead::ingest::Outcome;
+use crate::lead::record::NewLead;
 
 /// The stored content a key would have after the records before it.
 struct Known {

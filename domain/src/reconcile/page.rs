@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use crate::entities::reconcile_run::{self, Column};
 use crate::entities::source as source_entity;
-use crate::inbox::mapping::map_object;
-use crate::ingest::{self, IngestContext, IngestItem, Origin, Outcome};
-use crate::record::NewLead;
-use crate::source::Source;
+use crate::inbound::mapping::map_object;
+use crate::inbound::source::Source;
+use crate::lead::ingest::{self, IngestContext, IngestItem, Origin, Outcome};
+use crate::lead::record::NewLead;
 
 use super::run::{RUNNING, add};
 

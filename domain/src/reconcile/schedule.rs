@@ -1,6 +1,7 @@
 //! Cron ticks of a source's reconcile schedule. Every worker process looks at
 //! the same ticks; a tick's key makes the run it starts unique, so the
-//! process that sees it second does nothing (PITFALLS 8).
+//! process that sees it second does nothing: a schedule every process
+//! follows must still start one run per tick, not one per process.
 
 use std::str::FromStr;
 

@@ -119,7 +119,7 @@ impl Reconciler {
 
     async fn pages(&self, run: &Run, on_progress: &mut impl FnMut(&Progress)) -> Result<(), Stop> {
         let db_failed = |e: DbErr| Stop::Failed(format!("database error: {e}"));
-        let source = domain::source::find(&self.db, &run.source, &self.settings.keyring)
+        let source = domain::inbound::source::find(&self.db, &run.source, &self.settings.keyring)
             .await
             .map_err(db_failed)?
             .ok_or_else(|| Stop::Failed(format!("source '{}' no longer exists", run.source)))?;

@@ -1,7 +1,7 @@
 //! Starts reconcile runs by each source's cron, in every worker process.
 //! Each pass looks for the latest tick since the previous pass; the run it
 //! starts carries the tick's key, unique in `reconcile_run`, so when several
-//! processes see the same tick only one run starts (PITFALLS 8), and the
+//! processes see the same tick only one run starts, and the
 //! one-running-run-per-source index keeps a slow run from overlapping the
 //! next tick's. The pass also marks runs whose process died as failed.
 
@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::{ReconcileSettings, Reconciler};
-use crate::runtime::stopped;
+use crate::shutdown::stopped;
 
 /// Runs until `stop`; runs it started are interrupted (marked failed, so
 /// the next tick need not wait for their lease) when it stops.

@@ -2,9 +2,9 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use domain::conversion::{self, ConvertRequest, Converted};
+use domain::crm::conversion::{self, ConvertRequest, Converted};
 use domain::entities::lead_conversion;
-use domain::sales::Actor;
+use domain::lead::sales::Actor;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 

@@ -7,9 +7,9 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, web};
 use chrono::{DateTime, Utc};
 use domain::FieldError;
-use domain::crm::page::{self, SortKey, Window};
 use domain::crm::timeline::{self, Author, Subject};
 use domain::entities::crm_activity;
+use domain::page::{self, SortKey, Window};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::clock;
 use crate::entities::{inbox_event, lead, outbox_delivery, outbox_event};
-use crate::inbox::InboxState;
+use crate::inbound::inbox::InboxState;
 
 const UNPROCESSED: [InboxState; 3] = [
     InboxState::Received,
@@ -209,11 +209,11 @@ async fn collect_with<C: ConnectionTrait>(conn: &C, with_windows: bool) -> Resul
 }
 
 async fn outbox<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<OutboxStats, DbErr> {
-    use crate::delivery::{DEAD, DELIVERED, DELIVERING, FAILED, PENDING};
+    use crate::outbound::delivery::{DEAD, DELIVERED, DELIVERING, FAILED, PENDING};
     let events_pending = outbox_event::Entity::find()
         .select_only()
         .column_as(Expr::col(outbox_event::Column::Id).count(), "n")
-        .filter(outbox_event::Column::State.eq(crate::outbox::PENDING))
+        .filter(outbox_event::Column::State.eq(crate::outbound::outbox::PENDING))
         .into_tuple::<i64>()
         .one(conn)
         .await?

@@ -9,7 +9,6 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::activity::{self, ActivityKind, NewActivity};
 use crate::auth::{Principal, Role};
 use crate::crm::company::{self, CompanyInput, Matched};
 use crate::crm::contact::{self, ContactInput, ContactPatch};
@@ -19,10 +18,11 @@ use crate::crm::timeline::{self, Author, Subject};
 use crate::entities::{company as company_entity, contact as contact_entity, deal as deal_entity};
 use crate::entities::{lead, lead_conversion};
 use crate::error::Error;
-use crate::outbox;
+use crate::lead::activity::{self, ActivityKind, NewActivity};
+use crate::lead::sales::{Actor, find_lead};
+use crate::lead::status::LeadStatus;
+use crate::outbound::outbox;
 use crate::precondition::IfMatch;
-use crate::sales::{Actor, find_lead};
-use crate::status::LeadStatus;
 
 pub const LEAD_CONVERTED: &str = "lead.converted";
 

@@ -13,12 +13,12 @@ use sea_orm::{
 };
 
 use super::InboxState;
-use super::mapping::map_record;
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::error::Error;
-use crate::ingest::{IngestContext, Origin, Outcome, ingest_in};
+use crate::inbound::mapping::map_record;
+use crate::inbound::source;
+use crate::lead::ingest::{IngestContext, Origin, Outcome, ingest_in};
 use crate::retry::RetryPolicy;
-use crate::source;
 
 /// Why an attempt failed, and so what happens next.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -16,9 +16,9 @@ use crate::clock;
 use crate::db::begin_write;
 use crate::entities::{outbox_delivery, outbox_event, subscription};
 use crate::error::Error;
-use crate::outbox;
+use crate::outbound::outbox;
+use crate::outbound::subscription as subscriptions;
 use crate::retry::RetryPolicy;
-use crate::subscription as subscriptions;
 
 pub const PENDING: &str = "pending";
 pub const DELIVERING: &str = "delivering";

@@ -14,8 +14,8 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::db::begin_write;
 use crate::error::Error;
-use crate::ingest::{IngestContext, IngestItem, Ingested, Origin, ingest_many_in};
-use crate::record::LeadRecord;
+use crate::lead::ingest::{IngestContext, IngestItem, Ingested, Origin, ingest_many_in};
+use crate::lead::record::LeadRecord;
 
 #[derive(Debug, Clone, Copy)]
 pub struct GroupCommitSettings {

@@ -1,6 +1,7 @@
-//! Keyset pages for contacts, companies and deals, with the same conventions
-//! as `/api/leads` (`lead_query`): newest first by `(timestamp, id)`, opaque
-//! cursors that continue strictly after the previous page's last row.
+//! Keyset pages, shared by leads (`lead::query`), contacts, companies, deals
+//! and every other list: newest first by `(timestamp, id)`, opaque cursors
+//! that continue strictly after the previous page's last row, and one limit
+//! rule (`clamp_limit`).
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -12,7 +13,27 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-pub use crate::lead_query::{Page, SortKey, clamp_limit};
+
+pub const DEFAULT_LIMIT: u64 = 50;
+pub const MAX_LIMIT: u64 = 200;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SortKey {
+    #[default]
+    UpdatedAt,
+    CreatedAt,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Page<T> {
+    pub data: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+pub fn clamp_limit(limit: Option<u64>) -> u64 {
+    limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT)
+}
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> String {
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(value).unwrap_or_default())
@@ -144,4 +165,17 @@ pub fn matches<C: sea_orm::sea_query::IntoColumnRef>(
 ) -> sea_orm::sea_query::SimpleExpr {
     use sea_orm::sea_query::{Expr, ExprTrait, Func, LikeExpr};
     Expr::expr(Func::lower(Expr::col(col))).like(LikeExpr::new(pattern).escape('\\'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_pattern("50%_A\\b"), "%50\\%\\_a\\\\b%");
+        assert_eq!(clamp_limit(Some(0)), 1);
+        assert_eq!(clamp_limit(Some(10_000)), MAX_LIMIT);
+        assert_eq!(clamp_limit(None), DEFAULT_LIMIT);
+    }
 }

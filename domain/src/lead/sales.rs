@@ -6,14 +6,14 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use serde_json::json;
 
-use crate::activity::{self, ActivityKind, NewActivity};
 use crate::auth::Role;
 use crate::clock;
 use crate::entities::{activity as activity_entity, lead, principal};
 use crate::error::Error;
-use crate::outbox;
+use crate::lead::activity::{self, ActivityKind, NewActivity};
+use crate::lead::status::LeadStatus;
+use crate::outbound::outbox;
 use crate::precondition::IfMatch;
-use crate::status::LeadStatus;
 
 /// Who acts, and the correlation id their request carries.
 #[derive(Debug, Clone)]

@@ -11,12 +11,12 @@ use sea_orm::{
 };
 use serde::Serialize;
 
-use crate::activity::{ActivityKind, NewActivity};
 use crate::entities::lead::{self, Column};
 use crate::entities::{activity as activity_entity, outbox_event};
 use crate::error::Error;
-use crate::outbox;
-use crate::record::{LeadRecord, NewLead};
+use crate::lead::activity::{ActivityKind, NewActivity};
+use crate::lead::record::{LeadRecord, NewLead};
+use crate::outbound::outbox;
 
 /// Which door a record came through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -4,8 +4,6 @@
 //! after the last row of the previous page, so rows inserted between pages
 //! never shift a page: each row that existed is visited exactly once.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Func};
 use sea_orm::{
@@ -15,18 +13,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::entities::{activity, lead};
 use crate::error::Error;
-use crate::status::LeadStatus;
-
-pub const DEFAULT_LIMIT: u64 = 50;
-pub const MAX_LIMIT: u64 = 200;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SortKey {
-    #[default]
-    UpdatedAt,
-    CreatedAt,
-}
+use crate::lead::status::LeadStatus;
+use crate::page::{Page, SortKey, decode, encode, like_pattern};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnerFilter {
@@ -44,43 +32,11 @@ pub struct LeadFilter {
     pub sort: SortKey,
 }
 
-#[derive(Debug, Clone, Serialize)]
-pub struct Page<T> {
-    pub data: Vec<T>,
-    pub next_cursor: Option<String>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 struct LeadCursor {
     s: SortKey,
     t: DateTime<Utc>,
     i: i64,
-}
-
-fn encode<T: Serialize>(value: &T) -> String {
-    URL_SAFE_NO_PAD.encode(serde_json::to_vec(value).unwrap_or_default())
-}
-
-fn decode<T: for<'de> Deserialize<'de>>(cursor: &str) -> Result<T, Error> {
-    URL_SAFE_NO_PAD
-        .decode(cursor)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .ok_or_else(|| Error::invalid("cursor", "is not a cursor this API returned"))
-}
-
-pub fn clamp_limit(limit: Option<u64>) -> u64 {
-    limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT)
-}
-
-/// `%`, `_` and `\` in the search text match themselves.
-fn like_pattern(q: &str) -> String {
-    let escaped = q
-        .to_lowercase()
-        .replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_");
-    format!("%{escaped}%")
 }
 
 pub async fn list_leads<C: ConnectionTrait>(
@@ -211,13 +167,5 @@ mod tests {
         };
         assert_eq!(decode::<LeadCursor>(&encode(&c)).unwrap(), c);
         assert!(decode::<LeadCursor>("not-a-cursor").is_err());
-    }
-
-    #[test]
-    fn like_patterns_escape_wildcards() {
-        assert_eq!(like_pattern("50%_A\\b"), "%50\\%\\_a\\\\b%");
-        assert_eq!(clamp_limit(Some(0)), 1);
-        assert_eq!(clamp_limit(Some(10_000)), MAX_LIMIT);
-        assert_eq!(clamp_limit(None), DEFAULT_LIMIT);
     }
 }

@@ -13,8 +13,8 @@ use sha2::{Digest, Sha256};
 
 use super::InboxState;
 use crate::entities::inbox_event::{self, Column};
-use crate::signature::HeaderLookup;
-use crate::source::{Locator, Source};
+use crate::inbound::signature::HeaderLookup;
+use crate::inbound::source::{Locator, Source};
 
 const MAX_EVENT_ID_LEN: usize = 255;
 
@@ -274,8 +274,8 @@ fn kept_headers(source: &Source, headers: &dyn HeaderLookup) -> Value {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::inbox::mapping::RecordMapping;
-    use crate::signature::{Scheme, SchemeConfig};
+    use crate::inbound::mapping::RecordMapping;
+    use crate::inbound::signature::{Scheme, SchemeConfig};
 
     fn source(event_id: Option<Locator>) -> Source {
         Source {

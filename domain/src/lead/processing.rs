@@ -12,7 +12,6 @@ use sea_orm::{
 use serde::Serialize;
 use serde_json::json;
 
-use crate::activity::{self, ActivityKind, NewActivity};
 use crate::auth::Role;
 use crate::clock;
 use crate::db::begin_write;
@@ -20,8 +19,9 @@ use crate::entities::{
     activity as activity_entity, assignment_cursor, lead, lead_duplicate, principal,
 };
 use crate::error::Error;
-use crate::outbox;
-use crate::status::LeadStatus;
+use crate::lead::activity::{self, ActivityKind, NewActivity};
+use crate::lead::status::LeadStatus;
+use crate::outbound::outbox;
 
 const SALES_POOL: &str = "sales";
 /// Bounds the work for a very common email or phone (a shared switchboard).

@@ -9,10 +9,10 @@ use serde::Serialize;
 use crate::clock;
 use crate::entities::subscription::{self, Column, Entity};
 use crate::error::Error;
-use crate::net_guard::OutboundPolicy;
-use crate::outbox;
+use crate::inbound::signature::generate_standard_secret;
+use crate::outbound::net_guard::OutboundPolicy;
+use crate::outbound::outbox;
 use crate::sealed::{Keyring, Place, SealError};
-use crate::signature::generate_standard_secret;
 
 pub const ACTIVE: &str = "active";
 pub const DISABLED: &str = "disabled";

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::record::{LeadRecord, from_unix, parse_timestamp};
+use crate::lead::record::{LeadRecord, from_unix, parse_timestamp};
 
 /// JSON pointers (RFC 6901): `record` into the body, the others into the record.
 #[derive(Debug, Clone, PartialEq, Eq)]

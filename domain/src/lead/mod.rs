@@ -1,0 +1,16 @@
+//! The lead, from arrival to hand-off: the record a sender states and its
+//! normalised form ([`record`]), the one write path every door ends in
+//! ([`ingest`], batched by [`group_commit`]), the status machine
+//! ([`status`]) and what sales staff do ([`sales`]), the timeline
+//! ([`activity`]), reading ([`query`]) and the job that runs after each
+//! change ([`processing`]). One folder, so a reader finds the lead's rules in
+//! one place.
+
+pub mod activity;
+pub mod group_commit;
+pub mod ingest;
+pub mod processing;
+pub mod query;
+pub mod record;
+pub mod sales;
+pub mod status;
