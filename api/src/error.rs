@@ -118,7 +118,7 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "not-found",
         "Not found",
         404,
-        "no such resource or route",
+        "no such resource or route (or a path parameter does not parse)",
     ),
     problem(
         ProblemKind::ReconcileRunning,
@@ -202,7 +202,7 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "too-many-requests",
         "Too many requests",
         429,
-        "a rate limit: failed authentications from one client address, or webhook deliveries to one source; retry after `Retry-After`",
+        "a rate limit: failed authentications from one client address (`LEADPIPE_AUTH_FAIL_PER_MINUTE`; a valid token is never limited), or webhook deliveries to one source (`LEADPIPE_WEBHOOK_RATE`); retry after `Retry-After`",
     ),
     problem(
         ProblemKind::Internal,
