@@ -1,5 +1,7 @@
 //! The one error type of the HTTP edge, written as `application/problem+json`
-//! (RFC 9457). Problem `type`s are stable relative URIs, listed in the README.
+//! (RFC 9457). Problem `type`s are stable relative URIs; [`PROBLEMS`] is
+//! their one catalogue, from which the OpenAPI description and
+//! `docs/guide/errors.md` are generated.
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
@@ -9,6 +11,262 @@ use domain::lead::status::TransitionError;
 use serde::Serialize;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
+
+/// A problem type of the API: one row of [`PROBLEMS`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProblemKind {
+    MalformedBody,
+    IdempotencyKeyMissing,
+    IdempotencyKeyInvalid,
+    Unauthorized,
+    InvalidSignature,
+    Forbidden,
+    NotFound,
+    ReconcileRunning,
+    Conflict,
+    IllegalTransition,
+    IllegalStageMove,
+    AlreadyConverted,
+    IdempotencyKeyInFlight,
+    PreconditionFailed,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Validation,
+    IdempotencyKeyReused,
+    TooManyRequests,
+    Internal,
+    Unavailable,
+    SecretKeyMissing,
+}
+
+/// One problem type: its `type` URI is `/problems/{slug}`.
+#[derive(Debug)]
+pub struct ProblemInfo {
+    pub kind: ProblemKind,
+    pub slug: &'static str,
+    pub title: &'static str,
+    pub status: u16,
+    /// When it is answered, for the docs and the OpenAPI description.
+    pub description: &'static str,
+}
+
+const fn problem(
+    kind: ProblemKind,
+    slug: &'static str,
+    title: &'static str,
+    status: u16,
+    description: &'static str,
+) -> ProblemInfo {
+    ProblemInfo {
+        kind,
+        slug,
+        title,
+        status,
+        description,
+    }
+}
+
+/// The problem catalogue: every problem `type` the API answers with, in
+/// [`ProblemKind`]'s order. `ApiError`'s `type`, `title` and status, the
+/// OpenAPI `ProblemType` enum and error table, and the table in
+/// `docs/guide/errors.md` all come from here.
+pub const PROBLEMS: &[ProblemInfo] = &[
+    problem(
+        ProblemKind::MalformedBody,
+        "malformed-body",
+        "Malformed request body",
+        400,
+        "the body is not well-formed JSON (or could not be read)",
+    ),
+    problem(
+        ProblemKind::IdempotencyKeyMissing,
+        "idempotency-key-missing",
+        "Idempotency-Key required",
+        400,
+        "this write requires an `Idempotency-Key`",
+    ),
+    problem(
+        ProblemKind::IdempotencyKeyInvalid,
+        "idempotency-key-invalid",
+        "Invalid Idempotency-Key",
+        400,
+        "the key is empty, longer than 255 characters or not printable ASCII",
+    ),
+    problem(
+        ProblemKind::Unauthorized,
+        "unauthorized",
+        "Unauthorized",
+        401,
+        "missing, unknown or revoked bearer token (with `WWW-Authenticate: Bearer`)",
+    ),
+    problem(
+        ProblemKind::InvalidSignature,
+        "invalid-signature",
+        "Invalid webhook signature",
+        401,
+        "a webhook's source is unknown, or its signature is missing, malformed, outside the time tolerance or wrong (one answer for all)",
+    ),
+    problem(
+        ProblemKind::Forbidden,
+        "forbidden",
+        "Forbidden",
+        403,
+        "the token's role (or source) may not do this",
+    ),
+    problem(
+        ProblemKind::NotFound,
+        "not-found",
+        "Not found",
+        404,
+        "no such resource or route (or a path parameter does not parse)",
+    ),
+    problem(
+        ProblemKind::ReconcileRunning,
+        "reconcile-running",
+        "Reconcile already running",
+        409,
+        "a reconcile of this source is already running; `run_id` names it",
+    ),
+    problem(
+        ProblemKind::Conflict,
+        "conflict",
+        "Conflict",
+        409,
+        "the request conflicts with the stored state (e.g. retrying an event that is already waiting)",
+    ),
+    problem(
+        ProblemKind::IllegalTransition,
+        "illegal-transition",
+        "Illegal status transition",
+        409,
+        "the lead status machine forbids the move; `allowed` lists the legal targets",
+    ),
+    problem(
+        ProblemKind::IllegalStageMove,
+        "illegal-transition",
+        "Illegal stage move",
+        409,
+        "the deal stage machine forbids the move; `allowed` lists the legal targets",
+    ),
+    problem(
+        ProblemKind::AlreadyConverted,
+        "already-converted",
+        "Lead already converted",
+        409,
+        "the lead was converted before (by another request); `conversion` names its `lead_id`, `contact_id`, `company_id` and `deal_id`",
+    ),
+    problem(
+        ProblemKind::IdempotencyKeyInFlight,
+        "idempotency-key-in-flight",
+        "Request in progress",
+        409,
+        "a request with this key is still running; retry after `Retry-After`",
+    ),
+    problem(
+        ProblemKind::PreconditionFailed,
+        "precondition-failed",
+        "Precondition failed",
+        412,
+        "`If-Match` names no current version (an old version, or a weak, opaque or malformed tag); `current_version` is the current one",
+    ),
+    problem(
+        ProblemKind::PayloadTooLarge,
+        "payload-too-large",
+        "Request body too large",
+        413,
+        "the body is larger than the configured limit (`LEADPIPE_MAX_BODY_BYTES`; imports: `LEADPIPE_IMPORT_MAX_BYTES`)",
+    ),
+    problem(
+        ProblemKind::UnsupportedMediaType,
+        "unsupported-media-type",
+        "Unsupported media type",
+        415,
+        "`Content-Type` is not JSON (for `POST /api/imports`: not `text/csv` or `application/x-ndjson`)",
+    ),
+    problem(
+        ProblemKind::Validation,
+        "validation",
+        "Validation failed",
+        422,
+        "well-formed JSON with invalid or mistyped fields, or bad query parameters; `errors` names each field",
+    ),
+    problem(
+        ProblemKind::IdempotencyKeyReused,
+        "idempotency-key-reused",
+        "Idempotency-Key reused for another request",
+        422,
+        "the key was used before for another request",
+    ),
+    problem(
+        ProblemKind::TooManyRequests,
+        "too-many-requests",
+        "Too many requests",
+        429,
+        "a rate limit: failed authentications from one client address (`LEADPIPE_AUTH_FAIL_PER_MINUTE`; a valid token is never limited), or webhook deliveries to one source (`LEADPIPE_WEBHOOK_RATE`); retry after `Retry-After`",
+    ),
+    problem(
+        ProblemKind::Internal,
+        "internal",
+        "Internal server error",
+        500,
+        "a bug; the cause is logged, never returned",
+    ),
+    problem(
+        ProblemKind::Unavailable,
+        "unavailable",
+        "Service unavailable",
+        503,
+        "the database is unreachable; retry after `Retry-After`",
+    ),
+    problem(
+        ProblemKind::SecretKeyMissing,
+        "secret-key-missing",
+        "Secret key not configured",
+        503,
+        "a secret would be stored, but the server has no sealing key (`LEADPIPE_SECRET_KEY`)",
+    ),
+];
+
+// Every kind's row is at its own index, so `info` is a plain lookup.
+const _: () = {
+    let mut i = 0;
+    while i < PROBLEMS.len() {
+        assert!(
+            PROBLEMS[i].kind as usize == i,
+            "PROBLEMS is out of ProblemKind's order"
+        );
+        assert!(
+            i == 0 || PROBLEMS[i - 1].status <= PROBLEMS[i].status,
+            "PROBLEMS is sorted by status"
+        );
+        i += 1;
+    }
+    assert!(ProblemKind::SecretKeyMissing as usize == PROBLEMS.len() - 1);
+};
+
+impl ProblemKind {
+    pub fn info(self) -> &'static ProblemInfo {
+        &PROBLEMS[self as usize]
+    }
+
+    /// The `type` URI: `/problems/{slug}`.
+    pub fn type_uri(self) -> String {
+        format!("/problems/{}", self.info().slug)
+    }
+}
+
+/// The catalogue as the markdown table of `docs/guide/errors.md` (and of the
+/// OpenAPI description): one row per problem type and title.
+pub fn problem_table_markdown() -> String {
+    let mut text = String::from("| status | `type` | `title` | when |\n|---|---|---|---|\n");
+    for p in PROBLEMS {
+        text.push_str(&format!(
+            "| {} | `/problems/{}` | {} | {} |\n",
+            p.status, p.slug, p.title, p.description
+        ));
+    }
+    text
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -92,37 +350,33 @@ impl ApiError {
         Self::Internal(cause.to_string())
     }
 
-    /// Stable problem type and its short title.
-    fn kind(&self) -> (&'static str, &'static str) {
+    /// Its row of the problem catalogue: `type`, `title` and status.
+    pub fn problem_kind(&self) -> ProblemKind {
         match self {
-            Self::MalformedBody(_) => ("malformed-body", "Malformed request body"),
-            Self::UnsupportedMediaType => ("unsupported-media-type", "Unsupported media type"),
-            Self::PayloadTooLarge { .. } => ("payload-too-large", "Request body too large"),
-            Self::Validation(_) => ("validation", "Validation failed"),
-            Self::Unauthorized => ("unauthorized", "Unauthorized"),
-            Self::InvalidSignature(_) => ("invalid-signature", "Invalid webhook signature"),
-            Self::Forbidden(_) => ("forbidden", "Forbidden"),
-            Self::NotFound(_) => ("not-found", "Not found"),
-            Self::Conflict(_) => ("conflict", "Conflict"),
-            Self::ReconcileRunning { .. } => ("reconcile-running", "Reconcile already running"),
-            Self::IllegalTransition { .. } => ("illegal-transition", "Illegal status transition"),
-            Self::IllegalStageMove { .. } => ("illegal-transition", "Illegal stage move"),
-            Self::AlreadyConverted { .. } => ("already-converted", "Lead already converted"),
-            Self::UnsupportedImportType => ("unsupported-media-type", "Unsupported media type"),
-            Self::PreconditionFailed { .. } => ("precondition-failed", "Precondition failed"),
-            Self::IdempotencyKeyMissing => ("idempotency-key-missing", "Idempotency-Key required"),
-            Self::IdempotencyKeyInvalid(_) => {
-                ("idempotency-key-invalid", "Invalid Idempotency-Key")
+            Self::MalformedBody(_) => ProblemKind::MalformedBody,
+            Self::UnsupportedMediaType | Self::UnsupportedImportType => {
+                ProblemKind::UnsupportedMediaType
             }
-            Self::IdempotencyKeyInFlight => ("idempotency-key-in-flight", "Request in progress"),
-            Self::IdempotencyKeyReused { .. } => (
-                "idempotency-key-reused",
-                "Idempotency-Key reused for another request",
-            ),
-            Self::TooManyRequests { .. } => ("too-many-requests", "Too many requests"),
-            Self::Unavailable => ("unavailable", "Service unavailable"),
-            Self::SecretKeyMissing => ("secret-key-missing", "Secret key not configured"),
-            Self::Internal(_) => ("internal", "Internal server error"),
+            Self::PayloadTooLarge { .. } => ProblemKind::PayloadTooLarge,
+            Self::Validation(_) => ProblemKind::Validation,
+            Self::Unauthorized => ProblemKind::Unauthorized,
+            Self::InvalidSignature(_) => ProblemKind::InvalidSignature,
+            Self::Forbidden(_) => ProblemKind::Forbidden,
+            Self::NotFound(_) => ProblemKind::NotFound,
+            Self::Conflict(_) => ProblemKind::Conflict,
+            Self::ReconcileRunning { .. } => ProblemKind::ReconcileRunning,
+            Self::IllegalTransition { .. } => ProblemKind::IllegalTransition,
+            Self::IllegalStageMove { .. } => ProblemKind::IllegalStageMove,
+            Self::AlreadyConverted { .. } => ProblemKind::AlreadyConverted,
+            Self::PreconditionFailed { .. } => ProblemKind::PreconditionFailed,
+            Self::IdempotencyKeyMissing => ProblemKind::IdempotencyKeyMissing,
+            Self::IdempotencyKeyInvalid(_) => ProblemKind::IdempotencyKeyInvalid,
+            Self::IdempotencyKeyInFlight => ProblemKind::IdempotencyKeyInFlight,
+            Self::IdempotencyKeyReused { .. } => ProblemKind::IdempotencyKeyReused,
+            Self::TooManyRequests { .. } => ProblemKind::TooManyRequests,
+            Self::Unavailable => ProblemKind::Unavailable,
+            Self::SecretKeyMissing => ProblemKind::SecretKeyMissing,
+            Self::Internal(_) => ProblemKind::Internal,
         }
     }
 }
@@ -136,7 +390,7 @@ pub struct Problem<'a> {
     kind: String,
     /// A short summary of the problem type.
     #[schema(value_type = String)]
-    title: &'a str,
+    title: &'static str,
     /// The HTTP status code.
     status: u16,
     /// What went wrong with this request, for people.
@@ -169,11 +423,11 @@ impl ApiError {
 
     /// The RFC 9457 body, also what an idempotent request stores for replay.
     pub fn problem_body(&self) -> String {
-        let (slug, title) = self.kind();
+        let kind = self.problem_kind();
         let problem = Problem {
-            kind: format!("/problems/{slug}"),
-            title,
-            status: self.status_code().as_u16(),
+            kind: kind.type_uri(),
+            title: kind.info().title,
+            status: kind.info().status,
             detail: self.to_string(),
             errors: match self {
                 Self::Validation(fields) => Some(fields),
@@ -203,29 +457,8 @@ impl ApiError {
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        match self {
-            Self::MalformedBody(_) => StatusCode::BAD_REQUEST,
-            Self::UnsupportedMediaType | Self::UnsupportedImportType => {
-                StatusCode::UNSUPPORTED_MEDIA_TYPE
-            }
-            Self::IllegalStageMove { .. }
-            | Self::AlreadyConverted { .. }
-            | Self::ReconcileRunning { .. } => StatusCode::CONFLICT,
-            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Unauthorized | Self::InvalidSignature(_) => StatusCode::UNAUTHORIZED,
-            Self::Forbidden(_) => StatusCode::FORBIDDEN,
-            Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) | Self::IllegalTransition { .. } | Self::IdempotencyKeyInFlight => {
-                StatusCode::CONFLICT
-            }
-            Self::PreconditionFailed { .. } => StatusCode::PRECONDITION_FAILED,
-            Self::IdempotencyKeyMissing | Self::IdempotencyKeyInvalid(_) => StatusCode::BAD_REQUEST,
-            Self::IdempotencyKeyReused { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable | Self::SecretKeyMissing => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        }
+        StatusCode::from_u16(self.problem_kind().info().status)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
     fn error_response(&self) -> HttpResponse {
@@ -293,4 +526,22 @@ impl From<sea_orm::DbErr> for ApiError {
             Self::internal(err)
         }
     }
+}
+
+/// The catalogue as the README's compact table: one row per status.
+pub fn problem_table_compact_markdown() -> String {
+    let mut text = String::from("| status | `type` |\n|---|---|\n");
+    let mut statuses: Vec<u16> = PROBLEMS.iter().map(|p| p.status).collect();
+    statuses.dedup();
+    for status in statuses {
+        let mut uris: Vec<String> = Vec::new();
+        for p in PROBLEMS.iter().filter(|p| p.status == status) {
+            let uri = format!("`/problems/{}`", p.slug);
+            if !uris.contains(&uri) {
+                uris.push(uri);
+            }
+        }
+        text.push_str(&format!("| {status} | {} |\n", uris.join(", ")));
+    }
+    text
 }

@@ -347,3 +347,123 @@ async fn every_reference_resolves_and_the_contract_headers_are_described() {
     let info = doc["info"]["description"].as_str().unwrap();
     assert!(info.contains("72 hours"), "Idempotency-Key retention");
 }
+
+/// Every `in: path` parameter is a `{name}` of its path and every `{name}`
+/// has one: client generators refuse an operation where they differ.
+#[tokio::test]
+async fn path_parameters_match_the_path_template() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let doc: Value = serde_json::from_str(&served(&app).await).unwrap();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let templated: BTreeSet<String> = path
+            .split('{')
+            .skip(1)
+            .filter_map(|part| part.split_once('}').map(|(name, _)| name.to_owned()))
+            .collect();
+        for method in METHODS {
+            let Some(op) = item.get(*method) else {
+                continue;
+            };
+            let declared: BTreeSet<String> = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["in"] == "path")
+                .map(|p| p["name"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(
+                declared, templated,
+                "{method} {path}: path parameters differ from the path template"
+            );
+        }
+    }
+}
+
+/// Client generators (openapi-python-client) make one model per schema and
+/// per inline object: a one-element `allOf` copies its target, inline models
+/// included, under a second name. Request bodies all have a schema.
+#[tokio::test]
+async fn schemas_are_plain_references_and_every_body_has_a_schema() {
+    fn walk(value: &Value, at: &str) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::Array(all)) = map.get("allOf") {
+                    assert!(all.len() > 1, "{at}: a one-element allOf; use a $ref");
+                }
+                for (key, v) in map {
+                    walk(v, &format!("{at}/{key}"));
+                }
+            }
+            Value::Array(items) => {
+                for (i, v) in items.iter().enumerate() {
+                    walk(v, &format!("{at}/{i}"));
+                }
+            }
+            _ => {}
+        }
+    }
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let doc: Value = serde_json::from_str(&served(&app).await).unwrap();
+    walk(&doc, "#");
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in METHODS {
+            let Some(body) = item.get(*method).and_then(|op| op.get("requestBody")) else {
+                continue;
+            };
+            for (content_type, media) in body["content"].as_object().unwrap() {
+                assert!(
+                    media.get("schema").is_some(),
+                    "{method} {path}: the {content_type} request body has no schema"
+                );
+            }
+        }
+    }
+}
+
+/// The problem tables in the docs are the catalogue in `api/src/error.rs`,
+/// between their markers; `LEADPIPE_UPDATE_DOCS=1` rewrites them.
+#[test]
+fn the_docs_problem_tables_are_the_catalogue() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let update = std::env::var("LEADPIPE_UPDATE_DOCS").is_ok_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for (file, marker, table) in [
+        (
+            "docs/guide/errors.md",
+            "problem-table",
+            api::error::problem_table_markdown(),
+        ),
+        (
+            "README.md",
+            "problem-table-compact",
+            api::error::problem_table_compact_markdown(),
+        ),
+    ] {
+        let path = format!("{root}/{file}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let open = format!("<!-- {marker}:");
+        let close = format!("<!-- /{marker} -->");
+        let start = text
+            .find(&open)
+            .unwrap_or_else(|| panic!("{file}: no `{open}` marker"));
+        let start = start + text[start..].find("-->\n").unwrap() + "-->\n".len();
+        let end = text
+            .find(&close)
+            .unwrap_or_else(|| panic!("{file}: no `{close}` marker"));
+        if text[start..end] == table {
+            continue;
+        }
+        if update {
+            std::fs::write(&path, format!("{}{table}{}", &text[..start], &text[end..])).unwrap();
+            eprintln!("rewrote the problem table in {file}");
+        } else {
+            stale.push(file);
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "the problem table in {stale:?} differs from the catalogue in api/src/error.rs \
+         (PROBLEMS). Regenerate with `LEADPIPE_UPDATE_DOCS=1 cargo test -p leadpipe-tests \
+         --test openapi`, review the diff and commit it."
+    );
+}

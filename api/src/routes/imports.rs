@@ -55,6 +55,7 @@ impl From<import_run::Model> for RunOut {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 struct StartParams {
     /// The `source` of every imported lead.
@@ -129,7 +130,7 @@ async fn spool(
     tag = "imports",
     params(StartParams),
     request_body(description = "The file: CSV with a header row, or NDJSON (one object per line)",
-        content(("text/csv"), ("application/x-ndjson"))),
+        content((inline(crate::routes::openapi::Binary) = "text/csv"), (inline(crate::routes::openapi::Binary) = "application/x-ndjson"))),
     responses(
         (status = 202, description = "Accepted; the run is `running`", body = RunOut, headers(("Location" = String))),
         (status = 400, description = "`/problems/malformed-body`: the body could not be read"),

@@ -51,11 +51,29 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 ))]
 pub struct Api;
 
-/// A lead as the API shows it.
-#[derive(Serialize, ToSchema)]
+/// A lead as the API shows it: in the OpenAPI document it *is* the `Lead`
+/// schema (a `$ref`, not a one-element `allOf` that client generators turn
+/// into a second copy of `Lead` and its inline models).
+#[derive(Serialize)]
 pub struct LeadOut {
     #[serde(flatten)]
     pub lead: lead::Model,
+}
+
+impl utoipa::PartialSchema for LeadOut {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        <lead::Model as utoipa::PartialSchema>::schema()
+    }
+}
+
+impl ToSchema for LeadOut {
+    fn name() -> std::borrow::Cow<'static, str> {
+        <lead::Model as ToSchema>::name()
+    }
+
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+        <lead::Model as ToSchema>::schemas(schemas);
+    }
 }
 
 /// One lead with what only its own page shows.

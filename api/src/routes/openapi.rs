@@ -13,10 +13,11 @@ use std::sync::OnceLock;
 
 use actix_web::{HttpResponse, web};
 use utoipa::openapi::content::ContentBuilder;
+use utoipa::openapi::example::{Example, ExampleBuilder};
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::SchemaType;
+use utoipa::openapi::schema::{KnownFormat, SchemaFormat, SchemaType};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::tag::TagBuilder;
 use utoipa::openapi::{
@@ -25,7 +26,7 @@ use utoipa::openapi::{
 };
 use utoipa::{IntoParams, OpenApi as _, PartialSchema, ToSchema};
 
-use crate::error::{PROBLEM_JSON, Problem};
+use crate::error::{PROBLEM_JSON, PROBLEMS, Problem, ProblemKind, problem_table_markdown};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/openapi.json", web::get().to(serve));
@@ -112,10 +113,16 @@ pub fn build() -> OpenApi {
         )
         .build();
     components.security_schemes.extend(extra.security_schemes);
-    for (status, name, text, retry_after) in SHARED_RESPONSES {
+    for (status, name, kinds, retry_after) in SHARED_RESPONSES {
         components.responses.insert(
             (*name).to_owned(),
-            problem_response(text, *retry_after, *status == 401).into(),
+            problem_response(
+                &shared_description(kinds),
+                problem_examples(kinds),
+                *retry_after,
+                *status == 401,
+            )
+            .into(),
         );
     }
     doc.components = Some(components);
@@ -173,107 +180,6 @@ const TAGS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Every problem `type` the API answers with: slug, status, when.
-pub const PROBLEM_TYPES: &[(&str, u16, &str)] = &[
-    ("malformed-body", 400, "the body is not well-formed JSON"),
-    (
-        "idempotency-key-missing",
-        400,
-        "this write requires an `Idempotency-Key`",
-    ),
-    (
-        "idempotency-key-invalid",
-        400,
-        "the key is empty, longer than 255 characters or not printable ASCII",
-    ),
-    (
-        "unauthorized",
-        401,
-        "missing, unknown or revoked bearer token",
-    ),
-    (
-        "invalid-signature",
-        401,
-        "a webhook's source is unknown, or its signature is missing, malformed, outside the time tolerance or wrong (one answer for all)",
-    ),
-    (
-        "forbidden",
-        403,
-        "the token's role (or source) may not do this",
-    ),
-    ("not-found", 404, "no such resource or route"),
-    (
-        "reconcile-running",
-        409,
-        "a reconcile of this source is already running; `run_id` names it",
-    ),
-    (
-        "conflict",
-        409,
-        "the request conflicts with the stored state",
-    ),
-    (
-        "illegal-transition",
-        409,
-        "the lead status machine (or the deal stage machine) forbids the move; `allowed` lists the legal targets",
-    ),
-    (
-        "already-converted",
-        409,
-        "the lead was converted before; `conversion` names its ids",
-    ),
-    (
-        "idempotency-key-in-flight",
-        409,
-        "a request with this key is still running; retry after `Retry-After`",
-    ),
-    (
-        "precondition-failed",
-        412,
-        "`If-Match` names no current version (an old version, or a weak, opaque or malformed tag); `current_version` is the current one",
-    ),
-    (
-        "payload-too-large",
-        413,
-        "the body is larger than the configured limit",
-    ),
-    (
-        "unsupported-media-type",
-        415,
-        "`Content-Type` is not JSON (imports: not `text/csv` or `application/x-ndjson`)",
-    ),
-    (
-        "validation",
-        422,
-        "well-formed JSON with invalid or mistyped fields or bad query parameters; `errors` names each field",
-    ),
-    (
-        "idempotency-key-reused",
-        422,
-        "the key was used before for another request",
-    ),
-    (
-        "too-many-requests",
-        429,
-        "a rate limit: failed authentications from one client address, or webhook deliveries to one source; retry after `Retry-After`",
-    ),
-    (
-        "internal",
-        500,
-        "a bug; the cause is logged, never returned",
-    ),
-    (
-        "unavailable",
-        503,
-        "the database is unreachable; retry after `Retry-After`",
-    ),
-    (
-        "secret-key-missing",
-        503,
-        "a secret would be stored, but the server has no sealing key (`LEADPIPE_SECRET_KEY`)",
-    ),
-];
-
 /// The problem `type` URIs as a string enum.
 pub struct ProblemType;
 
@@ -284,13 +190,21 @@ impl PartialSchema for ProblemType {
             .description(Some(
                 "A stable problem type URI (relative); see the API description for when each occurs.",
             ))
-            .enum_values(Some(
-                PROBLEM_TYPES
-                    .iter()
-                    .map(|(slug, _, _)| format!("/problems/{slug}")),
-            ))
+            .enum_values(Some(problem_type_uris()))
             .into()
     }
+}
+
+/// Every `type` URI of the catalogue once, in its order.
+fn problem_type_uris() -> Vec<String> {
+    let mut uris: Vec<String> = Vec::new();
+    for p in PROBLEMS {
+        let uri = format!("/problems/{}", p.slug);
+        if !uris.contains(&uri) {
+            uris.push(uri);
+        }
+    }
+    uris
 }
 
 impl ToSchema for ProblemType {
@@ -299,149 +213,117 @@ impl ToSchema for ProblemType {
     }
 }
 
+/// A request body taken as raw bytes (a file, a signed webhook payload):
+/// `{type: string, format: binary}`, which client generators turn into a
+/// file or byte-string parameter.
+pub struct Binary;
+
+impl PartialSchema for Binary {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .into()
+    }
+}
+
+impl ToSchema for Binary {}
+
 const IDEMPOTENCY_RETENTION: &str = "72 hours";
 
+/// The API's prose, `openapi_description.md` beside this file, with the
+/// problem catalogue's table and the retention filled in.
 fn description() -> String {
-    let mut text = format!(
-        "leadpipe is a lead-pipeline CRM backend. Leads arrive through several doors — \
-the intake API, signed webhooks, bulk imports — and every door may deliver the same lead twice; \
-all of them go through one upsert on the sender's natural key `(source, source_ref)`.
-
-## Authentication and roles
-
-`Authorization: Bearer <token>` (security scheme `bearer`). Roles: `intake` (may post leads for \
-its one source), `sales` (leads, contacts, companies, deals, conversion), `ops` (what sales may, \
-plus the ops endpoints, imports, and reading sources and subscriptions), `admin` (everything). \
-Each operation's description names the roles that may call it. `401` when the token is missing, \
-unknown or revoked (with `WWW-Authenticate: Bearer`); `403` when its role may not. Too many \
-failed authentications from one client address answer `429 /problems/too-many-requests` with \
-`Retry-After` instead of `401`; a valid token is never limited.
-
-## Idempotency-Key
-
-Writes that list the `Idempotency-Key` header may be retried safely: the first request with a \
-key runs, and its response — success, or a `404`/`409` outcome — is stored with the key and \
-replayed to any repeat of the same request by the same principal, with \
-`Idempotent-Replayed: true` (a first execution answers `Idempotent-Replayed: false`). Keys and \
-their responses are kept for **{IDEMPOTENCY_RETENTION}** by default \
-(`LEADPIPE_IDEMPOTENCY_RETENTION_HOURS`); a key is 1–255 printable ASCII characters. The same key \
-with another method, path or body is `422 /problems/idempotency-key-reused`; a repeat while the \
-first is still running is `409 /problems/idempotency-key-in-flight` with `Retry-After`. \
-Validation errors, `412` and `5xx` are not stored: the key is released, so the corrected request \
-may reuse it. Notes, deals, conversions and keyless manual leads **require** a key (`400 \
-/problems/idempotency-key-missing` without one).
-
-## Versions: ETag and If-Match
-
-Leads, contacts, companies and deals carry a `version`; single-record responses return it as a \
-strong `ETag` (`\"3\"`). Writes that list `If-Match` honour it (RFC 9110): the write happens \
-only if one of the listed tags is the record's current one; otherwise — an old version, a weak \
-(`W/`) or opaque tag, or a value that is no entity tag at all — it is `412 \
-/problems/precondition-failed` (with `current_version`); absent or `*` means no check.
-
-## Correlation ids
-
-Every response carries `X-Request-Id`: the caller's own (1–64 characters of letters, digits and \
-`-_.:`) or a generated one. It is logged on every line of the request and stored on the \
-timeline, inbox and outbox rows the request writes (`GET /api/ops/trace/{{correlation_id}}`).
-
-## Lists
-
-Lists are newest first, `limit` 1–200 (default 50), and continue with the opaque `cursor` from \
-the previous page's `next_cursor` (deliveries: `before` / `next_before`).
-
-## Errors
-
-Every error is `application/problem+json` (RFC 9457, schema `Problem`): `type`, `title`, \
-`status`, `detail`; validation errors add `errors: [{{field, message}}]`, and some types add \
-extension members (`allowed`, `current_version`, `conversion`). A rejected request stores \
-nothing. The `type` values are stable:
-
-| status | type | when |
-|---|---|---|
-"
-    );
-    for (slug, status, when) in PROBLEM_TYPES {
-        text.push_str(&format!("| {status} | `/problems/{slug}` | {when} |\n"));
-    }
-    text
+    include_str!("openapi_description.md")
+        .trim_end()
+        .replace("{{IDEMPOTENCY_RETENTION}}", IDEMPOTENCY_RETENTION)
+        .replace("{{PROBLEM_TABLE}}", &problem_table_markdown())
 }
 
 /// Responses shared by many operations, in `components/responses`:
-/// (status, name, description, sends `Retry-After`).
-const SHARED_RESPONSES: &[(u16, &str, &str, bool)] = &[
-    (
-        404,
-        "NotFound",
-        "`/problems/not-found`: the path names nothing (or a path parameter does not parse).",
-        false,
-    ),
+/// (status, name, the problem kinds it stands for, sends `Retry-After`). Their
+/// descriptions and examples come from the problem catalogue.
+const SHARED_RESPONSES: &[(u16, &str, &[ProblemKind], bool)] = &[
+    (404, "NotFound", &[ProblemKind::NotFound], false),
     (
         400,
         "BadRequest",
-        "`/problems/malformed-body` (the body is not well-formed JSON), \
-         `/problems/idempotency-key-missing` or `/problems/idempotency-key-invalid`.",
+        &[
+            ProblemKind::MalformedBody,
+            ProblemKind::IdempotencyKeyMissing,
+            ProblemKind::IdempotencyKeyInvalid,
+        ],
         false,
     ),
-    (
-        401,
-        "Unauthorized",
-        "`/problems/unauthorized`: missing, unknown or revoked bearer token.",
-        false,
-    ),
-    (
-        403,
-        "Forbidden",
-        "`/problems/forbidden`: the token's role (or source) may not do this.",
-        false,
-    ),
+    (401, "Unauthorized", &[ProblemKind::Unauthorized], false),
+    (403, "Forbidden", &[ProblemKind::Forbidden], false),
     (
         409,
         "IdempotencyKeyInFlight",
-        "`/problems/idempotency-key-in-flight`: a request with this `Idempotency-Key` is still running; retry after `Retry-After`.",
+        &[ProblemKind::IdempotencyKeyInFlight],
         true,
     ),
     (
         413,
         "PayloadTooLarge",
-        "`/problems/payload-too-large`: the body is over `LEADPIPE_MAX_BODY_BYTES`.",
+        &[ProblemKind::PayloadTooLarge],
         false,
     ),
     (
         415,
         "UnsupportedMediaType",
-        "`/problems/unsupported-media-type`: `Content-Type` is not `application/json`.",
+        &[ProblemKind::UnsupportedMediaType],
         false,
     ),
     (
         422,
         "ValidationFailed",
-        "`/problems/validation` (`errors` names each invalid field or query parameter) or \
-         `/problems/idempotency-key-reused`.",
+        &[ProblemKind::Validation, ProblemKind::IdempotencyKeyReused],
         false,
     ),
     (
         429,
         "TooManyRequests",
-        "`/problems/too-many-requests`: too many failed authentications from this client address \
-         (`LEADPIPE_AUTH_FAIL_PER_MINUTE`); retry after `Retry-After`. A valid token is not limited.",
+        &[ProblemKind::TooManyRequests],
         true,
     ),
-    (
-        500,
-        "Internal",
-        "`/problems/internal`: a bug; the cause is logged, not returned.",
-        false,
-    ),
+    (500, "Internal", &[ProblemKind::Internal], false),
     (
         503,
         "Unavailable",
-        "`/problems/unavailable`: the database is unreachable; retry after `Retry-After`. \
-         `/problems/secret-key-missing`: a secret would be stored but the server has no \
-         sealing key (`LEADPIPE_SECRET_KEY`).",
+        &[ProblemKind::Unavailable, ProblemKind::SecretKeyMissing],
         true,
     ),
 ];
+
+/// "`/problems/a`: when. `/problems/b`: when."
+fn shared_description(kinds: &[ProblemKind]) -> String {
+    kinds
+        .iter()
+        .map(|k| format!("`{}`: {}.", k.type_uri(), k.info().description))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One example body per problem kind, named by its slug.
+fn problem_examples(kinds: &[ProblemKind]) -> Vec<(String, Example)> {
+    kinds
+        .iter()
+        .map(|k| {
+            let info = k.info();
+            let value = serde_json::json!({
+                "type": k.type_uri(),
+                "title": info.title,
+                "status": info.status,
+                "detail": info.description,
+            });
+            (
+                info.slug.to_owned(),
+                ExampleBuilder::new().value(Some(value)).build(),
+            )
+        })
+        .collect()
+}
 
 fn shared(status: u16) -> Option<&'static str> {
     SHARED_RESPONSES
@@ -477,7 +359,12 @@ fn header_text(name: &str) -> Option<&'static str> {
     })
 }
 
-fn problem_response(text: &str, retry_after: bool, www_authenticate: bool) -> Response {
+fn problem_response(
+    text: &str,
+    examples: Vec<(String, Example)>,
+    retry_after: bool,
+    www_authenticate: bool,
+) -> Response {
     let mut builder = ResponseBuilder::new()
         .description(text)
         .header(X_REQUEST_ID, string_header(X_REQUEST_ID_TEXT))
@@ -485,6 +372,7 @@ fn problem_response(text: &str, retry_after: bool, www_authenticate: bool) -> Re
             PROBLEM_JSON,
             ContentBuilder::new()
                 .schema(Some(Ref::from_schema_name("Problem")))
+                .examples_from_iter(examples)
                 .build(),
         );
     if retry_after {
@@ -799,40 +687,44 @@ mod tests {
     }
 
     #[test]
-    fn every_problem_type_the_api_answers_is_documented_with_its_status() {
+    fn every_error_answers_its_catalogue_row() {
         for err in every_error() {
             let body: serde_json::Value =
                 serde_json::from_str(&err.problem_body()).expect("problem body is JSON");
-            let kind = body["type"].as_str().expect("type is a string");
-            let slug = kind
-                .strip_prefix("/problems/")
-                .expect("relative /problems/ URI");
-            let status = body["status"].as_u64().expect("status");
-            assert!(
-                PROBLEM_TYPES
-                    .iter()
-                    .any(|(s, st, _)| *s == slug && u64::from(*st) == status),
-                "{kind} ({status}) is missing from PROBLEM_TYPES in routes/openapi.rs"
+            let info = err.problem_kind().info();
+            assert_eq!(body["type"], format!("/problems/{}", info.slug));
+            assert_eq!(body["title"], info.title);
+            assert_eq!(body["status"], info.status);
+            assert_eq!(
+                actix_web::ResponseError::status_code(&err).as_u16(),
+                info.status
             );
         }
     }
 
     #[test]
-    fn every_documented_problem_type_is_answered_by_some_error() {
-        let answered: Vec<String> = every_error()
-            .iter()
-            .map(|e| {
-                let body: serde_json::Value =
-                    serde_json::from_str(&e.problem_body()).expect("problem body is JSON");
-                body["type"].as_str().unwrap_or_default().to_owned()
-            })
-            .collect();
-        for (slug, _, _) in PROBLEM_TYPES {
+    fn every_catalogued_problem_is_answered_by_some_error() {
+        let answered: Vec<ProblemKind> = every_error().iter().map(ApiError::problem_kind).collect();
+        for p in PROBLEMS {
             assert!(
-                answered.contains(&format!("/problems/{slug}")),
-                "/problems/{slug} is documented but no ApiError answers it"
+                answered.contains(&p.kind),
+                "{:?} (/problems/{}) is catalogued but no ApiError answers it",
+                p.kind,
+                p.slug
             );
         }
+    }
+
+    #[test]
+    fn one_title_and_status_per_row_and_every_type_in_the_description() {
+        let text = description();
+        for p in PROBLEMS {
+            assert!(text.contains(&format!("| `/problems/{}` | {} |", p.slug, p.title)));
+        }
+        assert!(
+            !text.contains("{{"),
+            "a placeholder was left in the description"
+        );
     }
 
     /// Merging keeps the first schema of a name and drops the others, so two

@@ -89,8 +89,8 @@ struct Acknowledged {
     operation_id = "receive_webhook",
     tag = "webhooks",
     params(("source" = String, Path, description = "The source's name"), SignatureHeaders),
-    request_body(description = "The sender's payload, exactly as signed; JSON for the lead mapping",
-        content(("application/json"))),
+    request_body(description = "The sender's payload, exactly as signed, whatever its `Content-Type` (senders send `application/json`; the bytes are verified as received, and parsed as JSON for the lead mapping)",
+        content((inline(crate::routes::openapi::Binary) = "application/octet-stream"))),
     responses(
         (status = 202, description = "A new event, queued for processing", body = Acknowledged,
             headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),
