@@ -1,6 +1,6 @@
 //! Housekeeping that runs in every process: deleting what has outlived its
-//! retention. Every step is an idempotent DELETE, so several nodes running
-//! it at once do no harm.
+//! retention, and closing import runs whose process died. Every step is an
+//! idempotent statement, so several nodes running it at once do no harm.
 
 use std::time::Duration;
 
@@ -52,6 +52,21 @@ pub async fn prune_finished_jobs(
     Ok(deleted)
 }
 
+/// Marks imports whose process died (no heartbeat for `after`) `abandoned`.
+pub async fn abandon_silent_imports(
+    db: &DatabaseConnection,
+    after: Duration,
+) -> Result<u64, DbErr> {
+    let abandoned = domain::import::abandon_silent_runs(db, domain::clock::now(), after).await?;
+    if abandoned > 0 {
+        tracing::warn!(
+            abandoned,
+            "marked import runs abandoned: their process stopped"
+        );
+    }
+    Ok(abandoned)
+}
+
 /// Sweeps every `interval` (at most [`MAX_INTERVAL`]) until the task is dropped.
 pub async fn run(db: DatabaseConnection, interval: Duration, job_retention: Duration) {
     let mut ticker = tokio::time::interval(interval.min(MAX_INTERVAL));
@@ -63,6 +78,9 @@ pub async fn run(db: DatabaseConnection, interval: Duration, job_retention: Dura
         }
         if let Err(err) = prune_finished_jobs(&db, job_retention).await {
             tracing::warn!(error = %err, "pruning finished jobs failed; retrying next tick");
+        }
+        if let Err(err) = abandon_silent_imports(&db, domain::import::ABANDONED_AFTER).await {
+            tracing::warn!(error = %err, "looking for abandoned imports failed; retrying next tick");
         }
     }
 }

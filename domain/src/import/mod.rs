@@ -38,6 +38,14 @@ pub const MAX_BATCH_SIZE: usize = 2000;
 pub const STATE_RUNNING: &str = "running";
 pub const STATE_DONE: &str = "done";
 pub const STATE_FAILED: &str = "failed";
+/// The process running the import stopped (killed, crashed, shut down)
+/// without finishing it: no heartbeat for [`ABANDONED_AFTER`].
+pub const STATE_ABANDONED: &str = "abandoned";
+/// How often a running import touches its run's `updated_at`, also while a
+/// batch is slow, so a silent run means a process that is gone.
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
+/// A `running` run without a heartbeat this long is marked `abandoned`.
+pub const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What happened to one row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -277,7 +285,9 @@ pub async fn execute(
         }
         Ok(())
     };
+    let heartbeat = tokio::spawn(heartbeat(db.clone(), run.id));
     let result = tracing::Instrument::instrument(result, span.clone()).await;
+    heartbeat.abort();
     drop(rx);
     let _ = producer.await;
     let now = crate::clock::now();
@@ -318,6 +328,55 @@ pub async fn execute(
             Err(err)
         }
     }
+}
+
+/// Touches the run's `updated_at` every [`HEARTBEAT`] until aborted.
+async fn heartbeat(db: DatabaseConnection, run_id: i64) {
+    let mut ticker = tokio::time::interval(HEARTBEAT);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let touched = import_run::Entity::update_many()
+            .col_expr(
+                import_run::Column::UpdatedAt,
+                Expr::val(crate::clock::now()),
+            )
+            .filter(import_run::Column::Id.eq(run_id))
+            .filter(import_run::Column::State.eq(STATE_RUNNING))
+            .exec(&db)
+            .await;
+        if let Err(err) = touched {
+            tracing::warn!(run_id, error = %err, "import heartbeat failed; retrying");
+        }
+    }
+}
+
+/// Marks `running` runs whose heartbeat stopped before `now - after` as
+/// `abandoned`, saying how to resume; returns how many. Idempotent, so every
+/// worker process may run it.
+pub async fn abandon_silent_runs<C: ConnectionTrait>(
+    conn: &C,
+    now: chrono::DateTime<chrono::Utc>,
+    after: std::time::Duration,
+) -> Result<u64, DbErr> {
+    let after = chrono::TimeDelta::from_std(after).unwrap_or(chrono::TimeDelta::MAX);
+    let cutoff = now - after;
+    let reason = "the process running this import stopped before it finished (no heartbeat); \
+                  rows already committed stay: import the same file again to resume";
+    let abandoned = import_run::Entity::update_many()
+        .col_expr(import_run::Column::State, Expr::val(STATE_ABANDONED))
+        .col_expr(
+            import_run::Column::Error,
+            Expr::val(Some(reason.to_owned())),
+        )
+        .col_expr(import_run::Column::UpdatedAt, Expr::val(now))
+        .col_expr(import_run::Column::FinishedAt, Expr::val(Some(now)))
+        .filter(import_run::Column::State.eq(STATE_RUNNING))
+        .filter(import_run::Column::UpdatedAt.lt(cutoff))
+        .exec(conn)
+        .await?
+        .rows_affected;
+    Ok(abandoned)
 }
 
 /// One batch in one transaction: the leads, the report rows, the counts.
