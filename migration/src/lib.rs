@@ -1,6 +1,7 @@
 //! leadpipe's schema. Every migration runs unchanged on SQLite and PostgreSQL,
 //! and inside a transaction (see `in_transaction!`) so that on SQLite no pooled
-//! connection can cache a half-built schema (PITFALLS 2).
+//! connection can cache a half-built schema (SQLite migrations otherwise run
+//! outside a transaction, and a pooled connection keeps the schema it saw).
 
 pub use sea_orm_migration::prelude::*;
 
@@ -20,7 +21,6 @@ mod m20261130_000403_create_deal;
 mod m20261130_000404_create_lead_conversion;
 mod m20261130_000405_create_crm_activity;
 mod m20261130_000406_create_import;
-// Reconcile (issue 5).
 mod m20261130_000501_create_reconcile;
 mod m20261201_000601_inbox_body_hash;
 // Per-lead delivery order by outbox event.

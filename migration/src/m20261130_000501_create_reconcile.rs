@@ -49,7 +49,7 @@ impl MigrationTrait for Migration {
                     // api, cli, schedule
                     .col(string_len(ReconcileRun::Trigger, 16))
                     // `schedule:{source}:{tick}`: a cron tick starts one run
-                    // however many worker processes saw it (PITFALLS 8).
+                    // however many worker processes saw it (each one's cron fires).
                     .col(string_len_null(ReconcileRun::TickKey, 160).unique_key())
                     .col(text_null(ReconcileRun::CursorStart))
                     .col(text_null(ReconcileRun::Cursor))
