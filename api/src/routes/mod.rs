@@ -3,18 +3,13 @@
 use actix_web::web;
 
 mod crm;
-mod deliveries;
 mod front;
 mod health;
 mod imports;
 pub mod leads;
-pub mod openapi;
-pub mod ops_inbox;
-mod reconcile;
+pub mod ops;
 mod sources;
-mod stats;
 mod subscriptions;
-mod trace;
 mod webhooks;
 
 /// Every route; `/metrics` only when it is not on its own listener.
@@ -22,20 +17,20 @@ pub fn configure(cfg: &mut web::ServiceConfig, metrics: bool) {
     front::configure(cfg);
     health::configure(cfg);
     if metrics {
-        crate::metrics::configure(cfg);
+        crate::http::metrics::configure(cfg);
     }
     crm::configure(cfg);
     imports::configure(cfg);
     leads::configure(cfg);
     subscriptions::configure(cfg);
-    deliveries::configure(cfg);
-    stats::configure(cfg);
-    trace::configure(cfg);
+    ops::deliveries::configure(cfg);
+    ops::stats::configure(cfg);
+    ops::trace::configure(cfg);
     sources::configure(cfg);
     webhooks::configure(cfg);
-    ops_inbox::configure(cfg);
-    reconcile::configure(cfg);
-    openapi::configure(cfg);
+    ops::inbox::configure(cfg);
+    ops::reconcile::configure(cfg);
+    crate::openapi::configure(cfg);
 }
 
 /// Each module's part of the OpenAPI document (`GET /openapi.json`). A
@@ -50,12 +45,12 @@ pub fn openapi_parts() -> Vec<utoipa::openapi::OpenApi> {
         imports::Api::openapi(),
         leads::Api::openapi(),
         subscriptions::Api::openapi(),
-        deliveries::Api::openapi(),
-        stats::Api::openapi(),
-        trace::Api::openapi(),
+        ops::deliveries::Api::openapi(),
+        ops::stats::Api::openapi(),
+        ops::trace::Api::openapi(),
         sources::Api::openapi(),
         webhooks::Api::openapi(),
-        ops_inbox::Api::openapi(),
-        reconcile::Api::openapi(),
+        ops::inbox::Api::openapi(),
+        ops::reconcile::Api::openapi(),
     ]
 }

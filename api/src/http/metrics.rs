@@ -16,9 +16,9 @@ use metrics_exporter_prometheus::formatting::sanitize_label_value;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use sea_orm::DatabaseConnection;
 
-use crate::auth::{Authenticated, OPS_AND_UP};
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::auth::{Authenticated, OPS_AND_UP};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -137,7 +137,7 @@ pub fn metrics_only_server(
             .default_service(web::to(|| async {
                 Err::<HttpResponse, _>(ApiError::NotFound("no such route".into()))
             }))
-            .wrap(crate::startup::security_headers())
+            .wrap(crate::http::security_headers::security_headers())
     })
     .workers(1)
     .listen(listener)?

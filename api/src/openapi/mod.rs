@@ -26,7 +26,7 @@ use utoipa::openapi::{
 };
 use utoipa::{IntoParams, OpenApi as _, PartialSchema, ToSchema};
 
-use crate::error::{PROBLEM_JSON, PROBLEMS, Problem, ProblemKind, problem_table_markdown};
+use crate::http::error::{PROBLEM_JSON, PROBLEMS, Problem, ProblemKind, problem_table_markdown};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/openapi.json", web::get().to(serve));
@@ -65,7 +65,7 @@ pub fn document() -> &'static str {
 
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(serve, crate::metrics::scrape),
+    paths(serve, crate::http::metrics::scrape),
     components(schemas(Problem, ProblemType, domain::FieldError))
 )]
 struct Meta;
@@ -73,7 +73,7 @@ struct Meta;
 /// Every route module's part, this module's, and the rules below.
 pub fn build() -> OpenApi {
     let mut doc = Meta::openapi();
-    for part in super::openapi_parts() {
+    for part in crate::routes::openapi_parts() {
         doc.merge(part);
     }
     doc.info = InfoBuilder::new()
@@ -231,10 +231,10 @@ impl ToSchema for Binary {}
 
 const IDEMPOTENCY_RETENTION: &str = "72 hours";
 
-/// The API's prose, `openapi_description.md` beside this file, with the
+/// The API's prose, `description.md` beside this file, with the
 /// problem catalogue's table and the retention filled in.
 fn description() -> String {
-    include_str!("openapi_description.md")
+    include_str!("description.md")
         .trim_end()
         .replace("{{IDEMPOTENCY_RETENTION}}", IDEMPOTENCY_RETENTION)
         .replace("{{PROBLEM_TABLE}}", &problem_table_markdown())
@@ -606,7 +606,7 @@ pub struct IfMatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ApiError;
+    use crate::http::error::ApiError;
 
     /// One of each `ApiError` variant: the match makes a new variant a
     /// compile error here until it is added (and its type listed).

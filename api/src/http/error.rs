@@ -386,7 +386,7 @@ impl ApiError {
 pub struct Problem<'a> {
     /// A stable problem type URI (relative), e.g. `/problems/validation`.
     #[serde(rename = "type")]
-    #[schema(value_type = crate::routes::openapi::ProblemType)]
+    #[schema(value_type = crate::openapi::ProblemType)]
     kind: String,
     /// A short summary of the problem type.
     #[schema(value_type = String)]

@@ -3,11 +3,21 @@
 use clap::{Parser, Subcommand};
 use domain::auth::Role;
 
+pub mod delivery;
+pub mod demo;
+pub mod import;
+pub mod inbox;
+pub mod reconcile;
+pub mod source;
+pub mod subscription;
+pub mod worker_args;
+
+use crate::cli::inbox::InboxCommand;
+use crate::cli::source::SourceCommand;
+use crate::cli::worker_args::WorkerArgs;
 use crate::config::{DbSettings, HttpSettings, OutboundSettings, SecretSettings};
 use crate::startup::Application;
 use crate::storage;
-use crate::webhook_cli::{self, InboxCommand, SourceCommand};
-use crate::worker_config::WorkerArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -71,7 +81,7 @@ pub enum Command {
     },
     /// Import leads from a CSV (header row) or NDJSON file, through the same
     /// write path as the API; safe to re-run (see README, "Bulk import").
-    Import(crate::import_cmd::ImportArgs),
+    Import(crate::cli::import::ImportArgs),
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
@@ -85,12 +95,12 @@ pub enum Command {
     /// Manage downstream subscriptions to lead events.
     Subscription {
         #[command(subcommand)]
-        command: crate::subscription_cli::SubscriptionCommand,
+        command: crate::cli::subscription::SubscriptionCommand,
     },
     /// Inspect and retry outgoing webhook deliveries.
     Delivery {
         #[command(subcommand)]
-        command: crate::subscription_cli::DeliveryCommand,
+        command: crate::cli::delivery::DeliveryCommand,
     },
     /// Sealed secrets: re-seal every stored secret under the current key.
     Secrets {
@@ -104,10 +114,10 @@ pub enum Command {
     },
     /// Pull a source's records since its cursor through the write path,
     /// repairing what its webhooks missed (see README, "Reconcile").
-    Reconcile(crate::reconcile_cmd::ReconcileArgs),
+    Reconcile(crate::cli::reconcile::ReconcileArgs),
     /// The whole pipeline in one command, on a fresh SQLite file: a fake
     /// source, signed webhooks (some redelivered, some dropped), a reconcile.
-    Demo(crate::demo::DemoArgs),
+    Demo(crate::cli::demo::DemoArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -196,12 +206,12 @@ pub async fn run() -> anyhow::Result<()> {
                 .with_keyring(&keyring);
             let metrics = match metrics_bind {
                 Some(bind) => {
-                    crate::metrics::handle();
+                    crate::http::metrics::handle();
                     let listener = std::net::TcpListener::bind(&bind)?;
                     tracing::info!(address = %listener.local_addr()?, "metrics listening");
-                    let every = crate::metrics::refresh_period(metrics_refresh_secs);
-                    let gauges = crate::metrics::Gauges::start(conn.clone(), every);
-                    Some(crate::metrics::metrics_only_server(listener, gauges)?)
+                    let every = crate::http::metrics::refresh_period(metrics_refresh_secs);
+                    let gauges = crate::http::metrics::Gauges::start(conn.clone(), every);
+                    Some(crate::http::metrics::metrics_only_server(listener, gauges)?)
                 }
                 None => None,
             };
@@ -230,7 +240,7 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Import(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
-            crate::import_cmd::run(&conn, args).await?;
+            crate::cli::import::run(&conn, args).await?;
         }
         Command::Migrate => {
             storage::migrate(&db.database_url).await?;
@@ -291,12 +301,13 @@ pub async fn run() -> anyhow::Result<()> {
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
-            webhook_cli::run_source(&conn, command, &cli.outbound.policy(), &keyring).await?;
+            crate::cli::source::run_source(&conn, command, &cli.outbound.policy(), &keyring)
+                .await?;
         }
         Command::Subscription { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
-            crate::subscription_cli::run_subscription(
+            crate::cli::subscription::run_subscription(
                 &conn,
                 &cli.outbound.policy(),
                 &keyring,
@@ -327,16 +338,16 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Delivery { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            crate::subscription_cli::run_delivery(&conn, command).await?;
+            crate::cli::delivery::run_delivery(&conn, command).await?;
         }
         Command::Inbox { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            webhook_cli::run_inbox(&conn, command).await?;
+            crate::cli::inbox::run_inbox(&conn, command).await?;
         }
         Command::Reconcile(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
             let keyring = cli.secrets.keyring()?;
-            crate::reconcile_cmd::run(&conn, args, cli.outbound.policy(), keyring).await?;
+            crate::cli::reconcile::run(&conn, args, cli.outbound.policy(), keyring).await?;
         }
         Command::Demo(mut args) => {
             let keyring = cli.secrets.keyring()?;
@@ -345,7 +356,7 @@ pub async fn run() -> anyhow::Result<()> {
             } else {
                 domain::sealed::Keyring::insecure_dev()
             };
-            crate::demo::run(args).await?
+            crate::cli::demo::run(args).await?
         }
     }
     Ok(())
