@@ -76,7 +76,7 @@ impl Application {
             .transpose()?;
         let metrics_public = metrics_listener.is_none();
         let metrics_server = metrics_listener
-            .map(|listener| crate::http::metrics::metrics_only_server(listener, gauges.clone()))
+            .map(|listener| crate::routes::metrics::metrics_only_server(listener, gauges.clone()))
             .transpose()?;
         let state = web::Data::new(AppState {
             limits,

@@ -8,6 +8,8 @@ use domain::inbound::inbox::ops::{self, InboxFilter};
 use sea_orm::DatabaseConnection;
 use workers::InboxQueue;
 
+use super::describe_missing;
+
 #[derive(Debug, Subcommand)]
 pub enum InboxCommand {
     /// List inbox events, newest first.
@@ -97,11 +99,16 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
                 Some(_) if !filter.is_empty() || dry_run => {
                     anyhow::bail!("give either an event id or a filter, not both")
                 }
-                Some(id) => vec![ops::retry(db, id, Utc::now()).await.map_err(describe)?.id],
+                Some(id) => vec![
+                    ops::retry(db, id, Utc::now())
+                        .await
+                        .map_err(describe_missing("inbox event"))?
+                        .id,
+                ],
                 None => {
                     let done = ops::retry_matching(db, &filter.filter()?, Utc::now(), dry_run)
                         .await
-                        .map_err(describe)?;
+                        .map_err(describe_missing("inbox event"))?;
                     if dry_run {
                         println!("{} event(s) would be retried", done.matched);
                         return Ok(());
@@ -118,19 +125,4 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
         }
     }
     Ok(())
-}
-
-fn describe(err: domain::Error) -> anyhow::Error {
-    match err {
-        domain::Error::Invalid(fields) => anyhow::anyhow!(
-            "invalid: {}",
-            fields
-                .iter()
-                .map(|f| format!("{} {}", f.field, f.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        domain::Error::NotFound => anyhow::anyhow!("no such inbox event"),
-        other => other.into(),
-    }
 }

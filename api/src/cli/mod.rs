@@ -211,7 +211,9 @@ pub async fn run() -> anyhow::Result<()> {
                     tracing::info!(address = %listener.local_addr()?, "metrics listening");
                     let every = crate::http::metrics::refresh_period(metrics_refresh_secs);
                     let gauges = crate::http::metrics::Gauges::start(conn.clone(), every);
-                    Some(crate::http::metrics::metrics_only_server(listener, gauges)?)
+                    Some(crate::routes::metrics::metrics_only_server(
+                        listener, gauges,
+                    )?)
                 }
                 None => None,
             };
@@ -360,6 +362,30 @@ pub async fn run() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// A domain error as the command line says it: field errors as
+/// `field: message`, joined by `; `.
+pub fn describe(err: domain::Error) -> anyhow::Error {
+    match err {
+        domain::Error::Invalid(fields) => anyhow::anyhow!(
+            "{}",
+            fields
+                .iter()
+                .map(|f| format!("{}: {}", f.field, f.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        other => other.into(),
+    }
+}
+
+/// [`describe`], with `NotFound` said as "no such {what}".
+pub fn describe_missing(what: &'static str) -> impl Fn(domain::Error) -> anyhow::Error {
+    move |err| match err {
+        domain::Error::NotFound => anyhow::anyhow!("no such {what}"),
+        other => describe(other),
+    }
 }
 
 /// Ctrl-C or SIGTERM.

@@ -11,6 +11,8 @@ use domain::outbound::net_guard::OutboundPolicy;
 use domain::sealed::Keyring;
 use sea_orm::DatabaseConnection;
 
+use super::describe;
+
 // Parsed once per run: the size of the variants does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
@@ -209,19 +211,4 @@ pub async fn run_source(
         }
     }
     Ok(())
-}
-
-fn describe(err: domain::Error) -> anyhow::Error {
-    match err {
-        domain::Error::Invalid(fields) => anyhow::anyhow!(
-            "invalid: {}",
-            fields
-                .iter()
-                .map(|f| format!("{} {}", f.field, f.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        domain::Error::NotFound => anyhow::anyhow!("no such inbox event"),
-        other => other.into(),
-    }
 }

@@ -7,6 +7,8 @@ use domain::outbound::subscription::{self, NewSubscription};
 use domain::sealed::Keyring;
 use sea_orm::{DatabaseConnection, TransactionTrait};
 
+use super::describe_missing;
+
 #[derive(Debug, Subcommand)]
 pub enum SubscriptionCommand {
     /// Subscribe a downstream URL to lead events; prints its signing secret once.
@@ -50,7 +52,7 @@ pub async fn run_subscription(
                 },
             )
             .await
-            .map_err(describe)?;
+            .map_err(describe_missing("subscription"))?;
             txn.commit().await?;
             eprintln!(
                 "created subscription {}; verify our signatures with this secret (shown only once):",
@@ -64,25 +66,11 @@ pub async fn run_subscription(
             }
         }
         SubscriptionCommand::Remove { id } => {
-            subscription::delete(db, id).await.map_err(describe)?;
+            subscription::delete(db, id)
+                .await
+                .map_err(describe_missing("subscription"))?;
             println!("subscription {id} removed");
         }
     }
     Ok(())
-}
-
-/// Validation errors name their fields; say so on the command line.
-fn describe(err: domain::Error) -> anyhow::Error {
-    match err {
-        domain::Error::Invalid(fields) => anyhow::anyhow!(
-            "{}",
-            fields
-                .iter()
-                .map(|f| format!("{} {}", f.field, f.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        domain::Error::NotFound => anyhow::anyhow!("no such subscription"),
-        other => other.into(),
-    }
 }

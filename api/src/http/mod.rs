@@ -10,6 +10,7 @@ pub mod correlation;
 pub mod error;
 pub mod idempotency;
 pub mod metrics;
+pub mod params;
 pub mod rate_limit;
 pub mod security_headers;
 pub mod spool;

@@ -130,7 +130,7 @@ async fn spool(
     tag = "imports",
     params(StartParams),
     request_body(description = "The file: CSV with a header row, or NDJSON (one object per line)",
-        content((inline(crate::openapi::Binary) = "text/csv"), (inline(crate::openapi::Binary) = "application/x-ndjson"))),
+        content((inline(crate::http::params::Binary) = "text/csv"), (inline(crate::http::params::Binary) = "application/x-ndjson"))),
     responses(
         (status = 202, description = "Accepted; the run is `running`", body = RunOut, headers(("Location" = String))),
         (status = 400, description = "`/problems/malformed-body`: the body could not be read"),

@@ -20,8 +20,8 @@ use crate::http::body::{parse_json, read_json_bytes};
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
-use crate::openapi::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 
 /// The source of leads that sales staff create by hand.
 pub const MANUAL_SOURCE: &str = "manual";

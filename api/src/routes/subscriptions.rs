@@ -11,8 +11,8 @@ use crate::http::auth::Authenticated;
 use crate::http::body::{parse_json, read_json_bytes};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
-use crate::openapi::IdempotencyKey;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(

@@ -90,7 +90,7 @@ struct Acknowledged {
     tag = "webhooks",
     params(("source" = String, Path, description = "The source's name"), SignatureHeaders),
     request_body(description = "The sender's payload, exactly as signed, whatever its `Content-Type` (senders send `application/json`; the bytes are verified as received, and parsed as JSON for the lead mapping)",
-        content((inline(crate::openapi::Binary) = "application/octet-stream"))),
+        content((inline(crate::http::params::Binary) = "application/octet-stream"))),
     responses(
         (status = 202, description = "A new event, queued for processing", body = Acknowledged,
             headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),

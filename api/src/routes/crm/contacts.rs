@@ -15,8 +15,8 @@ use crate::http::body::{parse_json, read_json_bytes};
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, if_match_version};
+use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
-use crate::openapi::{IdempotencyKey, IfMatch};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(

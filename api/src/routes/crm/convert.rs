@@ -14,8 +14,8 @@ use crate::http::body::{parse_json, read_json_bytes};
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
-use crate::openapi::{IdempotencyKeyRequired, IfMatch};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/api/leads/{id}/convert").route(web::post().to(convert)))
