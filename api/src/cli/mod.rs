@@ -1,20 +1,21 @@
 //! `leadpipe …`: serve, migrate, and the admin commands.
 
 use clap::{Parser, Subcommand};
-use domain::auth::Role;
 
 pub mod delivery;
 pub mod demo;
 pub mod import;
 pub mod inbox;
 pub mod reconcile;
+pub mod secrets;
 pub mod source;
 pub mod subscription;
+pub mod token;
 pub mod worker_args;
 
-use crate::cli::inbox::InboxCommand;
-use crate::cli::source::SourceCommand;
-use crate::cli::worker_args::WorkerArgs;
+use self::inbox::InboxCommand;
+use self::source::SourceCommand;
+use self::worker_args::WorkerArgs;
 use crate::config::{DbSettings, HttpSettings, OutboundSettings, SecretSettings};
 use crate::startup::Application;
 use crate::storage;
@@ -81,11 +82,11 @@ pub enum Command {
     },
     /// Import leads from a CSV (header row) or NDJSON file, through the same
     /// write path as the API; safe to re-run (see README, "Bulk import").
-    Import(crate::cli::import::ImportArgs),
+    Import(import::ImportArgs),
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
-        command: TokenCommand,
+        command: token::TokenCommand,
     },
     /// Manage webhook sources.
     Source {
@@ -95,17 +96,17 @@ pub enum Command {
     /// Manage downstream subscriptions to lead events.
     Subscription {
         #[command(subcommand)]
-        command: crate::cli::subscription::SubscriptionCommand,
+        command: subscription::SubscriptionCommand,
     },
     /// Inspect and retry outgoing webhook deliveries.
     Delivery {
         #[command(subcommand)]
-        command: crate::cli::delivery::DeliveryCommand,
+        command: delivery::DeliveryCommand,
     },
     /// Sealed secrets: re-seal every stored secret under the current key.
     Secrets {
         #[command(subcommand)]
-        command: SecretsCommand,
+        command: secrets::SecretsCommand,
     },
     /// Inspect and retry webhook inbox events.
     Inbox {
@@ -114,42 +115,10 @@ pub enum Command {
     },
     /// Pull a source's records since its cursor through the write path,
     /// repairing what its webhooks missed (see README, "Reconcile").
-    Reconcile(crate::cli::reconcile::ReconcileArgs),
+    Reconcile(reconcile::ReconcileArgs),
     /// The whole pipeline in one command, on a fresh SQLite file: a fake
     /// source, signed webhooks (some redelivered, some dropped), a reconcile.
-    Demo(crate::cli::demo::DemoArgs),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum SecretsCommand {
-    /// Re-seal every stored secret (source secrets, pull auth values,
-    /// subscription secrets, stored replies that reveal one) under the first
-    /// configured key, and seal legacy plaintext ones. Safe to re-run.
-    Rotate,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TokenCommand {
-    /// Create a principal and print its bearer token (shown only this once).
-    Create {
-        #[arg(long)]
-        name: String,
-        /// intake, sales, ops or admin
-        #[arg(long)]
-        role: Role,
-        /// The source an intake token may post leads for.
-        #[arg(long)]
-        source: Option<String>,
-    },
-    /// List principals: id, name, role, source, active (never tokens).
-    List,
-    /// Revoke a principal's token. Servers accept it for at most
-    /// LEADPIPE_AUTH_CACHE_SECS more.
-    Revoke {
-        /// The principal's id (`leadpipe token list`).
-        #[arg(long)]
-        id: i64,
-    },
+    Demo(demo::DemoArgs),
 }
 
 pub async fn run() -> anyhow::Result<()> {
@@ -242,114 +211,43 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Import(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
-            crate::cli::import::run(&conn, args).await?;
+            import::run(&conn, args).await?;
         }
         Command::Migrate => {
             storage::migrate(&db.database_url).await?;
             println!("migrations applied");
         }
-        Command::Token {
-            command: TokenCommand::Create { name, role, source },
-        } => {
+        Command::Token { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            let issued =
-                domain::auth::create_principal(&conn, &name, role, source.as_deref()).await?;
-            eprintln!(
-                "created principal {} '{}' with role {}{}; the token below is shown only once:",
-                issued.principal.id,
-                issued.principal.name,
-                issued.principal.role,
-                issued
-                    .principal
-                    .source
-                    .map(|s| format!(" for source '{s}'"))
-                    .unwrap_or_default()
-            );
-            println!("{}", issued.token);
-        }
-        Command::Token {
-            command: TokenCommand::List,
-        } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
-            println!(
-                "{:>6}  {:<24} {:<7} {:<16} {:<7} created",
-                "id", "name", "role", "source", "active"
-            );
-            for row in domain::auth::list_principals(&conn).await? {
-                let p = &row.principal;
-                println!(
-                    "{:>6}  {:<24} {:<7} {:<16} {:<7} {}",
-                    p.id,
-                    p.name,
-                    p.role.as_str(),
-                    p.source.as_deref().unwrap_or("-"),
-                    if row.active { "yes" } else { "revoked" },
-                    row.created_at
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                );
-            }
-        }
-        Command::Token {
-            command: TokenCommand::Revoke { id },
-        } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
-            if !domain::auth::revoke(&conn, id).await? {
-                anyhow::bail!("no principal {id}");
-            }
-            println!(
-                "revoked principal {id}; servers accept its token for at most LEADPIPE_AUTH_CACHE_SECS more"
-            );
+            token::run_token(&conn, command).await?;
         }
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
-            crate::cli::source::run_source(&conn, command, &cli.outbound.policy(), &keyring)
-                .await?;
+            source::run_source(&conn, command, &cli.outbound.policy(), &keyring).await?;
         }
         Command::Subscription { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
-            crate::cli::subscription::run_subscription(
-                &conn,
-                &cli.outbound.policy(),
-                &keyring,
-                command,
-            )
-            .await?;
+            subscription::run_subscription(&conn, &cli.outbound.policy(), &keyring, command)
+                .await?;
         }
-        Command::Secrets {
-            command: SecretsCommand::Rotate,
-        } => {
+        Command::Secrets { command } => {
             let keyring = cli.secrets.keyring()?;
-            let Some(key_id) = keyring.current_key_id().map(str::to_owned) else {
-                anyhow::bail!(domain::sealed::SealError::NoKey);
-            };
-            let conn = storage::open(&db.database_url, 1, true).await?;
-            let report = domain::sealed::rotation::rotate(&conn, &keyring).await?;
-            println!(
-                "re-sealed under key '{key_id}': {} source secrets, {} pull auth values, {} \
-                 subscription secrets, {} stored replies; {} already current; {} changed while \
-                 rotating (run again)",
-                report.source_secrets,
-                report.pull_auth_values,
-                report.subscription_secrets,
-                report.stored_replies,
-                report.already_current,
-                report.raced,
-            );
+            secrets::run_secrets(&db.database_url, &keyring, command).await?;
         }
         Command::Delivery { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            crate::cli::delivery::run_delivery(&conn, command).await?;
+            delivery::run_delivery(&conn, command).await?;
         }
         Command::Inbox { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            crate::cli::inbox::run_inbox(&conn, command).await?;
+            inbox::run_inbox(&conn, command).await?;
         }
         Command::Reconcile(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
             let keyring = cli.secrets.keyring()?;
-            crate::cli::reconcile::run(&conn, args, cli.outbound.policy(), keyring).await?;
+            reconcile::run(&conn, args, cli.outbound.policy(), keyring).await?;
         }
         Command::Demo(mut args) => {
             let keyring = cli.secrets.keyring()?;
@@ -358,7 +256,7 @@ pub async fn run() -> anyhow::Result<()> {
             } else {
                 domain::sealed::Keyring::insecure_dev()
             };
-            crate::cli::demo::run(args).await?
+            demo::run(args).await?
         }
     }
     Ok(())
