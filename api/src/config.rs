@@ -131,7 +131,7 @@ impl HttpSettings {
 
     /// The background gauge refresh period (at least 100 ms).
     pub fn metrics_refresh(&self) -> std::time::Duration {
-        crate::metrics::refresh_period(self.metrics_refresh_secs)
+        crate::http::metrics::refresh_period(self.metrics_refresh_secs)
     }
 
     pub fn outbound_policy(&self) -> domain::outbound::net_guard::OutboundPolicy {

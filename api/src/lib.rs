@@ -1,23 +1,18 @@
 //! leadpipe's HTTP edge and command line.
+//!
+//! - `http/`: the plumbing every endpoint shares (state, auth, bodies,
+//!   limits, correlation ids, idempotency, errors, metrics);
+//! - `routes/`: one module per resource, `routes/ops/` for operating the
+//!   pipeline;
+//! - `openapi/`: the OpenAPI document built from the routes;
+//! - `cli/`: the `leadpipe` command, one module per command group;
+//! - `startup`: `Application::build`, wiring the above into a server.
 
-pub mod auth;
-pub mod body;
-pub mod body_limit;
 pub mod cli;
 pub mod config;
-pub mod correlation;
-pub mod demo;
-pub mod error;
-pub mod idempotency;
-pub mod import_cmd;
-pub mod metrics;
-pub mod rate_limit;
-pub mod reconcile_cmd;
+pub mod http;
+pub mod openapi;
 pub mod routes;
-pub mod spool;
 pub mod startup;
 pub mod storage;
-pub mod subscription_cli;
 pub mod telemetry;
-pub mod webhook_cli;
-pub mod worker_config;

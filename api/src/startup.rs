@@ -4,33 +4,16 @@ use std::net::TcpListener;
 use std::sync::Arc;
 
 use actix_web::dev::Server;
-use actix_web::http::header;
-use actix_web::middleware::{DefaultHeaders, from_fn};
+use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use sea_orm::DatabaseConnection;
 
 use crate::config::HttpSettings;
-use crate::{correlation, error::ApiError, routes};
-
-/// What every handler may reach.
-#[derive(Clone)]
-pub struct AppState {
-    pub db: DatabaseConnection,
-    pub http: Arc<HttpSettings>,
-    pub idempotency: domain::idempotency::Policy,
-    /// Recently authenticated tokens.
-    pub principals: domain::auth::PrincipalCache,
-    /// Batches intake upserts when enabled.
-    pub group_commit: Option<domain::lead::group_commit::GroupCommitter>,
-    /// Where the webhook receiver and ops retries queue inbox jobs.
-    pub jobs: workers::InboxQueue,
-    /// Executes reconcile runs started over HTTP.
-    pub reconciler: Arc<workers::reconcile::Reconciler>,
-    /// Failed-authentication and webhook rate limits.
-    pub limits: Arc<crate::rate_limit::Limits>,
-    /// The database gauges, refreshed in the background for `/metrics`.
-    pub gauges: Arc<crate::metrics::Gauges>,
-}
+use crate::http::correlation;
+use crate::http::error::ApiError;
+use crate::http::security_headers::security_headers;
+use crate::http::state::AppState;
+use crate::routes;
 
 pub struct Application {
     port: u16,
@@ -39,30 +22,15 @@ pub struct Application {
     metrics_server: Option<Server>,
 }
 
-/// Headers every response carries unless its handler set its own: no MIME
-/// sniffing, no referrer leaking ids in URLs, and a policy that lets no
-/// response run script, load anything or be framed (the front page sets a
-/// looser one for its own script and style sheet).
-pub fn security_headers() -> DefaultHeaders {
-    DefaultHeaders::new()
-        .add((header::X_CONTENT_TYPE_OPTIONS, "nosniff"))
-        .add((header::REFERRER_POLICY, "no-referrer"))
-        .add((
-            header::CONTENT_SECURITY_POLICY,
-            "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-        ))
-        .add((header::X_FRAME_OPTIONS, "DENY"))
-}
-
 impl Application {
     /// Binds `settings.bind` (port 0 picks a free port, as the tests do).
     pub fn build(db: DatabaseConnection, settings: HttpSettings) -> std::io::Result<Self> {
-        crate::metrics::handle();
+        crate::http::metrics::handle();
         let listener = TcpListener::bind(&settings.bind)?;
         let port = listener.local_addr()?.port();
         // Uploads a crashed run left behind (the live ones are locked).
-        let spool_dir = crate::spool::dir(settings.spool_dir.as_deref());
-        match crate::spool::remove_stale(&spool_dir) {
+        let spool_dir = crate::http::spool::dir(settings.spool_dir.as_deref());
+        match crate::http::spool::remove_stale(&spool_dir) {
             Ok(0) => {}
             Ok(removed) => {
                 tracing::info!(removed, dir = %spool_dir.display(), "removed stale upload spools")
@@ -95,8 +63,8 @@ impl Application {
             std::time::Duration::from_secs(settings.auth_cache_secs),
             10_000,
         );
-        let gauges = crate::metrics::Gauges::start(db.clone(), settings.metrics_refresh());
-        let limits = Arc::new(crate::rate_limit::Limits::new(&settings));
+        let gauges = crate::http::metrics::Gauges::start(db.clone(), settings.metrics_refresh());
+        let limits = Arc::new(crate::http::rate_limit::Limits::new(&settings));
         let metrics_listener = settings
             .metrics_bind
             .as_deref()
@@ -108,7 +76,7 @@ impl Application {
             .transpose()?;
         let metrics_public = metrics_listener.is_none();
         let metrics_server = metrics_listener
-            .map(|listener| crate::metrics::metrics_only_server(listener, gauges.clone()))
+            .map(|listener| crate::routes::metrics::metrics_only_server(listener, gauges.clone()))
             .transpose()?;
         let state = web::Data::new(AppState {
             limits,
@@ -131,7 +99,7 @@ impl Application {
                     ApiError::Validation(vec![domain::FieldError::new("query", err.to_string())])
                         .into()
                 }))
-                .wrap(from_fn(crate::body_limit::middleware))
+                .wrap(from_fn(crate::http::body_limit::middleware))
                 .wrap(from_fn(correlation::middleware))
                 .wrap(security_headers())
                 .configure(|cfg| routes::configure(cfg, metrics_public))

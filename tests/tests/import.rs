@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use api::import_cmd::ImportArgs;
+use api::cli::import::ImportArgs;
 use domain::auth::Role;
 use domain::entities::{activity, import_run, lead, outbox_event};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
@@ -409,11 +409,11 @@ async fn the_cli_imports_ndjson_and_writes_the_report(backend: Backend) {
         no_progress: true,
         file: file.clone(),
     };
-    api::import_cmd::run(&t.app.db, args(true, None))
+    api::cli::import::run(&t.app.db, args(true, None))
         .await
         .unwrap();
     assert_eq!(t.app.count(lead::Entity).await, 0);
-    api::import_cmd::run(&t.app.db, args(false, Some(report.clone())))
+    api::cli::import::run(&t.app.db, args(false, Some(report.clone())))
         .await
         .unwrap();
     let leads = t.leads().await;
@@ -424,7 +424,7 @@ async fn the_cli_imports_ndjson_and_writes_the_report(backend: Backend) {
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4);
     assert!(lines[3].starts_with("3,4,,rejected,,"), "{}", lines[3]);
-    api::import_cmd::run(&t.app.db, args(false, None))
+    api::cli::import::run(&t.app.db, args(false, None))
         .await
         .unwrap();
     let last = import_run::Entity::find()

@@ -11,8 +11,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use api::cli::demo::fake_source::FakeSource;
 use api::config::HttpSettings;
-use api::demo::fake_source::FakeSource;
 use domain::auth::Role;
 use leadpipe_tests::webhooks::{now, standard_headers};
 use leadpipe_tests::{Backend, TestApp, on_both_backends};

@@ -420,7 +420,7 @@ async fn schemas_are_plain_references_and_every_body_has_a_schema() {
     }
 }
 
-/// The problem tables in the docs are the catalogue in `api/src/error.rs`,
+/// The problem tables in the docs are the catalogue in `api/src/http/error.rs`,
 /// between their markers; `LEADPIPE_UPDATE_DOCS=1` rewrites them.
 #[test]
 fn the_docs_problem_tables_are_the_catalogue() {
@@ -431,12 +431,12 @@ fn the_docs_problem_tables_are_the_catalogue() {
         (
             "docs/guide/errors.md",
             "problem-table",
-            api::error::problem_table_markdown(),
+            api::http::error::problem_table_markdown(),
         ),
         (
             "README.md",
             "problem-table-compact",
-            api::error::problem_table_compact_markdown(),
+            api::http::error::problem_table_compact_markdown(),
         ),
     ] {
         let path = format!("{root}/{file}");
@@ -462,7 +462,7 @@ fn the_docs_problem_tables_are_the_catalogue() {
     }
     assert!(
         stale.is_empty(),
-        "the problem table in {stale:?} differs from the catalogue in api/src/error.rs \
+        "the problem table in {stale:?} differs from the catalogue in api/src/http/error.rs \
          (PROBLEMS). Regenerate with `LEADPIPE_UPDATE_DOCS=1 cargo test -p leadpipe-tests \
          --test openapi`, review the diff and commit it."
     );

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use api::demo::fake_source::{Failure, FakeSource};
+use api::cli::demo::fake_source::{Failure, FakeSource};
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event, reconcile_run};
 use domain::reconcile::run::{self as runs, StartRun, Trigger};
@@ -469,10 +469,12 @@ async fn a_dry_run_compares_and_writes_nothing(backend: Backend) {
 
 async fn the_demo_puts_every_record_in_the_table_exactly_once(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let mut args = api::demo::DemoArgs::with_records(80);
+    let mut args = api::cli::demo::DemoArgs::with_records(80);
     args.page_size = 25;
     args.db = Some(app.database_url.clone());
-    let report = api::demo::run_demo(&app.database_url, &args).await.unwrap();
+    let report = api::cli::demo::run_demo(&app.database_url, &args)
+        .await
+        .unwrap();
     assert!(report.failures().is_empty(), "{:?}", report.failures());
     assert_eq!(report.leads_in_table, 80);
     assert_eq!(report.duplicate_leads, 0);

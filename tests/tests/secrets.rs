@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use api::cli::demo::fake_source::FakeSource;
 use api::config::HttpSettings;
-use api::demo::fake_source::FakeSource;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use domain::auth::Role;
@@ -632,7 +632,7 @@ async fn a_source_created_with_a_secret_file_stdin_or_env_verifies_webhooks(back
 async fn stale_upload_spools_are_removed_and_uploads_leave_none(backend: Backend) {
     let dir = std::env::temp_dir().join(format!("lp-spool-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
-    let stale = dir.join(format!("{}crashed-run", api::spool::PREFIX));
+    let stale = dir.join(format!("{}crashed-run", api::http::spool::PREFIX));
     std::fs::write(&stale, "source_ref,email\n1,ada@example.com\n").unwrap();
     let app = TestApp::spawn_with(
         backend,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use api::demo::fake_source::FakeSource;
+use api::cli::demo::fake_source::FakeSource;
 use domain::auth::Role;
 use domain::entities::outbox_delivery;
 use domain::outbound::net_guard::OutboundPolicy;

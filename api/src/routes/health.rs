@@ -3,8 +3,8 @@
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/healthz", web::get().to(healthz))

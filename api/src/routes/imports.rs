@@ -3,7 +3,7 @@
 //! in the background exactly as `leadpipe import` does; the client polls
 //! `GET /api/imports/{id}` and downloads `GET /api/imports/{id}/report.csv`.
 
-use crate::spool::Spool;
+use crate::http::spool::Spool;
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::Authenticated;
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::auth::Authenticated;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 const OPS_AND_UP: &[Role] = &[Role::Ops, Role::Admin];
 /// Report rows fetched per query while streaming the CSV.
@@ -130,7 +130,7 @@ async fn spool(
     tag = "imports",
     params(StartParams),
     request_body(description = "The file: CSV with a header row, or NDJSON (one object per line)",
-        content((inline(crate::routes::openapi::Binary) = "text/csv"), (inline(crate::routes::openapi::Binary) = "application/x-ndjson"))),
+        content((inline(crate::http::params::Binary) = "text/csv"), (inline(crate::http::params::Binary) = "application/x-ndjson"))),
     responses(
         (status = 202, description = "Accepted; the run is `running`", body = RunOut, headers(("Location" = String))),
         (status = 400, description = "`/problems/malformed-body`: the body could not be read"),
@@ -176,7 +176,7 @@ async fn start(
             params.source
         )));
     }
-    let spool_dir = crate::spool::dir(state.http.spool_dir.as_deref());
+    let spool_dir = crate::http::spool::dir(state.http.spool_dir.as_deref());
     let temp = spool(payload, limit, &spool_dir).await?;
     let spec = ImportSpec {
         source: params.source,

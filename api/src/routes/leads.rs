@@ -15,13 +15,13 @@ use domain::page::{self, SortKey};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::{Authenticated, SALES_AND_UP};
-use crate::body::{parse_json, read_json_bytes};
-use crate::correlation::CorrelationId;
-use crate::error::ApiError;
-use crate::idempotency::{self, KeyRule, Reply, if_match_version};
-use crate::routes::openapi::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
-use crate::startup::AppState;
+use crate::http::auth::{Authenticated, SALES_AND_UP};
+use crate::http::body::{parse_json, read_json_bytes};
+use crate::http::correlation::CorrelationId;
+use crate::http::error::ApiError;
+use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
+use crate::http::state::AppState;
 
 /// The source of leads that sales staff create by hand.
 pub const MANUAL_SOURCE: &str = "manual";

@@ -6,10 +6,10 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use domain::auth::Role;
 use domain::inbound::source::{self, Saved, SourceInput};
 
-use crate::auth::Authenticated;
-use crate::body::read_json;
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::auth::Authenticated;
+use crate::http::body::read_json;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 const READERS: &[Role] = &[Role::Ops, Role::Admin];
 

@@ -7,12 +7,12 @@ use domain::outbound::subscription::{self, NewSubscription, SubscriptionView};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::auth::Authenticated;
-use crate::body::{parse_json, read_json_bytes};
-use crate::error::ApiError;
-use crate::idempotency::{self, KeyRule, Reply};
-use crate::routes::openapi::IdempotencyKey;
-use crate::startup::AppState;
+use crate::http::auth::Authenticated;
+use crate::http::body::{parse_json, read_json_bytes};
+use crate::http::error::ApiError;
+use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::params::IdempotencyKey;
+use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(

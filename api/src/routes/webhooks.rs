@@ -13,10 +13,10 @@ use domain::lead::record::is_valid_source_name;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::body::read_bytes;
-use crate::correlation::CorrelationId;
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::body::read_bytes;
+use crate::http::correlation::CorrelationId;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/webhooks/{source}", web::post().to(receive_webhook));
@@ -90,7 +90,7 @@ struct Acknowledged {
     tag = "webhooks",
     params(("source" = String, Path, description = "The source's name"), SignatureHeaders),
     request_body(description = "The sender's payload, exactly as signed, whatever its `Content-Type` (senders send `application/json`; the bytes are verified as received, and parsed as JSON for the lead mapping)",
-        content((inline(crate::routes::openapi::Binary) = "application/octet-stream"))),
+        content((inline(crate::http::params::Binary) = "application/octet-stream"))),
     responses(
         (status = 202, description = "A new event, queued for processing", body = Acknowledged,
             headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),

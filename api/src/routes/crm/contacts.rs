@@ -10,13 +10,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{MatchOutcome, PageParams, author, get_tagged, invalid, present, tagged, window};
-use crate::auth::{Authenticated, SALES_AND_UP};
-use crate::body::{parse_json, read_json_bytes};
-use crate::correlation::CorrelationId;
-use crate::error::ApiError;
-use crate::idempotency::{self, KeyRule, if_match_version};
-use crate::routes::openapi::{IdempotencyKey, IfMatch};
-use crate::startup::AppState;
+use crate::http::auth::{Authenticated, SALES_AND_UP};
+use crate::http::body::{parse_json, read_json_bytes};
+use crate::http::correlation::CorrelationId;
+use crate::http::error::ApiError;
+use crate::http::idempotency::{self, KeyRule, if_match_version};
+use crate::http::params::{IdempotencyKey, IfMatch};
+use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(

@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::deals::DealIn;
-use crate::auth::{Authenticated, SALES_AND_UP};
-use crate::body::{parse_json, read_json_bytes};
-use crate::correlation::CorrelationId;
-use crate::error::ApiError;
-use crate::idempotency::{self, KeyRule, Reply, if_match_version};
-use crate::routes::openapi::{IdempotencyKeyRequired, IfMatch};
-use crate::startup::AppState;
+use crate::http::auth::{Authenticated, SALES_AND_UP};
+use crate::http::body::{parse_json, read_json_bytes};
+use crate::http::correlation::CorrelationId;
+use crate::http::error::ApiError;
+use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::http::params::{IdempotencyKeyRequired, IfMatch};
+use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/api/leads/{id}/convert").route(web::post().to(convert)))

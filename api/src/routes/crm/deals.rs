@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{PageParams, author, get_tagged, invalid, present, tagged, window};
-use crate::auth::{Authenticated, SALES_AND_UP};
-use crate::body::{parse_json, read_json_bytes};
-use crate::correlation::CorrelationId;
-use crate::error::ApiError;
-use crate::idempotency::{self, KeyRule, if_match_version};
-use crate::routes::openapi::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
-use crate::startup::AppState;
+use crate::http::auth::{Authenticated, SALES_AND_UP};
+use crate::http::body::{parse_json, read_json_bytes};
+use crate::http::correlation::CorrelationId;
+use crate::http::error::ApiError;
+use crate::http::idempotency::{self, KeyRule, if_match_version};
+use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
+use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -63,7 +63,10 @@ impl DealIn {
     }
 }
 
-fn reply(status: StatusCode, deal: &entity::Model) -> Result<crate::idempotency::Reply, ApiError> {
+fn reply(
+    status: StatusCode,
+    deal: &entity::Model,
+) -> Result<crate::http::idempotency::Reply, ApiError> {
     tagged(status, deal, deal.version)
 }
 

@@ -13,11 +13,11 @@ use domain::page::{self, SortKey, Window};
 use serde::{Deserialize, Deserializer, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::Authenticated;
-use crate::correlation::CorrelationId;
-use crate::error::ApiError;
-use crate::idempotency::Reply;
-use crate::startup::AppState;
+use crate::http::auth::Authenticated;
+use crate::http::correlation::CorrelationId;
+use crate::http::error::ApiError;
+use crate::http::idempotency::Reply;
+use crate::http::state::AppState;
 
 mod companies;
 mod contacts;

@@ -10,15 +10,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use actix_web::{HttpResponse, web};
+use actix_web::HttpResponse;
 use domain::ops::stats::Stats;
 use metrics_exporter_prometheus::formatting::sanitize_label_value;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use sea_orm::DatabaseConnection;
-
-use crate::auth::{Authenticated, OPS_AND_UP};
-use crate::error::ApiError;
-use crate::startup::AppState;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -108,13 +104,6 @@ fn describe() {
     );
 }
 
-/// On the public listener: needs an ops or admin token.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/metrics", web::get().to(scrape));
-}
-
-/// On the metrics listener (`LEADPIPE_METRICS_BIND`): no token, reachable
-/// only by whoever can reach that address.
 /// The background gauge refresh period from seconds (at least 100 ms).
 pub fn refresh_period(secs: f64) -> Duration {
     Duration::try_from_secs_f64(secs)
@@ -122,65 +111,9 @@ pub fn refresh_period(secs: f64) -> Duration {
         .max(Duration::from_millis(100))
 }
 
-/// A listener that serves `/metrics` and nothing else, without a token, for
-/// `LEADPIPE_METRICS_BIND`: an address only the scraper can reach. `serve`
-/// and `work` both open one, so every process's counters are scraped.
-pub fn metrics_only_server(
-    listener: std::net::TcpListener,
-    gauges: Arc<Gauges>,
-) -> std::io::Result<actix_web::dev::Server> {
-    let gauges = web::Data::new(gauges);
-    Ok(actix_web::HttpServer::new(move || {
-        actix_web::App::new()
-            .app_data(gauges.clone())
-            .configure(configure_open)
-            .default_service(web::to(|| async {
-                Err::<HttpResponse, _>(ApiError::NotFound("no such route".into()))
-            }))
-            .wrap(crate::startup::security_headers())
-    })
-    .workers(1)
-    .listen(listener)?
-    .shutdown_timeout(10)
-    .run())
-}
-
-pub fn configure_open(cfg: &mut web::ServiceConfig) {
-    cfg.route("/metrics", web::get().to(scrape_open));
-}
-
-/// Prometheus metrics.
-///
-/// **Roles:** ops, admin (`Authorization: Bearer`). With
-/// `LEADPIPE_METRICS_BIND` set, `/metrics` is served on that address
-/// instead, without a token, and this listener answers `404`.
-///
-/// Never queries the database: the gauges read from it (backlogs, ages) are
-/// refreshed in the background; `leadpipe_metrics_gauges_age_seconds` says
-/// how old they are.
-#[utoipa::path(
-    get,
-    path = "/metrics",
-    operation_id = "metrics",
-    tag = "meta",
-    responses(
-        (status = 200, description = "The Prometheus text exposition format", content_type = "text/plain; version=0.0.4", body = String),
-    ),
-    security(("bearer" = [])),
-)]
-pub async fn scrape(
-    caller: Authenticated,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
-    Ok(render(&state.gauges))
-}
-
-async fn scrape_open(gauges: web::Data<Arc<Gauges>>) -> HttpResponse {
-    render(&gauges)
-}
-
-fn render(gauges: &Gauges) -> HttpResponse {
+/// The Prometheus text: the recorder's counters and histograms, then the
+/// gauges.
+pub fn render(gauges: &Gauges) -> HttpResponse {
     let mut text = handle().render();
     gauges.render_into(&mut text);
     HttpResponse::Ok()

@@ -9,6 +9,8 @@ use domain::import::{self, Format, ImportSpec, Mapping, Progress, report};
 use indicatif::{ProgressBar, ProgressStyle};
 use sea_orm::DatabaseConnection;
 
+use super::describe;
+
 #[derive(Debug, Args)]
 pub struct ImportArgs {
     /// The lead source the rows belong to (e.g. `tradeshow-2026`).
@@ -130,19 +132,4 @@ async fn write_report(db: &DatabaseConnection, run_id: i64, path: &PathBuf) -> a
     }
     out.flush()?;
     Ok(())
-}
-
-/// Field errors read as `field: message`.
-fn describe(err: domain::Error) -> anyhow::Error {
-    match err {
-        domain::Error::Invalid(fields) => anyhow::anyhow!(
-            "{}",
-            fields
-                .iter()
-                .map(|f| format!("{}: {}", f.field, f.message))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        other => anyhow::anyhow!(other),
-    }
 }

@@ -7,7 +7,7 @@ use domain::FieldError;
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 pub async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,

@@ -14,8 +14,8 @@ use futures::future::LocalBoxFuture;
 use sea_orm::DatabaseTransaction;
 use serde::Serialize;
 
-use crate::error::{ApiError, PROBLEM_JSON};
-use crate::startup::AppState;
+use crate::http::error::{ApiError, PROBLEM_JSON};
+use crate::http::state::AppState;
 
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");

@@ -8,25 +8,24 @@
 //! document lacks; `LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests
 //! --test openapi` rewrites the file.
 
-use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use actix_web::{HttpResponse, web};
+use utoipa::OpenApi as _;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::example::{Example, ExampleBuilder};
 use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
 use utoipa::openapi::response::ResponseBuilder;
-use utoipa::openapi::schema::{KnownFormat, SchemaFormat, SchemaType};
+use utoipa::openapi::schema::SchemaType;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::tag::TagBuilder;
 use utoipa::openapi::{
     ComponentsBuilder, InfoBuilder, LicenseBuilder, ObjectBuilder, OpenApi, Ref, RefOr, Required,
     Response, Schema, Type,
 };
-use utoipa::{IntoParams, OpenApi as _, PartialSchema, ToSchema};
 
-use crate::error::{PROBLEM_JSON, PROBLEMS, Problem, ProblemKind, problem_table_markdown};
+use crate::http::error::{PROBLEM_JSON, Problem, ProblemKind, ProblemType, problem_table_markdown};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/openapi.json", web::get().to(serve));
@@ -65,7 +64,7 @@ pub fn document() -> &'static str {
 
 #[derive(utoipa::OpenApi)]
 #[openapi(
-    paths(serve, crate::metrics::scrape),
+    paths(serve, crate::routes::metrics::scrape),
     components(schemas(Problem, ProblemType, domain::FieldError))
 )]
 struct Meta;
@@ -73,7 +72,7 @@ struct Meta;
 /// Every route module's part, this module's, and the rules below.
 pub fn build() -> OpenApi {
     let mut doc = Meta::openapi();
-    for part in super::openapi_parts() {
+    for part in parts() {
         doc.merge(part);
     }
     doc.info = InfoBuilder::new()
@@ -143,6 +142,28 @@ pub fn build() -> OpenApi {
     doc
 }
 
+/// Each module's part of the OpenAPI document (`GET /openapi.json`). A
+/// route missing here, or a handler without `#[utoipa::path]`, fails the
+/// `openapi` test.
+pub fn parts() -> Vec<utoipa::openapi::OpenApi> {
+    use utoipa::OpenApi;
+    vec![
+        crate::routes::front::Api::openapi(),
+        crate::routes::health::Api::openapi(),
+        crate::routes::crm::openapi(),
+        crate::routes::imports::Api::openapi(),
+        crate::routes::leads::Api::openapi(),
+        crate::routes::subscriptions::Api::openapi(),
+        crate::routes::ops::deliveries::Api::openapi(),
+        crate::routes::ops::stats::Api::openapi(),
+        crate::routes::ops::trace::Api::openapi(),
+        crate::routes::sources::Api::openapi(),
+        crate::routes::webhooks::Api::openapi(),
+        crate::routes::ops::inbox::Api::openapi(),
+        crate::routes::ops::reconcile::Api::openapi(),
+    ]
+}
+
 pub const BEARER: &str = "bearer";
 
 const TAGS: &[(&str, &str)] = &[
@@ -180,61 +201,12 @@ const TAGS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The problem `type` URIs as a string enum.
-pub struct ProblemType;
-
-impl PartialSchema for ProblemType {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .description(Some(
-                "A stable problem type URI (relative); see the API description for when each occurs.",
-            ))
-            .enum_values(Some(problem_type_uris()))
-            .into()
-    }
-}
-
-/// Every `type` URI of the catalogue once, in its order.
-fn problem_type_uris() -> Vec<String> {
-    let mut uris: Vec<String> = Vec::new();
-    for p in PROBLEMS {
-        let uri = format!("/problems/{}", p.slug);
-        if !uris.contains(&uri) {
-            uris.push(uri);
-        }
-    }
-    uris
-}
-
-impl ToSchema for ProblemType {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("ProblemType")
-    }
-}
-
-/// A request body taken as raw bytes (a file, a signed webhook payload):
-/// `{type: string, format: binary}`, which client generators turn into a
-/// file or byte-string parameter.
-pub struct Binary;
-
-impl PartialSchema for Binary {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::String)
-            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
-            .into()
-    }
-}
-
-impl ToSchema for Binary {}
-
 const IDEMPOTENCY_RETENTION: &str = "72 hours";
 
-/// The API's prose, `openapi_description.md` beside this file, with the
+/// The API's prose, `description.md` beside this file, with the
 /// problem catalogue's table and the retention filled in.
 fn description() -> String {
-    include_str!("openapi_description.md")
+    include_str!("description.md")
         .trim_end()
         .replace("{{IDEMPOTENCY_RETENTION}}", IDEMPOTENCY_RETENTION)
         .replace("{{PROBLEM_TABLE}}", &problem_table_markdown())
@@ -568,45 +540,10 @@ fn non_null(schema: &mut RefOr<Schema>) {
     }
 }
 
-/// `Idempotency-Key` on a write that may be retried.
-#[derive(IntoParams)]
-#[into_params(parameter_in = Header)]
-pub struct IdempotencyKey {
-    /// Makes the write safe to retry: a repeat of the same request with the
-    /// same key gets the stored response (`Idempotent-Replayed: true`) and
-    /// changes nothing. 1–255 printable ASCII characters, kept 72 hours.
-    #[param(rename = "Idempotency-Key", max_length = 255)]
-    pub idempotency_key: Option<String>,
-}
-
-/// `Idempotency-Key` on a write that has no natural key and so requires one.
-#[derive(IntoParams)]
-#[into_params(parameter_in = Header)]
-pub struct IdempotencyKeyRequired {
-    /// **Required** (`400 /problems/idempotency-key-missing` without): a
-    /// repeat with the same key gets the stored response
-    /// (`Idempotent-Replayed: true`) and changes nothing. 1–255 printable
-    /// ASCII characters, kept 72 hours.
-    #[param(rename = "Idempotency-Key", max_length = 255)]
-    pub idempotency_key: String,
-}
-
-/// `If-Match` on a write to a versioned record.
-#[derive(IntoParams)]
-#[into_params(parameter_in = Header)]
-pub struct IfMatch {
-    /// The `ETag` you read (`"3"`): the write happens only if the record is
-    /// still at that version, else `412 /problems/precondition-failed` (also
-    /// for a weak, opaque or malformed tag, which never matches). Absent or
-    /// `*`: no check.
-    #[param(rename = "If-Match")]
-    pub if_match: Option<String>,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ApiError;
+    use crate::http::error::{ApiError, PROBLEMS};
 
     /// One of each `ApiError` variant: the match makes a new variant a
     /// compile error here until it is added (and its type listed).
@@ -732,7 +669,7 @@ mod tests {
     #[test]
     fn no_two_modules_define_different_schemas_under_one_name() {
         let mut seen = std::collections::BTreeMap::new();
-        for part in crate::routes::openapi_parts() {
+        for part in parts() {
             for (name, schema) in part.components.map(|c| c.schemas).unwrap_or_default() {
                 let schema = serde_json::to_value(&schema).expect("schema serialises");
                 if let Some(earlier) = seen.insert(name.clone(), schema.clone()) {

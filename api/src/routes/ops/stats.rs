@@ -2,9 +2,9 @@
 
 use actix_web::{HttpResponse, web};
 
-use crate::auth::{Authenticated, OPS_AND_UP};
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::auth::{Authenticated, OPS_AND_UP};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/ops/stats", web::get().to(stats));

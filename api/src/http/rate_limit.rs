@@ -15,7 +15,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 
 use crate::config::HttpSettings;
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Both limits of one application.
 pub struct Limits {

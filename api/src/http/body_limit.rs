@@ -9,8 +9,8 @@ use actix_web::http::header;
 use actix_web::middleware::Next;
 use actix_web::{ResponseError, web};
 
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 pub async fn middleware(
     req: ServiceRequest,

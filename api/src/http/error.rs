@@ -3,12 +3,16 @@
 //! their one catalogue, from which the OpenAPI description and
 //! `docs/guide/errors.md` are generated.
 
+use std::borrow::Cow;
+
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use domain::FieldError;
 use domain::lead::status::TransitionError;
 use serde::Serialize;
+use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
+use utoipa::{PartialSchema, ToSchema};
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
@@ -386,7 +390,7 @@ impl ApiError {
 pub struct Problem<'a> {
     /// A stable problem type URI (relative), e.g. `/problems/validation`.
     #[serde(rename = "type")]
-    #[schema(value_type = crate::routes::openapi::ProblemType)]
+    #[schema(value_type = ProblemType)]
     kind: String,
     /// A short summary of the problem type.
     #[schema(value_type = String)]
@@ -544,4 +548,37 @@ pub fn problem_table_compact_markdown() -> String {
         text.push_str(&format!("| {status} | {} |\n", uris.join(", ")));
     }
     text
+}
+
+/// The problem `type` URIs as a string enum.
+pub struct ProblemType;
+
+impl PartialSchema for ProblemType {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "A stable problem type URI (relative); see the API description for when each occurs.",
+            ))
+            .enum_values(Some(problem_type_uris()))
+            .into()
+    }
+}
+
+/// Every `type` URI of the catalogue once, in its order.
+fn problem_type_uris() -> Vec<String> {
+    let mut uris: Vec<String> = Vec::new();
+    for p in PROBLEMS {
+        let uri = format!("/problems/{}", p.slug);
+        if !uris.contains(&uri) {
+            uris.push(uri);
+        }
+    }
+    uris
+}
+
+impl ToSchema for ProblemType {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("ProblemType")
+    }
 }

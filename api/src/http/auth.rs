@@ -9,8 +9,8 @@ use actix_web::{FromRequest, HttpRequest, web};
 use domain::auth::{Principal, Role};
 use futures::future::LocalBoxFuture;
 
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 /// The caller, authenticated by `Authorization: Bearer <token>`.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ impl FromRequest for Authenticated {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req);
         let state = req.app_data::<web::Data<AppState>>().cloned();
-        let client = crate::rate_limit::client_address(req);
+        let client = crate::http::rate_limit::client_address(req);
         Box::pin(async move {
             let token = token.ok_or(ApiError::Unauthorized)?;
             let state = state.ok_or_else(|| ApiError::internal("application state missing"))?;

@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::auth::Authenticated;
-use crate::body::read_json;
-use crate::error::ApiError;
-use crate::startup::AppState;
+use crate::http::auth::Authenticated;
+use crate::http::body::read_json;
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
 
 const OPS: &[Role] = &[Role::Ops, Role::Admin];
 const DEFAULT_LIMIT: u64 = 50;

@@ -12,11 +12,11 @@ use domain::entities::reconcile_run;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
 use serde::{Deserialize, Serialize};
 
-use crate::auth::{Authenticated, OPS_AND_UP};
-use crate::body::{parse_json, read_bytes};
-use crate::error::ApiError;
-use crate::idempotency::{self, KeyRule, Reply};
-use crate::startup::AppState;
+use crate::http::auth::{Authenticated, OPS_AND_UP};
+use crate::http::body::{parse_json, read_bytes};
+use crate::http::error::ApiError;
+use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.route("/api/ops/reconcile/{source}", web::post().to(start))

@@ -1,13 +1,24 @@
 //! `leadpipe …`: serve, migrate, and the admin commands.
 
 use clap::{Parser, Subcommand};
-use domain::auth::Role;
 
+pub mod delivery;
+pub mod demo;
+pub mod import;
+pub mod inbox;
+pub mod reconcile;
+pub mod secrets;
+pub mod source;
+pub mod subscription;
+pub mod token;
+pub mod worker_args;
+
+use self::inbox::InboxCommand;
+use self::source::SourceCommand;
+use self::worker_args::WorkerArgs;
 use crate::config::{DbSettings, HttpSettings, OutboundSettings, SecretSettings};
 use crate::startup::Application;
 use crate::storage;
-use crate::webhook_cli::{self, InboxCommand, SourceCommand};
-use crate::worker_config::WorkerArgs;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -71,11 +82,11 @@ pub enum Command {
     },
     /// Import leads from a CSV (header row) or NDJSON file, through the same
     /// write path as the API; safe to re-run (see README, "Bulk import").
-    Import(crate::import_cmd::ImportArgs),
+    Import(import::ImportArgs),
     /// Manage API tokens.
     Token {
         #[command(subcommand)]
-        command: TokenCommand,
+        command: token::TokenCommand,
     },
     /// Manage webhook sources.
     Source {
@@ -85,17 +96,17 @@ pub enum Command {
     /// Manage downstream subscriptions to lead events.
     Subscription {
         #[command(subcommand)]
-        command: crate::subscription_cli::SubscriptionCommand,
+        command: subscription::SubscriptionCommand,
     },
     /// Inspect and retry outgoing webhook deliveries.
     Delivery {
         #[command(subcommand)]
-        command: crate::subscription_cli::DeliveryCommand,
+        command: delivery::DeliveryCommand,
     },
     /// Sealed secrets: re-seal every stored secret under the current key.
     Secrets {
         #[command(subcommand)]
-        command: SecretsCommand,
+        command: secrets::SecretsCommand,
     },
     /// Inspect and retry webhook inbox events.
     Inbox {
@@ -104,42 +115,10 @@ pub enum Command {
     },
     /// Pull a source's records since its cursor through the write path,
     /// repairing what its webhooks missed (see README, "Reconcile").
-    Reconcile(crate::reconcile_cmd::ReconcileArgs),
+    Reconcile(reconcile::ReconcileArgs),
     /// The whole pipeline in one command, on a fresh SQLite file: a fake
     /// source, signed webhooks (some redelivered, some dropped), a reconcile.
-    Demo(crate::demo::DemoArgs),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum SecretsCommand {
-    /// Re-seal every stored secret (source secrets, pull auth values,
-    /// subscription secrets, stored replies that reveal one) under the first
-    /// configured key, and seal legacy plaintext ones. Safe to re-run.
-    Rotate,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TokenCommand {
-    /// Create a principal and print its bearer token (shown only this once).
-    Create {
-        #[arg(long)]
-        name: String,
-        /// intake, sales, ops or admin
-        #[arg(long)]
-        role: Role,
-        /// The source an intake token may post leads for.
-        #[arg(long)]
-        source: Option<String>,
-    },
-    /// List principals: id, name, role, source, active (never tokens).
-    List,
-    /// Revoke a principal's token. Servers accept it for at most
-    /// LEADPIPE_AUTH_CACHE_SECS more.
-    Revoke {
-        /// The principal's id (`leadpipe token list`).
-        #[arg(long)]
-        id: i64,
-    },
+    Demo(demo::DemoArgs),
 }
 
 pub async fn run() -> anyhow::Result<()> {
@@ -196,12 +175,14 @@ pub async fn run() -> anyhow::Result<()> {
                 .with_keyring(&keyring);
             let metrics = match metrics_bind {
                 Some(bind) => {
-                    crate::metrics::handle();
+                    crate::http::metrics::handle();
                     let listener = std::net::TcpListener::bind(&bind)?;
                     tracing::info!(address = %listener.local_addr()?, "metrics listening");
-                    let every = crate::metrics::refresh_period(metrics_refresh_secs);
-                    let gauges = crate::metrics::Gauges::start(conn.clone(), every);
-                    Some(crate::metrics::metrics_only_server(listener, gauges)?)
+                    let every = crate::http::metrics::refresh_period(metrics_refresh_secs);
+                    let gauges = crate::http::metrics::Gauges::start(conn.clone(), every);
+                    Some(crate::routes::metrics::metrics_only_server(
+                        listener, gauges,
+                    )?)
                 }
                 None => None,
             };
@@ -230,113 +211,43 @@ pub async fn run() -> anyhow::Result<()> {
         }
         Command::Import(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
-            crate::import_cmd::run(&conn, args).await?;
+            import::run(&conn, args).await?;
         }
         Command::Migrate => {
             storage::migrate(&db.database_url).await?;
             println!("migrations applied");
         }
-        Command::Token {
-            command: TokenCommand::Create { name, role, source },
-        } => {
+        Command::Token { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            let issued =
-                domain::auth::create_principal(&conn, &name, role, source.as_deref()).await?;
-            eprintln!(
-                "created principal {} '{}' with role {}{}; the token below is shown only once:",
-                issued.principal.id,
-                issued.principal.name,
-                issued.principal.role,
-                issued
-                    .principal
-                    .source
-                    .map(|s| format!(" for source '{s}'"))
-                    .unwrap_or_default()
-            );
-            println!("{}", issued.token);
-        }
-        Command::Token {
-            command: TokenCommand::List,
-        } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
-            println!(
-                "{:>6}  {:<24} {:<7} {:<16} {:<7} created",
-                "id", "name", "role", "source", "active"
-            );
-            for row in domain::auth::list_principals(&conn).await? {
-                let p = &row.principal;
-                println!(
-                    "{:>6}  {:<24} {:<7} {:<16} {:<7} {}",
-                    p.id,
-                    p.name,
-                    p.role.as_str(),
-                    p.source.as_deref().unwrap_or("-"),
-                    if row.active { "yes" } else { "revoked" },
-                    row.created_at
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                );
-            }
-        }
-        Command::Token {
-            command: TokenCommand::Revoke { id },
-        } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
-            if !domain::auth::revoke(&conn, id).await? {
-                anyhow::bail!("no principal {id}");
-            }
-            println!(
-                "revoked principal {id}; servers accept its token for at most LEADPIPE_AUTH_CACHE_SECS more"
-            );
+            token::run_token(&conn, command).await?;
         }
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
-            webhook_cli::run_source(&conn, command, &cli.outbound.policy(), &keyring).await?;
+            source::run_source(&conn, command, &cli.outbound.policy(), &keyring).await?;
         }
         Command::Subscription { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
-            crate::subscription_cli::run_subscription(
-                &conn,
-                &cli.outbound.policy(),
-                &keyring,
-                command,
-            )
-            .await?;
+            subscription::run_subscription(&conn, &cli.outbound.policy(), &keyring, command)
+                .await?;
         }
-        Command::Secrets {
-            command: SecretsCommand::Rotate,
-        } => {
+        Command::Secrets { command } => {
             let keyring = cli.secrets.keyring()?;
-            let Some(key_id) = keyring.current_key_id().map(str::to_owned) else {
-                anyhow::bail!(domain::sealed::SealError::NoKey);
-            };
-            let conn = storage::open(&db.database_url, 1, true).await?;
-            let report = domain::sealed::rotation::rotate(&conn, &keyring).await?;
-            println!(
-                "re-sealed under key '{key_id}': {} source secrets, {} pull auth values, {} \
-                 subscription secrets, {} stored replies; {} already current; {} changed while \
-                 rotating (run again)",
-                report.source_secrets,
-                report.pull_auth_values,
-                report.subscription_secrets,
-                report.stored_replies,
-                report.already_current,
-                report.raced,
-            );
+            secrets::run_secrets(&db.database_url, &keyring, command).await?;
         }
         Command::Delivery { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            crate::subscription_cli::run_delivery(&conn, command).await?;
+            delivery::run_delivery(&conn, command).await?;
         }
         Command::Inbox { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
-            webhook_cli::run_inbox(&conn, command).await?;
+            inbox::run_inbox(&conn, command).await?;
         }
         Command::Reconcile(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
             let keyring = cli.secrets.keyring()?;
-            crate::reconcile_cmd::run(&conn, args, cli.outbound.policy(), keyring).await?;
+            reconcile::run(&conn, args, cli.outbound.policy(), keyring).await?;
         }
         Command::Demo(mut args) => {
             let keyring = cli.secrets.keyring()?;
@@ -345,10 +256,34 @@ pub async fn run() -> anyhow::Result<()> {
             } else {
                 domain::sealed::Keyring::insecure_dev()
             };
-            crate::demo::run(args).await?
+            demo::run(args).await?
         }
     }
     Ok(())
+}
+
+/// A domain error as the command line says it: field errors as
+/// `field: message`, joined by `; `.
+pub fn describe(err: domain::Error) -> anyhow::Error {
+    match err {
+        domain::Error::Invalid(fields) => anyhow::anyhow!(
+            "{}",
+            fields
+                .iter()
+                .map(|f| format!("{}: {}", f.field, f.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        other => other.into(),
+    }
+}
+
+/// [`describe`], with `NotFound` said as "no such {what}".
+pub fn describe_missing(what: &'static str) -> impl Fn(domain::Error) -> anyhow::Error {
+    move |err| match err {
+        domain::Error::NotFound => anyhow::anyhow!("no such {what}"),
+        other => describe(other),
+    }
 }
 
 /// Ctrl-C or SIGTERM.

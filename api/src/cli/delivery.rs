@@ -1,0 +1,61 @@
+//! `leadpipe delivery …`: the same operations as `/api/ops/deliveries`,
+//! straight on the database.
+
+use clap::Subcommand;
+use domain::outbound::delivery::{self, DeliveryFilter};
+use sea_orm::DatabaseConnection;
+
+#[derive(Debug, Subcommand)]
+pub enum DeliveryCommand {
+    /// Outgoing deliveries, newest first.
+    List {
+        /// pending, delivering, failed, delivered or dead
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        subscription: Option<i64>,
+        #[arg(long, default_value_t = 50)]
+        limit: u64,
+    },
+    /// Put dead deliveries back in line: one by id, or all (of a subscription).
+    Retry {
+        id: Option<i64>,
+        #[arg(long, conflicts_with = "id")]
+        subscription: Option<i64>,
+        /// Only count what would be retried.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+pub async fn run_delivery(db: &DatabaseConnection, command: DeliveryCommand) -> anyhow::Result<()> {
+    match command {
+        DeliveryCommand::List {
+            state,
+            subscription,
+            limit,
+        } => {
+            let filter = DeliveryFilter {
+                state,
+                subscription_id: subscription,
+            };
+            for row in delivery::list(db, &filter, limit.clamp(1, 1_000), None).await? {
+                println!("{}", serde_json::to_string(&row)?);
+            }
+        }
+        DeliveryCommand::Retry {
+            id,
+            subscription,
+            dry_run,
+        } => {
+            let ids = id.map(|id| vec![id]);
+            let filter = DeliveryFilter {
+                state: None,
+                subscription_id: subscription,
+            };
+            let report = delivery::retry_dead(db, ids.as_deref(), &filter, dry_run).await?;
+            println!("{}", serde_json::to_string(&report)?);
+        }
+    }
+    Ok(())
+}

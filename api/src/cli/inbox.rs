@@ -1,0 +1,128 @@
+//! `leadpipe inbox …`: the same operations as `/api/ops/inbox`, straight on
+//! the database.
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Subcommand};
+use domain::inbound::inbox::InboxState;
+use domain::inbound::inbox::ops::{self, InboxFilter};
+use sea_orm::DatabaseConnection;
+use workers::InboxQueue;
+
+use super::describe_missing;
+
+#[derive(Debug, Subcommand)]
+pub enum InboxCommand {
+    /// List inbox events, newest first.
+    List {
+        #[command(flatten)]
+        filter: FilterArgs,
+        #[arg(long, default_value_t = 50)]
+        limit: u64,
+    },
+    /// Send an event (by id) or every event matching a filter back for
+    /// processing. The same event is reprocessed, so no lead is duplicated.
+    Retry {
+        /// One event; without it, --state (and optionally more) selects.
+        id: Option<i64>,
+        #[command(flatten)]
+        filter: FilterArgs,
+        /// Only count what a bulk retry would take.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct FilterArgs {
+    #[arg(long)]
+    source: Option<String>,
+    /// received, processing, processed, failed, dead or skipped
+    #[arg(long)]
+    state: Option<String>,
+    /// Received at or after (RFC 3339).
+    #[arg(long)]
+    since: Option<DateTime<Utc>>,
+    /// Received before (RFC 3339).
+    #[arg(long)]
+    until: Option<DateTime<Utc>>,
+}
+
+impl FilterArgs {
+    fn filter(&self) -> anyhow::Result<InboxFilter> {
+        Ok(InboxFilter {
+            source: self.source.clone(),
+            state: self
+                .state
+                .as_deref()
+                .map(str::parse::<InboxState>)
+                .transpose()
+                .map_err(anyhow::Error::msg)?,
+            received_since: self.since,
+            received_until: self.until,
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.source.is_none()
+            && self.state.is_none()
+            && self.since.is_none()
+            && self.until.is_none()
+    }
+}
+
+pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow::Result<()> {
+    match command {
+        InboxCommand::List { filter, limit } => {
+            let events = ops::list(db, &filter.filter()?, None, limit).await?;
+            println!("id\tsource\tstate\tattempts\tevent_type\treceived_at\tlead_id\tlast_error");
+            for e in events {
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+                    e.id,
+                    e.source,
+                    e.state,
+                    e.attempts,
+                    e.event_type.unwrap_or_default(),
+                    e.received_at.to_rfc3339(),
+                    e.lead_id.map(|id| id.to_string()).unwrap_or_default(),
+                    e.last_error.unwrap_or_default(),
+                );
+            }
+        }
+        InboxCommand::Retry {
+            id,
+            filter,
+            dry_run,
+        } => {
+            let queue = InboxQueue::for_connection(db)?;
+            let ids = match id {
+                Some(_) if !filter.is_empty() || dry_run => {
+                    anyhow::bail!("give either an event id or a filter, not both")
+                }
+                Some(id) => vec![
+                    ops::retry(db, id, Utc::now())
+                        .await
+                        .map_err(describe_missing("inbox event"))?
+                        .id,
+                ],
+                None => {
+                    let done = ops::retry_matching(db, &filter.filter()?, Utc::now(), dry_run)
+                        .await
+                        .map_err(describe_missing("inbox event"))?;
+                    if dry_run {
+                        println!("{} event(s) would be retried", done.matched);
+                        return Ok(());
+                    }
+                    done.retried
+                }
+            };
+            for id in &ids {
+                if let Err(error) = queue.push(*id, None).await {
+                    eprintln!("warning: {error}; a running worker's sweeper will queue it");
+                }
+            }
+            println!("{} event(s) sent back for processing", ids.len());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,76 @@
+//! `leadpipe subscription …`: the same operations as `/api/subscriptions`,
+//! straight on the database.
+
+use clap::Subcommand;
+use domain::outbound::net_guard::OutboundPolicy;
+use domain::outbound::subscription::{self, NewSubscription};
+use domain::sealed::Keyring;
+use sea_orm::{DatabaseConnection, TransactionTrait};
+
+use super::describe_missing;
+
+#[derive(Debug, Subcommand)]
+pub enum SubscriptionCommand {
+    /// Subscribe a downstream URL to lead events; prints its signing secret once.
+    Add {
+        #[arg(long)]
+        url: String,
+        /// An event type to deliver (repeatable); none means every type.
+        #[arg(long = "event-type")]
+        event_types: Vec<String>,
+        #[arg(long)]
+        description: Option<String>,
+    },
+    /// List subscriptions (secrets are never shown).
+    List,
+    /// Stop delivering to a subscription.
+    Remove { id: i64 },
+}
+
+pub async fn run_subscription(
+    db: &DatabaseConnection,
+    outbound: &OutboundPolicy,
+    keys: &Keyring,
+    command: SubscriptionCommand,
+) -> anyhow::Result<()> {
+    match command {
+        SubscriptionCommand::Add {
+            url,
+            event_types,
+            description,
+        } => {
+            // The row and its sealed secret are written together.
+            let txn = db.begin().await?;
+            let created = subscription::create(
+                &txn,
+                outbound,
+                keys,
+                NewSubscription {
+                    url,
+                    event_types,
+                    description,
+                },
+            )
+            .await
+            .map_err(describe_missing("subscription"))?;
+            txn.commit().await?;
+            eprintln!(
+                "created subscription {}; verify our signatures with this secret (shown only once):",
+                created.subscription.id
+            );
+            println!("{}", created.secret);
+        }
+        SubscriptionCommand::List => {
+            for view in subscription::list(db).await? {
+                println!("{}", serde_json::to_string(&view)?);
+            }
+        }
+        SubscriptionCommand::Remove { id } => {
+            subscription::delete(db, id)
+                .await
+                .map_err(describe_missing("subscription"))?;
+            println!("subscription {id} removed");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,17 @@
+//! The HTTP plumbing every endpoint shares: application state, the auth and
+//! role extractors, body reading and limits, correlation ids, idempotency,
+//! rate limits, the error type and its problem catalogue, metrics, upload
+//! spools and the default response headers.
+
+pub mod auth;
+pub mod body;
+pub mod body_limit;
+pub mod correlation;
+pub mod error;
+pub mod idempotency;
+pub mod metrics;
+pub mod params;
+pub mod rate_limit;
+pub mod security_headers;
+pub mod spool;
+pub mod state;

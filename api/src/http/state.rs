@@ -1,0 +1,27 @@
+//! `AppState`: what every handler may reach.
+
+use std::sync::Arc;
+
+use sea_orm::DatabaseConnection;
+
+use crate::config::HttpSettings;
+
+/// What every handler may reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub db: DatabaseConnection,
+    pub http: Arc<HttpSettings>,
+    pub idempotency: domain::idempotency::Policy,
+    /// Recently authenticated tokens.
+    pub principals: domain::auth::PrincipalCache,
+    /// Batches intake upserts when enabled.
+    pub group_commit: Option<domain::lead::group_commit::GroupCommitter>,
+    /// Where the webhook receiver and ops retries queue inbox jobs.
+    pub jobs: workers::InboxQueue,
+    /// Executes reconcile runs started over HTTP.
+    pub reconciler: Arc<workers::reconcile::Reconciler>,
+    /// Failed-authentication and webhook rate limits.
+    pub limits: Arc<crate::http::rate_limit::Limits>,
+    /// The database gauges, refreshed in the background for `/metrics`.
+    pub gauges: Arc<crate::http::metrics::Gauges>,
+}
