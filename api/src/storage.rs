@@ -1,6 +1,6 @@
 //! Opening the database: SQLite file by default, PostgreSQL in production.
 //! Schema changes run on a dedicated one-connection pool before the app pool
-//! opens, so no pooled SQLite connection caches a half-built schema (PITFALLS 2-3).
+//! opens, so no pooled SQLite connection caches a half-built schema.
 
 use std::str::FromStr;
 use std::time::Duration;
