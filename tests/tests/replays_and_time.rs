@@ -41,6 +41,12 @@ async fn deliver(app: &TestApp, source: &str, headers: &Headers, body: &[u8]) ->
     (status, response.json().await.unwrap())
 }
 
+/// Creates a source as an admin and asserts it was created.
+async fn create_source(app: &TestApp, config: Value) {
+    let response = app.save_source(&app.admin_token().await, &config).await;
+    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+}
+
 fn github_record(name: &str) -> Vec<u8> {
     serde_json::to_vec(&json!({"lead": {"id": "gh-1", "name": name, "email": "ada@example.com"}}))
         .unwrap()
@@ -48,15 +54,12 @@ fn github_record(name: &str) -> Vec<u8> {
 
 async fn github_body_replayed_under_a_new_delivery_id_cannot_roll_a_lead_back(backend: Backend) {
     let app = TestApp::spawn_with_workers(backend).await;
-    let admin = app.admin_token().await;
-    let response = app
-        .save_source(
-            &admin,
-            &json!({"name": "gh", "scheme": "github", "secrets": [GITHUB_SECRET],
-                    "record_pointer": "/lead"}),
-        )
-        .await;
-    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+    create_source(
+        &app,
+        json!({"name": "gh", "scheme": "github", "secrets": [GITHUB_SECRET],
+               "record_pointer": "/lead"}),
+    )
+    .await;
 
     let v1 = github_record("Old");
     let v2 = github_record("New");
@@ -121,15 +124,12 @@ async fn github_body_replayed_under_a_new_delivery_id_cannot_roll_a_lead_back(ba
 
 async fn unsigned_event_id_header_cannot_turn_a_replay_into_new_events(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let admin = app.admin_token().await;
-    let response = app
-        .save_source(
-            &admin,
-            &json!({"name": "ads", "scheme": "hmac-sha256", "secrets": [HMAC_SECRET],
-                    "event_id_header": "x-event-id", "record_pointer": ""}),
-        )
-        .await;
-    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+    create_source(
+        &app,
+        json!({"name": "ads", "scheme": "hmac-sha256", "secrets": [HMAC_SECRET],
+               "event_id_header": "x-event-id", "record_pointer": ""}),
+    )
+    .await;
     let body = br#"{"id":"ad-1","name":"Old"}"#;
     let signed = |event_id: &str| {
         let mut headers = hmac_base64_headers(HMAC_SECRET, "x-signature", body);
@@ -230,15 +230,12 @@ async fn intake_refuses_a_timestamp_in_the_future_and_keeps_the_lead(backend: Ba
 
 async fn webhook_timestamps_in_milliseconds_are_read_and_future_ones_are_dead(backend: Backend) {
     let app = TestApp::spawn_with_workers(backend).await;
-    let admin = app.admin_token().await;
-    let response = app
-        .save_source(
-            &admin,
-            &json!({"name": "ads", "scheme": "hmac-sha256", "secrets": [HMAC_SECRET],
-                    "record_pointer": ""}),
-        )
-        .await;
-    assert_eq!(response.status(), 201);
+    create_source(
+        &app,
+        json!({"name": "ads", "scheme": "hmac-sha256", "secrets": [HMAC_SECRET],
+               "record_pointer": ""}),
+    )
+    .await;
 
     let millis = now() * 1000 - 60_000;
     let body =
