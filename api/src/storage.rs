@@ -100,80 +100,65 @@ fn restrict_sqlite_files(_url: &str) -> anyhow::Result<()> {
 /// Applies every pending migration, and creates or upgrades the job tables
 /// (apalis) on the same one-connection pool, holding the migration lock.
 pub async fn migrate(url: &str) -> anyhow::Result<()> {
+    // SQLite's lock is taken before the first connection: that connection
+    // switches a fresh file to WAL, which needs the file to itself and fails
+    // at once with "database is locked" when another process is connecting.
+    let file_lock = sqlite_migration_lock(url).await?;
     let db = open_pool(url, 1).await?;
-    let lock = MigrationLock::acquire(url, &db).await?;
+    let pg_lock = Backend::of(url)? == Backend::Postgres;
+    if pg_lock {
+        db.execute_unprepared(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))
+            .await?;
+    }
     let applied = async {
         workers::storage::setup(&db).await?;
         Migrator::up(&db, None).await?;
         anyhow::Ok(())
     }
     .await;
-    lock.release(&db).await;
+    if pg_lock {
+        // Closing the pool ends the session, which releases it too.
+        let _ = db
+            .execute_unprepared(&format!("SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"))
+            .await;
+    }
     db.close().await?;
+    drop(file_lock);
     applied
 }
 
-/// One migrating process at a time per database. Processes that start
-/// together on a fresh database (`serve` beside `token create`, several
-/// nodes after a release) would otherwise all apply the same pending
-/// migration, and all but one fail half-way ("duplicate column").
-enum MigrationLock {
-    /// An exclusive lock on a file beside the SQLite database, released when
-    /// the file is closed.
-    SqliteFile(std::fs::File),
-    /// A session advisory lock on the migration pool's one connection.
-    Postgres,
-    /// An in-memory SQLite database belongs to one process.
-    None,
-}
-
 /// `pg_advisory_lock` key: "leadpipe" in ASCII, so it does not collide with
-/// locks other applications may take on a shared server.
+/// locks other applications may take on a shared server. One migrating
+/// process at a time per database: processes that start together on a fresh
+/// database (`serve` beside `token create`, several nodes after a release)
+/// would otherwise all apply the same pending migration, and all but one
+/// fail half-way ("duplicate column").
 const PG_MIGRATION_LOCK: i64 = 0x6c65_6164_7069_7065;
 
-impl MigrationLock {
-    async fn acquire(url: &str, db: &DatabaseConnection) -> anyhow::Result<Self> {
-        match Backend::of(url)? {
-            Backend::Postgres => {
-                db.execute_unprepared(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))
-                    .await?;
-                Ok(Self::Postgres)
-            }
-            Backend::Sqlite => {
-                let Some(path) = sqlite_file(url)? else {
-                    return Ok(Self::None);
-                };
-                let mut lock_path = path.into_os_string();
-                lock_path.push(".migrate-lock");
-                let file =
-                    tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
-                        let mut options = std::fs::OpenOptions::new();
-                        options.create(true).truncate(false).write(true);
-                        #[cfg(unix)]
-                        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-                        let file = options.open(&lock_path)?;
-                        // Blocks until the process migrating now is done.
-                        file.lock()?;
-                        Ok(file)
-                    })
-                    .await??;
-                Ok(Self::SqliteFile(file))
-            }
-        }
+/// The same turn-taking for a SQLite file: an exclusive lock on a file
+/// beside it, released when the returned file is closed. `None` for
+/// PostgreSQL and for an in-memory database (it belongs to one process).
+async fn sqlite_migration_lock(url: &str) -> anyhow::Result<Option<std::fs::File>> {
+    if Backend::of(url)? != Backend::Sqlite {
+        return Ok(None);
     }
-
-    async fn release(self, db: &DatabaseConnection) {
-        match self {
-            Self::Postgres => {
-                // Closing the pool ends the session, which releases it too.
-                let _ = db
-                    .execute_unprepared(&format!("SELECT pg_advisory_unlock({PG_MIGRATION_LOCK})"))
-                    .await;
-            }
-            Self::SqliteFile(file) => drop(file),
-            Self::None => {}
-        }
-    }
+    let Some(path) = sqlite_file(url)? else {
+        return Ok(None);
+    };
+    let mut lock_path = path.into_os_string();
+    lock_path.push(".migrate-lock");
+    let file = tokio::task::spawn_blocking(move || -> std::io::Result<std::fs::File> {
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).truncate(false).write(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&lock_path)?;
+        // Blocks until the process migrating now is done.
+        file.lock()?;
+        Ok(file)
+    })
+    .await??;
+    Ok(Some(file))
 }
 
 /// Opens the application's pool, migrating first when asked.
