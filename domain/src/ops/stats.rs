@@ -30,7 +30,7 @@ pub struct Window {
 }
 
 impl Window {
-    fn new(events: i64, deliveries: i64) -> Self {
+    pub(crate) fn new(events: i64, deliveries: i64) -> Self {
         let duplicates = std::cmp::max(deliveries - events, 0);
         let duplicate_rate = if deliveries > 0 {
             duplicates as f64 / deliveries as f64

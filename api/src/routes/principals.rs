@@ -1,0 +1,83 @@
+//! `GET /api/me` and `GET /api/principals`: who the caller is, and the names
+//! behind the principal ids the API returns (lead owners, note authors).
+
+use actix_web::{HttpResponse, web};
+use domain::auth::{self, Role};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::http::auth::{Authenticated, SALES_AND_UP};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/me", web::get().to(me))
+        .route("/api/principals", web::get().to(list));
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(me, list))]
+pub struct Api;
+
+/// A principal by name: never its token or the token's hash.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PrincipalName)]
+struct PrincipalOut {
+    id: i64,
+    name: String,
+    role: Role,
+    /// The one source an `intake` principal may write for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+    /// Revoked principals stay listed, so the leads they owned keep a name.
+    active: bool,
+}
+
+/// The caller.
+///
+/// **Roles:** any (intake, sales, ops, admin).
+#[utoipa::path(
+    get,
+    path = "/api/me",
+    operation_id = "get_me",
+    tag = "meta",
+    responses((status = 200, description = "The principal the token belongs to", body = PrincipalOut)),
+    security(("bearer" = [])),
+)]
+async fn me(caller: Authenticated) -> HttpResponse {
+    let me = caller.0;
+    HttpResponse::Ok().json(PrincipalOut {
+        id: me.id,
+        name: me.name,
+        role: me.role,
+        source: me.source,
+        active: true,
+    })
+}
+
+/// Every principal's id, name and role, oldest first.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/principals",
+    operation_id = "list_principals",
+    tag = "meta",
+    responses((status = 200, description = "Every principal", body = Vec<PrincipalOut>)),
+    security(("bearer" = [])),
+)]
+async fn list(caller: Authenticated, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    caller.require(SALES_AND_UP)?;
+    let all: Vec<PrincipalOut> = auth::list_principals(state.reads.db())
+        .await?
+        .into_iter()
+        .map(|p| PrincipalOut {
+            id: p.principal.id,
+            name: p.principal.name,
+            role: p.principal.role,
+            source: p.principal.source,
+            active: p.active,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(all))
+}
