@@ -13,14 +13,53 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use domain::auth::Role;
-use domain::entities::{idempotency_key, inbox_event, lead, lead_conversion};
+use domain::entities::{activity, deal, idempotency_key, inbox_event, lead, lead_conversion};
 use fantoccini::{Client, ClientBuilder, Locator};
 use leadpipe_tests::{Backend, TestApp};
-use sea_orm::EntityTrait;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-const SCREENSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/front-page.png");
+const SCREENSHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/screenshots");
 const WAIT: Duration = Duration::from_secs(15);
+
+/// Saves the page as `target/screenshots/<name>.png`.
+async fn screenshot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.unwrap();
+    std::fs::create_dir_all(SCREENSHOTS).unwrap();
+    std::fs::write(Path::new(SCREENSHOTS).join(format!("{name}.png")), png).unwrap();
+}
+
+async fn click(browser: &Client, css: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no `{css}`: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn fill(browser: &Client, css: &str, text: &str) {
+    let field = browser.find(Locator::Css(css)).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+/// How many elements match `css`, once that is `expected` (or the wait ends).
+async fn wait_for_count(browser: &Client, css: &str, expected: usize) {
+    let started = Instant::now();
+    loop {
+        let found = browser.find_all(Locator::Css(css)).await.unwrap().len();
+        if found == expected {
+            return;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "`{css}`: {found} elements, expected {expected}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 fn find_program(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -193,7 +232,6 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
 
     let app = TestApp::spawn(Backend::Sqlite).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
-    let sales = app.token(Role::Sales, None).await;
     let response = app
         .post_lead(
             &intake,
@@ -205,11 +243,35 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     let id = response.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
+    // The same person from another source: linked as a possible duplicate.
+    let partner = app.token(Role::Intake, Some("partner")).await;
+    let response = app
+        .post_lead(
+            &partner,
+            &json!({"source": "partner", "source_ref": "p-9", "name": "A. Lovelace",
+                    "email": "ada@example.com"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let twin = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    while workers::lead_processor::run_once(&app.db, 100)
+        .await
+        .unwrap()
+        > 0
+    {}
+    // Created after processing, so routing had nobody to give the leads to.
+    let grace = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
+        .await
+        .unwrap();
+    let (sales, grace_id) = (grace.token, grace.principal.id);
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
     sign_in(&browser, &sales).await;
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
 
     // The lead list shows the ingested lead.
     let row = format!("#lead-table tbody tr[data-lead-id=\"{id}\"]");
@@ -241,8 +303,7 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     wait_for(&browser, "#timeline li[data-kind=\"status_changed\"]").await;
     wait_for_text(&browser, "#timeline", "new → contacted").await;
     wait_for_text(&browser, &row, "contacted").await;
-    let png = browser.screenshot().await.unwrap();
-    std::fs::write(SCREENSHOT, png).unwrap();
+    screenshot(&browser, "sales-status-changed").await;
 
     // The database agrees, and the page sent an Idempotency-Key.
     let stored = lead::Entity::find_by_id(id)
@@ -281,8 +342,6 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
         .unwrap();
     assert_eq!(stored.version, 3, "the stale click changed nothing");
 
-    // Converting from the page goes through the conversion endpoint, which
-    // records the contact and company the lead became.
     browser
         .find(Locator::Css(&row))
         .await
@@ -291,14 +350,98 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
         .await
         .unwrap();
     wait_for_text(&browser, "#lead-status", "qualified").await;
-    browser
-        .find(Locator::Css("#transitions button[data-to=\"converted\"]"))
+
+    // Assign to me: the owner shows as a name, in the detail and the list.
+    wait_for_text(&browser, "#lead-owner", "—").await;
+    click(&browser, "#assign-me").await;
+    wait_for_text(&browser, "#lead-owner", "Grace Hopper").await;
+    wait_for_text(&browser, &format!("{row} td.owner"), "Grace Hopper").await;
+    wait_for_text(&browser, "#timeline", "owner → Grace Hopper").await;
+    assert!(
+        browser.find(Locator::Css("#assign-me")).await.is_err(),
+        "no 'assign to me' on my own lead"
+    );
+    let stored = lead::Entity::find_by_id(id)
+        .one(&app.db)
         .await
         .unwrap()
-        .click()
+        .unwrap();
+    assert_eq!(stored.owner_id, Some(grace_id));
+
+    // A note appears in the timeline, by name.
+    fill(&browser, "#note-text", "Called her, wants a demo on Friday").await;
+    click(&browser, "#add-note").await;
+    wait_for_text(
+        &browser,
+        "#timeline li[data-kind=\"note\"]",
+        "note: Called her, wants a demo on Friday",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#timeline li[data-kind=\"note\"]",
+        "by Grace Hopper",
+    )
+    .await;
+    let notes = activity::Entity::find()
+        .filter(activity::Column::LeadId.eq(id))
+        .filter(activity::Column::Kind.eq("note"))
+        .all(&app.db)
         .await
         .unwrap();
+    assert_eq!(notes.len(), 1);
+
+    // The possible duplicate is a link to the other lead; back comes back.
+    let twin_link = format!("#duplicate-links a[data-lead-id=\"{twin}\"]");
+    wait_for_text(&browser, &twin_link, &format!("Lead #{twin}")).await;
+    wait_for_text(&browser, "#duplicates", "same email").await;
+    screenshot(&browser, "sales-lead-detail").await;
+    click(&browser, &twin_link).await;
+    wait_for_text(&browser, "#lead-title", "A. Lovelace").await;
+    assert!(
+        browser
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .ends_with(&format!("#lead/{twin}"))
+    );
+    browser.back().await.unwrap();
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+
+    // Converting a qualified lead, with a deal: what it became is shown.
+    wait_for(&browser, "#convert-form:not([hidden])").await;
+    fill(&browser, "#deal-name", "Difference Engine No. 2").await;
+    fill(&browser, "#deal-amount", "12500").await;
+    fill(&browser, "#deal-currency", "eur").await;
+    click(&browser, "#convert").await;
     wait_for_text(&browser, "#lead-status", "converted").await;
+    wait_for_text(
+        &browser,
+        "#conversion dd[data-field=\"contact\"]",
+        "Ada Lovelace",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#conversion dd[data-field=\"company\"]",
+        "Analytical Engines",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#conversion dd[data-field=\"deal\"]",
+        "Difference Engine No. 2 · 12,500.00 EUR",
+    )
+    .await;
+    assert!(
+        browser
+            .find(Locator::Css("#convert-form[hidden]"))
+            .await
+            .is_ok()
+    );
+    wait_for_text(&browser, "#timeline", "converted into contact #").await;
+    screenshot(&browser, "sales-converted").await;
     let stored = lead::Entity::find_by_id(id)
         .one(&app.db)
         .await
@@ -306,6 +449,29 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
         .unwrap();
     assert_eq!(stored.status, "converted");
     assert_eq!(app.count(lead_conversion::Entity).await, 1);
+    let deals = deal::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(deals.len(), 1);
+    assert_eq!(
+        (deals[0].amount_cents, deals[0].currency.as_str()),
+        (1_250_000, "EUR")
+    );
+
+    // Reloaded, the page opens the lead from its address and reads the
+    // conversion back from the CRM.
+    browser.refresh().await.unwrap();
+    wait_for_text(&browser, "#lead-status", "converted").await;
+    wait_for_text(
+        &browser,
+        "#conversion dd[data-field=\"contact\"]",
+        "Ada Lovelace",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#conversion dd[data-field=\"deal\"]",
+        "Difference Engine No. 2",
+    )
+    .await;
 
     browser.close().await.unwrap();
 }
@@ -332,9 +498,28 @@ async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
     assert_eq!(response.status(), 202);
     let event: Value = response.json().await.unwrap();
     let event_id = event["id"].as_i64().unwrap();
+    // The sender delivers it again: one repeat in three deliveries overall.
+    let again = app
+        .post_standard("partner", &key, "msg_dead_1", &body)
+        .await;
+    assert!(again.status().is_success(), "{}", again.status());
     app.exec(&format!(
         "UPDATE inbox_event SET state = 'dead', attempts = 1, \
          last_error = 'no record at /data' WHERE id = {event_id}"
+    ))
+    .await;
+    // An event waiting for ten minutes: a growing backlog.
+    let body = serde_json::to_vec(&json!({"type": "lead.created", "lead": {"id": "p-2"}})).unwrap();
+    let response = app
+        .post_standard("partner", &key, "msg_waiting_1", &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let waiting: Value = response.json().await.unwrap();
+    let ten_minutes_ago = (chrono::Utc::now() - chrono::Duration::minutes(10))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+    app.exec(&format!(
+        "UPDATE inbox_event SET received_at = '{ten_minutes_ago}' WHERE id = {}",
+        waiting["id"]
     ))
     .await;
     let ops = app.token(Role::Ops, None).await;
@@ -353,7 +538,52 @@ async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
         .unwrap();
 
     wait_for_text(&browser, "#dead-events", "no record at /data").await;
+    wait_for_text(&browser, "#dead-events .alert", "1 dead event").await;
     wait_for_text(&browser, "#dead-deliveries", "none").await;
+
+    // Figures with units, and what needs attention flagged in words.
+    let partner = "#source-stats tr[data-source=\"partner\"]";
+    wait_for_text(&browser, &format!("{partner} td:nth-child(2)"), "2 events").await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.duplicate-rate"),
+        "33.3 % (1 of 3 deliveries)",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.dead .alert"),
+        "1 event (dead letters)",
+    )
+    .await;
+    wait_for_text(&browser, &format!("{partner} td.oldest .alert"), "10 min").await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.oldest .alert"),
+        "backlog over 5 min",
+    )
+    .await;
+    wait_for_text(&browser, "#ops-alerts", "partner: 1 dead inbox event").await;
+    wait_for_text(
+        &browser,
+        "#ops-alerts",
+        "oldest unprocessed event waiting 10 min",
+    )
+    .await;
+    let stats = text_of(&browser, "#stats").await;
+    assert!(!stats.contains('{'), "no raw JSON: {stats}");
+
+    // Charts from the series: one bar and one point per bucket.
+    wait_for_count(&browser, "#chart-received svg rect.bar", 60).await;
+    wait_for_count(&browser, "#chart-processed svg rect.bar", 60).await;
+    wait_for_count(&browser, "#chart-duplicates svg circle.point", 60).await;
+    wait_for_text(&browser, "#chart-received figcaption", "Received 2 events").await;
+    wait_for_text(&browser, "#chart-received figcaption", "per minute").await;
+    screenshot(&browser, "ops-tab").await;
+    click(&browser, ".window-choice button[data-window=\"24h\"]").await;
+    wait_for_count(&browser, "#chart-received svg rect.bar", 96).await;
+    wait_for_text(&browser, "#chart-received figcaption", "per 15 min").await;
+    screenshot(&browser, "ops-tab-day").await;
     // Built elsewhere: either their data or "not available", never stuck.
     for panel in ["#stats", "#reconcile-runs"] {
         let started = Instant::now();
