@@ -56,6 +56,7 @@ impl FromStr for SeriesWindow {
 
 /// One bucket: `[start, start + bucket_seconds)`.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(as = SeriesBucket)]
 pub struct Bucket {
     pub start: DateTime<Utc>,
     /// Events first received in the bucket.
@@ -69,6 +70,7 @@ pub struct Bucket {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[schema(as = StatsSeries)]
 pub struct Series {
     pub window: SeriesWindow,
     pub bucket_seconds: i64,
