@@ -196,25 +196,33 @@ async fn wait_for(browser: &Client, css: &str) {
         .unwrap_or_else(|e| panic!("`{css}` never appeared: {e}"));
 }
 
+async fn stored_lead(app: &TestApp, id: i64) -> lead::Model {
+    lead::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// Waits until the "Converted into" panel shows each `(field, text)`.
+async fn wait_for_conversion(browser: &Client, shown: &[(&str, &str)]) {
+    for (field, text) in shown {
+        wait_for_text(
+            browser,
+            &format!("#conversion dd[data-field=\"{field}\"]"),
+            text,
+        )
+        .await;
+    }
+}
+
 async fn sign_in(browser: &Client, token: &str) {
-    browser
-        .find(Locator::Id("token"))
-        .await
-        .unwrap()
-        .send_keys(token)
-        .await
-        .unwrap();
-    browser
-        .find(Locator::Id("sign-in"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    fill(browser, "#token", token).await;
+    click(browser, "#sign-in").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() {
+async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead() {
     let chromium = find_program(&["chromium", "chromium-browser"]);
     let chromedriver = find_program(&["chromedriver"]);
     let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
@@ -280,25 +288,13 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     wait_for_text(&browser, &row, "new").await;
 
     // Its detail and timeline.
-    browser
-        .find(Locator::Css(&row))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, &row).await;
     wait_for_text(&browser, "#lead-status", "new").await;
     wait_for(&browser, "#timeline li[data-kind=\"ingest\"]").await;
     wait_for_text(&browser, "#lead-version", "\"1\"").await;
 
     // A status change by click; the timeline shows it.
-    browser
-        .find(Locator::Css("#transitions button[data-to=\"contacted\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#transitions button[data-to=\"contacted\"]").await;
     wait_for_text(&browser, "#lead-status", "contacted").await;
     wait_for(&browser, "#timeline li[data-kind=\"status_changed\"]").await;
     wait_for_text(&browser, "#timeline", "new → contacted").await;
@@ -306,11 +302,7 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     screenshot(&browser, "sales-status-changed").await;
 
     // The database agrees, and the page sent an Idempotency-Key.
-    let stored = lead::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = stored_lead(&app, id).await;
     assert_eq!(stored.status, "contacted");
     assert_eq!(stored.version, 2);
     assert_eq!(app.count(idempotency_key::Entity).await, 1);
@@ -326,29 +318,13 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
         .await
         .unwrap();
     assert_eq!(moved.status(), 200);
-    browser
-        .find(Locator::Css("#transitions button[data-to=\"qualified\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#transitions button[data-to=\"qualified\"]").await;
     wait_for_text(&browser, "#problem", "Precondition failed").await;
     wait_for_text(&browser, "#problem", "/problems/precondition-failed").await;
-    let stored = lead::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = stored_lead(&app, id).await;
     assert_eq!(stored.version, 3, "the stale click changed nothing");
 
-    browser
-        .find(Locator::Css(&row))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, &row).await;
     wait_for_text(&browser, "#lead-status", "qualified").await;
 
     // Assign to me: the owner shows as a name, in the detail and the list.
@@ -361,11 +337,7 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
         browser.find(Locator::Css("#assign-me")).await.is_err(),
         "no 'assign to me' on my own lead"
     );
-    let stored = lead::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = stored_lead(&app, id).await;
     assert_eq!(stored.owner_id, Some(grace_id));
 
     // A note appears in the timeline, by name.
@@ -416,24 +388,12 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     fill(&browser, "#deal-currency", "eur").await;
     click(&browser, "#convert").await;
     wait_for_text(&browser, "#lead-status", "converted").await;
-    wait_for_text(
-        &browser,
-        "#conversion dd[data-field=\"contact\"]",
-        "Ada Lovelace",
-    )
-    .await;
-    wait_for_text(
-        &browser,
-        "#conversion dd[data-field=\"company\"]",
-        "Analytical Engines",
-    )
-    .await;
-    wait_for_text(
-        &browser,
-        "#conversion dd[data-field=\"deal\"]",
-        "Difference Engine No. 2 · 12,500.00 EUR",
-    )
-    .await;
+    let became = [
+        ("contact", "Ada Lovelace"),
+        ("company", "Analytical Engines"),
+        ("deal", "Difference Engine No. 2 · 12,500.00 EUR"),
+    ];
+    wait_for_conversion(&browser, &became).await;
     assert!(
         browser
             .find(Locator::Css("#convert-form[hidden]"))
@@ -442,11 +402,7 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     );
     wait_for_text(&browser, "#timeline", "converted into contact #").await;
     screenshot(&browser, "sales-converted").await;
-    let stored = lead::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = stored_lead(&app, id).await;
     assert_eq!(stored.status, "converted");
     assert_eq!(app.count(lead_conversion::Entity).await, 1);
     let deals = deal::Entity::find().all(&app.db).await.unwrap();
@@ -460,24 +416,13 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     // conversion back from the CRM.
     browser.refresh().await.unwrap();
     wait_for_text(&browser, "#lead-status", "converted").await;
-    wait_for_text(
-        &browser,
-        "#conversion dd[data-field=\"contact\"]",
-        "Ada Lovelace",
-    )
-    .await;
-    wait_for_text(
-        &browser,
-        "#conversion dd[data-field=\"deal\"]",
-        "Difference Engine No. 2",
-    )
-    .await;
+    wait_for_conversion(&browser, &became).await;
 
     browser.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
+async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event() {
     let chromium = find_program(&["chromium", "chromium-browser"]);
     let chromedriver = find_program(&["chromedriver"]);
     let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
@@ -529,13 +474,7 @@ async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
     browser.goto(&app.url("/")).await.unwrap();
     sign_in(&browser, &ops).await;
     wait_for(&browser, "#lead-table").await;
-    browser
-        .find(Locator::Css("#tabs button[data-tab=\"ops\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#tabs button[data-tab=\"ops\"]").await;
 
     wait_for_text(&browser, "#dead-events", "no record at /data").await;
     wait_for_text(&browser, "#dead-events .alert", "1 dead event").await;
@@ -601,13 +540,7 @@ async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
         );
     }
 
-    browser
-        .find(Locator::Css("#dead-events button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#dead-events button").await;
     wait_for_text(&browser, "#dead-events", "none").await;
     let event = inbox_event::Entity::find_by_id(event_id)
         .one(&app.db)

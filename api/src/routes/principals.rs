@@ -2,7 +2,7 @@
 //! behind the principal ids the API returns (lead owners, note authors).
 
 use actix_web::{HttpResponse, web};
-use domain::auth::{self, Role};
+use domain::auth::{self, Principal, Role};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -33,6 +33,18 @@ struct PrincipalOut {
     active: bool,
 }
 
+impl PrincipalOut {
+    fn new(p: Principal, active: bool) -> Self {
+        Self {
+            id: p.id,
+            name: p.name,
+            role: p.role,
+            source: p.source,
+            active,
+        }
+    }
+}
+
 /// The caller.
 ///
 /// **Roles:** any (intake, sales, ops, admin).
@@ -45,14 +57,7 @@ struct PrincipalOut {
     security(("bearer" = [])),
 )]
 async fn me(caller: Authenticated) -> HttpResponse {
-    let me = caller.0;
-    HttpResponse::Ok().json(PrincipalOut {
-        id: me.id,
-        name: me.name,
-        role: me.role,
-        source: me.source,
-        active: true,
-    })
+    HttpResponse::Ok().json(PrincipalOut::new(caller.0, true))
 }
 
 /// Every principal's id, name and role, oldest first.
@@ -71,13 +76,7 @@ async fn list(caller: Authenticated, state: web::Data<AppState>) -> Result<HttpR
     let all: Vec<PrincipalOut> = auth::list_principals(state.reads.db())
         .await?
         .into_iter()
-        .map(|p| PrincipalOut {
-            id: p.principal.id,
-            name: p.principal.name,
-            role: p.principal.role,
-            source: p.principal.source,
-            active: p.active,
-        })
+        .map(|p| PrincipalOut::new(p.principal, p.active))
         .collect();
     Ok(HttpResponse::Ok().json(all))
 }

@@ -5,13 +5,14 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait, Func, SimpleExpr};
+use sea_orm::sea_query::{Expr, SimpleExpr};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, IdenStatic, QueryFilter,
+    QuerySelect,
 };
 use serde::Serialize;
 
-use super::stats::Window;
+use super::stats::{Window, with_delivery_counts};
 use crate::clock;
 use crate::entities::inbox_event;
 
@@ -99,30 +100,25 @@ fn bucket_of(backend: DbBackend, column: &str, width: i64) -> SimpleExpr {
 async fn per_bucket<C: ConnectionTrait>(
     conn: &C,
     column: inbox_event::Column,
-    name: &str,
     window: SeriesWindow,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<Vec<(i64, i64, i64)>, DbErr> {
-    inbox_event::Entity::find()
-        .select_only()
-        .expr_as(
-            bucket_of(conn.get_database_backend(), name, window.bucket_seconds()),
-            "bucket",
-        )
-        .column_as(Expr::col(inbox_event::Column::Id).count(), "events")
-        .expr_as(
-            Func::coalesce([
-                Expr::col(inbox_event::Column::Deliveries).sum(),
-                Expr::val(0),
-            ]),
-            "deliveries",
-        )
-        .filter(column.gte(from))
-        .filter(column.lt(to))
-        .group_by(Expr::cust("\"bucket\""))
-        .into_tuple()
-        .all(conn)
-        .await
+    let bucket = bucket_of(
+        conn.get_database_backend(),
+        column.as_str(),
+        window.bucket_seconds(),
+    );
+    with_delivery_counts(
+        inbox_event::Entity::find()
+            .select_only()
+            .expr_as(bucket, "bucket"),
+    )
+    .filter(column.gte(from))
+    .filter(column.lt(to))
+    .group_by(Expr::cust("\"bucket\""))
+    .into_tuple()
+    .all(conn)
+    .await
 }
 
 pub async fn series<C: ConnectionTrait>(conn: &C, window: SeriesWindow) -> Result<Series, DbErr> {
@@ -144,13 +140,7 @@ pub async fn series<C: ConnectionTrait>(conn: &C, window: SeriesWindow) -> Resul
         })
         .collect();
     let slot = |n: i64| usize::try_from(n - first).ok();
-    let received = per_bucket(
-        conn,
-        inbox_event::Column::ReceivedAt,
-        "received_at",
-        window,
-        range,
-    );
+    let received = per_bucket(conn, inbox_event::Column::ReceivedAt, window, range);
     for (n, events, deliveries) in received.await? {
         if let Some(b) = slot(n).and_then(|i| buckets.get_mut(i)) {
             let window = Window::new(events, deliveries);
@@ -159,13 +149,7 @@ pub async fn series<C: ConnectionTrait>(conn: &C, window: SeriesWindow) -> Resul
             b.duplicate_rate = window.duplicate_rate;
         }
     }
-    let processed = per_bucket(
-        conn,
-        inbox_event::Column::ProcessedAt,
-        "processed_at",
-        window,
-        range,
-    );
+    let processed = per_bucket(conn, inbox_event::Column::ProcessedAt, window, range);
     for (n, events, _) in processed.await? {
         if let Some(b) = slot(n).and_then(|i| buckets.get_mut(i)) {
             b.processed = events;
