@@ -22,6 +22,7 @@ const BACKLOG_ALERT_SECONDS = 300;
 
 const state = {
   me: null, // GET /api/me: who is signed in
+  leads: [], // the rows of the list, as loaded
   people: new Map(), // principal id -> {name, role, active}
   seriesWindow: "1h",
   leadsCursor: null,
@@ -220,20 +221,27 @@ function signOut(message) {
   }
 }
 
-async function showApp() {
+function showApp() {
   $("login").hidden = true;
   $("tabs").hidden = false;
   $("session").hidden = false;
-  await loadPeople();
   showTab("leads");
-  openLeadFromHash();
+  // Names arrive after the first list: show them once known, without
+  // taking the user back from a tab they have moved to meanwhile.
+  loadPeople().then(() => {
+    // In the same turn as the name in the header: once it shows, the
+    // list and the lead show names too.
+    $("lead-table").querySelector("tbody").replaceChildren(...state.leads.map(leadRow));
+    if (state.lead) renderLead();
+    if (state.me) $("whoami").textContent = `${state.me.name} (${state.me.role})`;
+    openLeadFromHash();
+  });
 }
 
 /** Who is signed in, and the names behind principal ids. */
 async function loadPeople() {
   try {
     state.me = (await api("GET", "/api/me")).body;
-    $("whoami").textContent = `${state.me.name} (${state.me.role})`;
   } catch (err) {
     showProblem(err);
     return;
@@ -281,6 +289,7 @@ async function loadLeads(more) {
     const { body } = await api("GET", `/api/leads?${leadQuery()}`);
     const tbody = $("lead-table").querySelector("tbody");
     const rows = body.data.map(leadRow);
+    state.leads = more ? state.leads.concat(body.data) : body.data;
     if (more) tbody.append(...rows);
     else tbody.replaceChildren(...rows);
     state.leadsCursor = body.next_cursor;
@@ -406,6 +415,7 @@ async function leadChanged(response, lead) {
   state.etag = response.headers.get("ETag");
   renderLead();
   await loadTimeline();
+  state.leads = state.leads.map((l) => (l.id === state.lead.id ? state.lead : l));
   const row = $("lead-table").querySelector(`tbody tr[data-lead-id="${state.lead.id}"]`);
   if (row) row.replaceWith(leadRow(state.lead));
 }

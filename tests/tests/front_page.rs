@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use domain::auth::Role;
 use domain::entities::{activity, deal, idempotency_key, inbox_event, lead, lead_conversion};
 use fantoccini::{Client, ClientBuilder, Locator};
-use leadpipe_tests::{Backend, TestApp};
+use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
@@ -221,8 +221,12 @@ async fn sign_in(browser: &Client, token: &str) {
     click(browser, "#sign-in").await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead() {
+on_both_backends!(
+    sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead,
+    ops_sees_figures_alerts_and_charts_and_retries_a_dead_event,
+);
+
+async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backend: Backend) {
     let chromium = find_program(&["chromium", "chromium-browser"]);
     let chromedriver = find_program(&["chromedriver"]);
     let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
@@ -238,7 +242,7 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead() {
         return;
     };
 
-    let app = TestApp::spawn(Backend::Sqlite).await;
+    let app = TestApp::spawn(backend).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let response = app
         .post_lead(
@@ -421,8 +425,7 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead() {
     browser.close().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event() {
+async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Backend) {
     let chromium = find_program(&["chromium", "chromium-browser"]);
     let chromedriver = find_program(&["chromedriver"]);
     let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
@@ -434,7 +437,7 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event() {
         return;
     };
 
-    let app = TestApp::spawn(Backend::Sqlite).await;
+    let app = TestApp::spawn(backend).await;
     let key = app.standard_source("partner").await;
     let body = serde_json::to_vec(&json!({"type": "lead.created", "lead": {"id": "p-1"}})).unwrap();
     let response = app
@@ -473,7 +476,7 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event() {
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
     sign_in(&browser, &ops).await;
-    wait_for(&browser, "#lead-table").await;
+    wait_for_text(&browser, "#whoami", "(ops)").await;
     click(&browser, "#tabs button[data-tab=\"ops\"]").await;
 
     wait_for_text(&browser, "#dead-events", "no record at /data").await;
