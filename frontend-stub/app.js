@@ -723,7 +723,8 @@ function renderSeries(series) {
   const deliveries = sum("deliveries");
   const received = sum("received");
   const rate = deliveries ? (deliveries - received) / deliveries : 0;
-  const span = `${clock(series.from)}–${clock(series.to)}`;
+  // A day's span crosses midnight: name the dates too.
+  const span = series.window === "1h" ? `${clock(series.from)}–${clock(series.to)}` : `${when(series.from)} – ${when(series.to)}`;
   const receivedBars = barChart(b, "received", "event");
   const processedBars = barChart(b, "processed", "event");
   const chart = (id, title, figure, node, scale) =>
