@@ -49,6 +49,15 @@ impl Reply {
         })
     }
 
+    /// A versioned record with its `ETag`.
+    pub fn tagged(
+        status: StatusCode,
+        body: &impl Serialize,
+        version: i64,
+    ) -> Result<Self, ApiError> {
+        Ok(Self::new(status, body)?.etag(etag(version)))
+    }
+
     pub fn location(mut self, location: String) -> Self {
         self.location = Some(location);
         self
@@ -92,6 +101,18 @@ impl Reply {
     pub fn into_response(self, replayed: Option<bool>) -> HttpResponse {
         respond(&self.stored(), replayed)
     }
+}
+
+/// The `ETag` of a record at `version`: a strong tag, `"3"`.
+pub fn etag(version: i64) -> String {
+    format!("\"{version}\"")
+}
+
+/// `200` with a versioned record and its `ETag`, for a read.
+pub fn ok_tagged(body: &impl Serialize, version: i64) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::ETAG, etag(version)))
+        .json(body)
 }
 
 fn respond(stored: &StoredResponse, replayed: Option<bool>) -> HttpResponse {
