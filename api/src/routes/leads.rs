@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth::{Caller, LeadWriters, SalesUp};
 use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, Reply, ok_tagged};
+use crate::http::idempotency::{self, KeyRule, Reply, Versioned, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams, listed};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
@@ -93,8 +93,25 @@ struct IngestOut {
 }
 
 fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
-    let version = lead.version;
-    Reply::tagged(StatusCode::OK, &LeadOut { lead }, version)
+    Reply::tagged(StatusCode::OK, &LeadOut { lead })
+}
+
+impl Versioned for LeadOut {
+    fn version(&self) -> i64 {
+        self.lead.version
+    }
+}
+
+impl Versioned for IngestOut {
+    fn version(&self) -> i64 {
+        self.lead.version()
+    }
+}
+
+impl Versioned for LeadDetail {
+    fn version(&self) -> i64 {
+        self.lead.version()
+    }
 }
 
 /// Upsert a lead by the sender's natural key `(source, source_ref)`.
@@ -173,7 +190,6 @@ async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>)
 fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     let created = done.outcome == Outcome::Created;
     let location = format!("/api/leads/{}", done.lead.id);
-    let version = done.lead.version;
     let out = IngestOut {
         lead: LeadOut { lead: done.lead },
         outcome: done.outcome,
@@ -183,7 +199,7 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     } else {
         StatusCode::OK
     };
-    let reply = Reply::tagged(status, &out, version)?;
+    let reply = Reply::tagged(status, &out)?;
     Ok(if created {
         reply.location(location)
     } else {
@@ -213,12 +229,11 @@ async fn get_lead(
 ) -> Result<HttpResponse, ApiError> {
     let lead = sales::find_lead(&state.db, id.into_inner()).await?;
     let possible_duplicates = domain::lead::processing::duplicates_of(&state.db, lead.id).await?;
-    let version = lead.version;
     let detail = LeadDetail {
         lead: LeadOut { lead },
         possible_duplicates,
     };
-    Ok(ok_tagged(&detail, version))
+    Ok(ok_tagged(&detail))
 }
 
 /// A move of the lead status machine.

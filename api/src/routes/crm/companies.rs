@@ -9,11 +9,11 @@ use domain::entities::company as entity;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::MatchOutcome;
+use super::{MatchOutcome, matched};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
+use crate::http::idempotency::{KeyRule, Reply, Versioned, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
@@ -42,6 +42,21 @@ struct CompanyOut {
     /// Only in the answer to `POST /api/companies`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<MatchOutcome>,
+}
+
+impl From<entity::Model> for CompanyOut {
+    fn from(company: entity::Model) -> Self {
+        Self {
+            company,
+            outcome: None,
+        }
+    }
+}
+
+impl Versioned for CompanyOut {
+    fn version(&self) -> i64 {
+        self.company.version
+    }
 }
 
 /// A company to match or create; give a `domain` (or a `website`) or a `name`.
@@ -91,14 +106,10 @@ async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult
         .run(&caller, KeyRule::Optional, move |txn, new, _| {
             Box::pin(async move {
                 let found = company::match_or_create(txn, &new, &author).await?;
-                let outcome = MatchOutcome::of(found.created);
-                let version = found.model.version;
-                let location = format!("/api/companies/{}", found.model.id);
-                let out = CompanyOut {
-                    company: found.model,
-                    outcome: Some(outcome),
-                };
-                Ok(Reply::tagged(outcome.status(), &out, version)?.location(location))
+                matched(found, "/api/companies", |company, outcome| CompanyOut {
+                    company,
+                    outcome,
+                })
             })
         })
         .await
@@ -125,14 +136,7 @@ async fn get(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     let company = company::find(&state.db, id.into_inner()).await?;
-    let version = company.version;
-    Ok(ok_tagged(
-        &CompanyOut {
-            company,
-            outcome: None,
-        },
-        version,
-    ))
+    Ok(ok_tagged(&CompanyOut::from(company)))
 }
 
 /// Fields to change; absent fields stay as they are.
@@ -145,6 +149,15 @@ struct PatchIn {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     domain: Option<Option<String>>,
+}
+
+impl From<PatchIn> for CompanyPatch {
+    fn from(input: PatchIn) -> Self {
+        Self {
+            name: input.name,
+            domain: input.domain,
+        }
+    }
 }
 
 /// Change a company's name or domain.
@@ -170,17 +183,8 @@ async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let patch = CompanyPatch {
-                    name: input.name,
-                    domain: input.domain,
-                };
-                let company = company::update(txn, id, patch, &if_match, &author).await?;
-                let version = company.version;
-                let out = CompanyOut {
-                    company,
-                    outcome: None,
-                };
-                Reply::tagged(StatusCode::OK, &out, version)
+                let company = company::update(txn, id, input.into(), &if_match, &author).await?;
+                Reply::tagged(StatusCode::OK, &CompanyOut::from(company))
             })
         })
         .await

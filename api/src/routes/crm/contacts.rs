@@ -9,11 +9,11 @@ use domain::entities::contact as entity;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::MatchOutcome;
+use super::{MatchOutcome, matched};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
+use crate::http::idempotency::{KeyRule, Reply, Versioned, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
@@ -42,6 +42,21 @@ struct ContactOut {
     /// Only in the answer to `POST /api/contacts`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<MatchOutcome>,
+}
+
+impl From<entity::Model> for ContactOut {
+    fn from(contact: entity::Model) -> Self {
+        Self {
+            contact,
+            outcome: None,
+        }
+    }
+}
+
+impl Versioned for ContactOut {
+    fn version(&self) -> i64 {
+        self.contact.version
+    }
 }
 
 /// A contact to match (by email) or create; needs an email, a name or a phone.
@@ -105,14 +120,10 @@ async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult
         .run(&caller, rule, move |txn, new, _| {
             Box::pin(async move {
                 let found = contact::match_or_create(txn, &new, &author).await?;
-                let outcome = MatchOutcome::of(found.created);
-                let version = found.model.version;
-                let location = format!("/api/contacts/{}", found.model.id);
-                let out = ContactOut {
-                    contact: found.model,
-                    outcome: Some(outcome),
-                };
-                Ok(Reply::tagged(outcome.status(), &out, version)?.location(location))
+                matched(found, "/api/contacts", |contact, outcome| ContactOut {
+                    contact,
+                    outcome,
+                })
             })
         })
         .await
@@ -139,14 +150,7 @@ async fn get(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     let contact = contact::find(&state.db, id.into_inner()).await?;
-    let version = contact.version;
-    Ok(ok_tagged(
-        &ContactOut {
-            contact,
-            outcome: None,
-        },
-        version,
-    ))
+    Ok(ok_tagged(&ContactOut::from(contact)))
 }
 
 /// Fields to change; absent fields stay as they are, `null` clears one.
@@ -167,6 +171,17 @@ struct PatchIn {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i64>)]
     company_id: Option<Option<i64>>,
+}
+
+impl From<PatchIn> for ContactPatch {
+    fn from(input: PatchIn) -> Self {
+        Self {
+            email: input.email,
+            name: input.name,
+            phone: input.phone,
+            company_id: input.company_id,
+        }
+    }
 }
 
 /// Change a contact.
@@ -192,19 +207,8 @@ async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let patch = ContactPatch {
-                    email: input.email,
-                    name: input.name,
-                    phone: input.phone,
-                    company_id: input.company_id,
-                };
-                let contact = contact::update(txn, id, patch, &if_match, &author).await?;
-                let version = contact.version;
-                let out = ContactOut {
-                    contact,
-                    outcome: None,
-                };
-                Reply::tagged(StatusCode::OK, &out, version)
+                let contact = contact::update(txn, id, input.into(), &if_match, &author).await?;
+                Reply::tagged(StatusCode::OK, &ContactOut::from(contact))
             })
         })
         .await

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use super::deals::DealIn;
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
-use crate::http::idempotency::{KeyRule, Reply};
+use crate::http::idempotency::{KeyRule, Reply, Versioned};
 use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
@@ -39,6 +39,13 @@ struct ConvertOut {
     #[serde(flatten)]
     converted: Converted,
     conversion: Ids,
+}
+
+impl Versioned for ConvertOut {
+    /// The lead's: the conversion's `ETag` is the lead's new version.
+    fn version(&self) -> i64 {
+        self.converted.lead.version
+    }
 }
 
 /// The ids of one conversion.
@@ -99,12 +106,11 @@ async fn convert(
                     company_id: converted.company.as_ref().map(|c| c.id),
                     deal_id: converted.deal.as_ref().map(|d| d.id),
                 };
-                let version = converted.lead.version;
                 let out = ConvertOut {
                     converted,
                     conversion: ids,
                 };
-                Ok(Reply::tagged(StatusCode::CREATED, &out, version)?
+                Ok(Reply::tagged(StatusCode::CREATED, &out)?
                     .location(format!("/api/leads/{id}/conversion")))
             })
         })

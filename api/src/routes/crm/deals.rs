@@ -63,10 +63,6 @@ impl DealIn {
     }
 }
 
-fn reply(status: StatusCode, deal: &entity::Model) -> Result<Reply, ApiError> {
-    Reply::tagged(status, deal, deal.version)
-}
-
 /// Create an `open` deal.
 ///
 /// **Roles:** sales, ops, admin.
@@ -107,7 +103,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
             Box::pin(async move {
                 let deal = deal::create(txn, input, None, &author).await?;
                 let location = format!("/api/deals/{}", deal.id);
-                Ok(reply(StatusCode::CREATED, &deal)?.location(location))
+                Ok(Reply::tagged(StatusCode::CREATED, &deal)?.location(location))
             })
         })
         .await
@@ -134,7 +130,7 @@ async fn get(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     let deal = deal::find(&state.db, id.into_inner()).await?;
-    Ok(ok_tagged(&deal, deal.version))
+    Ok(ok_tagged(&deal))
 }
 
 /// Fields to change; absent fields stay as they are, `null` clears a link.
@@ -154,6 +150,19 @@ struct PatchIn {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<i64>)]
     company_id: Option<Option<i64>>,
+}
+
+impl From<PatchIn> for DealPatch {
+    fn from(input: PatchIn) -> Self {
+        Self {
+            name: input.name,
+            amount_cents: input.amount_cents,
+            currency: input.currency,
+            owner_id: input.owner_id,
+            contact_id: input.contact_id,
+            company_id: input.company_id,
+        }
+    }
 }
 
 /// Change a deal's name, amount, currency, owner or links.
@@ -178,16 +187,8 @@ async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let patch = DealPatch {
-                    name: input.name,
-                    amount_cents: input.amount_cents,
-                    currency: input.currency,
-                    owner_id: input.owner_id,
-                    contact_id: input.contact_id,
-                    company_id: input.company_id,
-                };
-                let deal = deal::update(txn, id, patch, &if_match, &author).await?;
-                reply(StatusCode::OK, &deal)
+                let deal = deal::update(txn, id, input.into(), &if_match, &author).await?;
+                Reply::tagged(StatusCode::OK, &deal)
             })
         })
         .await
@@ -236,7 +237,7 @@ async fn transition(
             Box::pin(async move {
                 let deal =
                     deal::transition(txn, id, input.to, input.reason, &if_match, &author).await?;
-                reply(StatusCode::OK, &deal)
+                Reply::tagged(StatusCode::OK, &deal)
             })
         })
         .await

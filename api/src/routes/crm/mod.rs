@@ -5,12 +5,15 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use domain::crm::company::Matched;
 use domain::crm::timeline::{self, Subject};
 use domain::entities::crm_activity;
+use domain::page::Keyed;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
+use crate::http::idempotency::{Reply, Versioned};
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 
@@ -61,6 +64,18 @@ impl MatchOutcome {
             Self::Matched => StatusCode::OK,
         }
     }
+}
+
+/// The answer to a match-or-create: `201` with `Location` for a new
+/// record, `200` for the one that matched.
+fn matched<M: Keyed, O: Serialize + Versioned>(
+    found: Matched<M>,
+    collection: &str,
+    out: impl FnOnce(M, Option<MatchOutcome>) -> O,
+) -> Result<Reply, ApiError> {
+    let outcome = MatchOutcome::of(found.created);
+    let location = format!("{collection}/{}", found.model.id());
+    Ok(Reply::tagged(outcome.status(), &out(found.model, Some(outcome)))?.location(location))
 }
 
 listed! {
