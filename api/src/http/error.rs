@@ -354,6 +354,11 @@ impl ApiError {
         Self::Internal(cause.to_string())
     }
 
+    /// `422` naming one field.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::Validation(vec![domain::FieldError::new(field, message)])
+    }
+
     /// Its row of the problem catalogue: `type`, `title` and status.
     pub fn problem_kind(&self) -> ProblemKind {
         match self {
