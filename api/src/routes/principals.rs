@@ -6,7 +6,7 @@ use domain::auth::{self, Principal, Role};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::auth::{Authenticated, SALES_AND_UP};
+use crate::http::auth::{AnyRole, Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -56,8 +56,8 @@ impl PrincipalOut {
     responses((status = 200, description = "The principal the token belongs to", body = PrincipalOut)),
     security(("bearer" = [])),
 )]
-async fn me(caller: Authenticated) -> HttpResponse {
-    HttpResponse::Ok().json(PrincipalOut::new(caller.0, true))
+async fn me(caller: Caller<AnyRole>) -> HttpResponse {
+    HttpResponse::Ok().json(PrincipalOut::new(caller.principal().clone(), true))
 }
 
 /// Every principal's id, name and role, oldest first.
@@ -71,8 +71,7 @@ async fn me(caller: Authenticated) -> HttpResponse {
     responses((status = 200, description = "Every principal", body = Vec<PrincipalOut>)),
     security(("bearer" = [])),
 )]
-async fn list(caller: Authenticated, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
+async fn list(_: Caller<SalesUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let all: Vec<PrincipalOut> = auth::list_principals(state.reads.db())
         .await?
         .into_iter()

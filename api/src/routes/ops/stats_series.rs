@@ -1,12 +1,11 @@
 //! `GET /api/ops/stats/series`: inbox traffic over the last hour or day.
 
 use actix_web::{HttpResponse, web};
-use domain::FieldError;
 use domain::ops::series::{self, SeriesWindow};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::http::auth::{Authenticated, OPS_AND_UP};
+use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -46,15 +45,14 @@ struct SeriesQuery {
     security(("bearer" = [])),
 )]
 async fn stats_series(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     query: web::Query<SeriesQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
     let window = query
         .window
         .as_deref()
         .map_or(Ok(SeriesWindow::Hour), str::parse)
-        .map_err(|e: String| ApiError::Validation(vec![FieldError::new("window", e)]))?;
+        .map_err(|e: String| ApiError::invalid("window", e))?;
     Ok(HttpResponse::Ok().json(series::series(state.reads.db(), window).await?))
 }
