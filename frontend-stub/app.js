@@ -10,12 +10,21 @@ const TOKEN_KEY = "leadpipe.token";
 const NEXT_STATUS = {
   new: ["contacted", "lost"],
   contacted: ["qualified", "lost"],
-  qualified: ["converted", "lost"],
+  // `converted` is reached by converting (the form below the buttons),
+  // which records the contact and company the lead became.
+  qualified: ["lost"],
   lost: ["new"],
   converted: [],
 };
 
+// A backlog is "growing" once its oldest event has waited this long.
+const BACKLOG_ALERT_SECONDS = 300;
+
 const state = {
+  me: null, // GET /api/me: who is signed in
+  leads: [], // the rows of the list, as loaded
+  people: new Map(), // principal id -> {name, role, active}
+  seriesWindow: "1h",
   leadsCursor: null,
   lead: null, // the lead shown in the detail panel
   etag: null, // its ETag, sent back as If-Match
@@ -63,6 +72,31 @@ function cell(value) {
   if (value === null || value === undefined) return "";
   if (typeof value === "object") return JSON.stringify(value);
   return String(value);
+}
+
+function plural(n, one, many) {
+  return `${Number(n).toLocaleString("en")} ${n === 1 ? one : many || `${one}s`}`;
+}
+
+function percent(rate) {
+  return `${(rate * 100).toFixed(1)} %`;
+}
+
+/** Seconds as "45 s", "3 min 12 s", "2 h 5 min", "3 d 4 h". */
+function duration(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  const two = (big, bigUnit, small, smallUnit) => `${big} ${bigUnit}${small ? ` ${small} ${smallUnit}` : ""}`;
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return two(Math.floor(s / 60), "min", s % 60, "s");
+  if (s < 86400) return two(Math.floor(s / 3600), "h", Math.floor((s % 3600) / 60), "min");
+  return two(Math.floor(s / 86400), "d", Math.floor((s % 86400) / 3600), "h");
+}
+
+/** A principal id as the person's name (the id when the name is unknown). */
+function person(id) {
+  if (id === null || id === undefined) return "—";
+  const p = state.people.get(id);
+  return p ? p.name : `#${id}`;
 }
 
 /** An API error: the problem+json body when there is one. */
@@ -146,7 +180,7 @@ function clearProblem() {
 function genericTable(rows, extra) {
   const keys = [];
   for (const row of rows) for (const k of Object.keys(row)) if (!keys.includes(k)) keys.push(k);
-  const head = el("tr", {}, keys.map((k) => el("th", {}, k)), extra ? el("th", {}) : null);
+  const head = el("tr", {}, keys.map((k) => el("th", {}, k.replace(/_/g, " "))), extra ? el("th", {}) : null);
   const body = rows.map((row) =>
     el("tr", {}, keys.map((k) => el("td", {}, cell(row[k]))), extra ? el("td", {}, extra(row)) : null),
   );
@@ -174,6 +208,8 @@ function signIn(t) {
 
 function signOut(message) {
   sessionStorage.removeItem(TOKEN_KEY);
+  state.me = null;
+  state.people = new Map();
   $("login").hidden = false;
   $("tabs").hidden = true;
   $("session").hidden = true;
@@ -190,6 +226,38 @@ function showApp() {
   $("tabs").hidden = false;
   $("session").hidden = false;
   showTab("leads");
+  // Names arrive after the first list: show them once known, without
+  // taking the user back from a tab they have moved to meanwhile.
+  loadPeople().then(() => {
+    // In the same turn as the name in the header: once it shows, the
+    // list and the lead show names too.
+    $("lead-table").querySelector("tbody").replaceChildren(...state.leads.map(leadRow));
+    if (state.lead) renderLead();
+    if (state.me) $("whoami").textContent = `${state.me.name} (${state.me.role})`;
+    openLeadFromHash();
+  });
+}
+
+/** Who is signed in, and the names behind principal ids. */
+async function loadPeople() {
+  try {
+    state.me = (await api("GET", "/api/me")).body;
+  } catch (err) {
+    showProblem(err);
+    return;
+  }
+  try {
+    const { body } = await api("GET", "/api/principals");
+    state.people = new Map(body.map((p) => [p.id, p]));
+  } catch (err) {
+    // Intake tokens may not list people; ids stay ids.
+    if (err.status !== 403) showProblem(err);
+  }
+}
+
+function openLeadFromHash() {
+  const m = /^#lead\/(\d+)$/.exec(location.hash);
+  if (m) openLead(Number(m[1]));
 }
 
 function showTab(name) {
@@ -221,6 +289,7 @@ async function loadLeads(more) {
     const { body } = await api("GET", `/api/leads?${leadQuery()}`);
     const tbody = $("lead-table").querySelector("tbody");
     const rows = body.data.map(leadRow);
+    state.leads = more ? state.leads.concat(body.data) : body.data;
     if (more) tbody.append(...rows);
     else tbody.replaceChildren(...rows);
     state.leadsCursor = body.next_cursor;
@@ -241,7 +310,7 @@ function leadRow(lead) {
     el("td", {}, lead.company || ""),
     el("td", {}, lead.source),
     el("td", {}, el("span", { class: `status status-${lead.status}` }, lead.status)),
-    el("td", {}, lead.owner_id === null || lead.owner_id === undefined ? "—" : lead.owner_id),
+    el("td", { class: "owner" }, person(lead.owner_id)),
     el("td", {}, when(lead.updated_at)),
   );
   row.addEventListener("keydown", (e) => {
@@ -257,8 +326,11 @@ async function openLead(id) {
     const { body, headers } = await api("GET", `/api/leads/${id}`);
     state.lead = body;
     state.etag = headers.get("ETag");
+    state.conversion = null;
+    // The lead is addressable (#lead/ID): reload and duplicate links land here.
+    if (location.hash !== `#lead/${id}`) history.replaceState(null, "", `#lead/${id}`);
     renderLead();
-    await loadTimeline();
+    await Promise.all([loadTimeline(), body.status === "converted" ? loadConversion() : null]);
   } catch (err) {
     showProblem(err);
   }
@@ -274,30 +346,38 @@ function renderLead() {
     ["email", lead.email],
     ["phone", lead.phone],
     ["company", lead.company],
-    ["owner", lead.owner_id],
     ["created", when(lead.created_at)],
     ["updated", when(lead.updated_at)],
   ];
   $("lead-fields").replaceChildren(
     ...fields.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "—" : v)]),
   );
-  if (Array.isArray(lead.possible_duplicates) && lead.possible_duplicates.length) {
-    $("lead-fields").append(
-      el("dt", {}, "possible duplicates"),
-      el(
-        "dd",
-        {},
-        lead.possible_duplicates.map((d) =>
-          el("button", { type: "button", class: "link", onclick: () => openLead(d.lead_id) }, `#${d.lead_id} (${d.reason})`),
-        ),
-      ),
-    );
-  }
+  // Only sales principals may own leads; others see the owner only.
+  const mayOwn = state.me && state.me.role === "sales" && lead.owner_id !== state.me.id;
+  $("lead-fields").append(
+    el("dt", {}, "owner"),
+    el(
+      "dd",
+      {},
+      el("span", { id: "lead-owner" }, person(lead.owner_id)),
+      mayOwn ? el("button", { type: "button", id: "assign-me", class: "small", onclick: assignToMe }, "Assign to me") : null,
+    ),
+  );
+  const duplicates = Array.isArray(lead.possible_duplicates) ? lead.possible_duplicates : [];
+  $("duplicates").hidden = duplicates.length === 0;
+  $("duplicate-links").replaceChildren(
+    ...duplicates.map((d) =>
+      el("li", {}, el("a", { href: `#lead/${d.lead_id}`, dataset: { leadId: String(d.lead_id) } }, `Lead #${d.lead_id}`), ` — same ${d.reason}`),
+    ),
+  );
+  $("convert-form").hidden = lead.status !== "qualified";
+  renderConversion();
   const status = $("lead-status");
   status.textContent = lead.status;
   status.className = `status status-${lead.status}`;
   $("lead-version").textContent = state.etag ? `ETag ${state.etag}` : "";
   const next = NEXT_STATUS[lead.status] || [];
+  $("transition-reason").hidden = next.length === 0;
   $("transitions").replaceChildren(
     ...(next.length
       ? next.map((to) =>
@@ -320,22 +400,144 @@ async function transition(to) {
   if (state.etag) headers["If-Match"] = state.etag;
   for (const b of $("transitions").querySelectorAll("button")) b.disabled = true;
   try {
-    // `converted` is reached only by converting (which records the contact
-    // and company the lead became); every other move is a transition.
-    const converting = to === "converted";
-    const path = converting ? `/api/leads/${lead.id}/convert` : `/api/leads/${lead.id}/transitions`;
-    const response = await api("POST", path, { body: converting ? {} : body, headers });
-    state.lead = Object.assign({}, state.lead, converting ? response.body.lead : response.body);
-    state.etag = response.headers.get("ETag");
+    const response = await api("POST", `/api/leads/${lead.id}/transitions`, { body, headers });
     $("transition-reason").value = "";
-    renderLead();
-    await loadTimeline();
-    const row = $("lead-table").querySelector(`tbody tr[data-lead-id="${lead.id}"]`);
-    if (row) row.replaceWith(leadRow(state.lead));
+    await leadChanged(response);
   } catch (err) {
     showProblem(err);
     renderLead();
   }
+}
+
+/** After a write that returned the lead (or `{lead, …}`): show it everywhere. */
+async function leadChanged(response, lead) {
+  state.lead = Object.assign({}, state.lead, lead || response.body);
+  state.etag = response.headers.get("ETag");
+  renderLead();
+  await loadTimeline();
+  state.leads = state.leads.map((l) => (l.id === state.lead.id ? state.lead : l));
+  const row = $("lead-table").querySelector(`tbody tr[data-lead-id="${state.lead.id}"]`);
+  if (row) row.replaceWith(leadRow(state.lead));
+}
+
+/** A write to the shown lead with a fresh Idempotency-Key and its If-Match. */
+function writeHeaders() {
+  const headers = { "Idempotency-Key": uuid() };
+  if (state.etag) headers["If-Match"] = state.etag;
+  return headers;
+}
+
+async function assignToMe(e) {
+  clearProblem();
+  e.target.disabled = true;
+  try {
+    const response = await api("PATCH", `/api/leads/${state.lead.id}`, {
+      body: { owner_id: state.me.id },
+      headers: writeHeaders(),
+    });
+    await leadChanged(response);
+  } catch (err) {
+    showProblem(err);
+    e.target.disabled = false;
+  }
+}
+
+async function addNote(text) {
+  clearProblem();
+  $("add-note").disabled = true;
+  try {
+    // A note has no natural key: the Idempotency-Key makes a retry safe.
+    await api("POST", `/api/leads/${state.lead.id}/notes`, {
+      body: { text },
+      headers: { "Idempotency-Key": uuid() },
+    });
+    $("note-text").value = "";
+    await loadTimeline();
+  } catch (err) {
+    showProblem(err);
+  } finally {
+    $("add-note").disabled = false;
+  }
+}
+
+/** The convert form's deal, or undefined when no deal name is given. */
+function dealInput() {
+  const name = $("deal-name").value.trim();
+  if (!name) return undefined;
+  const deal = { name };
+  const amount = $("deal-amount").value.trim();
+  // Minor units, never a float on the wire.
+  if (amount) deal.amount_cents = Math.round(Number(amount) * 100);
+  const currency = $("deal-currency").value.trim();
+  if (currency) deal.currency = currency.toUpperCase();
+  return deal;
+}
+
+async function convertLead() {
+  clearProblem();
+  $("convert").disabled = true;
+  try {
+    const deal = dealInput();
+    const response = await api("POST", `/api/leads/${state.lead.id}/convert`, {
+      body: deal ? { deal } : {},
+      headers: writeHeaders(),
+    });
+    const c = response.body;
+    state.conversion = { contact: c.contact, company: c.company, deal: c.deal };
+    for (const id of ["deal-name", "deal-amount", "deal-currency"]) $(id).value = "";
+    await leadChanged(response, c.lead);
+  } catch (err) {
+    showProblem(err);
+  } finally {
+    $("convert").disabled = false;
+  }
+}
+
+/** What a converted lead became, read back from the CRM. */
+async function loadConversion() {
+  const id = state.lead.id;
+  try {
+    const ids = (await api("GET", `/api/leads/${id}/conversion`)).body;
+    const get = (path) => api("GET", path).then((r) => r.body, () => null);
+    const [contact, company, deal] = await Promise.all([
+      get(`/api/contacts/${ids.contact_id}`),
+      ids.company_id ? get(`/api/companies/${ids.company_id}`) : null,
+      ids.deal_id ? get(`/api/deals/${ids.deal_id}`) : null,
+    ]);
+    if (!state.lead || state.lead.id !== id) return;
+    state.conversion = {
+      contact: contact || { id: ids.contact_id },
+      company: company || (ids.company_id ? { id: ids.company_id } : null),
+      deal: deal || (ids.deal_id ? { id: ids.deal_id } : null),
+    };
+    renderConversion();
+  } catch (err) {
+    if (err.status !== 404) showProblem(err);
+  }
+}
+
+function money(cents, currency) {
+  return `${(cents / 100).toLocaleString("en", { minimumFractionDigits: 2 })} ${currency || ""}`.trim();
+}
+
+function renderConversion() {
+  const c = state.conversion;
+  $("conversion").hidden = !c;
+  if (!c) return;
+  const rows = [
+    ["contact", c.contact && [`#${c.contact.id}`, c.contact.name, c.contact.email].filter(Boolean).join(" · ")],
+    ["company", c.company && [`#${c.company.id}`, c.company.name].filter(Boolean).join(" · ")],
+    [
+      "deal",
+      c.deal &&
+        [`#${c.deal.id}`, c.deal.name, c.deal.amount_cents !== undefined ? money(c.deal.amount_cents, c.deal.currency) : null, c.deal.stage]
+          .filter(Boolean)
+          .join(" · "),
+    ],
+  ];
+  $("conversion-fields").replaceChildren(
+    ...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { dataset: { field: k } }, v || "—")]),
+  );
 }
 
 function describeActivity(a) {
@@ -348,7 +550,11 @@ function describeActivity(a) {
     case "note":
       return `note: ${d.text || ""}`;
     case "assigned":
-      return `owner → ${d.to === null || d.to === undefined ? "nobody" : d.to}${d.by ? ` (${d.by})` : ""}`;
+      return `owner → ${d.to === null || d.to === undefined ? "nobody" : person(d.to)}${d.by ? ` (${d.by})` : ""}`;
+    case "duplicate_hint":
+      return `possible duplicate of lead #${d.other_lead_id} (same ${d.reason})`;
+    case "converted":
+      return `converted into contact #${d.contact_id}${d.company_id ? `, company #${d.company_id}` : ""}${d.deal_id ? `, deal #${d.deal_id}` : ""}`;
     default:
       return `${a.kind}${a.detail ? ` ${JSON.stringify(a.detail)}` : ""}`;
   }
@@ -368,7 +574,7 @@ async function loadTimeline() {
           el("span", { class: "kind" }, a.kind),
           " ",
           describeActivity(a),
-          a.author_id ? el("span", { class: "muted" }, ` by #${a.author_id}`) : null,
+          a.author_id ? el("span", { class: "muted" }, ` by ${person(a.author_id)}`) : null,
         ),
       ),
     );
@@ -381,24 +587,166 @@ async function loadTimeline() {
 
 function loadOps() {
   loadStats();
+  loadSeries();
   loadDeadEvents();
   loadDeadDeliveries();
   loadReconcileRuns();
 }
 
+/** A figure that needs attention: a CSS class and words, never colour alone. */
+function flagged(text, warning) {
+  return warning ? el("span", { class: "alert" }, "⚠ ", text, el("span", { class: "why" }, ` (${warning})`)) : text;
+}
+
+function waiting(seconds) {
+  if (seconds === null || seconds === undefined) return "—";
+  const text = duration(seconds);
+  return seconds > BACKLOG_ALERT_SECONDS ? flagged(text, `backlog over ${duration(BACKLOG_ALERT_SECONDS)}`) : text;
+}
+
+function deadCount(n, one, many) {
+  return n > 0 ? flagged(plural(n, one, many), "dead letters") : plural(n, one, many);
+}
+
+/** The alerts above the panels, one line per thing to look at. */
+function renderAlerts(stats) {
+  const alerts = [];
+  for (const s of stats.sources) {
+    if (s.inbox.dead > 0) alerts.push(`${s.source}: ${plural(s.inbox.dead, "dead inbox event")}`);
+    const age = s.oldest_unprocessed_age_seconds;
+    if (age !== null && age > BACKLOG_ALERT_SECONDS) alerts.push(`${s.source}: oldest unprocessed event waiting ${duration(age)}`);
+  }
+  const dead = stats.outbox.deliveries.dead || 0;
+  if (dead > 0) alerts.push(`outgoing: ${plural(dead, "dead delivery", "dead deliveries")}`);
+  const age = stats.outbox.oldest_undelivered_age_seconds;
+  if (age !== null && age > BACKLOG_ALERT_SECONDS) alerts.push(`outgoing: oldest undelivered waiting ${duration(age)}`);
+  $("ops-alerts").replaceChildren(...alerts.map((a) => el("li", { class: "alert" }, "⚠ ", a)));
+  $("ops-alerts").hidden = alerts.length === 0;
+}
+
 function loadStats() {
-  return optional($("stats"), "/api/ops/stats", (body) => {
-    const parts = [];
-    const sources = Array.isArray(body && body.sources) ? body.sources : null;
-    if (sources) {
-      parts.push(sources.length ? genericTable(sources) : el("p", { class: "muted" }, "no sources yet"));
-    }
-    const rest = Object.entries(body || {}).filter(([k]) => k !== "sources");
-    if (rest.length) {
-      parts.push(el("dl", { class: "totals" }, rest.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, cell(v))])));
-    }
-    return el("div", {}, parts.length ? parts : el("pre", {}, JSON.stringify(body, null, 2)));
+  return optional($("stats"), "/api/ops/stats", (stats) => {
+    renderAlerts(stats);
+    const head = ["Source", "Received (1 h)", "Received (24 h)", "Duplicates (24 h)", "Waiting", "Oldest waiting", "Failed", "Dead", "Leads"];
+    const rows = stats.sources.map((s) => {
+      const waitingCount = (s.inbox.received || 0) + (s.inbox.processing || 0) + (s.inbox.failed || 0);
+      return el(
+        "tr",
+        { dataset: { source: s.source } },
+        el("td", {}, s.source),
+        el("td", {}, plural(s.last_hour.events, "event")),
+        el("td", {}, plural(s.last_day.events, "event")),
+        el("td", { class: "duplicate-rate" }, percent(s.last_day.duplicate_rate), el("span", { class: "muted" }, ` (${s.last_day.duplicates} of ${plural(s.last_day.deliveries, "delivery", "deliveries")})`)),
+        el("td", {}, plural(waitingCount, "event")),
+        el("td", { class: "oldest" }, waiting(s.oldest_unprocessed_age_seconds)),
+        el("td", {}, plural(s.inbox.failed || 0, "event")),
+        el("td", { class: "dead" }, deadCount(s.inbox.dead || 0, "event")),
+        el("td", {}, plural(s.leads, "lead")),
+      );
+    });
+    const table = stats.sources.length
+      ? el("table", { class: "figures", id: "source-stats" }, el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))), el("tbody", {}, rows))
+      : el("p", { class: "muted" }, "no sources yet");
+    const o = stats.outbox;
+    const d = o.deliveries;
+    const totals = [
+      ["Outgoing events pending", plural(o.events_pending, "event")],
+      ["Deliveries pending", plural((d.pending || 0) + (d.delivering || 0), "delivery", "deliveries")],
+      ["Deliveries failing (will retry)", plural(d.failed || 0, "delivery", "deliveries")],
+      ["Dead deliveries", deadCount(d.dead || 0, "delivery", "deliveries")],
+      ["Oldest undelivered", waiting(o.oldest_undelivered_age_seconds)],
+      ["Leads waiting for processing", plural(stats.leads_processing_backlog, "lead")],
+    ];
+    return el(
+      "div",
+      {},
+      table,
+      el("dl", { class: "totals", id: "outbox-stats" }, totals.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+      el("p", { class: "muted" }, `as of ${when(stats.generated_at)}`),
+    );
   });
+}
+
+// ---------------------------------------------------------------- charts
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attrs, ...children) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+  node.append(...children);
+  return node;
+}
+
+function clock(value) {
+  return new Date(value).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+const CHART_W = 600;
+const CHART_H = 80;
+
+/** One bar per bucket, scaled to the largest; a <title> per bar for hovering. */
+function barChart(buckets, field, unit) {
+  const peak = Math.max(0, ...buckets.map((b) => b[field]));
+  const max = Math.max(1, peak);
+  const w = CHART_W / buckets.length;
+  const bars = buckets.map((b, i) => {
+    const h = (b[field] / max) * (CHART_H - 2);
+    return svg(
+      "rect",
+      { class: "bar", x: (i * w + w * 0.1).toFixed(2), y: (CHART_H - h).toFixed(2), width: (w * 0.8).toFixed(2), height: h.toFixed(2) },
+      svg("title", {}, `${clock(b.start)}: ${plural(b[field], unit)}`),
+    );
+  });
+  return { node: svg("svg", { viewBox: `0 0 ${CHART_W} ${CHART_H}`, preserveAspectRatio: "none", role: "img" }, ...bars), peak };
+}
+
+/** A line through one point per bucket (the duplicate rate, 0–100 %). */
+function lineChart(buckets, field) {
+  const w = CHART_W / buckets.length;
+  const points = buckets.map((b, i) => `${(i * w + w / 2).toFixed(2)},${(CHART_H - 1 - b[field] * (CHART_H - 2)).toFixed(2)}`);
+  const dots = buckets.map((b, i) =>
+    svg("circle", { class: "point", cx: (i * w + w / 2).toFixed(2), cy: (CHART_H - 1 - b[field] * (CHART_H - 2)).toFixed(2), r: 1.5 }, svg("title", {}, `${clock(b.start)}: ${percent(b[field])}`)),
+  );
+  return svg(
+    "svg",
+    { viewBox: `0 0 ${CHART_W} ${CHART_H}`, preserveAspectRatio: "none", role: "img" },
+    svg("polyline", { class: "line", points: points.join(" "), "vector-effect": "non-scaling-stroke" }),
+    ...dots,
+  );
+}
+
+function renderSeries(series) {
+  const b = series.buckets;
+  const per = series.bucket_seconds === 60 ? "minute" : duration(series.bucket_seconds);
+  const sum = (f) => b.reduce((n, x) => n + x[f], 0);
+  const deliveries = sum("deliveries");
+  const received = sum("received");
+  const rate = deliveries ? (deliveries - received) / deliveries : 0;
+  // A day's span crosses midnight: name the dates too.
+  const span = series.window === "1h" ? `${clock(series.from)}–${clock(series.to)}` : `${when(series.from)} – ${when(series.to)}`;
+  const receivedBars = barChart(b, "received", "event");
+  const processedBars = barChart(b, "processed", "event");
+  const chart = (id, title, figure, node, scale) =>
+    el(
+      "figure",
+      { id, class: "chart" },
+      el("figcaption", {}, el("strong", {}, title), " ", figure, el("span", { class: "muted" }, ` · ${scale}`)),
+      node,
+    );
+  return el(
+    "div",
+    {},
+    chart("chart-received", "Received", plural(received, "event"), receivedBars.node, `per ${per}, peak ${plural(receivedBars.peak, "event")}`),
+    chart("chart-processed", "Processed", plural(sum("processed"), "event"), processedBars.node, `per ${per}, peak ${plural(processedBars.peak, "event")}`),
+    chart("chart-duplicates", "Duplicate rate", percent(rate), lineChart(b, "duplicate_rate"), "per bucket, 0–100 %"),
+    el("p", { class: "muted" }, `${b.length} buckets, ${span}`),
+  );
+}
+
+function loadSeries() {
+  for (const btn of document.querySelectorAll(".window-choice button")) btn.classList.toggle("active", btn.dataset.window === state.seriesWindow);
+  return optional($("charts"), `/api/ops/stats/series?window=${state.seriesWindow}`, renderSeries);
 }
 
 function retryButton(label, path, reload) {
@@ -426,6 +774,7 @@ function retryButton(label, path, reload) {
 function loadDeadEvents() {
   return optional($("dead-events"), "/api/ops/inbox?state=dead&limit=50", (body) => {
     if (!body.data.length) return el("p", { class: "muted" }, "none");
+    const count = el("p", { class: "alert" }, "⚠ ", plural(body.data.length, "dead event"), body.next_cursor ? " or more" : "", " — retry once the cause is fixed");
     const rows = body.data.map((e) => ({
       id: e.id,
       source: e.source,
@@ -435,13 +784,14 @@ function loadDeadEvents() {
       last_error: e.last_error,
       received_at: when(e.received_at),
     }));
-    return genericTable(rows, retryButton("Retry", (r) => `/api/ops/inbox/${r.id}/retry`, loadDeadEvents));
+    return el("div", {}, count, genericTable(rows, retryButton("Retry", (r) => `/api/ops/inbox/${r.id}/retry`, loadDeadEvents)));
   });
 }
 
 function loadDeadDeliveries() {
   return optional($("dead-deliveries"), "/api/ops/deliveries?state=dead&limit=50", (body) => {
     if (!body.data.length) return el("p", { class: "muted" }, "none");
+    const count = el("p", { class: "alert" }, "⚠ ", plural(body.data.length, "dead delivery", "dead deliveries"), body.next_cursor ? " or more" : "");
     const rows = body.data.map((d) => ({
       id: d.id,
       subscription_id: d.subscription_id,
@@ -451,7 +801,7 @@ function loadDeadDeliveries() {
       last_error: d.last_error,
       updated_at: when(d.updated_at),
     }));
-    return genericTable(rows, retryButton("Retry", (r) => `/api/ops/deliveries/${r.id}/retry`, loadDeadDeliveries));
+    return el("div", {}, count, genericTable(rows, retryButton("Retry", (r) => `/api/ops/deliveries/${r.id}/retry`, loadDeadDeliveries)));
   });
 }
 
@@ -497,6 +847,24 @@ document.addEventListener("DOMContentLoaded", () => {
     loadLeads(false);
   });
   $("more-leads").addEventListener("click", () => loadLeads(true));
+  $("note-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const text = $("note-text").value.trim();
+    if (text && state.lead) addNote(text);
+  });
+  $("convert-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (state.lead) convertLead();
+  });
+  window.addEventListener("hashchange", () => {
+    if (token()) openLeadFromHash();
+  });
+  for (const b of document.querySelectorAll(".window-choice button")) {
+    b.addEventListener("click", () => {
+      state.seriesWindow = b.dataset.window;
+      loadSeries();
+    });
+  }
   $("refresh-ops").addEventListener("click", loadOps);
   $("reconcile-form").addEventListener("submit", (e) => {
     e.preventDefault();

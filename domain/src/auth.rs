@@ -19,7 +19,7 @@ use crate::lead::record::is_valid_source_name;
 
 const TOKEN_PREFIX: &str = "lp_";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// A lead source's client: may post leads for its one source.

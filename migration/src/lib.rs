@@ -27,6 +27,7 @@ mod m20261201_000601_inbox_body_hash;
 mod m20261201_000620_outbox_event_order_indexes;
 // Sealed subscription secrets need a longer column.
 mod m20261201_000610_widen_subscription_secret;
+mod m20261201_000760_inbox_processed_at_index;
 
 pub struct Migrator;
 
@@ -54,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000601_inbox_body_hash::Migration),
             Box::new(m20261201_000620_outbox_event_order_indexes::Migration),
             Box::new(m20261201_000610_widen_subscription_secret::Migration),
+            Box::new(m20261201_000760_inbox_processed_at_index::Migration),
         ]
     }
 }

@@ -13,14 +13,53 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use domain::auth::Role;
-use domain::entities::{idempotency_key, inbox_event, lead, lead_conversion};
+use domain::entities::{activity, deal, idempotency_key, inbox_event, lead, lead_conversion};
 use fantoccini::{Client, ClientBuilder, Locator};
-use leadpipe_tests::{Backend, TestApp};
-use sea_orm::EntityTrait;
+use leadpipe_tests::{Backend, TestApp, on_both_backends};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
-const SCREENSHOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/front-page.png");
+const SCREENSHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/screenshots");
 const WAIT: Duration = Duration::from_secs(15);
+
+/// Saves the page as `target/screenshots/<name>.png`.
+async fn screenshot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.unwrap();
+    std::fs::create_dir_all(SCREENSHOTS).unwrap();
+    std::fs::write(Path::new(SCREENSHOTS).join(format!("{name}.png")), png).unwrap();
+}
+
+async fn click(browser: &Client, css: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no `{css}`: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn fill(browser: &Client, css: &str, text: &str) {
+    let field = browser.find(Locator::Css(css)).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+/// How many elements match `css`, once that is `expected` (or the wait ends).
+async fn wait_for_count(browser: &Client, css: &str, expected: usize) {
+    let started = Instant::now();
+    loop {
+        let found = browser.find_all(Locator::Css(css)).await.unwrap().len();
+        if found == expected {
+            return;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "`{css}`: {found} elements, expected {expected}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 fn find_program(names: &[&str]) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -157,25 +196,37 @@ async fn wait_for(browser: &Client, css: &str) {
         .unwrap_or_else(|e| panic!("`{css}` never appeared: {e}"));
 }
 
-async fn sign_in(browser: &Client, token: &str) {
-    browser
-        .find(Locator::Id("token"))
+async fn stored_lead(app: &TestApp, id: i64) -> lead::Model {
+    lead::Entity::find_by_id(id)
+        .one(&app.db)
         .await
         .unwrap()
-        .send_keys(token)
-        .await
-        .unwrap();
-    browser
-        .find(Locator::Id("sign-in"))
-        .await
         .unwrap()
-        .click()
-        .await
-        .unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() {
+/// Waits until the "Converted into" panel shows each `(field, text)`.
+async fn wait_for_conversion(browser: &Client, shown: &[(&str, &str)]) {
+    for (field, text) in shown {
+        wait_for_text(
+            browser,
+            &format!("#conversion dd[data-field=\"{field}\"]"),
+            text,
+        )
+        .await;
+    }
+}
+
+async fn sign_in(browser: &Client, token: &str) {
+    fill(browser, "#token", token).await;
+    click(browser, "#sign-in").await;
+}
+
+on_both_backends!(
+    sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead,
+    ops_sees_figures_alerts_and_charts_and_retries_a_dead_event,
+);
+
+async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backend: Backend) {
     let chromium = find_program(&["chromium", "chromium-browser"]);
     let chromedriver = find_program(&["chromedriver"]);
     let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
@@ -191,9 +242,8 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
         return;
     };
 
-    let app = TestApp::spawn(Backend::Sqlite).await;
+    let app = TestApp::spawn(backend).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
-    let sales = app.token(Role::Sales, None).await;
     let response = app
         .post_lead(
             &intake,
@@ -205,11 +255,35 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     let id = response.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
+    // The same person from another source: linked as a possible duplicate.
+    let partner = app.token(Role::Intake, Some("partner")).await;
+    let response = app
+        .post_lead(
+            &partner,
+            &json!({"source": "partner", "source_ref": "p-9", "name": "A. Lovelace",
+                    "email": "ada@example.com"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let twin = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    while workers::lead_processor::run_once(&app.db, 100)
+        .await
+        .unwrap()
+        > 0
+    {}
+    // Created after processing, so routing had nobody to give the leads to.
+    let grace = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
+        .await
+        .unwrap();
+    let (sales, grace_id) = (grace.token, grace.principal.id);
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
     sign_in(&browser, &sales).await;
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
 
     // The lead list shows the ingested lead.
     let row = format!("#lead-table tbody tr[data-lead-id=\"{id}\"]");
@@ -218,38 +292,21 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
     wait_for_text(&browser, &row, "new").await;
 
     // Its detail and timeline.
-    browser
-        .find(Locator::Css(&row))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, &row).await;
     wait_for_text(&browser, "#lead-status", "new").await;
     wait_for(&browser, "#timeline li[data-kind=\"ingest\"]").await;
     wait_for_text(&browser, "#lead-version", "\"1\"").await;
 
     // A status change by click; the timeline shows it.
-    browser
-        .find(Locator::Css("#transitions button[data-to=\"contacted\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#transitions button[data-to=\"contacted\"]").await;
     wait_for_text(&browser, "#lead-status", "contacted").await;
     wait_for(&browser, "#timeline li[data-kind=\"status_changed\"]").await;
     wait_for_text(&browser, "#timeline", "new → contacted").await;
     wait_for_text(&browser, &row, "contacted").await;
-    let png = browser.screenshot().await.unwrap();
-    std::fs::write(SCREENSHOT, png).unwrap();
+    screenshot(&browser, "sales-status-changed").await;
 
     // The database agrees, and the page sent an Idempotency-Key.
-    let stored = lead::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = stored_lead(&app, id).await;
     assert_eq!(stored.status, "contacted");
     assert_eq!(stored.version, 2);
     assert_eq!(app.count(idempotency_key::Entity).await, 1);
@@ -265,53 +322,110 @@ async fn sales_sees_an_ingested_lead_changes_its_status_and_sees_the_timeline() 
         .await
         .unwrap();
     assert_eq!(moved.status(), 200);
-    browser
-        .find(Locator::Css("#transitions button[data-to=\"qualified\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#transitions button[data-to=\"qualified\"]").await;
     wait_for_text(&browser, "#problem", "Precondition failed").await;
     wait_for_text(&browser, "#problem", "/problems/precondition-failed").await;
-    let stored = lead::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = stored_lead(&app, id).await;
     assert_eq!(stored.version, 3, "the stale click changed nothing");
 
-    // Converting from the page goes through the conversion endpoint, which
-    // records the contact and company the lead became.
-    browser
-        .find(Locator::Css(&row))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, &row).await;
     wait_for_text(&browser, "#lead-status", "qualified").await;
-    browser
-        .find(Locator::Css("#transitions button[data-to=\"converted\"]"))
-        .await
-        .unwrap()
-        .click()
+
+    // Assign to me: the owner shows as a name, in the detail and the list.
+    wait_for_text(&browser, "#lead-owner", "—").await;
+    click(&browser, "#assign-me").await;
+    wait_for_text(&browser, "#lead-owner", "Grace Hopper").await;
+    wait_for_text(&browser, &format!("{row} td.owner"), "Grace Hopper").await;
+    wait_for_text(&browser, "#timeline", "owner → Grace Hopper").await;
+    assert!(
+        browser.find(Locator::Css("#assign-me")).await.is_err(),
+        "no 'assign to me' on my own lead"
+    );
+    let stored = stored_lead(&app, id).await;
+    assert_eq!(stored.owner_id, Some(grace_id));
+
+    // A note appears in the timeline, by name.
+    fill(&browser, "#note-text", "Called her, wants a demo on Friday").await;
+    click(&browser, "#add-note").await;
+    wait_for_text(
+        &browser,
+        "#timeline li[data-kind=\"note\"]",
+        "note: Called her, wants a demo on Friday",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#timeline li[data-kind=\"note\"]",
+        "by Grace Hopper",
+    )
+    .await;
+    let notes = activity::Entity::find()
+        .filter(activity::Column::LeadId.eq(id))
+        .filter(activity::Column::Kind.eq("note"))
+        .all(&app.db)
         .await
         .unwrap();
+    assert_eq!(notes.len(), 1);
+
+    // The possible duplicate is a link to the other lead; back comes back.
+    let twin_link = format!("#duplicate-links a[data-lead-id=\"{twin}\"]");
+    wait_for_text(&browser, &twin_link, &format!("Lead #{twin}")).await;
+    wait_for_text(&browser, "#duplicates", "same email").await;
+    screenshot(&browser, "sales-lead-detail").await;
+    click(&browser, &twin_link).await;
+    wait_for_text(&browser, "#lead-title", "A. Lovelace").await;
+    assert!(
+        browser
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .ends_with(&format!("#lead/{twin}"))
+    );
+    browser.back().await.unwrap();
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+
+    // Converting a qualified lead, with a deal: what it became is shown.
+    wait_for(&browser, "#convert-form:not([hidden])").await;
+    fill(&browser, "#deal-name", "Difference Engine No. 2").await;
+    fill(&browser, "#deal-amount", "12500").await;
+    fill(&browser, "#deal-currency", "eur").await;
+    click(&browser, "#convert").await;
     wait_for_text(&browser, "#lead-status", "converted").await;
-    let stored = lead::Entity::find_by_id(id)
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap();
+    let became = [
+        ("contact", "Ada Lovelace"),
+        ("company", "Analytical Engines"),
+        ("deal", "Difference Engine No. 2 · 12,500.00 EUR"),
+    ];
+    wait_for_conversion(&browser, &became).await;
+    assert!(
+        browser
+            .find(Locator::Css("#convert-form[hidden]"))
+            .await
+            .is_ok()
+    );
+    wait_for_text(&browser, "#timeline", "converted into contact #").await;
+    screenshot(&browser, "sales-converted").await;
+    let stored = stored_lead(&app, id).await;
     assert_eq!(stored.status, "converted");
     assert_eq!(app.count(lead_conversion::Entity).await, 1);
+    let deals = deal::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(deals.len(), 1);
+    assert_eq!(
+        (deals[0].amount_cents, deals[0].currency.as_str()),
+        (1_250_000, "EUR")
+    );
+
+    // Reloaded, the page opens the lead from its address and reads the
+    // conversion back from the CRM.
+    browser.refresh().await.unwrap();
+    wait_for_text(&browser, "#lead-status", "converted").await;
+    wait_for_conversion(&browser, &became).await;
 
     browser.close().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
+async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Backend) {
     let chromium = find_program(&["chromium", "chromium-browser"]);
     let chromedriver = find_program(&["chromedriver"]);
     let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
@@ -323,7 +437,7 @@ async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
         return;
     };
 
-    let app = TestApp::spawn(Backend::Sqlite).await;
+    let app = TestApp::spawn(backend).await;
     let key = app.standard_source("partner").await;
     let body = serde_json::to_vec(&json!({"type": "lead.created", "lead": {"id": "p-1"}})).unwrap();
     let response = app
@@ -332,9 +446,28 @@ async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
     assert_eq!(response.status(), 202);
     let event: Value = response.json().await.unwrap();
     let event_id = event["id"].as_i64().unwrap();
+    // The sender delivers it again: one repeat in three deliveries overall.
+    let again = app
+        .post_standard("partner", &key, "msg_dead_1", &body)
+        .await;
+    assert!(again.status().is_success(), "{}", again.status());
     app.exec(&format!(
         "UPDATE inbox_event SET state = 'dead', attempts = 1, \
          last_error = 'no record at /data' WHERE id = {event_id}"
+    ))
+    .await;
+    // An event waiting for ten minutes: a growing backlog.
+    let body = serde_json::to_vec(&json!({"type": "lead.created", "lead": {"id": "p-2"}})).unwrap();
+    let response = app
+        .post_standard("partner", &key, "msg_waiting_1", &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let waiting: Value = response.json().await.unwrap();
+    let ten_minutes_ago = (chrono::Utc::now() - chrono::Duration::minutes(10))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+    app.exec(&format!(
+        "UPDATE inbox_event SET received_at = '{ten_minutes_ago}' WHERE id = {}",
+        waiting["id"]
     ))
     .await;
     let ops = app.token(Role::Ops, None).await;
@@ -343,17 +476,56 @@ async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
     sign_in(&browser, &ops).await;
-    wait_for(&browser, "#lead-table").await;
-    browser
-        .find(Locator::Css("#tabs button[data-tab=\"ops\"]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    wait_for_text(&browser, "#whoami", "(ops)").await;
+    click(&browser, "#tabs button[data-tab=\"ops\"]").await;
 
     wait_for_text(&browser, "#dead-events", "no record at /data").await;
+    wait_for_text(&browser, "#dead-events .alert", "1 dead event").await;
     wait_for_text(&browser, "#dead-deliveries", "none").await;
+
+    // Figures with units, and what needs attention flagged in words.
+    let partner = "#source-stats tr[data-source=\"partner\"]";
+    wait_for_text(&browser, &format!("{partner} td:nth-child(2)"), "2 events").await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.duplicate-rate"),
+        "33.3 % (1 of 3 deliveries)",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.dead .alert"),
+        "1 event (dead letters)",
+    )
+    .await;
+    wait_for_text(&browser, &format!("{partner} td.oldest .alert"), "10 min").await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.oldest .alert"),
+        "backlog over 5 min",
+    )
+    .await;
+    wait_for_text(&browser, "#ops-alerts", "partner: 1 dead inbox event").await;
+    wait_for_text(
+        &browser,
+        "#ops-alerts",
+        "oldest unprocessed event waiting 10 min",
+    )
+    .await;
+    let stats = text_of(&browser, "#stats").await;
+    assert!(!stats.contains('{'), "no raw JSON: {stats}");
+
+    // Charts from the series: one bar and one point per bucket.
+    wait_for_count(&browser, "#chart-received svg rect.bar", 60).await;
+    wait_for_count(&browser, "#chart-processed svg rect.bar", 60).await;
+    wait_for_count(&browser, "#chart-duplicates svg circle.point", 60).await;
+    wait_for_text(&browser, "#chart-received figcaption", "Received 2 events").await;
+    wait_for_text(&browser, "#chart-received figcaption", "per minute").await;
+    screenshot(&browser, "ops-tab").await;
+    click(&browser, ".window-choice button[data-window=\"24h\"]").await;
+    wait_for_count(&browser, "#chart-received svg rect.bar", 96).await;
+    wait_for_text(&browser, "#chart-received figcaption", "per 15 min").await;
+    screenshot(&browser, "ops-tab-day").await;
     // Built elsewhere: either their data or "not available", never stuck.
     for panel in ["#stats", "#reconcile-runs"] {
         let started = Instant::now();
@@ -371,13 +543,7 @@ async fn ops_sees_dead_events_and_retries_one_and_optional_panels_degrade() {
         );
     }
 
-    browser
-        .find(Locator::Css("#dead-events button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&browser, "#dead-events button").await;
     wait_for_text(&browser, "#dead-events", "none").await;
     let event = inbox_event::Entity::find_by_id(event_id)
         .one(&app.db)

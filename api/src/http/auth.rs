@@ -75,6 +75,8 @@ roles! {
     AdminOnly = [Admin];
     /// intake (its own sources), sales, admin: who may post leads.
     LeadWriters = [Intake, Sales, Admin];
+    /// any authenticated principal.
+    AnyRole = [Intake, Sales, Ops, Admin];
 }
 
 /// The authenticated caller, already checked for one of `R::ROLES` (else

@@ -1,5 +1,7 @@
 //! What operators read about the pipeline itself: per-source numbers
-//! ([`stats`]) and everything one correlation id set off ([`trace`]).
+//! ([`stats`]), the same over time ([`series`]) and everything one
+//! correlation id set off ([`trace`]).
 
+pub mod series;
 pub mod stats;
 pub mod trace;

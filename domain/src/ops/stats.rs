@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Func};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, Select};
 use serde::Serialize;
 
 use crate::clock;
@@ -30,7 +30,7 @@ pub struct Window {
 }
 
 impl Window {
-    fn new(events: i64, deliveries: i64) -> Self {
+    pub(crate) fn new(events: i64, deliveries: i64) -> Self {
         let duplicates = std::cmp::max(deliveries - events, 0);
         let duplicate_rate = if deliveries > 0 {
             duplicates as f64 / deliveries as f64
@@ -79,13 +79,12 @@ fn age(now: DateTime<Utc>, since: Option<DateTime<Utc>>) -> Option<f64> {
     since.map(|t| std::cmp::max((now - t).num_milliseconds(), 0) as f64 / 1000.0)
 }
 
-async fn windows<C: ConnectionTrait>(
-    conn: &C,
-    since: Option<DateTime<Utc>>,
-) -> Result<BTreeMap<String, Window>, DbErr> {
-    let mut query = inbox_event::Entity::find()
-        .select_only()
-        .column(inbox_event::Column::Source)
+/// Adds `events` (rows) and `deliveries` (1 + repeats each) to a grouped
+/// inbox query, after the columns it groups by.
+pub(crate) fn with_delivery_counts(
+    query: Select<inbox_event::Entity>,
+) -> Select<inbox_event::Entity> {
+    query
         .column_as(Expr::col(inbox_event::Column::Id).count(), "events")
         .expr_as(
             Func::coalesce([
@@ -94,7 +93,18 @@ async fn windows<C: ConnectionTrait>(
             ]),
             "deliveries",
         )
-        .group_by(inbox_event::Column::Source);
+}
+
+async fn windows<C: ConnectionTrait>(
+    conn: &C,
+    since: Option<DateTime<Utc>>,
+) -> Result<BTreeMap<String, Window>, DbErr> {
+    let mut query = with_delivery_counts(
+        inbox_event::Entity::find()
+            .select_only()
+            .column(inbox_event::Column::Source),
+    )
+    .group_by(inbox_event::Column::Source);
     if let Some(since) = since {
         query = query.filter(inbox_event::Column::ReceivedAt.gte(since));
     }

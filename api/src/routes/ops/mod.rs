@@ -5,4 +5,5 @@ pub mod deliveries;
 pub mod inbox;
 pub mod reconcile;
 pub mod stats;
+pub mod stats_series;
 pub mod trace;

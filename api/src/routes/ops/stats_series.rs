@@ -1,0 +1,58 @@
+//! `GET /api/ops/stats/series`: inbox traffic over the last hour or day.
+
+use actix_web::{HttpResponse, web};
+use domain::ops::series::{self, SeriesWindow};
+use serde::Deserialize;
+use utoipa::IntoParams;
+
+use crate::http::auth::{Caller, OpsUp};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/ops/stats/series", web::get().to(stats_series));
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(stats_series))]
+pub struct Api;
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+struct SeriesQuery {
+    /// `1h` (default: 60 one-minute buckets) or `24h` (96 buckets of 15 minutes).
+    #[param(value_type = Option<SeriesWindow>)]
+    window: Option<String>,
+}
+
+/// Inbox events received and processed, and the duplicate rate, per bucket.
+///
+/// **Roles:** ops, admin.
+///
+/// Buckets are aligned to the clock (whole minutes, quarter hours); the
+/// last one is the current, still filling. Every bucket is present, with
+/// zeros where nothing happened.
+#[utoipa::path(
+    get,
+    path = "/api/ops/stats/series",
+    operation_id = "ops_stats_series",
+    tag = "ops",
+    params(SeriesQuery),
+    responses(
+        (status = 200, description = "The series, oldest bucket first", body = series::Series),
+        (status = 422, description = "`/problems/validation`: `window` is not `1h` or `24h`"),
+    ),
+    security(("bearer" = [])),
+)]
+async fn stats_series(
+    _: Caller<OpsUp>,
+    state: web::Data<AppState>,
+    query: web::Query<SeriesQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let window = query
+        .window
+        .as_deref()
+        .map_or(Ok(SeriesWindow::Hour), str::parse)
+        .map_err(|e: String| ApiError::invalid("window", e))?;
+    Ok(HttpResponse::Ok().json(series::series(state.reads.db(), window).await?))
+}

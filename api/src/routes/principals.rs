@@ -1,0 +1,81 @@
+//! `GET /api/me` and `GET /api/principals`: who the caller is, and the names
+//! behind the principal ids the API returns (lead owners, note authors).
+
+use actix_web::{HttpResponse, web};
+use domain::auth::{self, Principal, Role};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::http::auth::{AnyRole, Caller, SalesUp};
+use crate::http::error::ApiError;
+use crate::http::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/me", web::get().to(me))
+        .route("/api/principals", web::get().to(list));
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(me, list))]
+pub struct Api;
+
+/// A principal by name: never its token or the token's hash.
+#[derive(Serialize, ToSchema)]
+#[schema(as = PrincipalName)]
+struct PrincipalOut {
+    id: i64,
+    name: String,
+    role: Role,
+    /// The one source an `intake` principal may write for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+    /// Revoked principals stay listed, so the leads they owned keep a name.
+    active: bool,
+}
+
+impl PrincipalOut {
+    fn new(p: Principal, active: bool) -> Self {
+        Self {
+            id: p.id,
+            name: p.name,
+            role: p.role,
+            source: p.source,
+            active,
+        }
+    }
+}
+
+/// The caller.
+///
+/// **Roles:** any (intake, sales, ops, admin).
+#[utoipa::path(
+    get,
+    path = "/api/me",
+    operation_id = "get_me",
+    tag = "meta",
+    responses((status = 200, description = "The principal the token belongs to", body = PrincipalOut)),
+    security(("bearer" = [])),
+)]
+async fn me(caller: Caller<AnyRole>) -> HttpResponse {
+    HttpResponse::Ok().json(PrincipalOut::new(caller.principal().clone(), true))
+}
+
+/// Every principal's id, name and role, oldest first.
+///
+/// **Roles:** sales, ops, admin.
+#[utoipa::path(
+    get,
+    path = "/api/principals",
+    operation_id = "list_principals",
+    tag = "meta",
+    responses((status = 200, description = "Every principal", body = Vec<PrincipalOut>)),
+    security(("bearer" = [])),
+)]
+async fn list(_: Caller<SalesUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let all: Vec<PrincipalOut> = auth::list_principals(state.reads.db())
+        .await?
+        .into_iter()
+        .map(|p| PrincipalOut::new(p.principal, p.active))
+        .collect();
+    Ok(HttpResponse::Ok().json(all))
+}
