@@ -74,6 +74,13 @@ pub enum Command {
     Migrate,
     /// Delete what has outlived its retention (expired Idempotency-Keys) and exit.
     Prune,
+    /// Copy the SQLite database to a new file (0600) while the service runs:
+    /// a consistent snapshot. For PostgreSQL use `pg_dump` (see README,
+    /// "Data protection").
+    Backup {
+        /// The copy; must not exist yet.
+        file: std::path::PathBuf,
+    },
     /// Print the intake upsert as PostgreSQL SQL with sample rows (for bench/run's pgbench).
     #[command(hide = true)]
     BenchSql {
@@ -202,6 +209,10 @@ pub async fn run() -> anyhow::Result<()> {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let deleted = workers::housekeeping::sweep_once(&conn).await?;
             println!("deleted {deleted} expired idempotency keys");
+        }
+        Command::Backup { file } => {
+            let bytes = storage::backup(&db.database_url, &file).await?;
+            println!("backed up to {} ({bytes} bytes)", file.display());
         }
         Command::BenchSql { rows } => {
             println!(
