@@ -20,6 +20,7 @@ pub struct Application {
     metrics_port: Option<u16>,
     server: Server,
     metrics_server: Option<Server>,
+    imports: crate::http::imports::ImportTasks,
 }
 
 impl Application {
@@ -78,7 +79,9 @@ impl Application {
         let metrics_server = metrics_listener
             .map(|listener| crate::routes::metrics::metrics_only_server(listener, gauges.clone()))
             .transpose()?;
+        let imports = crate::http::imports::ImportTasks::on_current_runtime();
         let state = web::Data::new(AppState {
+            imports: imports.clone(),
             limits,
             gauges,
             principals,
@@ -115,7 +118,13 @@ impl Application {
             metrics_port,
             server,
             metrics_server,
+            imports,
         })
+    }
+
+    /// The imports this server runs: `serve` waits for them on a stop.
+    pub fn imports(&self) -> crate::http::imports::ImportTasks {
+        self.imports.clone()
     }
 
     pub fn port(&self) -> u16 {

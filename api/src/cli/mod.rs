@@ -153,6 +153,8 @@ pub async fn run() -> anyhow::Result<()> {
             http.keyring = keyring;
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
+            let imports = app.imports();
+            let import_grace = std::time::Duration::from_secs(http.import_shutdown_grace_secs);
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
             if let Some(port) = app.metrics_port() {
                 tracing::info!(port, "metrics on their own listener (no token)");
@@ -167,6 +169,8 @@ pub async fn run() -> anyhow::Result<()> {
                 served?;
                 worked?;
             }
+            // Imports outlive the requests that started them.
+            imports.drain(import_grace).await;
         }
         Command::Work {
             no_migrate,
