@@ -12,7 +12,8 @@
 //!   publisher's per-lead order (which looks only at unsent events) holds.
 //! - The per-row details of finished import runs (`import_row`) go after
 //!   `run_details`; the run and its counts stay, and so do the keys that make
-//!   a re-run of the same file safe (`import_applied_row`).
+//!   a re-run of the same file safe (`import_applied_row`). Reconcile's kept
+//!   rejected records (`reconcile_rejected`) go once untouched for as long.
 
 use std::time::Duration;
 
@@ -23,7 +24,9 @@ use sea_orm::{
     QuerySelect, TransactionTrait,
 };
 
-use crate::entities::{import_row, import_run, inbox_event, outbox_delivery, outbox_event};
+use crate::entities::{
+    import_row, import_run, inbox_event, outbox_delivery, outbox_event, reconcile_rejected,
+};
 use crate::inbound::inbox::InboxState;
 use crate::outbound::outbox;
 
@@ -87,17 +90,19 @@ pub struct Swept {
     pub outbox_events: u64,
     pub outbox_deliveries: u64,
     pub import_rows: u64,
+    pub reconcile_rejected: u64,
 }
 
 impl Swept {
     /// `(kind, count)` for metrics and logs.
-    pub fn by_kind(&self) -> [(&'static str, u64); 5] {
+    pub fn by_kind(&self) -> [(&'static str, u64); 6] {
         [
             ("inbox_body", self.inbox_bodies),
             ("inbox_event", self.inbox_events),
             ("outbox_event", self.outbox_events),
             ("outbox_delivery", self.outbox_deliveries),
             ("import_row", self.import_rows),
+            ("reconcile_rejected", self.reconcile_rejected),
         ]
     }
 }
@@ -140,6 +145,13 @@ pub async fn sweep(
         swept.outbox_events += events;
         swept.outbox_deliveries += deliveries;
         if events < rules.batch {
+            break;
+        }
+    }
+    loop {
+        let n = delete_reconcile_rejected(db, before(now, rules.run_details), rules.batch).await?;
+        swept.reconcile_rejected += n;
+        if n < rules.batch {
             break;
         }
     }
@@ -261,6 +273,32 @@ async fn delete_delivered_outbox(
         .rows_affected;
     txn.commit().await?;
     Ok((events, deliveries))
+}
+
+/// Deletes kept rejected reconcile records untouched since `cutoff`.
+async fn delete_reconcile_rejected(
+    db: &DatabaseConnection,
+    cutoff: DateTime<Utc>,
+    batch: u64,
+) -> Result<u64, DbErr> {
+    let ids: Vec<i64> = reconcile_rejected::Entity::find()
+        .select_only()
+        .column(reconcile_rejected::Column::Id)
+        .filter(reconcile_rejected::Column::UpdatedAt.lt(cutoff))
+        .order_by_asc(reconcile_rejected::Column::Id)
+        .limit(batch)
+        .into_tuple()
+        .all(db)
+        .await?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    Ok(reconcile_rejected::Entity::delete_many()
+        .filter(reconcile_rejected::Column::Id.is_in(ids))
+        .filter(reconcile_rejected::Column::UpdatedAt.lt(cutoff))
+        .exec(db)
+        .await?
+        .rows_affected)
 }
 
 /// Deletes up to `batch` report rows of one finished run that ended before

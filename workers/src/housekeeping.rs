@@ -103,6 +103,7 @@ pub async fn sweep_retention(db: &DatabaseConnection, rules: &RetentionRules) ->
             outbox_events = swept.outbox_events,
             outbox_deliveries = swept.outbox_deliveries,
             import_rows = swept.import_rows,
+            reconcile_rejected = swept.reconcile_rejected,
             "retention sweep removed data past its retention"
         );
     }
