@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use domain::auth::Role;
-use domain::entities::{import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event};
+use api::cli::demo::fake_source::FakeSource;
+use domain::entities::{
+    import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event, reconcile_run,
+};
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::sea_query::Expr;
@@ -23,6 +26,7 @@ on_both_backends!(
     backup_under_write_load_holds_every_lead_committed_before_it,
     sigterm_during_an_import_waits_for_it,
     sigterm_past_the_grace_marks_the_import_interrupted_with_its_rows,
+    rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fix,
 );
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -492,7 +496,7 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-const IMPORT_ROWS: usize = 60_000;
+const IMPORT_ROWS: usize = 40_000;
 
 /// `leadpipe serve` on its own port against the app's database, with an
 /// import of [`IMPORT_ROWS`] rows under way; returns the child and the run.
@@ -588,4 +592,141 @@ async fn sigterm_past_the_grace_marks_the_import_interrupted_with_its_rows(backe
         error.contains(&format!("{} rows committed", run.rows)) && error.contains("import the same file again"),
         "{error}"
     );
+}
+
+/// Starts a reconcile run of `source` over the API and waits for its end.
+async fn reconcile(app: &TestApp, token: &str, source: &str, body: Value) -> reconcile_run::Model {
+    let response = app
+        .client
+        .post(app.url(&format!("/api/ops/reconcile/{source}")))
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let id = response.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    eventually("the reconcile run to end", || async {
+        let run = reconcile_run::Entity::find_by_id(id)
+            .one(&app.db)
+            .await
+            .unwrap()?;
+        (run.state != "running").then_some(run)
+    })
+    .await
+}
+
+async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fix(
+    backend: Backend,
+) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let ops = app.token(Role::Ops, None).await;
+    let fake = FakeSource::start(3).await.unwrap();
+    // One record carries a broken email where the mapping looks, and a
+    // good one under another name.
+    fake.update(1, |record| {
+        record["email"] = json!("not-an-email");
+        record["contact_email"] = json!("fixed@example.com");
+    });
+    app.standard_source("crm").await;
+    let source = |email_pointer: &str| {
+        json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url,
+               "email_pointer": email_pointer})
+    };
+    assert_eq!(app.save_source(&admin, &source("/email")).await.status(), 200);
+
+    let run = reconcile(&app, &ops, "crm", json!({})).await;
+    assert_eq!((run.state.as_str(), run.created, run.rejected), ("done", 2, 1));
+    let listed: Value = app
+        .get(&ops, "/api/ops/reconcile/rejected?source=crm")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let kept = &listed["data"][0];
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(
+        (&kept["state"], &kept["run_id"], &kept["record"]),
+        (&json!("rejected"), &json!(run.id), &fake.record(1))
+    );
+    assert!(kept["reason"].as_str().unwrap().contains("email"), "{kept}");
+    // Read again from the start: still one dead letter, not two.
+    let again = reconcile(&app, &ops, "crm", json!({"from_start": true})).await;
+    assert_eq!(again.rejected, 1);
+    let listed: Value = app
+        .get(&ops, "/api/ops/reconcile/rejected")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["data"][0]["run_id"], json!(again.id));
+
+    // A retry before the fix changes nothing.
+    let retry = |body: Value| {
+        let app = &app;
+        let ops = ops.clone();
+        async move {
+            let response = app
+                .client
+                .post(app.url("/api/ops/reconcile/rejected/retry"))
+                .bearer_auth(&ops)
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            response.json::<Value>().await.unwrap()
+        }
+    };
+    assert_eq!(
+        retry(json!({"source": "crm"})).await,
+        json!({"retried": 1, "resolved": 0, "still_rejected": 1})
+    );
+    let leads = || async {
+        lead::Entity::find()
+            .filter(lead::Column::Source.eq("crm"))
+            .count(&app.db)
+            .await
+            .unwrap()
+    };
+    assert_eq!(leads().await, 2);
+
+    // The mapping fixed, the retry applies it, once.
+    assert_eq!(
+        app.save_source(&admin, &source("/contact_email")).await.status(),
+        200
+    );
+    assert_eq!(
+        retry(json!({})).await,
+        json!({"retried": 1, "resolved": 1, "still_rejected": 0})
+    );
+    let fixed = lead_by_ref(&app, &fake.source_ref(1)).await;
+    assert_eq!(fixed.email.as_deref(), Some("fixed@example.com"));
+    assert_eq!(leads().await, 3);
+    let resolved: Value = app
+        .get(&ops, "/api/ops/reconcile/rejected?state=resolved")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(resolved["data"][0]["lead_id"], json!(fixed.id));
+    let cli_retry = cli(&app)
+        .args(["reconcile", "retry-rejected", "--source", "crm"])
+        .output()
+        .unwrap();
+    assert!(cli_retry.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&cli_retry.stdout).trim(),
+        "0 rejected record(s) retried: 0 resolved, 0 still rejected"
+    );
+    assert_eq!(leads().await, 3, "nothing doubled");
+    assert_problem(
+        app.get(&ops, "/api/ops/reconcile/rejected?state=nope").await,
+        422,
+        "/problems/validation",
+    )
+    .await;
+    fake.stop().await;
 }
