@@ -20,7 +20,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Func, Query};
 use sea_orm::{
-    ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, TransactionTrait,
 };
 
@@ -124,103 +124,99 @@ pub async fn sweep(
     rules: &RetentionRules,
     now: DateTime<Utc>,
 ) -> Result<Swept, DbErr> {
+    let batch = rules.batch;
+    let finished_inbox = || {
+        Condition::all()
+            .add(inbox_event::Column::State.is_in(FINISHED_INBOX.map(InboxState::as_str)))
+    };
+    let bodies = finished_inbox()
+        .add(inbox_event::Column::ReceivedAt.lt(before(now, rules.inbox_body)))
+        .add(Expr::expr(Func::cust("LENGTH").arg(Expr::col(inbox_event::Column::Body))).gt(0));
+    let events =
+        finished_inbox().add(inbox_event::Column::LastDeliveryAt.lt(before(now, rules.inbox_event)));
+    let rejected = Condition::all()
+        .add(reconcile_rejected::Column::UpdatedAt.lt(before(now, rules.run_details)));
     let mut swept = Swept::default();
     loop {
-        let n = empty_inbox_bodies(db, before(now, rules.inbox_body), rules.batch).await?;
-        swept.inbox_bodies += n;
-        if n < rules.batch {
+        let ids = oldest::<inbox_event::Entity>(db, inbox_event::Column::Id, &bodies, batch).await?;
+        let emptied = inbox_event::Entity::update_many()
+            .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
+            .filter(inbox_event::Column::Id.is_in(ids.clone()))
+            .filter(bodies.clone())
+            .exec(db)
+            .await?;
+        swept.inbox_bodies += emptied.rows_affected;
+        if (ids.len() as u64) < batch {
             break;
         }
     }
-    loop {
-        let n = delete_inbox_events(db, before(now, rules.inbox_event), rules.batch).await?;
-        swept.inbox_events += n;
-        if n < rules.batch {
-            break;
-        }
-    }
+    swept.inbox_events =
+        delete_all::<inbox_event::Entity>(db, inbox_event::Column::Id, &events, batch).await?;
     loop {
         let (events, deliveries) =
-            delete_delivered_outbox(db, before(now, rules.outbox), rules.batch).await?;
+            delete_delivered_outbox(db, before(now, rules.outbox), batch).await?;
         swept.outbox_events += events;
         swept.outbox_deliveries += deliveries;
-        if events < rules.batch {
+        if events < batch {
             break;
         }
     }
-    loop {
-        let n = delete_reconcile_rejected(db, before(now, rules.run_details), rules.batch).await?;
-        swept.reconcile_rejected += n;
-        if n < rules.batch {
-            break;
-        }
-    }
-    while let Some(n) = delete_import_rows(db, before(now, rules.run_details), rules.batch).await? {
+    swept.reconcile_rejected = delete_all::<reconcile_rejected::Entity>(
+        db,
+        reconcile_rejected::Column::Id,
+        &rejected,
+        batch,
+    )
+    .await?;
+    while let Some(n) = delete_import_rows(db, before(now, rules.run_details), batch).await? {
         swept.import_rows += n;
     }
     Ok(swept)
 }
 
-fn finished_inbox() -> sea_orm::Condition {
-    sea_orm::Condition::all()
-        .add(inbox_event::Column::State.is_in(FINISHED_INBOX.map(InboxState::as_str)))
-}
-
-/// Empties the raw bodies of finished events received before `cutoff`.
-async fn empty_inbox_bodies(
+/// The ids of up to `batch` rows matching `condition`, oldest first.
+async fn oldest<E: EntityTrait>(
     db: &DatabaseConnection,
-    cutoff: DateTime<Utc>,
+    id: E::Column,
+    condition: &Condition,
     batch: u64,
-) -> Result<u64, DbErr> {
-    let ids: Vec<i64> = inbox_event::Entity::find()
+) -> Result<Vec<i64>, DbErr> {
+    E::find()
         .select_only()
-        .column(inbox_event::Column::Id)
-        .filter(finished_inbox())
-        .filter(inbox_event::Column::ReceivedAt.lt(cutoff))
-        .filter(Expr::expr(Func::cust("LENGTH").arg(Expr::col(inbox_event::Column::Body))).gt(0))
-        .order_by_asc(inbox_event::Column::Id)
+        .column(id)
+        .filter(condition.clone())
+        .order_by_asc(id)
         .limit(batch)
         .into_tuple()
         .all(db)
-        .await?;
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    let emptied = inbox_event::Entity::update_many()
-        .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
-        .filter(inbox_event::Column::Id.is_in(ids))
-        .filter(finished_inbox())
-        .exec(db)
-        .await?;
-    Ok(emptied.rows_affected)
+        .await
 }
 
-/// Deletes finished events last delivered before `cutoff`.
-async fn delete_inbox_events(
+/// Deletes every row matching `condition`, `batch` rows per statement; the
+/// condition is checked again by each delete.
+async fn delete_all<E: EntityTrait>(
     db: &DatabaseConnection,
-    cutoff: DateTime<Utc>,
+    id: E::Column,
+    condition: &Condition,
     batch: u64,
 ) -> Result<u64, DbErr> {
-    let ids: Vec<i64> = inbox_event::Entity::find()
-        .select_only()
-        .column(inbox_event::Column::Id)
-        .filter(finished_inbox())
-        .filter(inbox_event::Column::LastDeliveryAt.lt(cutoff))
-        .order_by_asc(inbox_event::Column::Id)
-        .limit(batch)
-        .into_tuple()
-        .all(db)
-        .await?;
-    if ids.is_empty() {
-        return Ok(0);
+    let mut deleted = 0;
+    loop {
+        let ids = oldest::<E>(db, id, condition, batch).await?;
+        if ids.is_empty() {
+            return Ok(deleted);
+        }
+        let taken = ids.len() as u64;
+        deleted += E::delete_many()
+            .filter(id.is_in(ids))
+            .filter(condition.clone())
+            .exec(db)
+            .await?
+            .rows_affected;
+        if taken < batch {
+            return Ok(deleted);
+        }
     }
-    let deleted = inbox_event::Entity::delete_many()
-        .filter(inbox_event::Column::Id.is_in(ids))
-        .filter(finished_inbox())
-        .filter(inbox_event::Column::LastDeliveryAt.lt(cutoff))
-        .exec(db)
-        .await?;
-    Ok(deleted.rows_affected)
 }
 
 /// Deletes fanned-out events created before `cutoff` whose every delivery
@@ -235,17 +231,11 @@ async fn delete_delivered_outbox(
         .from(outbox_delivery::Entity)
         .and_where(outbox_delivery::Column::State.ne(crate::outbound::delivery::DELIVERED))
         .to_owned();
-    let ids: Vec<i64> = outbox_event::Entity::find()
-        .select_only()
-        .column(outbox_event::Column::Id)
-        .filter(outbox_event::Column::State.eq(outbox::DISPATCHED))
-        .filter(outbox_event::Column::CreatedAt.lt(cutoff))
-        .filter(outbox_event::Column::Id.not_in_subquery(unsent.clone()))
-        .order_by_asc(outbox_event::Column::Id)
-        .limit(batch)
-        .into_tuple()
-        .all(db)
-        .await?;
+    let old = Condition::all()
+        .add(outbox_event::Column::State.eq(outbox::DISPATCHED))
+        .add(outbox_event::Column::CreatedAt.lt(cutoff))
+        .add(outbox_event::Column::Id.not_in_subquery(unsent.clone()));
+    let ids = oldest::<outbox_event::Entity>(db, outbox_event::Column::Id, &old, batch).await?;
     if ids.is_empty() {
         return Ok((0, 0));
     }
@@ -273,32 +263,6 @@ async fn delete_delivered_outbox(
         .rows_affected;
     txn.commit().await?;
     Ok((events, deliveries))
-}
-
-/// Deletes kept rejected reconcile records untouched since `cutoff`.
-async fn delete_reconcile_rejected(
-    db: &DatabaseConnection,
-    cutoff: DateTime<Utc>,
-    batch: u64,
-) -> Result<u64, DbErr> {
-    let ids: Vec<i64> = reconcile_rejected::Entity::find()
-        .select_only()
-        .column(reconcile_rejected::Column::Id)
-        .filter(reconcile_rejected::Column::UpdatedAt.lt(cutoff))
-        .order_by_asc(reconcile_rejected::Column::Id)
-        .limit(batch)
-        .into_tuple()
-        .all(db)
-        .await?;
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    Ok(reconcile_rejected::Entity::delete_many()
-        .filter(reconcile_rejected::Column::Id.is_in(ids))
-        .filter(reconcile_rejected::Column::UpdatedAt.lt(cutoff))
-        .exec(db)
-        .await?
-        .rows_affected)
 }
 
 /// Deletes up to `batch` report rows of one finished run that ended before

@@ -496,11 +496,13 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-const IMPORT_ROWS: usize = 40_000;
-
 /// `leadpipe serve` on its own port against the app's database, with an
-/// import of [`IMPORT_ROWS`] rows under way; returns the child and the run.
-async fn serve_with_an_import(app: &TestApp, grace_secs: u64) -> (std::process::Child, i64) {
+/// import of `rows` rows under way; returns the child and the run.
+async fn serve_with_an_import(
+    app: &TestApp,
+    grace_secs: u64,
+    rows: usize,
+) -> (std::process::Child, i64) {
     let port = random_port();
     let child = cli(app)
         .args(["serve", "--no-workers", "--bind", &format!("127.0.0.1:{port}")])
@@ -520,7 +522,7 @@ async fn serve_with_an_import(app: &TestApp, grace_secs: u64) -> (std::process::
     })
     .await;
     let mut csv = String::from("source_ref,email\n");
-    for i in 0..IMPORT_ROWS {
+    for i in 0..rows {
         csv.push_str(&format!("big-{i},person{i}@example.com\n"));
     }
     let admin = app.admin_token().await;
@@ -540,7 +542,7 @@ async fn serve_with_an_import(app: &TestApp, grace_secs: u64) -> (std::process::
             .one(&app.db)
             .await
             .unwrap()?;
-        assert!((run.rows as usize) < IMPORT_ROWS, "the import finished too soon");
+        assert!((run.rows as usize) < rows, "the import finished too soon");
         (run.rows >= 1000).then_some(())
     })
     .await;
@@ -560,7 +562,9 @@ async fn wait_for_exit(mut child: std::process::Child) -> std::process::ExitStat
 
 async fn sigterm_during_an_import_waits_for_it(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let (child, run_id) = serve_with_an_import(&app, 120).await;
+    // A grace far longer than the import needs, even on a busy machine.
+    let rows = 20_000;
+    let (child, run_id) = serve_with_an_import(&app, 900, rows).await;
     let status = wait_for_exit(child).await;
     assert!(status.success(), "{status}");
     let run = import_run::Entity::find_by_id(run_id)
@@ -568,13 +572,14 @@ async fn sigterm_during_an_import_waits_for_it(backend: Backend) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((run.state.as_str(), run.rows as usize), ("done", IMPORT_ROWS));
-    assert_eq!(app.count(lead::Entity).await as usize, IMPORT_ROWS);
+    assert_eq!((run.state.as_str(), run.rows as usize), ("done", rows));
+    assert_eq!(app.count(lead::Entity).await as usize, rows);
 }
 
 async fn sigterm_past_the_grace_marks_the_import_interrupted_with_its_rows(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    let (child, run_id) = serve_with_an_import(&app, 0).await;
+    let rows = 40_000;
+    let (child, run_id) = serve_with_an_import(&app, 0, rows).await;
     let status = wait_for_exit(child).await;
     assert!(status.success(), "{status}");
     let run = import_run::Entity::find_by_id(run_id)
@@ -583,7 +588,7 @@ async fn sigterm_past_the_grace_marks_the_import_interrupted_with_its_rows(backe
         .unwrap()
         .unwrap();
     assert_eq!(run.state, "interrupted");
-    assert!((run.rows as usize) < IMPORT_ROWS, "{}", run.rows);
+    assert!((run.rows as usize) < rows, "{}", run.rows);
     assert!(run.finished_at.is_some());
     let leads = app.count(lead::Entity).await as i64;
     assert_eq!(leads, run.rows, "every counted row is committed, and no more");
