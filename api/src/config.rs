@@ -71,7 +71,11 @@ pub struct HttpSettings {
     /// On a graceful stop (SIGTERM), how long `serve` waits for running
     /// imports to finish, in seconds; then each stops after its current
     /// batch and its run ends `interrupted` (import the file again to resume).
-    #[arg(long, env = "LEADPIPE_IMPORT_SHUTDOWN_GRACE_SECS", default_value_t = 60)]
+    #[arg(
+        long,
+        env = "LEADPIPE_IMPORT_SHUTDOWN_GRACE_SECS",
+        default_value_t = 60
+    )]
     pub import_shutdown_grace_secs: u64,
     /// Where uploads are spooled (0700; files 0600). Default: `leadpipe-spool`
     /// in the system's temp directory.

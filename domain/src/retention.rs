@@ -111,11 +111,8 @@ fn before(now: DateTime<Utc>, age: Duration) -> DateTime<Utc> {
     now - chrono::TimeDelta::from_std(age).unwrap_or(chrono::TimeDelta::MAX)
 }
 
-const FINISHED_INBOX: [InboxState; 3] = [
-    InboxState::Processed,
-    InboxState::Skipped,
-    InboxState::Dead,
-];
+const FINISHED_INBOX: [InboxState; 3] =
+    [InboxState::Processed, InboxState::Skipped, InboxState::Dead];
 
 /// Sweeps everything past its retention, batch after batch, until nothing
 /// is left to do.
@@ -132,13 +129,14 @@ pub async fn sweep(
     let bodies = finished_inbox()
         .add(inbox_event::Column::ReceivedAt.lt(before(now, rules.inbox_body)))
         .add(Expr::expr(Func::cust("LENGTH").arg(Expr::col(inbox_event::Column::Body))).gt(0));
-    let events =
-        finished_inbox().add(inbox_event::Column::LastDeliveryAt.lt(before(now, rules.inbox_event)));
+    let events = finished_inbox()
+        .add(inbox_event::Column::LastDeliveryAt.lt(before(now, rules.inbox_event)));
     let rejected = Condition::all()
         .add(reconcile_rejected::Column::UpdatedAt.lt(before(now, rules.run_details)));
     let mut swept = Swept::default();
     loop {
-        let ids = oldest::<inbox_event::Entity>(db, inbox_event::Column::Id, &bodies, batch).await?;
+        let ids =
+            oldest::<inbox_event::Entity>(db, inbox_event::Column::Id, &bodies, batch).await?;
         let emptied = inbox_event::Entity::update_many()
             .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
             .filter(inbox_event::Column::Id.is_in(ids.clone()))
@@ -303,4 +301,31 @@ async fn delete_import_rows(
         delete = delete.filter(import_row::Column::RowNumber.lte(last));
     }
     Ok(Some(delete.exec(db).await?.rows_affected))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dedup_rows_outlive_a_week_and_their_bodies() {
+        assert_eq!(RetentionRules::default().validate(), Ok(()));
+        let short = RetentionRules {
+            inbox_event: Duration::from_secs(6 * DAY),
+            inbox_body: Duration::from_secs(DAY),
+            ..RetentionRules::default()
+        };
+        assert!(short.validate().unwrap_err().contains("at least 7 days"));
+        let shorter_than_bodies = RetentionRules {
+            inbox_event: MIN_DEDUP,
+            ..RetentionRules::default()
+        };
+        assert!(
+            shorter_than_bodies
+                .validate()
+                .unwrap_err()
+                .contains("body retention")
+        );
+    }
 }

@@ -33,9 +33,7 @@ impl MigrationTrait for Migration {
                     .col(big_integer_null(ReconcileRejected::LeadId))
                     .col(timestamp_with_time_zone(ReconcileRejected::CreatedAt))
                     .col(timestamp_with_time_zone(ReconcileRejected::UpdatedAt))
-                    .col(timestamp_with_time_zone_null(
-                        ReconcileRejected::ResolvedAt,
-                    ))
+                    .col(timestamp_with_time_zone_null(ReconcileRejected::ResolvedAt))
                     .foreign_key(
                         ForeignKey::create()
                             .name("reconcile_rejected_run_fk")

@@ -237,7 +237,11 @@ async fn transient_failures_that_never_clear_end_dead_after_max_attempts(backend
     assert_eq!(retried.status(), 200);
     let retried: Value = retried.json().await.unwrap();
     assert_eq!(
-        (&retried["matched"], &retried["retried"], &retried["results"]),
+        (
+            &retried["matched"],
+            &retried["retried"],
+            &retried["results"]
+        ),
         (&json!(1), &json!(1), &json!({"processed": 1}))
     );
     app.wait_for_state(id, "processed").await;

@@ -88,7 +88,10 @@ impl Default for RetentionSettings {
 /// Deletes (or empties) what has outlived its retention; counts it in
 /// `leadpipe_retention_removed_total{kind}` and stamps
 /// `leadpipe_retention_last_sweep_timestamp_seconds` when the sweep ends.
-pub async fn sweep_retention(db: &DatabaseConnection, rules: &RetentionRules) -> Result<Swept, DbErr> {
+pub async fn sweep_retention(
+    db: &DatabaseConnection,
+    rules: &RetentionRules,
+) -> Result<Swept, DbErr> {
     let now = domain::clock::now();
     let swept = domain::retention::sweep(db, rules, now).await?;
     for (kind, removed) in swept.by_kind() {

@@ -167,7 +167,10 @@ mod tests {
         assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(parse_duration("30d").unwrap(), Duration::from_secs(30 * 86_400));
+        assert_eq!(
+            parse_duration("30d").unwrap(),
+            Duration::from_secs(30 * 86_400)
+        );
         for bad in ["", "s", "5w", "-1s", "1.5s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }

@@ -193,7 +193,8 @@ async fn start(
     state.imports.spawn(move |stop| async move {
         // The temporary file lives until the import is done with it.
         let _temp = temp;
-        if let Err(err) = import::execute_until(&db, prepared, spec.batch_size, |_| {}, stop).await {
+        if let Err(err) = import::execute_until(&db, prepared, spec.batch_size, |_| {}, stop).await
+        {
             tracing::error!(error = %err, "import failed");
         }
     });

@@ -233,7 +233,14 @@ pub async fn execute(
     batch_size: usize,
     on_progress: impl FnMut(&Progress),
 ) -> Result<import_run::Model, Error> {
-    execute_until(db, prepared, batch_size, on_progress, std::future::pending()).await
+    execute_until(
+        db,
+        prepared,
+        batch_size,
+        on_progress,
+        std::future::pending(),
+    )
+    .await
 }
 
 /// [`execute`], stopping after the batch in flight once `stop` completes:
@@ -328,7 +335,9 @@ pub async fn execute_until(
                  import the same file again to resume",
                 progress.rows
             );
-            span.in_scope(|| tracing::warn!(rows = progress.rows, "import interrupted by shutdown"));
+            span.in_scope(|| {
+                tracing::warn!(rows = progress.rows, "import interrupted by shutdown")
+            });
             finish
                 .col_expr(import_run::Column::State, Expr::val(STATE_INTERRUPTED))
                 .col_expr(import_run::Column::Error, Expr::val(Some(message)))

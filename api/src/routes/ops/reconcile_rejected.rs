@@ -79,8 +79,7 @@ async fn list(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(invalid("limit", "must be between 1 and 200"));
     }
-    if q
-        .state
+    if q.state
         .as_deref()
         .is_some_and(|s| ![rejected::REJECTED, rejected::RESOLVED].contains(&s))
     {

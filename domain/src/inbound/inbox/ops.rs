@@ -206,7 +206,11 @@ pub fn historic_note(done: &BulkRetry, dry_run: bool) -> Option<String> {
         format!(
             "{processed} processed event(s) {} historic payloads: a payload without a newer \
              source_updated_at overwrites what the lead holds now",
-            if dry_run { "would re-apply" } else { "re-applied" }
+            if dry_run {
+                "would re-apply"
+            } else {
+                "re-applied"
+            }
         )
     })
 }
