@@ -388,10 +388,8 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
     assert_eq!(without["matched"], 0, "processed are not taken by default");
 
     // Asked explicitly: re-applied in received order again.
-    app.exec(&format!(
-        "UPDATE lead SET email = 'changed@example.com' WHERE source_ref = 'form-1'"
-    ))
-    .await;
+    app.exec("UPDATE lead SET email = 'changed@example.com' WHERE source_ref = 'form-1'")
+        .await;
     let again: Value = retry(json!({"state": "processed", "include_processed": true}))
         .await
         .json()
