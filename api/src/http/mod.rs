@@ -14,6 +14,7 @@ pub mod imports;
 pub mod metrics;
 pub mod params;
 pub mod rate_limit;
+pub mod read_replica;
 pub mod security_headers;
 pub mod spool;
 pub mod state;

@@ -277,7 +277,7 @@ async fn list(
             })
         })
         .transpose()?;
-    let mut runs = import::list_runs(&state.db, limit + 1, before).await?;
+    let mut runs = import::list_runs(state.reads.db(), limit + 1, before).await?;
     let next_cursor = if runs.len() as u64 > limit {
         runs.truncate(limit as usize);
         runs.last().map(|r| r.id.to_string())

@@ -530,7 +530,8 @@ async fn list_leads(
     caller.require(SALES_AND_UP)?;
     let filter = params.filter(caller.id)?;
     let limit = page::clamp_limit(params.limit);
-    let page = query::list_leads(&state.db, &filter, limit, params.cursor.as_deref()).await?;
+    let page =
+        query::list_leads(state.reads.db(), &filter, limit, params.cursor.as_deref()).await?;
     Ok(HttpResponse::Ok().json(LeadPage {
         data: page.data.into_iter().map(|lead| LeadOut { lead }).collect(),
         next_cursor: page.next_cursor,
@@ -580,9 +581,10 @@ async fn list_activities(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(SALES_AND_UP)?;
     let id = id.into_inner();
-    sales::find_lead(&state.db, id).await?;
+    sales::find_lead(state.reads.db(), id).await?;
     let limit = page::clamp_limit(params.limit);
-    let page = query::list_activities(&state.db, id, limit, params.cursor.as_deref()).await?;
+    let page =
+        query::list_activities(state.reads.db(), id, limit, params.cursor.as_deref()).await?;
     Ok(HttpResponse::Ok().json(ActivityPage {
         data: page.data,
         next_cursor: page.next_cursor,

@@ -274,7 +274,7 @@ async fn list(
         q: params.q,
         domain: params.domain,
     };
-    let page = company::list(&state.db, &filter, &window).await?;
+    let page = company::list(state.reads.db(), &filter, &window).await?;
     Ok(HttpResponse::Ok().json(CompanyPage {
         data: page.data,
         next_cursor: page.next_cursor,

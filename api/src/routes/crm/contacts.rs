@@ -292,7 +292,7 @@ async fn list(
         email: params.email,
         company_id: params.company_id,
     };
-    let page = contact::list(&state.db, &filter, &window).await?;
+    let page = contact::list(state.reads.db(), &filter, &window).await?;
     Ok(HttpResponse::Ok().json(ContactPage {
         data: page.data,
         next_cursor: page.next_cursor,

@@ -365,7 +365,7 @@ async fn list(
         company_id: params.company_id,
         q: params.q,
     };
-    let page = deal::list(&state.db, &filter, &window).await?;
+    let page = deal::list(state.reads.db(), &filter, &window).await?;
     Ok(HttpResponse::Ok().json(DealPage {
         data: page.data,
         next_cursor: page.next_cursor,

@@ -150,7 +150,7 @@ async fn timeline_page(
     params: &PageParams,
 ) -> Result<HttpResponse, ApiError> {
     let page = timeline::list(
-        &state.db,
+        state.reads.db(),
         subject,
         id,
         page::clamp_limit(params.limit),

@@ -94,7 +94,7 @@ async fn list(
         subscription_id: params.subscription_id,
     };
     let limit = domain::page::clamp_limit(params.limit);
-    let data = delivery::list(&state.db, &filter, limit, params.before).await?;
+    let data = delivery::list(state.reads.db(), &filter, limit, params.before).await?;
     let next_before = (data.len() as u64 == limit)
         .then(|| data.last().map(|d| d.id))
         .flatten();

@@ -197,7 +197,7 @@ async fn list_events(
         received_since: q.received_since,
         received_until: q.received_until,
     };
-    let events = ops::list(&state.db, &filter, before, limit).await?;
+    let events = ops::list(state.reads.db(), &filter, before, limit).await?;
     // A full page may have more after it; its last id continues the list.
     let next_cursor = (events.len() as u64 == limit)
         .then(|| events.last().map(|e| e.id.to_string()))

@@ -254,7 +254,7 @@ async fn list(
         })
         .transpose()?;
     let mut runs = run::list(
-        &state.db,
+        state.reads.db(),
         params.source.as_deref(),
         params.state.as_deref(),
         before,

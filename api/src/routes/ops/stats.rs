@@ -34,5 +34,5 @@ async fn stats(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     caller.require(OPS_AND_UP)?;
-    Ok(HttpResponse::Ok().json(domain::ops::stats::collect(&state.db).await?))
+    Ok(HttpResponse::Ok().json(domain::ops::stats::collect(state.reads.db()).await?))
 }

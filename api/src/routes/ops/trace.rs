@@ -39,7 +39,7 @@ async fn trace(
 ) -> Result<HttpResponse, ApiError> {
     caller.require(OPS_AND_UP)?;
     let correlation_id = correlation_id.into_inner();
-    let trace = domain::ops::trace::collect(&state.db, &correlation_id)
+    let trace = domain::ops::trace::collect(state.reads.db(), &correlation_id)
         .await
         .map_err(|e| match e {
             domain::Error::NotFound => {
