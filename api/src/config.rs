@@ -68,6 +68,15 @@ pub struct HttpSettings {
     /// Largest file accepted by `POST /api/imports`, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub import_max_bytes: usize,
+    /// On a graceful stop (SIGTERM), how long `serve` waits for running
+    /// imports to finish, in seconds; then each stops after its current
+    /// batch and its run ends `interrupted` (import the file again to resume).
+    #[arg(
+        long,
+        env = "LEADPIPE_IMPORT_SHUTDOWN_GRACE_SECS",
+        default_value_t = 60
+    )]
+    pub import_shutdown_grace_secs: u64,
     /// Where uploads are spooled (0700; files 0600). Default: `leadpipe-spool`
     /// in the system's temp directory.
     #[arg(long, env = "LEADPIPE_SPOOL_DIR")]
@@ -126,6 +135,7 @@ impl HttpSettings {
             group_commit_max_batch: 128,
             group_commit_committers: 4,
             import_max_bytes: 64 * 1024 * 1024,
+            import_shutdown_grace_secs: 60,
             spool_dir: None,
             reconcile: workers::reconcile::ReconcileSettings::for_tests(),
             metrics_bind: None,

@@ -20,6 +20,7 @@ pub struct Application {
     metrics_port: Option<u16>,
     server: Server,
     metrics_server: Option<Server>,
+    imports: crate::http::imports::ImportTasks,
 }
 
 impl Application {
@@ -91,7 +92,9 @@ impl Application {
             ),
             None => crate::http::read_replica::Reads::primary_only(db.clone()),
         };
+        let imports = crate::http::imports::ImportTasks::on_current_runtime();
         let state = web::Data::new(AppState {
+            imports: imports.clone(),
             reads,
             limits,
             gauges,
@@ -129,7 +132,13 @@ impl Application {
             metrics_port,
             server,
             metrics_server,
+            imports,
         })
+    }
+
+    /// The imports this server runs: `serve` waits for them on a stop.
+    pub fn imports(&self) -> crate::http::imports::ImportTasks {
+        self.imports.clone()
     }
 
     pub fn port(&self) -> u16 {

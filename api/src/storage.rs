@@ -198,6 +198,57 @@ async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<DatabaseCo
     })
 }
 
+/// Copies the SQLite database at `url` to a new file `target` (0600) while
+/// the service keeps writing: `VACUUM INTO` reads one consistent snapshot
+/// (WAL readers do not block writers) and writes a compact database that
+/// opens on its own, without a `-wal` file. Refuses PostgreSQL, whose tool
+/// is `pg_dump`. Returns the copy's size in bytes.
+pub async fn backup(url: &str, target: &std::path::Path) -> anyhow::Result<u64> {
+    if Backend::of(url)? == Backend::Postgres {
+        anyhow::bail!(
+            "leadpipe backup copies SQLite databases; back PostgreSQL up with pg_dump, e.g. \
+             pg_dump --format=custom --file=leadpipe.dump \"$DATABASE_URL\" \
+             (restore with pg_restore --clean --dbname=…)"
+        );
+    }
+    let Some(source) = sqlite_file(url)? else {
+        anyhow::bail!("leadpipe backup needs a database file, not an in-memory database");
+    };
+    if !source.exists() {
+        anyhow::bail!("no database at {}", source.display());
+    }
+    let target = target.to_path_buf();
+    // Created here, empty and 0600, so the copy of every lead and secret is
+    // never readable by others, not even for a moment; VACUUM INTO accepts
+    // an empty file. `create_new` refuses to overwrite an earlier backup.
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+        .open(&target)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", target.display()))?;
+    let copied = async {
+        let db = open_pool(url, 1).await?;
+        let path = target
+            .to_str()
+            .ok_or_else(|| anyhow::anyhow!("the backup path must be valid UTF-8"))?;
+        db.execute_raw(sea_orm::Statement::from_sql_and_values(
+            sea_orm::DatabaseBackend::Sqlite,
+            "VACUUM INTO ?",
+            [path.into()],
+        ))
+        .await?;
+        db.close().await?;
+        anyhow::Ok(std::fs::metadata(&target)?.len())
+    }
+    .await;
+    if copied.is_err() {
+        let _ = std::fs::remove_file(&target);
+    }
+    copied
+}
+
 /// A pool on a PostgreSQL read replica. It connects lazily, so a replica
 /// that is down at start does not keep the service from starting, and waits
 /// at most two seconds for a connection, so a stopped one fails fast.

@@ -17,6 +17,7 @@ pub mod page;
 pub mod precondition;
 pub mod reconcile;
 pub mod redact;
+pub mod retention;
 pub mod retry;
 pub mod sealed;
 

@@ -54,6 +54,8 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("POST", "/api/ops/inbox/retry", OPS_UP),
     ("GET", "/api/ops/inbox/{id}", OPS_UP),
     ("POST", "/api/ops/inbox/{id}/retry", OPS_UP),
+    ("GET", "/api/ops/reconcile/rejected", OPS_UP),
+    ("POST", "/api/ops/reconcile/rejected/retry", OPS_UP),
     ("POST", "/api/ops/reconcile/{source}", OPS_UP),
     ("GET", "/api/ops/reconcile-runs", OPS_UP),
     ("GET", "/api/ops/reconcile-runs/{id}", OPS_UP),

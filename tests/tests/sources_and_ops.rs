@@ -354,7 +354,7 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
     assert_eq!(dry.status(), 200);
     assert_eq!(
         dry.json::<Value>().await.unwrap(),
-        json!({"dry_run": true, "matched": 1, "retried": 0})
+        json!({"dry_run": true, "matched": 1, "by_state": {"dead": 1}, "retried": 0, "results": {}})
     );
     assert_eq!(
         app.inbox_event(ids[1]).await.state,
@@ -362,11 +362,12 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
         "a dry run changes nothing"
     );
 
-    // A state is required, and must be one that can be retried.
+    // A state must be one that can be retried; processed events only when
+    // asked explicitly.
     for body in [
-        json!({}),
         json!({"state": "received"}),
         json!({"state": "nope"}),
+        json!({"state": "processed"}),
     ] {
         let response = post(&app, &ops, "/api/ops/inbox/retry", &body).await;
         assert_problem(response, 422, "/problems/validation").await;
@@ -392,12 +393,13 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
     .await;
     assert_eq!(
         real.json::<Value>().await.unwrap(),
-        json!({"dry_run": false, "matched": 1, "retried": 1})
+        json!({"dry_run": false, "matched": 1, "by_state": {"dead": 1}, "retried": 1, "results": {"processed": 1}})
     );
+    // Re-applied at once, as a job would have: one attempt of a fresh budget.
     let event = app.inbox_event(ids[1]).await;
     assert_eq!(
         (event.state.as_str(), event.retries, event.attempts),
-        ("received", 1, 0)
+        ("processed", 1, 1)
     );
     assert_eq!(
         app.count(inbox_event::Entity).await,

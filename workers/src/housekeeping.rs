@@ -1,9 +1,11 @@
 //! Housekeeping that runs in every process: deleting what has outlived its
-//! retention, and closing import runs whose process died. Every step is an
+//! retention (`domain::retention`), and closing import runs whose process
+//! died. Every step is an
 //! idempotent statement, so several nodes running it at once do no harm.
 
 use std::time::Duration;
 
+use domain::retention::{RetentionRules, Swept};
 use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, Statement};
 
 /// How often housekeeping runs at most: finished job rows must not pile up.
@@ -67,12 +69,72 @@ pub async fn abandon_silent_imports(
     Ok(abandoned)
 }
 
-/// Sweeps every `interval` (at most [`MAX_INTERVAL`]) until the task is dropped.
-pub async fn run(db: DatabaseConnection, interval: Duration, job_retention: Duration) {
+/// How retention runs: its rules, and how often.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetentionSettings {
+    pub rules: RetentionRules,
+    pub interval: Duration,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        Self {
+            rules: RetentionRules::default(),
+            interval: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Deletes (or empties) what has outlived its retention; counts it in
+/// `leadpipe_retention_removed_total{kind}` and stamps
+/// `leadpipe_retention_last_sweep_timestamp_seconds` when the sweep ends.
+pub async fn sweep_retention(
+    db: &DatabaseConnection,
+    rules: &RetentionRules,
+) -> Result<Swept, DbErr> {
+    let now = domain::clock::now();
+    let swept = domain::retention::sweep(db, rules, now).await?;
+    for (kind, removed) in swept.by_kind() {
+        metrics::counter!("leadpipe_retention_removed_total", "kind" => kind).increment(removed);
+    }
+    metrics::gauge!("leadpipe_retention_last_sweep_timestamp_seconds")
+        .set(domain::clock::now().timestamp() as f64);
+    if swept != Swept::default() {
+        tracing::info!(
+            inbox_bodies = swept.inbox_bodies,
+            inbox_events = swept.inbox_events,
+            outbox_events = swept.outbox_events,
+            outbox_deliveries = swept.outbox_deliveries,
+            import_rows = swept.import_rows,
+            reconcile_rejected = swept.reconcile_rejected,
+            "retention sweep removed data past its retention"
+        );
+    }
+    Ok(swept)
+}
+
+/// Sweeps every `interval` (at most [`MAX_INTERVAL`]) until the task is
+/// dropped; retention runs on its own, longer interval.
+pub async fn run(
+    db: DatabaseConnection,
+    interval: Duration,
+    job_retention: Duration,
+    retention: RetentionSettings,
+) {
     let mut ticker = tokio::time::interval(interval.min(MAX_INTERVAL));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut retention_ticker = tokio::time::interval(retention.interval);
+    retention_ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        ticker.tick().await;
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = retention_ticker.tick() => {
+                if let Err(err) = sweep_retention(&db, &retention.rules).await {
+                    tracing::warn!(error = %err, "retention sweep failed; retrying next time");
+                }
+                continue;
+            }
+        }
         if let Err(err) = sweep_once(&db).await {
             tracing::warn!(error = %err, "idempotency sweep failed; retrying next tick");
         }

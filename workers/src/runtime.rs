@@ -62,7 +62,12 @@ pub async fn run(
             stop.clone(),
         )),
         tokio::spawn(until_stopped(
-            crate::housekeeping::run(db.clone(), settings.sweep_interval, settings.job_retention),
+            crate::housekeeping::run(
+                db.clone(),
+                settings.sweep_interval,
+                settings.job_retention,
+                settings.retention,
+            ),
             stop.clone(),
         )),
         // Interrupts its own runs on stop, so not wrapped in `until_stopped`.

@@ -6,6 +6,7 @@ use std::time::Duration;
 use domain::inbound::inbox::sweep::SweepRules;
 use domain::retry::RetryPolicy;
 
+use crate::housekeeping::RetentionSettings;
 use crate::publisher::PublisherSettings;
 use crate::reconcile::ReconcileSettings;
 
@@ -23,6 +24,8 @@ pub struct WorkerSettings {
     pub sweep: SweepRules,
     /// How long the job queue keeps the rows of finished jobs.
     pub job_retention: Duration,
+    /// What is deleted when, and how often retention sweeps.
+    pub retention: RetentionSettings,
     /// Outgoing webhooks (the outbox publisher).
     pub publisher: PublisherSettings,
     /// Reconcile runs and their cron scheduler.
@@ -43,6 +46,7 @@ impl Default for WorkerSettings {
                 batch: 500,
             },
             job_retention: Duration::from_secs(10),
+            retention: RetentionSettings::default(),
             publisher: PublisherSettings::default(),
             reconcile: ReconcileSettings::default(),
         }
@@ -75,6 +79,10 @@ impl WorkerSettings {
                 batch: 100,
             },
             job_retention: Duration::from_secs(10),
+            retention: RetentionSettings {
+                interval: Duration::from_millis(200),
+                ..RetentionSettings::default()
+            },
             publisher: PublisherSettings {
                 request_timeout: Duration::from_secs(5),
                 retry: RetryPolicy {
@@ -110,6 +118,10 @@ impl WorkerSettings {
         if self.poll_interval.is_zero() || self.sweep_interval.is_zero() {
             return Err("poll and sweep intervals must be positive".into());
         }
+        if self.retention.interval.is_zero() {
+            return Err("the retention interval must be positive".into());
+        }
+        self.retention.rules.validate()?;
         self.reconcile.validate()
     }
 }

@@ -5,10 +5,11 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use domain::inbound::inbox::InboxState;
 use domain::inbound::inbox::ops::{self, InboxFilter};
+use domain::retry::RetryPolicy;
 use sea_orm::DatabaseConnection;
 use workers::InboxQueue;
 
-use super::describe_missing;
+use super::{describe, describe_missing};
 
 #[derive(Debug, Subcommand)]
 pub enum InboxCommand {
@@ -29,6 +30,10 @@ pub enum InboxCommand {
         /// Only count what a bulk retry would take.
         #[arg(long)]
         dry_run: bool,
+        /// Take processed events too (a bulk retry refuses them otherwise):
+        /// they re-apply historic payloads.
+        #[arg(long)]
+        include_processed: bool,
     },
 }
 
@@ -93,36 +98,55 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
             id,
             filter,
             dry_run,
-        } => {
-            let queue = InboxQueue::for_connection(db)?;
-            let ids = match id {
-                Some(_) if !filter.is_empty() || dry_run => {
-                    anyhow::bail!("give either an event id or a filter, not both")
-                }
-                Some(id) => vec![
-                    ops::retry(db, id, Utc::now())
-                        .await
-                        .map_err(describe_missing("inbox event"))?
-                        .id,
-                ],
-                None => {
-                    let done = ops::retry_matching(db, &filter.filter()?, Utc::now(), dry_run)
-                        .await
-                        .map_err(describe_missing("inbox event"))?;
-                    if dry_run {
-                        println!("{} event(s) would be retried", done.matched);
-                        return Ok(());
-                    }
-                    done.retried
-                }
-            };
-            for id in &ids {
-                if let Err(error) = queue.push(*id, None).await {
+            include_processed,
+        } => match id {
+            Some(_) if !filter.is_empty() || dry_run || include_processed => {
+                anyhow::bail!("give either an event id or a filter, not both")
+            }
+            Some(id) => {
+                let queue = InboxQueue::for_connection(db)?;
+                let id = ops::retry(db, id, Utc::now())
+                    .await
+                    .map_err(describe_missing("inbox event"))?
+                    .id;
+                if let Err(error) = queue.push(id, None).await {
                     eprintln!("warning: {error}; a running worker's sweeper will queue it");
                 }
+                println!("1 event(s) sent back for processing");
             }
-            println!("{} event(s) sent back for processing", ids.len());
-        }
+            None => {
+                let request = ops::BulkRetryRequest {
+                    filter: filter.filter()?,
+                    include_processed,
+                    dry_run,
+                };
+                let done = ops::retry_matching(db, &request, &RetryPolicy::default())
+                    .await
+                    .map_err(describe)?;
+                let counts = |map: &std::collections::BTreeMap<String, u64>| {
+                    map.iter()
+                        .map(|(state, n)| format!("{state} {n}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                if dry_run {
+                    println!(
+                        "{} event(s) would be re-applied in received order ({})",
+                        done.matched,
+                        counts(&done.by_state)
+                    );
+                } else {
+                    println!(
+                        "{} event(s) re-applied in received order ({})",
+                        done.retried,
+                        counts(&done.results)
+                    );
+                }
+                if let Some(note) = ops::historic_note(&done, dry_run) {
+                    println!("note: {note}");
+                }
+            }
+        },
     }
     Ok(())
 }

@@ -74,6 +74,13 @@ pub enum Command {
     Migrate,
     /// Delete what has outlived its retention (expired Idempotency-Keys) and exit.
     Prune,
+    /// Copy the SQLite database to a new file (0600) while the service runs:
+    /// a consistent snapshot. For PostgreSQL use `pg_dump` (see README,
+    /// "Data protection").
+    Backup {
+        /// The copy; must not exist yet.
+        file: std::path::PathBuf,
+    },
     /// Print the intake upsert as PostgreSQL SQL with sample rows (for bench/run's pgbench).
     #[command(hide = true)]
     BenchSql {
@@ -146,6 +153,8 @@ pub async fn run() -> anyhow::Result<()> {
             http.keyring = keyring;
             let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
+            let imports = app.imports();
+            let import_grace = std::time::Duration::from_secs(http.import_shutdown_grace_secs);
             tracing::info!(bind = %http.bind, port = app.port(), "leadpipe listening");
             if let Some(port) = app.metrics_port() {
                 tracing::info!(port, "metrics on their own listener (no token)");
@@ -160,6 +169,8 @@ pub async fn run() -> anyhow::Result<()> {
                 served?;
                 worked?;
             }
+            // Imports outlive the requests that started them.
+            imports.drain(import_grace).await;
         }
         Command::Work {
             no_migrate,
@@ -202,6 +213,10 @@ pub async fn run() -> anyhow::Result<()> {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let deleted = workers::housekeeping::sweep_once(&conn).await?;
             println!("deleted {deleted} expired idempotency keys");
+        }
+        Command::Backup { file } => {
+            let bytes = storage::backup(&db.database_url, &file).await?;
+            println!("backed up to {} ({bytes} bytes)", file.display());
         }
         Command::BenchSql { rows } => {
             println!(

@@ -2,9 +2,11 @@
 //! this process, with a progress bar, then a summary table. The run is an
 //! ordinary `reconcile_run` row: a scheduled or API run of the same source
 //! makes this one refuse to start, and the other way round.
+//! `leadpipe reconcile retry-rejected [--source S]` re-applies the records
+//! runs rejected, after a mapping fix.
 
 use anyhow::Context;
-use clap::Args;
+use clap::{Args, Subcommand};
 use domain::entities::reconcile_run::Model as Run;
 use domain::outbound::net_guard::OutboundPolicy;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
@@ -13,10 +15,13 @@ use sea_orm::DatabaseConnection;
 use workers::reconcile::{Progress, ReconcileSettings, Reconciler};
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct ReconcileArgs {
+    #[command(subcommand)]
+    pub command: Option<ReconcileCommand>,
     /// The source to reconcile (it needs a `pull_url`).
-    #[arg(long)]
-    pub source: String,
+    #[arg(long, required = true)]
+    pub source: Option<String>,
     /// Fetch and compare only: count what would be created or updated.
     #[arg(long)]
     pub dry_run: bool,
@@ -29,19 +34,42 @@ pub struct ReconcileArgs {
     pub no_progress: bool,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum ReconcileCommand {
+    /// Re-apply the records runs rejected (after fixing the source's
+    /// mapping); those that now map are written once and marked resolved.
+    RetryRejected {
+        /// Only this source's records.
+        #[arg(long)]
+        source: Option<String>,
+    },
+}
+
 pub async fn run(
     db: &DatabaseConnection,
     args: ReconcileArgs,
     outbound: OutboundPolicy,
     keyring: domain::sealed::Keyring,
 ) -> anyhow::Result<()> {
+    if let Some(ReconcileCommand::RetryRejected { source }) = args.command {
+        let done = domain::reconcile::rejected::retry(db, source.as_deref()).await?;
+        println!(
+            "{} rejected record(s) retried: {} resolved, {} still rejected",
+            done.retried, done.resolved, done.still_rejected
+        );
+        return Ok(());
+    }
+    let source = args
+        .source
+        .clone()
+        .context("--source is required to start a run")?;
     let settings = ReconcileSettings {
         outbound,
         keyring,
         ..Default::default()
     };
     let start = StartRun {
-        source: args.source.clone(),
+        source,
         dry_run: args.dry_run,
         since: args.since.map(|s| Some(s).filter(|s| !s.is_empty())),
         trigger: Trigger::Cli,

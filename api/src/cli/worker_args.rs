@@ -40,6 +40,25 @@ pub struct WorkerArgs {
     /// keeps each event's outcome); pruned every few seconds.
     #[arg(long, env = "LEADPIPE_JOB_RETENTION", default_value = "10s", value_parser = parse_duration)]
     pub job_retention: Duration,
+    /// Finished inbox events' raw bodies (personal data) are emptied after
+    /// this; the event row stays for deduplication.
+    #[arg(long, env = "LEADPIPE_RETAIN_INBOX_BODIES", default_value = "30d", value_parser = parse_duration)]
+    pub retain_inbox_bodies: Duration,
+    /// Finished inbox events are deleted this long after their last
+    /// delivery (at least 7d: a late redelivery must still be a duplicate).
+    #[arg(long, env = "LEADPIPE_RETAIN_INBOX_EVENTS", default_value = "90d", value_parser = parse_duration)]
+    pub retain_inbox_events: Duration,
+    /// Outbox events delivered to every subscription, and their deliveries,
+    /// are deleted after this (undelivered and dead ones never are).
+    #[arg(long, env = "LEADPIPE_RETAIN_DELIVERED_OUTBOX", default_value = "30d", value_parser = parse_duration)]
+    pub retain_delivered_outbox: Duration,
+    /// Finished import runs' per-row reports are deleted after this (the
+    /// run and its counts stay).
+    #[arg(long, env = "LEADPIPE_RETAIN_RUN_DETAILS", default_value = "30d", value_parser = parse_duration)]
+    pub retain_run_details: Duration,
+    /// How often the retention sweep runs.
+    #[arg(long, env = "LEADPIPE_RETENTION_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub retention_interval: Duration,
     /// Timeout of one outgoing webhook request.
     #[arg(long, env = "LEADPIPE_DELIVERY_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
     pub delivery_timeout: Duration,
@@ -78,6 +97,16 @@ impl WorkerArgs {
                 batch: 500,
             },
             job_retention: self.job_retention,
+            retention: workers::housekeeping::RetentionSettings {
+                rules: domain::retention::RetentionRules {
+                    inbox_body: self.retain_inbox_bodies,
+                    inbox_event: self.retain_inbox_events,
+                    outbox: self.retain_delivered_outbox,
+                    run_details: self.retain_run_details,
+                    ..Default::default()
+                },
+                interval: self.retention_interval,
+            },
             publisher: workers::publisher::PublisherSettings {
                 request_timeout: self.delivery_timeout,
                 retry: RetryPolicy {
@@ -103,7 +132,7 @@ impl WorkerArgs {
     }
 }
 
-/// `250ms`, `30s`, `5m`, `1h`; a bare number is seconds.
+/// `250ms`, `30s`, `5m`, `1h`, `30d`; a bare number is seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
@@ -112,13 +141,14 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let (number, unit) = text.split_at(split);
     let n: u64 = number
         .parse()
-        .map_err(|_| format!("'{text}' is not a duration like 250ms, 30s, 5m or 1h"))?;
+        .map_err(|_| format!("'{text}' is not a duration like 250ms, 30s, 5m, 1h or 30d"))?;
     let millis = match unit.trim() {
         "ms" => Some(n),
         "" | "s" => n.checked_mul(1000),
         "m" => n.checked_mul(60_000),
         "h" => n.checked_mul(3_600_000),
-        other => return Err(format!("unknown duration unit '{other}' (ms, s, m, h)")),
+        "d" => n.checked_mul(86_400_000),
+        other => return Err(format!("unknown duration unit '{other}' (ms, s, m, h, d)")),
     };
     millis
         .map(Duration::from_millis)
@@ -137,7 +167,11 @@ mod tests {
         assert_eq!(parse_duration("30").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
         assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
-        for bad in ["", "s", "5d", "-1s", "1.5s"] {
+        assert_eq!(
+            parse_duration("30d").unwrap(),
+            Duration::from_secs(30 * 86_400)
+        );
+        for bad in ["", "s", "5w", "-1s", "1.5s"] {
             assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }

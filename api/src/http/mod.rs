@@ -1,7 +1,8 @@
 //! The HTTP plumbing every endpoint shares: application state, the auth and
 //! role extractors, body reading and limits, correlation ids, idempotency,
 //! rate limits, the error type and its problem catalogue, metrics, upload
-//! spools and the default response headers.
+//! spools, the imports running in the background and the default response
+//! headers.
 
 pub mod auth;
 pub mod body;
@@ -9,6 +10,7 @@ pub mod body_limit;
 pub mod correlation;
 pub mod error;
 pub mod idempotency;
+pub mod imports;
 pub mod list;
 pub mod metrics;
 pub mod params;

@@ -24,6 +24,8 @@ pub struct AppState {
     pub reconciler: Arc<workers::reconcile::Reconciler>,
     /// Failed-authentication and webhook rate limits.
     pub limits: Arc<crate::http::rate_limit::Limits>,
+    /// Imports started over HTTP, which a graceful stop waits for.
+    pub imports: crate::http::imports::ImportTasks,
     /// The database gauges, refreshed in the background for `/metrics`.
     pub gauges: Arc<crate::http::metrics::Gauges>,
 }

@@ -163,6 +163,7 @@ pub fn parts() -> Vec<utoipa::openapi::OpenApi> {
         crate::routes::webhooks::Api::openapi(),
         crate::routes::ops::inbox::Api::openapi(),
         crate::routes::ops::reconcile::Api::openapi(),
+        crate::routes::ops::reconcile_rejected::Api::openapi(),
     ]
 }
 

@@ -189,10 +189,11 @@ async fn start(
     let prepared = import::prepare(&state.db, &spec, temp.path()).await?;
     let run = prepared.run.clone();
     let db = state.db.clone();
-    tokio::spawn(async move {
+    state.imports.spawn(move |stop| async move {
         // The temporary file lives until the import is done with it.
         let _temp = temp;
-        if let Err(err) = import::execute(&db, prepared, spec.batch_size, |_| {}).await {
+        if let Err(err) = import::execute_until(&db, prepared, spec.batch_size, |_| {}, stop).await
+        {
             tracing::error!(error = %err, "import failed");
         }
     });

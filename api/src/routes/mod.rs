@@ -35,6 +35,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, metrics: bool) {
     sources::configure(cfg);
     webhooks::configure(cfg);
     ops::inbox::configure(cfg);
+    ops::reconcile_rejected::configure(cfg);
     ops::reconcile::configure(cfg);
     crate::openapi::configure(cfg);
 }

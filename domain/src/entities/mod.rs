@@ -17,6 +17,7 @@ pub mod lead_duplicate;
 pub mod outbox_delivery;
 pub mod outbox_event;
 pub mod principal;
+pub mod reconcile_rejected;
 pub mod reconcile_run;
 pub mod source;
 pub mod subscription;

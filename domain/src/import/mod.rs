@@ -41,6 +41,9 @@ pub const STATE_FAILED: &str = "failed";
 /// The process running the import stopped (killed, crashed, shut down)
 /// without finishing it: no heartbeat for [`ABANDONED_AFTER`].
 pub const STATE_ABANDONED: &str = "abandoned";
+/// The server was asked to stop and its grace period ran out before the
+/// import finished: the batches committed so far stay, counted in `rows`.
+pub const STATE_INTERRUPTED: &str = "interrupted";
 /// How often a running import touches its run's `updated_at`, also while a
 /// batch is slow, so a silent run means a process that is gone.
 pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -228,7 +231,27 @@ pub async fn execute(
     db: &DatabaseConnection,
     prepared: Prepared,
     batch_size: usize,
+    on_progress: impl FnMut(&Progress),
+) -> Result<import_run::Model, Error> {
+    execute_until(
+        db,
+        prepared,
+        batch_size,
+        on_progress,
+        std::future::pending(),
+    )
+    .await
+}
+
+/// [`execute`], stopping after the batch in flight once `stop` completes:
+/// the run is then `interrupted`, its committed rows counted, and importing
+/// the same file again resumes it.
+pub async fn execute_until(
+    db: &DatabaseConnection,
+    prepared: Prepared,
+    batch_size: usize,
     mut on_progress: impl FnMut(&Progress),
+    stop: impl std::future::Future<Output = ()>,
 ) -> Result<import_run::Model, Error> {
     let Prepared { run, mut reader } = prepared;
     let span =
@@ -271,8 +294,19 @@ pub async fn execute(
         bytes_total: run.bytes_total.unwrap_or(0),
         ..Default::default()
     };
+    let mut stop = std::pin::pin!(stop);
     let result = async {
-        while let Some(message) = rx.recv().await {
+        loop {
+            // A batch once taken is applied whole; only between batches
+            // does a stop request end the run.
+            let message = tokio::select! {
+                biased;
+                () = &mut stop => return Ok(true),
+                message = rx.recv() => message,
+            };
+            let Some(message) = message else {
+                return Ok(false);
+            };
             match message {
                 Message::Batch(rows, bytes_read) => {
                     let bytes_read = i64::try_from(bytes_read).unwrap_or(i64::MAX);
@@ -283,7 +317,6 @@ pub async fn execute(
                 Message::Failed(e) => return Err(e),
             }
         }
-        Ok(())
     };
     let heartbeat = tokio::spawn(heartbeat(db.clone(), run.id));
     let result = tracing::Instrument::instrument(result, span.clone()).await;
@@ -296,7 +329,23 @@ pub async fn execute(
         .col_expr(import_run::Column::FinishedAt, Expr::val(Some(now)))
         .filter(import_run::Column::Id.eq(run.id));
     match result {
-        Ok(()) => {
+        Ok(true) => {
+            let message = format!(
+                "the server stopped before this import finished ({} rows committed); \
+                 import the same file again to resume",
+                progress.rows
+            );
+            span.in_scope(|| {
+                tracing::warn!(rows = progress.rows, "import interrupted by shutdown")
+            });
+            finish
+                .col_expr(import_run::Column::State, Expr::val(STATE_INTERRUPTED))
+                .col_expr(import_run::Column::Error, Expr::val(Some(message)))
+                .exec(db)
+                .await?;
+            find_run(db, run.id).await
+        }
+        Ok(false) => {
             finish
                 .col_expr(import_run::Column::State, Expr::val(STATE_DONE))
                 .exec(db)

@@ -5,12 +5,14 @@
 //!
 //! This module holds the rules and the bookkeeping: a source's pull
 //! configuration ([`config`]), its cron ticks ([`schedule`]), the
-//! `reconcile_run` rows ([`run`]) and what one page does ([`page`]).
+//! `reconcile_run` rows ([`run`]), what one page does ([`page`]) and the
+//! records a page rejected ([`rejected`]).
 //! Fetching over HTTP and scheduling live in `workers::reconcile`.
 
 pub mod compare;
 pub mod config;
 pub mod page;
+pub mod rejected;
 pub mod run;
 pub mod schedule;
 

@@ -9,11 +9,11 @@ use serde_json::Value;
 
 use crate::entities::reconcile_run::{self, Column};
 use crate::entities::source as source_entity;
-use crate::inbound::mapping::map_object;
 use crate::inbound::source::Source;
 use crate::lead::ingest::{self, IngestContext, IngestItem, Origin, Outcome};
 use crate::lead::record::NewLead;
 
+use super::rejected::Rejection;
 use super::run::{RUNNING, add};
 
 /// A page as the sender's pull API answered it.
@@ -86,7 +86,7 @@ pub async fn apply(
         fetched: page.records.len() as i64,
         ..Default::default()
     };
-    let news = map_records(run, source, &page.records, &mut counts);
+    let (news, rejected) = map_records(run, source, &page.records, &mut counts);
     let txn = crate::db::begin_write(db).await?;
     if run.dry_run {
         for outcome in super::compare::predict(&txn, &source.name, &news).await? {
@@ -110,6 +110,8 @@ pub async fn apply(
                 counts.count(done.outcome);
             }
         }
+        // Kept to retry after a mapping fix: the cursor moves past them.
+        super::rejected::keep(&txn, &source.name, run.id, &rejected, crate::clock::now()).await?;
     }
     if !book(&txn, run, page, &counts).await? {
         txn.rollback().await?;
@@ -127,33 +129,24 @@ fn map_records(
     source: &Source,
     records: &[Value],
     counts: &mut PageCounts,
-) -> Vec<NewLead> {
+) -> (Vec<NewLead>, Vec<Rejection>) {
     let mut news = Vec::with_capacity(records.len());
+    let mut rejected = Vec::new();
     for (index, record) in records.iter().enumerate() {
-        let mapped = map_object(&source.name, &source.mapping, record)
-            .map_err(|e| e.to_string())
-            .and_then(|r| r.normalise().map_err(describe));
-        match mapped {
+        match super::rejected::map(source, record) {
             Ok(new) => news.push(new),
             Err(reason) => {
                 counts.rejected += 1;
                 // The reason names fields and pointers, never their values.
-                tracing::warn!(run_id = run.id, source = %source.name, index, %reason, "reconcile skipped a record that does not map to a lead");
+                tracing::warn!(run_id = run.id, source = %source.name, index, %reason, "reconcile skipped a record that does not map to a lead; kept to retry");
+                rejected.push(Rejection {
+                    record: record.clone(),
+                    reason,
+                });
             }
         }
     }
-    news
-}
-
-fn describe(err: crate::Error) -> String {
-    match err {
-        crate::Error::Invalid(fields) => fields
-            .iter()
-            .map(|f| format!("{}: {}", f.field, f.message))
-            .collect::<Vec<_>>()
-            .join("; "),
-        other => other.to_string(),
-    }
+    (news, rejected)
 }
 
 /// The run's counts and cursor, and (unless dry) the source's cursor, fenced

@@ -1,11 +1,14 @@
 //! `/api/ops/inbox`: watch and repair webhook processing (ops and admin).
 
+use std::collections::BTreeMap;
+
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{DateTime, Utc};
 use domain::FieldError;
 use domain::entities::inbox_event;
 use domain::inbound::inbox::InboxState;
-use domain::inbound::inbox::ops::{self, InboxFilter};
+use domain::inbound::inbox::ops::{self, BulkRetryRequest, InboxFilter};
+use domain::retry::RetryPolicy;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -270,7 +273,7 @@ async fn retry_event(
     Ok(HttpResponse::Accepted().json(InboxEventOut::summary(event)))
 }
 
-/// Which events to retry; `state` is required.
+/// Which events to retry: any retryable state unless `state` names one.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = InboxRetryIn)]
@@ -280,32 +283,50 @@ struct BulkRetryIn {
     state: Option<String>,
     received_since: Option<DateTime<Utc>>,
     received_until: Option<DateTime<Utc>>,
+    /// Take `processed` events too: they re-apply historic payloads.
+    #[serde(default)]
+    include_processed: bool,
     /// Only count them.
     #[serde(default)]
     dry_run: bool,
 }
 
-/// How many events matched and were retried.
+/// What matched, and what re-applying it came to.
 #[derive(Serialize, ToSchema)]
 #[schema(as = InboxRetryOut)]
 struct BulkRetryOut {
     dry_run: bool,
     matched: u64,
+    /// The matched events by state.
+    by_state: BTreeMap<String, u64>,
     retried: u64,
+    /// The retried events by their new state (`processed`, `skipped`,
+    /// `failed`: the workers retry it later, `dead`).
+    results: BTreeMap<String, u64>,
+    /// Present when processed events are among those matched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 /// Retry every event that matches a filter.
 ///
 /// **Roles:** ops, admin.
 ///
-/// `state` is required; with `dry_run` only counts them.
+/// Events are re-applied one at a time in the order they were received, so
+/// two events for one lead end with the later one on the lead; the answer
+/// says what each came to. `processed` events are refused unless
+/// `include_processed` is true: they re-apply historic payloads. With
+/// `dry_run`, only counts them by state.
 #[utoipa::path(
     post,
     path = "/api/ops/inbox/retry",
     operation_id = "retry_inbox_events",
     tag = "ops",
     request_body = BulkRetryIn,
-    responses((status = 200, description = "How many matched and were retried", body = BulkRetryOut)),
+    responses(
+        (status = 200, description = "What matched and what re-applying it came to", body = BulkRetryOut),
+        (status = 422, description = "`/problems/validation`: a state that cannot be retried, or `processed` without `include_processed`"),
+    ),
     security(("bearer" = [])),
 )]
 async fn retry_matching(
@@ -315,25 +336,32 @@ async fn retry_matching(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let input: BulkRetryIn = read_json(&req, body, state.http.max_body_bytes).await?;
-    let filter = InboxFilter {
-        source: input.source,
-        state: parse_state(input.state.as_deref())?,
-        received_since: input.received_since,
-        received_until: input.received_until,
+    let request = BulkRetryRequest {
+        filter: InboxFilter {
+            source: input.source,
+            state: parse_state(input.state.as_deref())?,
+            received_since: input.received_since,
+            received_until: input.received_until,
+        },
+        include_processed: input.include_processed,
+        dry_run: input.dry_run,
     };
-    let done = ops::retry_matching(&state.db, &filter, Utc::now(), input.dry_run).await?;
+    let done = ops::retry_matching(&state.db, &request, &RetryPolicy::default()).await?;
     if !input.dry_run {
         tracing::info!(
-            count = done.retried.len(),
+            count = done.retried,
             principal = caller.id,
             "bulk inbox retry"
         );
-        queue(&state, &done.retried).await;
     }
+    let note = ops::historic_note(&done, input.dry_run);
     Ok(HttpResponse::Ok().json(BulkRetryOut {
         dry_run: input.dry_run,
         matched: done.matched,
-        retried: done.retried.len() as u64,
+        by_state: done.by_state,
+        retried: done.retried,
+        results: done.results,
+        note,
     }))
 }
 

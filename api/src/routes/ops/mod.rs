@@ -1,9 +1,10 @@
 //! Operating the pipeline: inbox events, outgoing deliveries, reconcile
-//! runs, traces and stats.
+//! runs and the records they rejected, traces and stats.
 
 pub mod deliveries;
 pub mod inbox;
 pub mod reconcile;
+pub mod reconcile_rejected;
 pub mod stats;
 pub mod stats_series;
 pub mod trace;

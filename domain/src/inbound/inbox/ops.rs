@@ -2,16 +2,20 @@
 //! retry reprocesses the SAME row — same source and event id, through the
 //! same natural-key upsert — so it can never create a second lead.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
     QueryOrder, QuerySelect,
 };
 
 use super::InboxState;
+use super::process::{Applied, FailureRecorded, apply, claim, record_failure};
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::error::Error;
+use crate::retry::RetryPolicy;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct InboxFilter {
@@ -82,50 +86,161 @@ pub async fn retry<C: ConnectionTrait>(
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BulkRetry {
-    /// Events matching the filter.
-    pub matched: u64,
-    /// Events sent back for processing (empty on a dry run).
-    pub retried: Vec<i64>,
+/// What a bulk retry takes: events matching `filter` (any retryable state
+/// when it names none). `processed` events carry payloads already applied,
+/// possibly older than what the lead holds now, so they are taken only when
+/// `include_processed` says so.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BulkRetryRequest {
+    pub filter: InboxFilter,
+    pub include_processed: bool,
+    /// Only count what would be re-applied.
+    pub dry_run: bool,
 }
 
-/// Retries every event matching `filter`, whose `state` must be given and
-/// retryable; `dry_run` only counts.
-pub async fn retry_matching<C: ConnectionTrait>(
-    conn: &C,
-    filter: &InboxFilter,
-    now: DateTime<Utc>,
-    dry_run: bool,
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BulkRetry {
+    /// Events matching the request.
+    pub matched: u64,
+    /// The matched events by their state before the retry.
+    pub by_state: BTreeMap<String, u64>,
+    /// Events re-applied (none on a dry run).
+    pub retried: u64,
+    /// What re-applying came to, by the event's new state: `processed`,
+    /// `skipped`, `failed` (retried later by the workers) or `dead`.
+    pub results: BTreeMap<String, u64>,
+}
+
+/// Who re-applies events in a bulk retry, as `locked_by` shows it.
+pub const BULK_RETRY_WORKER: &str = "ops-bulk-retry";
+
+/// Re-applies every event matching the request, one at a time in the order
+/// they were received (`received_at`, then id). Applying them here rather
+/// than through the concurrent job queue is what keeps two events for one
+/// lead in their original order: the later one ends up on the lead. Each
+/// event is reset, claimed and applied through the same steps as a job, so a
+/// retry still cannot create a second lead.
+pub async fn retry_matching(
+    db: &DatabaseConnection,
+    request: &BulkRetryRequest,
+    policy: &RetryPolicy,
 ) -> Result<BulkRetry, Error> {
-    if !filter
-        .state
-        .is_some_and(|s| InboxState::RETRYABLE.contains(&s))
-    {
+    let states = retry_states(request)?;
+    let condition = request
+        .filter
+        .condition()
+        .add(Column::State.is_in(states.iter().map(|s| s.as_str())));
+    let mut by_state = BTreeMap::new();
+    let counted: Vec<(String, i64)> = inbox_event::Entity::find()
+        .select_only()
+        .column(Column::State)
+        .column_as(Column::Id.count(), "n")
+        .filter(condition.clone())
+        .group_by(Column::State)
+        .into_tuple()
+        .all(db)
+        .await?;
+    for (state, n) in counted {
+        by_state.insert(state, u64::try_from(n).unwrap_or(0));
+    }
+    let mut done = BulkRetry {
+        matched: by_state.values().sum(),
+        by_state,
+        ..Default::default()
+    };
+    if request.dry_run {
+        return Ok(done);
+    }
+    // Ids only, taken up front: an event that fails again may match the
+    // filter again, and must not be re-applied twice in one retry.
+    let ids: Vec<i64> = inbox_event::Entity::find()
+        .select_only()
+        .column(Column::Id)
+        .filter(condition)
+        .order_by_asc(Column::ReceivedAt)
+        .order_by_asc(Column::Id)
+        .into_tuple()
+        .all(db)
+        .await?;
+    let allowed: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
+    for id in ids {
+        let now = crate::clock::now();
+        // Reset only while it is still in a state the request takes: a job
+        // may have finished it meanwhile.
+        let reset = reset_for_retry(now)
+            .filter(Column::Id.eq(id))
+            .filter(Column::State.is_in(allowed.clone()))
+            .exec(db)
+            .await?;
+        if reset.rows_affected == 0 {
+            continue;
+        }
+        let Some(event) = claim(db, id, BULK_RETRY_WORKER, now, CLAIM_LEASE).await? else {
+            continue;
+        };
+        done.retried += 1;
+        let result = match apply(db, &event).await {
+            Ok(Applied::Processed { .. }) => InboxState::Processed.as_str(),
+            Ok(Applied::Skipped) => InboxState::Skipped.as_str(),
+            Ok(Applied::LostClaim) => "lost_claim",
+            Err(error) => match record_failure(db, &event, &error, policy, now).await? {
+                FailureRecorded::RetryAt(_) => InboxState::Failed.as_str(),
+                FailureRecorded::Dead => InboxState::Dead.as_str(),
+                FailureRecorded::LostClaim => "lost_claim",
+            },
+        };
+        *done.results.entry(result.to_owned()).or_default() += 1;
+    }
+    Ok(done)
+}
+
+/// What to tell the operator when processed events are (or would be)
+/// re-applied; `None` when none matched.
+pub fn historic_note(done: &BulkRetry, dry_run: bool) -> Option<String> {
+    let processed = done
+        .by_state
+        .get(InboxState::Processed.as_str())
+        .copied()
+        .unwrap_or(0);
+    (processed > 0).then(|| {
+        format!(
+            "{processed} processed event(s) {} historic payloads: a payload without a newer \
+             source_updated_at overwrites what the lead holds now",
+            if dry_run {
+                "would re-apply"
+            } else {
+                "re-applied"
+            }
+        )
+    })
+}
+
+/// Our claim is only ever on events we have just reset, so the lease only
+/// matters to a sweeper that finds this process dead mid-retry.
+const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(300);
+
+fn retry_states(request: &BulkRetryRequest) -> Result<Vec<InboxState>, Error> {
+    let states: Vec<InboxState> = match request.filter.state {
+        Some(state) if !InboxState::RETRYABLE.contains(&state) => {
+            return Err(Error::invalid(
+                "state",
+                "must be one a bulk retry can take: failed, dead, skipped or processed",
+            ));
+        }
+        Some(state) => vec![state],
+        None => InboxState::RETRYABLE
+            .into_iter()
+            .filter(|s| *s != InboxState::Processed || request.include_processed)
+            .collect(),
+    };
+    if states.contains(&InboxState::Processed) && !request.include_processed {
         return Err(Error::invalid(
-            "state",
-            "is required for a bulk retry: failed, dead, skipped or processed",
+            "include_processed",
+            "must be true to retry processed events: they re-apply historic payloads, \
+             which may be older than what the lead holds now",
         ));
     }
-    if dry_run {
-        let matched = inbox_event::Entity::find()
-            .filter(filter.condition())
-            .count(conn)
-            .await?;
-        return Ok(BulkRetry {
-            matched,
-            retried: Vec::new(),
-        });
-    }
-    let reset = reset_for_retry(now)
-        .filter(filter.condition())
-        .exec_with_returning(conn)
-        .await?;
-    let retried: Vec<i64> = reset.into_iter().map(|e| e.id).collect();
-    Ok(BulkRetry {
-        matched: retried.len() as u64,
-        retried,
-    })
+    Ok(states)
 }
 
 fn retryable() -> Condition {

@@ -1,0 +1,138 @@
+//! `/api/ops/reconcile/rejected`: the records reconcile pages rejected, and
+//! re-applying them after a mapping fix (ops and admin).
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use domain::entities::reconcile_rejected;
+use domain::reconcile::rejected::{self, RejectedFilter};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::http::auth::{Caller, OpsUp};
+use crate::http::body::read_json;
+use crate::http::error::ApiError;
+use crate::http::list::{ListParams, Page, listed};
+use crate::http::state::AppState;
+
+/// Registered before `/api/ops/reconcile/{source}`, which would take the
+/// path otherwise.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/ops/reconcile/rejected", web::get().to(list))
+        .route("/api/ops/reconcile/rejected/retry", web::post().to(retry));
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list, retry))]
+pub struct Api;
+
+#[derive(Deserialize, IntoParams)]
+struct Filter {
+    /// Only records of this source.
+    source: Option<String>,
+    /// `rejected` (waiting for a retry) or `resolved`.
+    state: Option<String>,
+}
+
+listed! {
+    "A page of rejected reconcile records." type ReconcileRejectedPage = Page<reconcile_rejected::Model>;
+}
+
+/// List the records reconcile rejected, newest first.
+///
+/// **Roles:** ops, admin.
+///
+/// A record that does not map to a lead is kept with its source, run and
+/// reason while the run moves on; once the mapping is fixed,
+/// `POST /api/ops/reconcile/rejected/retry` re-applies it.
+#[utoipa::path(
+    get,
+    path = "/api/ops/reconcile/rejected",
+    operation_id = "list_reconcile_rejected",
+    tag = "ops",
+    params(Filter, ListParams),
+    responses(
+        (status = 200, description = "A page of records", body = ReconcileRejectedPage),
+        (status = 422, description = "`/problems/validation`: a bad state or cursor"),
+    ),
+    security(("bearer" = [])),
+)]
+async fn list(
+    _: Caller<OpsUp>,
+    state: web::Data<AppState>,
+    filter: web::Query<Filter>,
+    list: web::Query<ListParams>,
+) -> Result<HttpResponse, ApiError> {
+    let Filter {
+        source,
+        state: wanted,
+    } = filter.into_inner();
+    if wanted
+        .as_deref()
+        .is_some_and(|s| ![rejected::REJECTED, rejected::RESOLVED].contains(&s))
+    {
+        return Err(ApiError::invalid("state", "must be rejected or resolved"));
+    }
+    let limit = list.limit();
+    let filter = RejectedFilter {
+        source,
+        state: wanted,
+    };
+    let rows = rejected::list(state.reads.db(), &filter, list.before_id()?, limit + 1).await?;
+    Ok(HttpResponse::Ok().json(Page::from_overfetch(rows, limit, |r| r.id)))
+}
+
+/// Which rejected records to retry: one source's, or all.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = ReconcileRejectedRetryIn)]
+struct RetryIn {
+    source: Option<String>,
+}
+
+/// What a retry came to.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ReconcileRejectedRetryOut)]
+struct RetryOut {
+    retried: u64,
+    /// Applied now, each once, and marked `resolved`.
+    resolved: u64,
+    /// Still do not map; their reason is updated.
+    still_rejected: u64,
+}
+
+/// Re-apply the rejected records, after a mapping fix.
+///
+/// **Roles:** ops, admin.
+///
+/// Each `rejected` record is mapped again by its source's current mapping
+/// and, if it now maps, written through the same write path as reconcile
+/// (origin `reconcile`) and marked `resolved` in the same transaction: a
+/// record is never applied twice, however many retries run at once.
+#[utoipa::path(
+    post,
+    path = "/api/ops/reconcile/rejected/retry",
+    operation_id = "retry_reconcile_rejected",
+    tag = "ops",
+    request_body = RetryIn,
+    responses((status = 200, description = "What the retry came to", body = RetryOut)),
+    security(("bearer" = [])),
+)]
+async fn retry(
+    caller: Caller<OpsUp>,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let input: RetryIn = read_json(&req, body, state.http.max_body_bytes).await?;
+    let done = rejected::retry(&state.db, input.source.as_deref()).await?;
+    tracing::info!(
+        retried = done.retried,
+        resolved = done.resolved,
+        principal = caller.id,
+        "rejected reconcile records retried"
+    );
+    Ok(HttpResponse::Ok().json(RetryOut {
+        retried: done.retried,
+        resolved: done.resolved,
+        still_rejected: done.still_rejected,
+    }))
+}
