@@ -5,15 +5,36 @@
 use std::fmt;
 use std::str::FromStr;
 
+use sea_orm::sea_query::StringLen;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+// Stored as its snake_case name in a text column (`String(16)`), the
+// same text the API shows.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    sea_orm::EnumIter,
+    sea_orm::DeriveActiveEnum,
+)]
 #[serde(rename_all = "snake_case")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 pub enum LeadStatus {
+    #[sea_orm(string_value = "new")]
     New,
+    #[sea_orm(string_value = "contacted")]
     Contacted,
+    #[sea_orm(string_value = "qualified")]
     Qualified,
+    #[sea_orm(string_value = "converted")]
     Converted,
+    #[sea_orm(string_value = "lost")]
     Lost,
 }
 
@@ -97,6 +118,13 @@ impl FromStr for LeadStatus {
             .into_iter()
             .find(|status| status.as_str() == s)
             .ok_or_else(|| format!("unknown status '{s}'"))
+    }
+}
+
+/// Lets a stored value be compared with its text, as tests and SQL do.
+impl PartialEq<&str> for LeadStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 

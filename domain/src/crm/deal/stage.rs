@@ -7,13 +7,32 @@
 use std::fmt;
 use std::str::FromStr;
 
+use sea_orm::sea_query::StringLen;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+// Stored as its snake_case name in a text column (`String(16)`), the
+// same text the API shows.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+    sea_orm::EnumIter,
+    sea_orm::DeriveActiveEnum,
+)]
 #[serde(rename_all = "snake_case")]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 pub enum DealStage {
+    #[sea_orm(string_value = "open")]
     Open,
+    #[sea_orm(string_value = "won")]
     Won,
+    #[sea_orm(string_value = "lost")]
     Lost,
 }
 
@@ -74,6 +93,13 @@ impl FromStr for DealStage {
     }
 }
 
+/// Lets a stored value be compared with its text, as tests and SQL do.
+impl PartialEq<&str> for DealStage {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -88,6 +114,9 @@ mod tests {
                 assert_eq!(from.check_move(to).is_ok(), legal, "{from} -> {to}");
             }
         }
-        assert_eq!(Won.check_move(Lost).unwrap_err().allowed, []);
+        assert_eq!(
+            Won.check_move(Lost).unwrap_err().allowed,
+            Vec::<DealStage>::new()
+        );
     }
 }
