@@ -2,9 +2,6 @@
 //! `new → contacted → qualified → converted`; any open status → `lost` (reason
 //! required); `lost → new` (recycle); `converted` is final.
 
-use std::fmt;
-use std::str::FromStr;
-
 use sea_orm::sea_query::StringLen;
 use serde::{Deserialize, Serialize};
 
@@ -104,29 +101,7 @@ impl LeadStatus {
     }
 }
 
-impl fmt::Display for LeadStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for LeadStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| format!("unknown status '{s}'"))
-    }
-}
-
-/// Lets a stored value be compared with its text, as tests and SQL do.
-impl PartialEq<&str> for LeadStatus {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
+text_enum!(LeadStatus, "unknown status '{}'");
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -4,9 +4,6 @@
 //! stage, while the writes depend on both, so in one module they would name
 //! each other.
 
-use std::fmt;
-use std::str::FromStr;
-
 use sea_orm::sea_query::StringLen;
 use serde::{Deserialize, Serialize};
 
@@ -76,29 +73,7 @@ impl DealStage {
     }
 }
 
-impl fmt::Display for DealStage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for DealStage {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|stage| stage.as_str() == s)
-            .ok_or_else(|| format!("unknown stage '{s}' (open, won, lost)"))
-    }
-}
-
-/// Lets a stored value be compared with its text, as tests and SQL do.
-impl PartialEq<&str> for DealStage {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
+text_enum!(DealStage, "unknown stage '{}' (open, won, lost)");
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
