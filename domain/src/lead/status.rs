@@ -7,20 +7,9 @@ use serde::{Deserialize, Serialize};
 
 // Stored as its snake_case name in a text column (`String(16)`), the
 // same text the API shows.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    Serialize,
-    Deserialize,
-    utoipa::ToSchema,
-    sea_orm::EnumIter,
-    sea_orm::DeriveActiveEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum)]
 #[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 pub enum LeadStatus {
     #[sea_orm(string_value = "new")]
