@@ -119,7 +119,7 @@ impl Application {
                 .wrap(from_fn(crate::http::body_limit::middleware))
                 .wrap(from_fn(correlation::middleware))
                 .wrap(security_headers())
-                .configure(|cfg| routes::configure(cfg, metrics_public))
+                .configure(|cfg| routes::configure(&mut routes::Routes::new(cfg), metrics_public))
                 .default_service(web::to(|| async {
                     Err::<actix_web::HttpResponse, _>(ApiError::NotFound("no such route".into()))
                 }))

@@ -1,6 +1,36 @@
 //! leadpipe's model and rules. Free of HTTP and job-runtime types: every door
 //! (REST intake, webhooks, reconcile, import) calls into this crate.
 
+/// `Display`, `FromStr` (by `as_str` over `ALL`; the error names the
+/// value and `$what`) and comparison with the stored text, for the
+/// state-machine enums kept as text columns.
+macro_rules! text_enum {
+    ($name:ident, $what:literal) => {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = String;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                Self::ALL
+                    .into_iter()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| format!($what, s))
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.as_str() == *other
+            }
+        }
+    };
+}
+
 pub mod auth;
 pub mod clock;
 pub mod crm;

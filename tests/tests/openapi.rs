@@ -133,7 +133,7 @@ fn concrete(pattern: &str) -> String {
 async fn served_operations() -> BTreeSet<(String, String)> {
     let app = actix_web::test::init_service(
         App::new()
-            .configure(|cfg| api::routes::configure(cfg, true))
+            .configure(|cfg| api::routes::configure(&mut api::routes::Routes::new(cfg), true))
             .route(
                 "/__resource_map",
                 web::get()
@@ -218,8 +218,8 @@ async fn every_route_actix_serves_is_described_and_every_described_one_is_served
     assert!(
         undocumented.is_empty(),
         "routes without an OpenAPI description: {undocumented:?}.\n\
-         Add `#[utoipa::path(...)]` to their handlers, list them in their module's `Api`, \
-         then run `{REGENERATE}`."
+         Give their handlers `#[utoipa::path(...)]` and a route attribute (`#[get(\"/..\")]`), \
+         register them with `Routes::service`, then run `{REGENERATE}`."
     );
     let unserved: Vec<_> = described.difference(&serves).collect();
     assert!(

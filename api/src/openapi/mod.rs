@@ -3,19 +3,22 @@
 //! they read and write — and finished here by rules that hold for every
 //! endpoint (problem responses, correlation ids, Idempotency-Key headers).
 //!
+//! The operations come from the same registration that serves the routes
+//! (`crate::routes::configure`), so a route cannot be served undescribed.
 //! `api/openapi.json` is the committed copy. The `openapi` test fails when
 //! the served document differs from it, or when actix serves a route the
 //! document lacks; `LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests
 //! --test openapi` rewrites the file.
 
+use actix_web::get;
 use std::sync::OnceLock;
 
-use actix_web::{HttpResponse, web};
+use actix_web::HttpResponse;
 use utoipa::OpenApi as _;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::example::{Example, ExampleBuilder};
 use utoipa::openapi::header::HeaderBuilder;
-use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn, Paths};
 use utoipa::openapi::response::ResponseBuilder;
 use utoipa::openapi::schema::SchemaType;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -26,9 +29,10 @@ use utoipa::openapi::{
 };
 
 use crate::http::error::{PROBLEM_JSON, Problem, ProblemKind, ProblemType, problem_table_markdown};
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/openapi.json", web::get().to(serve));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(serve);
 }
 
 /// This document: the OpenAPI 3.1 description of the API.
@@ -37,12 +41,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 ///
 /// The same document is committed as `api/openapi.json`.
 #[utoipa::path(
-    get,
-    path = "/openapi.json",
     operation_id = "openapi",
     tag = "meta",
     responses((status = 200, description = "The OpenAPI document", content_type = "application/json", body = Object)),
 )]
+#[get("/openapi.json")]
 async fn serve() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
@@ -63,18 +66,29 @@ pub fn document() -> &'static str {
 }
 
 #[derive(utoipa::OpenApi)]
-#[openapi(
-    paths(serve, crate::routes::metrics::scrape),
-    components(schemas(Problem, ProblemType, domain::FieldError))
-)]
+#[openapi(components(schemas(Problem, ProblemType, domain::FieldError)))]
 struct Meta;
 
-/// Every route module's part, this module's, and the rules below.
+/// The operations the routes register, and the schemas they name.
+fn registered() -> (Paths, Vec<(String, RefOr<Schema>)>) {
+    let mut parts = None;
+    let _ = actix_web::App::new().configure(|cfg| {
+        let mut routes = crate::routes::Routes::new(cfg);
+        crate::routes::configure(&mut routes, true);
+        parts = Some(routes.into_parts());
+    });
+    parts.unwrap_or_default()
+}
+
+/// Every operation the routes register, and the rules below.
 pub fn build() -> OpenApi {
     let mut doc = Meta::openapi();
-    for part in parts() {
-        doc.merge(part);
-    }
+    let (paths, schemas) = registered();
+    doc.paths = paths;
+    doc.components
+        .get_or_insert_with(Default::default)
+        .schemas
+        .extend(schemas);
     doc.info = InfoBuilder::new()
         .title("leadpipe")
         .version(env!("CARGO_PKG_VERSION"))
@@ -140,31 +154,6 @@ pub fn build() -> OpenApi {
         }
     }
     doc
-}
-
-/// Each module's part of the OpenAPI document (`GET /openapi.json`). A
-/// route missing here, or a handler without `#[utoipa::path]`, fails the
-/// `openapi` test.
-pub fn parts() -> Vec<utoipa::openapi::OpenApi> {
-    use utoipa::OpenApi;
-    vec![
-        crate::routes::front::Api::openapi(),
-        crate::routes::health::Api::openapi(),
-        crate::routes::crm::openapi(),
-        crate::routes::imports::Api::openapi(),
-        crate::routes::leads::Api::openapi(),
-        crate::routes::principals::Api::openapi(),
-        crate::routes::subscriptions::Api::openapi(),
-        crate::routes::ops::deliveries::Api::openapi(),
-        crate::routes::ops::stats::Api::openapi(),
-        crate::routes::ops::stats_series::Api::openapi(),
-        crate::routes::ops::trace::Api::openapi(),
-        crate::routes::sources::Api::openapi(),
-        crate::routes::webhooks::Api::openapi(),
-        crate::routes::ops::inbox::Api::openapi(),
-        crate::routes::ops::reconcile::Api::openapi(),
-        crate::routes::ops::reconcile_rejected::Api::openapi(),
-    ]
 }
 
 pub const BEARER: &str = "bearer";
@@ -667,20 +656,18 @@ mod tests {
         );
     }
 
-    /// Merging keeps the first schema of a name and drops the others, so two
-    /// modules' types with one name would silently share a schema.
+    /// The document keeps one schema of a name, so two handlers' types with
+    /// one name would silently share a schema.
     #[test]
-    fn no_two_modules_define_different_schemas_under_one_name() {
+    fn no_two_handlers_name_different_schemas_alike() {
         let mut seen = std::collections::BTreeMap::new();
-        for part in parts() {
-            for (name, schema) in part.components.map(|c| c.schemas).unwrap_or_default() {
-                let schema = serde_json::to_value(&schema).expect("schema serialises");
-                if let Some(earlier) = seen.insert(name.clone(), schema.clone()) {
-                    assert_eq!(
-                        earlier, schema,
-                        "two different schemas are named {name}: rename one with #[schema(as = …)]"
-                    );
-                }
+        for (name, schema) in registered().1 {
+            let schema = serde_json::to_value(&schema).expect("schema serialises");
+            if let Some(earlier) = seen.insert(name.clone(), schema.clone()) {
+                assert_eq!(
+                    earlier, schema,
+                    "two different schemas are named {name}: rename one with #[schema(as = …)]"
+                );
             }
         }
     }

@@ -1,22 +1,19 @@
 //! The static front page (`frontend-stub/`: plain HTML, CSS and JavaScript,
 //! no build step, no external resources), compiled into the binary.
 
+use actix_web::HttpResponse;
+use actix_web::get;
 use actix_web::http::header;
-use actix_web::{HttpResponse, web};
+
+use crate::routes::Routes;
 
 const INDEX_HTML: &str = include_str!("../../../frontend-stub/index.html");
 const APP_JS: &str = include_str!("../../../frontend-stub/app.js");
 const APP_CSS: &str = include_str!("../../../frontend-stub/app.css");
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(index))
-        .route("/app.js", web::get().to(app_js))
-        .route("/app.css", web::get().to(app_css));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(index).service(app_js).service(app_css);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(index, app_js, app_css))]
-pub struct Api;
 
 /// A static file. `no-cache`: the browser revalidates, so a new binary's
 /// page is never mixed with an old script. `nosniff`, `Referrer-Policy` and
@@ -39,12 +36,11 @@ img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'self'; frame-a
 /// **Roles:** anyone may load the page; it asks for a token and calls the API
 /// with it.
 #[utoipa::path(
-    get,
-    path = "/",
     operation_id = "front_page",
     tag = "meta",
     responses((status = 200, description = "The page", content_type = "text/html", body = String)),
 )]
+#[get("/")]
 async fn index() -> HttpResponse {
     let mut response = asset("text/html; charset=utf-8", INDEX_HTML);
     response.headers_mut().insert(
@@ -58,12 +54,11 @@ async fn index() -> HttpResponse {
 ///
 /// **Roles:** anyone (no token).
 #[utoipa::path(
-    get,
-    path = "/app.js",
     operation_id = "front_app_js",
     tag = "meta",
     responses((status = 200, description = "JavaScript", content_type = "text/javascript", body = String)),
 )]
+#[get("/app.js")]
 async fn app_js() -> HttpResponse {
     asset("text/javascript; charset=utf-8", APP_JS)
 }
@@ -72,12 +67,11 @@ async fn app_js() -> HttpResponse {
 ///
 /// **Roles:** anyone (no token).
 #[utoipa::path(
-    get,
-    path = "/app.css",
     operation_id = "front_app_css",
     tag = "meta",
     responses((status = 200, description = "CSS", content_type = "text/css", body = String)),
 )]
+#[get("/app.css")]
 async fn app_css() -> HttpResponse {
     asset("text/css; charset=utf-8", APP_CSS)
 }

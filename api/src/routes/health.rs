@@ -1,30 +1,26 @@
 //! Liveness and readiness probes.
 
+use actix_web::get;
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/healthz", web::get().to(healthz))
-        .route("/readyz", web::get().to(readyz));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(healthz).service(readyz);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(healthz, readyz))]
-pub struct Api;
 
 /// Liveness: the process is up.
 ///
 /// **Roles:** anyone (no token).
 #[utoipa::path(
-    get,
-    path = "/healthz",
     operation_id = "healthz",
     tag = "meta",
     responses((status = 200, description = "Up", body = Object, example = json!({"status": "ok"}))),
 )]
+#[get("/healthz")]
 async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
@@ -33,8 +29,6 @@ async fn healthz() -> HttpResponse {
 ///
 /// **Roles:** anyone (no token).
 #[utoipa::path(
-    get,
-    path = "/readyz",
     operation_id = "readyz",
     tag = "meta",
     responses(
@@ -42,6 +36,7 @@ async fn healthz() -> HttpResponse {
         (status = 503, description = "`/problems/unavailable`: the database does not answer"),
     ),
 )]
+#[get("/readyz")]
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     state.db.ping().await.map_err(|err| {
         tracing::warn!(error = %err, "readiness check failed");

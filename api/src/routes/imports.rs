@@ -4,6 +4,8 @@
 //! `GET /api/imports/{id}` and downloads `GET /api/imports/{id}/report.csv`.
 
 use crate::http::spool::Spool;
+use crate::routes::Routes;
+use actix_web::{get, post};
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -23,19 +25,12 @@ use crate::http::state::AppState;
 /// Report rows fetched per query while streaming the CSV.
 const REPORT_PAGE: u64 = 1000;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/imports")
-            .route("", web::post().to(start))
-            .route("", web::get().to(list))
-            .route("/{id}", web::get().to(get))
-            .route("/{id}/report.csv", web::get().to(report_csv)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(start)
+        .service(list)
+        .service(get)
+        .service(report_csv);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(start, list, get, report_csv))]
-pub struct Api;
 
 /// An import run and its counts.
 #[derive(Serialize, ToSchema)]
@@ -124,8 +119,6 @@ async fn spool(
 /// re-run: the same file changes nothing, a corrected file only its changed
 /// rows.
 #[utoipa::path(
-    post,
-    path = "/api/imports",
     operation_id = "start_import",
     tag = "imports",
     params(StartParams),
@@ -140,6 +133,7 @@ async fn spool(
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/imports")]
 async fn start(
     // Who may import (the extractor), then how big, then what: a caller
     // without the role learns nothing about the parameters.
@@ -207,8 +201,6 @@ async fn start(
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/imports/{id}",
     operation_id = "get_import",
     tag = "imports",
     params(("id" = i64, Path, description = "The run's id")),
@@ -218,6 +210,7 @@ async fn start(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/imports/{id}")]
 async fn get(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -235,21 +228,20 @@ listed! {
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/imports",
     operation_id = "list_imports",
     tag = "imports",
     params(ListParams),
     responses((status = 200, description = "A page of runs", body = ImportRunPage)),
     security(("bearer" = [])),
 )]
+#[get("/api/imports")]
 async fn list(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let limit = list.limit();
-    let runs = import::list_runs(state.reads.db(), limit + 1, list.before_id()?).await?;
+    let limit = page.limit();
+    let runs = import::list_runs(state.reads.db(), limit + 1, page.before_id()?).await?;
     let page = Page::from_overfetch(runs, limit, |r| r.id);
     Ok(HttpResponse::Ok().json(page.map(RunOut::from)))
 }
@@ -261,8 +253,6 @@ async fn list(
 /// Columns `row,line,source_ref,outcome,lead_id,reason`; `outcome` is
 /// `created`, `updated`, `unchanged`, `stale` or `rejected` (with the reason).
 #[utoipa::path(
-    get,
-    path = "/api/imports/{id}/report.csv",
     operation_id = "get_import_report",
     tag = "imports",
     params(("id" = i64, Path, description = "The run's id")),
@@ -272,6 +262,7 @@ async fn list(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/imports/{id}/report.csv")]
 async fn report_csv(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,

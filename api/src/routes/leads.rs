@@ -2,6 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use actix_web::{get, patch, post};
 use domain::auth::Role;
 use domain::entities::{activity, lead};
 use domain::lead::ingest::{self, IngestContext, Origin, Outcome};
@@ -20,34 +21,20 @@ use crate::http::list::{ListParams, Page, WindowParams, listed};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::routes::Routes;
 
 /// The source of leads that sales staff create by hand.
 pub const MANUAL_SOURCE: &str = "manual";
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/leads")
-            .route("", web::post().to(create_or_update))
-            .route("", web::get().to(list_leads))
-            .route("/{id}", web::get().to(get_lead))
-            .route("/{id}", web::patch().to(patch_lead))
-            .route("/{id}/transitions", web::post().to(transition))
-            .route("/{id}/notes", web::post().to(add_note))
-            .route("/{id}/activities", web::get().to(list_activities)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(create_or_update)
+        .service(list_leads)
+        .service(get_lead)
+        .service(patch_lead)
+        .service(transition)
+        .service(add_note)
+        .service(list_activities);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(
-    create_or_update,
-    list_leads,
-    get_lead,
-    patch_lead,
-    transition,
-    add_note,
-    list_activities
-))]
-pub struct Api;
 
 /// A lead as the API shows it: in the OpenAPI document it *is* the `Lead`
 /// schema (a `$ref`, not a one-element `allOf` that client generators turn
@@ -127,8 +114,6 @@ impl Versioned for LeadDetail {
 /// by intake. A sales caller without `source_ref` must send an
 /// `Idempotency-Key`; the server assigns a `source_ref` (`man_…`).
 #[utoipa::path(
-    post,
-    path = "/api/leads",
     operation_id = "upsert_lead",
     tag = "leads",
     params(IdempotencyKey),
@@ -141,6 +126,7 @@ impl Versioned for LeadDetail {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/leads")]
 async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>) -> WriteResult {
     let mut write = write.read().await?;
     let record = &mut write.input;
@@ -211,8 +197,6 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/leads/{id}",
     operation_id = "get_lead",
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id")),
@@ -222,6 +206,7 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/leads/{id}")]
 async fn get_lead(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
@@ -258,8 +243,6 @@ struct TransitionIn {
 /// here is `422`. Writes a timeline entry and the outbox event
 /// `lead.status_changed` in the same transaction.
 #[utoipa::path(
-    post,
-    path = "/api/leads/{id}/transitions",
     operation_id = "transition_lead",
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKey, IfMatch),
@@ -272,6 +255,7 @@ struct TransitionIn {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/leads/{id}/transitions")]
 async fn transition(
     caller: Caller<SalesUp>,
     id: web::Path<i64>,
@@ -306,8 +290,6 @@ struct LeadPatch {
 /// Only active `sales` principals may own leads (else `422`). Writes a
 /// timeline entry and the outbox event `lead.assigned`.
 #[utoipa::path(
-    patch,
-    path = "/api/leads/{id}",
     operation_id = "patch_lead",
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKey, IfMatch),
@@ -319,6 +301,7 @@ struct LeadPatch {
     ),
     security(("bearer" = [])),
 )]
+#[patch("/api/leads/{id}")]
 async fn patch_lead(
     caller: Caller<SalesUp>,
     id: web::Path<i64>,
@@ -353,8 +336,6 @@ struct NoteIn {
 /// A note has no natural key, so `Idempotency-Key` is required. Writes the
 /// outbox event `lead.note_added`.
 #[utoipa::path(
-    post,
-    path = "/api/leads/{id}/notes",
     operation_id = "add_lead_note",
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKeyRequired),
@@ -365,6 +346,7 @@ struct NoteIn {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/leads/{id}/notes")]
 async fn add_note(
     caller: Caller<SalesUp>,
     id: web::Path<i64>,
@@ -437,27 +419,26 @@ listed! {
 /// `(timestamp, id)` order, so leads arriving while a client pages never
 /// shift a page.
 #[utoipa::path(
-    get,
-    path = "/api/leads",
     operation_id = "list_leads",
     tag = "leads",
     params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of leads", body = LeadPage)),
     security(("bearer" = [])),
 )]
+#[get("/api/leads")]
 async fn list_leads(
     caller: Caller<SalesUp>,
     state: web::Data<AppState>,
     filter: web::Query<Filter>,
     window: web::Query<WindowParams>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let filter = filter.into_inner().parse(caller.id, &window)?;
     let page = query::list_leads(
         state.reads.db(),
         &filter,
-        list.limit(),
-        list.cursor.as_deref(),
+        page.limit(),
+        page.cursor.as_deref(),
     )
     .await?;
     Ok(HttpResponse::Ok().json(Page::from(page).map(|lead| LeadOut { lead })))
@@ -470,8 +451,6 @@ async fn list_leads(
 /// Every intake call, status move, owner change, note, duplicate hint and
 /// conversion, with its author and correlation id.
 #[utoipa::path(
-    get,
-    path = "/api/leads/{id}/activities",
     operation_id = "list_lead_activities",
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), ListParams),
@@ -481,15 +460,16 @@ async fn list_leads(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/leads/{id}/activities")]
 async fn list_activities(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     sales::find_lead(state.reads.db(), id).await?;
     let page =
-        query::list_activities(state.reads.db(), id, list.limit(), list.cursor.as_deref()).await?;
+        query::list_activities(state.reads.db(), id, page.limit(), page.cursor.as_deref()).await?;
     Ok(HttpResponse::Ok().json(Page::from(page)))
 }

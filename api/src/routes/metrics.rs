@@ -1,6 +1,7 @@
 //! `GET /metrics`: on the public listener with an ops or admin token, or on
 //! a listener of its own (`LEADPIPE_METRICS_BIND`) without one.
 
+use actix_web::get;
 use std::sync::Arc;
 
 use actix_web::{HttpResponse, web};
@@ -10,10 +11,11 @@ use crate::http::error::ApiError;
 use crate::http::metrics;
 use crate::http::security_headers::security_headers;
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
 /// On the public listener: needs an ops or admin token.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/metrics", web::get().to(scrape));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(scrape);
 }
 
 /// A listener that serves `/metrics` and nothing else, without a token, for
@@ -55,8 +57,6 @@ pub fn configure_open(cfg: &mut web::ServiceConfig) {
 /// refreshed in the background; `leadpipe_metrics_gauges_age_seconds` says
 /// how old they are.
 #[utoipa::path(
-    get,
-    path = "/metrics",
     operation_id = "metrics",
     tag = "meta",
     responses(
@@ -64,6 +64,7 @@ pub fn configure_open(cfg: &mut web::ServiceConfig) {
     ),
     security(("bearer" = [])),
 )]
+#[get("/metrics")]
 pub async fn scrape(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,

@@ -1,6 +1,7 @@
 //! `GET /api/me` and `GET /api/principals`: who the caller is, and the names
 //! behind the principal ids the API returns (lead owners, note authors).
 
+use actix_web::get;
 use actix_web::{HttpResponse, web};
 use domain::auth::{self, Principal, Role};
 use serde::Serialize;
@@ -9,15 +10,12 @@ use utoipa::ToSchema;
 use crate::http::auth::{AnyRole, Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/me", web::get().to(me))
-        .route("/api/principals", web::get().to(list));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(me);
+    cfg.service(list);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(me, list))]
-pub struct Api;
 
 /// A principal by name: never its token or the token's hash.
 #[derive(Serialize, ToSchema)]
@@ -49,13 +47,12 @@ impl PrincipalOut {
 ///
 /// **Roles:** any (intake, sales, ops, admin).
 #[utoipa::path(
-    get,
-    path = "/api/me",
     operation_id = "get_me",
     tag = "meta",
     responses((status = 200, description = "The principal the token belongs to", body = PrincipalOut)),
     security(("bearer" = [])),
 )]
+#[get("/api/me")]
 async fn me(caller: Caller<AnyRole>) -> HttpResponse {
     HttpResponse::Ok().json(PrincipalOut::new(caller.principal().clone(), true))
 }
@@ -64,13 +61,12 @@ async fn me(caller: Caller<AnyRole>) -> HttpResponse {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/principals",
     operation_id = "list_principals",
     tag = "meta",
     responses((status = 200, description = "Every principal", body = Vec<PrincipalOut>)),
     security(("bearer" = [])),
 )]
+#[get("/api/principals")]
 async fn list(_: Caller<SalesUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let all: Vec<PrincipalOut> = auth::list_principals(state.reads.db())
         .await?

@@ -3,25 +3,20 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{get, post};
 use domain::inbound::source::{self, Saved, SourceInput};
 
 use crate::http::auth::{AdminOnly, Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/sources")
-            .route("", web::get().to(list_sources))
-            .route("", web::post().to(save_source))
-            .route("/{name}", web::get().to(get_source)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(list_sources)
+        .service(save_source)
+        .service(get_source);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_sources, get_source, save_source))]
-pub struct Api;
 
 /// Every source, without secrets.
 #[derive(serde::Serialize, utoipa::ToSchema)]
@@ -33,13 +28,12 @@ struct SourceList {
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/sources",
     operation_id = "list_sources",
     tag = "sources",
     responses((status = 200, description = "Every source", body = SourceList)),
     security(("bearer" = [])),
 )]
+#[get("/api/sources")]
 async fn list_sources(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -52,8 +46,6 @@ async fn list_sources(
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/sources/{name}",
     operation_id = "get_source",
     tag = "sources",
     params(("name" = String, Path, description = "The source's name")),
@@ -63,6 +55,7 @@ async fn list_sources(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/sources/{name}")]
 async fn get_source(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -87,8 +80,6 @@ async fn get_source(
 /// the new one alone. Without a sealing key on the server:
 /// `503 /problems/secret-key-missing`.
 #[utoipa::path(
-    post,
-    path = "/api/sources",
     operation_id = "save_source",
     tag = "sources",
     request_body = domain::inbound::source::SourceInput,
@@ -98,6 +89,7 @@ async fn get_source(
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/sources")]
 async fn save_source(
     _: Caller<AdminOnly>,
     state: web::Data<AppState>,

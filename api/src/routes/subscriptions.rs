@@ -2,6 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use actix_web::{delete, get, post};
 use domain::outbound::subscription::{self, NewSubscription, SubscriptionView};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -12,19 +13,11 @@ use crate::http::idempotency::{KeyRule, Reply};
 use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/subscriptions")
-            .route("", web::post().to(create))
-            .route("", web::get().to(list))
-            .route("/{id}", web::delete().to(delete)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(create).service(list).service(delete);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(create, list, delete))]
-pub struct Api;
 
 /// A downstream system to send events to.
 #[derive(Deserialize, ToSchema)]
@@ -62,8 +55,6 @@ struct CreatedOut {
 /// same `Idempotency-Key` answers the same body, kept sealed meanwhile.
 /// Without a sealing key on the server: `503 /problems/secret-key-missing`.
 #[utoipa::path(
-    post,
-    path = "/api/subscriptions",
     operation_id = "create_subscription",
     tag = "subscriptions",
     params(IdempotencyKey),
@@ -74,6 +65,7 @@ struct CreatedOut {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/subscriptions")]
 async fn create(
     caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
@@ -114,13 +106,12 @@ struct SubscriptionList {
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/subscriptions",
     operation_id = "list_subscriptions",
     tag = "subscriptions",
     responses((status = 200, description = "Every subscription", body = SubscriptionList)),
     security(("bearer" = [])),
 )]
+#[get("/api/subscriptions")]
 async fn list(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let data = subscription::list(&state.db).await?;
     Ok(HttpResponse::Ok().json(SubscriptionList { data }))
@@ -130,8 +121,6 @@ async fn list(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpRespon
 ///
 /// **Roles:** admin.
 #[utoipa::path(
-    delete,
-    path = "/api/subscriptions/{id}",
     operation_id = "delete_subscription",
     tag = "subscriptions",
     params(("id" = i64, Path, description = "The subscription's id")),
@@ -141,6 +130,7 @@ async fn list(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpRespon
     ),
     security(("bearer" = [])),
 )]
+#[delete("/api/subscriptions/{id}")]
 async fn delete(
     _: Caller<AdminOnly>,
     state: web::Data<AppState>,

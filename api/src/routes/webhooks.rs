@@ -3,6 +3,7 @@
 //! the sender gets its answer as soon as the inbox row is committed.
 
 use actix_web::http::header;
+use actix_web::post;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
 use domain::inbound::inbox::InboxState;
@@ -17,14 +18,11 @@ use crate::http::body::read_bytes;
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/webhooks/{source}", web::post().to(receive_webhook));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(receive_webhook);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(receive_webhook))]
-pub struct Api;
 
 /// The signature headers of the four schemes; which ones a delivery needs
 /// depends on its source's `scheme`.
@@ -84,8 +82,6 @@ struct Acknowledged {
 /// inbox commit; a background job turns the event into a lead. Every
 /// delivery is safe to repeat.
 #[utoipa::path(
-    post,
-    path = "/webhooks/{source}",
     operation_id = "receive_webhook",
     tag = "webhooks",
     params(("source" = String, Path, description = "The source's name"), SignatureHeaders),
@@ -103,6 +99,7 @@ struct Acknowledged {
         (status = 503, description = "`/problems/unavailable`: the database is unreachable; the sender retries"),
     ),
 )]
+#[post("/webhooks/{source}")]
 async fn receive_webhook(
     state: web::Data<AppState>,
     req: HttpRequest,

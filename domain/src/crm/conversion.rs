@@ -195,7 +195,7 @@ async fn move_to_converted<C: ConnectionTrait>(
         if find_conversion(conn, lead_id).await?.is_some() {
             return Err(already_converted(conn, lead_id).await);
         }
-        let from: LeadStatus = lead.status.parse().map_err(sea_orm::DbErr::Custom)?;
+        let from = lead.status;
         from.transition(LeadStatus::Converted, None)?;
         if_match.check(lead.version)?;
         let updated = lead::Entity::update_many()

@@ -22,8 +22,7 @@ pub struct Model {
     pub content_hash: String,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub source_updated_at: Option<ChronoDateTimeUtc>,
-    #[schema(value_type = crate::lead::status::LeadStatus)]
-    pub status: String,
+    pub status: crate::lead::status::LeadStatus,
     /// The owning `sales` principal, or `null`.
     pub owner_id: Option<i64>,
     /// Goes up with every change; the `ETag` is `"{version}"`.

@@ -20,7 +20,6 @@ use crate::entities::{
 };
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
-use crate::lead::status::LeadStatus;
 use crate::outbound::outbox;
 
 const SALES_POOL: &str = "sales";
@@ -81,10 +80,7 @@ pub async fn process_lead(
         Some(id) => Some(id),
         None => latest_correlation_id(&txn, lead_id).await?,
     };
-    let open = lead
-        .status
-        .parse::<LeadStatus>()
-        .is_ok_and(LeadStatus::is_open);
+    let open = lead.status.is_open();
     let assigned = if lead.owner_id.is_none() && open {
         assign_round_robin(&txn, &lead, &correlation_id).await?
     } else {

@@ -94,7 +94,7 @@ pub async fn transition<C: ConnectionTrait>(
     for _ in 0..3 {
         let lead = find_lead(conn, lead_id).await?;
         if_match.check(lead.version)?;
-        let from: LeadStatus = lead.status.parse().map_err(sea_orm::DbErr::Custom)?;
+        let from = lead.status;
         from.transition(to, reason.as_deref())?;
         let Some(updated) =
             update_if_version(conn, &lead, lead::Column::Status, to.as_str().into()).await?

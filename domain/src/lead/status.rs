@@ -2,18 +2,25 @@
 //! `new → contacted → qualified → converted`; any open status → `lost` (reason
 //! required); `lost → new` (recycle); `converted` is final.
 
-use std::fmt;
-use std::str::FromStr;
-
+use sea_orm::sea_query::StringLen;
 use serde::{Deserialize, Serialize};
 
+// Stored as its snake_case name in a text column (`String(16)`), the
+// same text the API shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 pub enum LeadStatus {
+    #[sea_orm(string_value = "new")]
     New,
+    #[sea_orm(string_value = "contacted")]
     Contacted,
+    #[sea_orm(string_value = "qualified")]
     Qualified,
+    #[sea_orm(string_value = "converted")]
     Converted,
+    #[sea_orm(string_value = "lost")]
     Lost,
 }
 
@@ -83,22 +90,7 @@ impl LeadStatus {
     }
 }
 
-impl fmt::Display for LeadStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for LeadStatus {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| format!("unknown status '{s}'"))
-    }
-}
+text_enum!(LeadStatus, "unknown status '{}'");
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -3,6 +3,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use actix_web::{get, patch, post};
 use domain::crm::company::{self, CompanyFilter, CompanyInput, CompanyPatch};
 use domain::crm::timeline::Subject;
 use domain::entities::company as entity;
@@ -18,21 +19,15 @@ use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/companies")
-            .route("", web::post().to(create))
-            .route("", web::get().to(list))
-            .route("/{id}", web::get().to(get))
-            .route("/{id}", web::patch().to(patch))
-            .route("/{id}/activities", web::get().to(activities)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(create)
+        .service(list)
+        .service(get)
+        .service(patch)
+        .service(activities);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(create, list, get, patch, activities))]
-pub(super) struct Api;
 
 /// A company; after a create, with what the create did.
 #[derive(Serialize, ToSchema)]
@@ -79,8 +74,6 @@ struct CompanyIn {
 /// name, through unique keys in the database: a repeat answers the existing
 /// company (`200`, `outcome: matched`) and never duplicates it.
 #[utoipa::path(
-    post,
-    path = "/api/companies",
     operation_id = "create_company",
     tag = "crm",
     params(IdempotencyKey),
@@ -93,6 +86,7 @@ struct CompanyIn {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/companies")]
 async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult {
     let author = caller.author();
     let write = write.read().await?.try_map(|input| {
@@ -119,8 +113,6 @@ async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/companies/{id}",
     operation_id = "get_company",
     tag = "crm",
     params(("id" = i64, Path, description = "The company's id")),
@@ -130,6 +122,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/companies/{id}")]
 async fn get(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
@@ -164,8 +157,6 @@ impl From<PatchIn> for CompanyPatch {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    patch,
-    path = "/api/companies/{id}",
     operation_id = "patch_company",
     tag = "crm",
     params(("id" = i64, Path, description = "The company's id"), IdempotencyKey, IfMatch),
@@ -178,6 +169,7 @@ impl From<PatchIn> for CompanyPatch {
     ),
     security(("bearer" = [])),
 )]
+#[patch("/api/companies/{id}")]
 async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
     let (id, author) = (id.into_inner(), caller.author());
     write
@@ -202,22 +194,21 @@ struct Filter {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/companies",
     operation_id = "list_companies",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of companies", body = super::CompanyPage)),
     security(("bearer" = [])),
 )]
+#[get("/api/companies")]
 async fn list(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
     filter: web::Query<Filter>,
     window: web::Query<WindowParams>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let window = list.into_inner().window(&window)?;
+    let window = page.into_inner().window(&window)?;
     let Filter { q, domain } = filter.into_inner();
     let page = company::list(state.reads.db(), &CompanyFilter { q, domain }, &window).await?;
     Ok(HttpResponse::Ok().json(Page::from(page)))
@@ -227,8 +218,6 @@ async fn list(
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/companies/{id}/activities",
     operation_id = "list_company_activities",
     tag = "crm",
     params(("id" = i64, Path, description = "The company's id"), ListParams),
@@ -238,13 +227,14 @@ async fn list(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/companies/{id}/activities")]
 async fn activities(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     company::find(&state.db, id).await?;
-    super::timeline_page(&state, Subject::Company, id, list.into_inner()).await
+    super::timeline_page(&state, Subject::Company, id, page.into_inner()).await
 }

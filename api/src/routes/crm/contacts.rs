@@ -3,6 +3,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use actix_web::{get, patch, post};
 use domain::crm::contact::{self, ContactFilter, ContactInput, ContactPatch};
 use domain::crm::timeline::Subject;
 use domain::entities::contact as entity;
@@ -18,21 +19,15 @@ use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/contacts")
-            .route("", web::post().to(create))
-            .route("", web::get().to(list))
-            .route("/{id}", web::get().to(get))
-            .route("/{id}", web::patch().to(patch))
-            .route("/{id}/activities", web::get().to(activities)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(create)
+        .service(list)
+        .service(get)
+        .service(patch)
+        .service(activities);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(create, list, get, patch, activities))]
-pub(super) struct Api;
 
 /// A contact; after a create, with what the create did.
 #[derive(Serialize, ToSchema)]
@@ -78,8 +73,6 @@ struct ContactIn {
 /// `outcome: matched`). A contact without an email cannot be matched, so
 /// creating one requires an `Idempotency-Key`.
 #[utoipa::path(
-    post,
-    path = "/api/contacts",
     operation_id = "create_contact",
     tag = "crm",
     params(IdempotencyKey),
@@ -92,6 +85,7 @@ struct ContactIn {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/contacts")]
 async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult {
     let author = caller.author();
     let write = write.read().await?.try_map(|input| {
@@ -133,8 +127,6 @@ async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/contacts/{id}",
     operation_id = "get_contact",
     tag = "crm",
     params(("id" = i64, Path, description = "The contact's id")),
@@ -144,6 +136,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/contacts/{id}")]
 async fn get(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
@@ -188,8 +181,6 @@ impl From<PatchIn> for ContactPatch {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    patch,
-    path = "/api/contacts/{id}",
     operation_id = "patch_contact",
     tag = "crm",
     params(("id" = i64, Path, description = "The contact's id"), IdempotencyKey, IfMatch),
@@ -202,6 +193,7 @@ impl From<PatchIn> for ContactPatch {
     ),
     security(("bearer" = [])),
 )]
+#[patch("/api/contacts/{id}")]
 async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
     let (id, author) = (id.into_inner(), caller.author());
     write
@@ -228,22 +220,21 @@ struct Filter {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/contacts",
     operation_id = "list_contacts",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of contacts", body = super::ContactPage)),
     security(("bearer" = [])),
 )]
+#[get("/api/contacts")]
 async fn list(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
     filter: web::Query<Filter>,
     window: web::Query<WindowParams>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let window = list.into_inner().window(&window)?;
+    let window = page.into_inner().window(&window)?;
     let Filter {
         q,
         email,
@@ -262,8 +253,6 @@ async fn list(
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/contacts/{id}/activities",
     operation_id = "list_contact_activities",
     tag = "crm",
     params(("id" = i64, Path, description = "The contact's id"), ListParams),
@@ -273,13 +262,14 @@ async fn list(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/contacts/{id}/activities")]
 async fn activities(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     contact::find(&state.db, id).await?;
-    super::timeline_page(&state, Subject::Contact, id, list.into_inner()).await
+    super::timeline_page(&state, Subject::Contact, id, page.into_inner()).await
 }

@@ -2,6 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use actix_web::{get, post};
 use domain::crm::conversion::{self, ConvertRequest, Converted};
 use domain::entities::lead_conversion;
 use serde::{Deserialize, Serialize};
@@ -14,15 +15,11 @@ use crate::http::idempotency::{KeyRule, Reply, Versioned};
 use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/api/leads/{id}/convert").route(web::post().to(convert)))
-        .service(web::resource("/api/leads/{id}/conversion").route(web::get().to(get_conversion)));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(convert).service(get_conversion);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(convert, get_conversion))]
-pub(super) struct Api;
 
 /// What to convert the lead into besides a contact and a company.
 #[derive(Deserialize, Default, ToSchema)]
@@ -70,8 +67,6 @@ struct Ids {
 /// required: a retry with the same key replays the answer, a conversion
 /// with another key is `409 /problems/already-converted`.
 #[utoipa::path(
-    post,
-    path = "/api/leads/{id}/convert",
     operation_id = "convert_lead",
     tag = "crm",
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKeyRequired, IfMatch),
@@ -85,6 +80,7 @@ struct Ids {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/leads/{id}/convert")]
 async fn convert(
     caller: Caller<SalesUp>,
     id: web::Path<i64>,
@@ -121,8 +117,6 @@ async fn convert(
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/leads/{id}/conversion",
     operation_id = "get_lead_conversion",
     tag = "crm",
     params(("id" = i64, Path, description = "The lead's id")),
@@ -132,6 +126,7 @@ async fn convert(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/leads/{id}/conversion")]
 async fn get_conversion(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,

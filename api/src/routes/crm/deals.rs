@@ -3,6 +3,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
+use actix_web::{get, patch, post};
 use domain::auth::Role;
 use domain::crm::deal::{self, DealFilter, DealInput, DealPatch, DealStage};
 use domain::crm::timeline::Subject;
@@ -18,22 +19,16 @@ use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/deals")
-            .route("", web::post().to(create))
-            .route("", web::get().to(list))
-            .route("/{id}", web::get().to(get))
-            .route("/{id}", web::patch().to(patch))
-            .route("/{id}/transitions", web::post().to(transition))
-            .route("/{id}/activities", web::get().to(activities)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(create)
+        .service(list)
+        .service(get)
+        .service(patch)
+        .service(transition)
+        .service(activities);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(create, list, get, patch, transition, activities))]
-pub(super) struct Api;
 
 /// A deal as the API takes it, also inside a conversion request.
 #[derive(Debug, Deserialize, ToSchema)]
@@ -71,8 +66,6 @@ impl DealIn {
 /// defaults to the caller when a `sales` principal (else `owner_id` is
 /// required); it must be an active `sales` principal.
 #[utoipa::path(
-    post,
-    path = "/api/deals",
     operation_id = "create_deal",
     tag = "crm",
     params(IdempotencyKeyRequired),
@@ -83,6 +76,7 @@ impl DealIn {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/deals")]
 async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
     let author = caller.author();
     let write = write.read().await?.try_map(|input| {
@@ -113,8 +107,6 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/deals/{id}",
     operation_id = "get_deal",
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id")),
@@ -124,6 +116,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/deals/{id}")]
 async fn get(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
@@ -169,8 +162,6 @@ impl From<PatchIn> for DealPatch {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    patch,
-    path = "/api/deals/{id}",
     operation_id = "patch_deal",
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
@@ -182,6 +173,7 @@ impl From<PatchIn> for DealPatch {
     ),
     security(("bearer" = [])),
 )]
+#[patch("/api/deals/{id}")]
 async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
     let (id, author) = (id.into_inner(), caller.author());
     write
@@ -212,8 +204,6 @@ struct TransitionIn {
 /// A deal's stage is `open → won | lost`; a closed deal stays closed. Writes
 /// the outbox event `deal.stage_changed`.
 #[utoipa::path(
-    post,
-    path = "/api/deals/{id}/transitions",
     operation_id = "transition_deal",
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
@@ -226,6 +216,7 @@ struct TransitionIn {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/deals/{id}/transitions")]
 async fn transition(
     caller: Caller<SalesUp>,
     id: web::Path<i64>,
@@ -262,22 +253,21 @@ struct Filter {
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/deals",
     operation_id = "list_deals",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of deals", body = super::DealPage)),
     security(("bearer" = [])),
 )]
+#[get("/api/deals")]
 async fn list(
     caller: Caller<SalesUp>,
     state: web::Data<AppState>,
     filter: web::Query<Filter>,
     window: web::Query<WindowParams>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let window = list.into_inner().window(&window)?;
+    let window = page.into_inner().window(&window)?;
     let params = filter.into_inner();
     let stage = params
         .stage
@@ -310,8 +300,6 @@ async fn list(
 ///
 /// **Roles:** sales, ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/deals/{id}/activities",
     operation_id = "list_deal_activities",
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id"), ListParams),
@@ -321,13 +309,14 @@ async fn list(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/deals/{id}/activities")]
 async fn activities(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner();
     deal::find(&state.db, id).await?;
-    super::timeline_page(&state, Subject::Deal, id, list.into_inner()).await
+    super::timeline_page(&state, Subject::Deal, id, page.into_inner()).await
 }

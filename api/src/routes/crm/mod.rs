@@ -3,8 +3,8 @@
 //! same list, cursor, ETag/If-Match and Idempotency-Key conventions as
 //! `/api/leads`.
 
+use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, web};
 use domain::crm::company::Matched;
 use domain::crm::timeline::{self, Subject};
 use domain::entities::crm_activity;
@@ -16,29 +16,18 @@ use crate::http::error::ApiError;
 use crate::http::idempotency::{Reply, Versioned};
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
 mod companies;
 mod contacts;
 mod convert;
 mod deals;
 
-/// Registered before `/api/leads`' scope, which would otherwise claim
-/// `/api/leads/{id}/convert` and answer 404.
-pub fn configure(cfg: &mut web::ServiceConfig) {
+pub fn configure(cfg: &mut Routes<'_>) {
     convert::configure(cfg);
     contacts::configure(cfg);
     companies::configure(cfg);
     deals::configure(cfg);
-}
-
-/// The OpenAPI paths of contacts, companies, deals and conversion.
-pub fn openapi() -> utoipa::openapi::OpenApi {
-    use utoipa::OpenApi;
-    let mut doc = convert::Api::openapi();
-    doc.merge(contacts::Api::openapi());
-    doc.merge(companies::Api::openapi());
-    doc.merge(deals::Api::openapi());
-    doc
 }
 
 /// Whether a match-or-create found an existing record (`200`) or made one (`201`).

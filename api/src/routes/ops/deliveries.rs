@@ -2,6 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{get, post};
 use domain::FieldError;
 use domain::entities::outbox_delivery;
 use domain::outbound::delivery::{self, DeliveryFilter};
@@ -14,19 +15,11 @@ use crate::http::idempotency::{self, KeyRule, Reply};
 use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/ops/deliveries")
-            .route("", web::get().to(list))
-            .route("/retry", web::post().to(retry_many))
-            .route("/{id}/retry", web::post().to(retry_one)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(list).service(retry_many).service(retry_one);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list, retry_one, retry_many))]
-pub struct Api;
 
 const STATES: &[&str] = &[
     delivery::PENDING,
@@ -74,14 +67,13 @@ fn check_state(state: &Option<String>) -> Result<(), ApiError> {
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/ops/deliveries",
     operation_id = "list_deliveries",
     tag = "ops",
     params(ListParams),
     responses((status = 200, description = "A page of deliveries", body = DeliveryPage)),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/deliveries")]
 async fn list(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -107,8 +99,6 @@ async fn list(
 /// The same delivery with the same `webhook-id`, so a receiver that did get
 /// it after all can tell it is a repeat.
 #[utoipa::path(
-    post,
-    path = "/api/ops/deliveries/{id}/retry",
     operation_id = "retry_delivery",
     tag = "ops",
     params(("id" = i64, Path, description = "The delivery's id"), IdempotencyKey),
@@ -118,6 +108,7 @@ async fn list(
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/ops/deliveries/{id}/retry")]
 async fn retry_one(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -158,8 +149,6 @@ struct RetryManyIn {
 ///
 /// With `dry_run` only counts them.
 #[utoipa::path(
-    post,
-    path = "/api/ops/deliveries/retry",
     operation_id = "retry_deliveries",
     tag = "ops",
     params(IdempotencyKey),
@@ -167,6 +156,7 @@ struct RetryManyIn {
     responses((status = 200, description = "How many matched and were retried", body = domain::outbound::delivery::RetryReport)),
     security(("bearer" = [])),
 )]
+#[post("/api/ops/deliveries/retry")]
 async fn retry_many(caller: Caller<OpsUp>, write: Write<RetryManyIn>) -> WriteResult {
     write
         .run(&caller, KeyRule::Optional, move |txn, input, _| {

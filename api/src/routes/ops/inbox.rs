@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{get, post};
 use chrono::{DateTime, Utc};
 use domain::FieldError;
 use domain::entities::inbox_event;
@@ -18,23 +19,17 @@ use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::list::{Page, listed};
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
 const DEFAULT_LIMIT: u64 = 50;
 const MAX_LIMIT: u64 = 200;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::scope("/api/ops/inbox")
-            .route("", web::get().to(list_events))
-            .route("/retry", web::post().to(retry_matching))
-            .route("/{id}", web::get().to(get_event))
-            .route("/{id}/retry", web::post().to(retry_event)),
-    );
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(list_events)
+        .service(retry_matching)
+        .service(get_event)
+        .service(retry_event);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list_events, get_event, retry_event, retry_matching))]
-pub struct Api;
 
 /// An inbox event as ops see it; `detail` adds headers and body.
 #[derive(Serialize, ToSchema)]
@@ -156,14 +151,13 @@ fn parse_state(state: Option<&str>) -> Result<Option<InboxState>, ApiError> {
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/ops/inbox",
     operation_id = "list_inbox_events",
     tag = "ops",
     params(ListQuery),
     responses((status = 200, description = "A page of events", body = InboxPage)),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/inbox")]
 async fn list_events(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -208,8 +202,6 @@ async fn list_events(
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/ops/inbox/{id}",
     operation_id = "get_inbox_event",
     tag = "ops",
     params(("id" = i64, Path, description = "The event's id")),
@@ -219,6 +211,7 @@ async fn list_events(
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/inbox/{id}")]
 async fn get_event(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -240,8 +233,6 @@ async fn get_event(
 /// same source, event id and natural-key upsert — so it never creates a
 /// second lead.
 #[utoipa::path(
-    post,
-    path = "/api/ops/inbox/{id}/retry",
     operation_id = "retry_inbox_event",
     tag = "ops",
     params(("id" = i64, Path, description = "The event's id")),
@@ -252,6 +243,7 @@ async fn get_event(
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/ops/inbox/{id}/retry")]
 async fn retry_event(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -318,8 +310,6 @@ struct BulkRetryOut {
 /// `include_processed` is true: they re-apply historic payloads. With
 /// `dry_run`, only counts them by state.
 #[utoipa::path(
-    post,
-    path = "/api/ops/inbox/retry",
     operation_id = "retry_inbox_events",
     tag = "ops",
     request_body = BulkRetryIn,
@@ -329,6 +319,7 @@ struct BulkRetryOut {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/ops/inbox/retry")]
 async fn retry_matching(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,

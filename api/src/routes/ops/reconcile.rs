@@ -2,6 +2,7 @@
 //! reconcile run and watch it (ops and admin). The run executes in the
 //! background; its row shows the counts page by page.
 
+use actix_web::{get, post};
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -18,16 +19,11 @@ use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/ops/reconcile/{source}", web::post().to(start))
-        .route("/api/ops/reconcile-runs", web::get().to(list))
-        .route("/api/ops/reconcile-runs/{id}", web::get().to(get));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(start).service(list).service(get);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(start, list, get))]
-pub struct Api;
 
 /// The optional body of a start.
 #[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
@@ -70,8 +66,6 @@ fn location(id: i64) -> String {
 /// the same write path as webhooks in one transaction; records it had to
 /// create or update count as `missed`. An empty body starts a normal run.
 #[utoipa::path(
-    post,
-    path = "/api/ops/reconcile/{source}",
     operation_id = "start_reconcile",
     tag = "ops",
     params(("source" = String, Path, description = "The source's name")),
@@ -83,6 +77,7 @@ fn location(id: i64) -> String {
     ),
     security(("bearer" = [])),
 )]
+#[post("/api/ops/reconcile/{source}")]
 async fn start(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -174,8 +169,6 @@ fn start_error(err: StartError) -> ApiError {
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/ops/reconcile-runs/{id}",
     operation_id = "get_reconcile_run",
     tag = "ops",
     params(("id" = i64, Path, description = "The run's id")),
@@ -185,6 +178,7 @@ fn start_error(err: StartError) -> ApiError {
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/reconcile-runs/{id}")]
 async fn get(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
@@ -213,19 +207,18 @@ listed! {
 ///
 /// **Roles:** ops, admin.
 #[utoipa::path(
-    get,
-    path = "/api/ops/reconcile-runs",
     operation_id = "list_reconcile_runs",
     tag = "ops",
     params(Filter, ListParams),
     responses((status = 200, description = "A page of runs", body = RunPage)),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/reconcile-runs")]
 async fn list(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
     filter: web::Query<Filter>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     if let Some(s) = &filter.state
         && !run::STATES.contains(&s.as_str())
@@ -235,12 +228,12 @@ async fn list(
             "must be running, done or failed",
         ));
     }
-    let limit = list.limit();
+    let limit = page.limit();
     let runs = run::list(
         state.reads.db(),
         filter.source.as_deref(),
         filter.state.as_deref(),
-        list.before_id()?,
+        page.before_id()?,
         limit + 1,
     )
     .await?;

@@ -2,6 +2,7 @@
 //! re-applying them after a mapping fix (ops and admin).
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{get, post};
 use domain::entities::reconcile_rejected;
 use domain::reconcile::rejected::{self, RejectedFilter};
 use serde::{Deserialize, Serialize};
@@ -12,17 +13,14 @@ use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
 /// Registered before `/api/ops/reconcile/{source}`, which would take the
 /// path otherwise.
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/ops/reconcile/rejected", web::get().to(list))
-        .route("/api/ops/reconcile/rejected/retry", web::post().to(retry));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(list);
+    cfg.service(retry);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(list, retry))]
-pub struct Api;
 
 #[derive(Deserialize, IntoParams)]
 struct Filter {
@@ -44,8 +42,6 @@ listed! {
 /// reason while the run moves on; once the mapping is fixed,
 /// `POST /api/ops/reconcile/rejected/retry` re-applies it.
 #[utoipa::path(
-    get,
-    path = "/api/ops/reconcile/rejected",
     operation_id = "list_reconcile_rejected",
     tag = "ops",
     params(Filter, ListParams),
@@ -55,11 +51,12 @@ listed! {
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/reconcile/rejected")]
 async fn list(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
     filter: web::Query<Filter>,
-    list: web::Query<ListParams>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let Filter {
         source,
@@ -71,12 +68,12 @@ async fn list(
     {
         return Err(ApiError::invalid("state", "must be rejected or resolved"));
     }
-    let limit = list.limit();
+    let limit = page.limit();
     let filter = RejectedFilter {
         source,
         state: wanted,
     };
-    let rows = rejected::list(state.reads.db(), &filter, list.before_id()?, limit + 1).await?;
+    let rows = rejected::list(state.reads.db(), &filter, page.before_id()?, limit + 1).await?;
     Ok(HttpResponse::Ok().json(Page::from_overfetch(rows, limit, |r| r.id)))
 }
 
@@ -108,14 +105,13 @@ struct RetryOut {
 /// (origin `reconcile`) and marked `resolved` in the same transaction: a
 /// record is never applied twice, however many retries run at once.
 #[utoipa::path(
-    post,
-    path = "/api/ops/reconcile/rejected/retry",
     operation_id = "retry_reconcile_rejected",
     tag = "ops",
     request_body = RetryIn,
     responses((status = 200, description = "What the retry came to", body = RetryOut)),
     security(("bearer" = [])),
 )]
+#[post("/api/ops/reconcile/rejected/retry")]
 async fn retry(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,

@@ -1,18 +1,16 @@
 //! `GET /api/ops/stats`: the pipeline per source, as JSON.
 
+use actix_web::get;
 use actix_web::{HttpResponse, web};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/ops/stats", web::get().to(stats));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(stats);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(stats))]
-pub struct Api;
 
 /// The pipeline per source: inbox states, duplicate rates, backlogs.
 ///
@@ -22,13 +20,12 @@ pub struct Api;
 /// events first received in the window and all their deliveries; the
 /// duplicate rate is duplicates / deliveries.
 #[utoipa::path(
-    get,
-    path = "/api/ops/stats",
     operation_id = "ops_stats",
     tag = "ops",
     responses((status = 200, description = "Per-source stats", body = domain::ops::stats::Stats)),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/stats")]
 async fn stats(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     Ok(HttpResponse::Ok().json(domain::ops::stats::collect(state.reads.db()).await?))
 }

@@ -1,5 +1,6 @@
 //! `GET /api/ops/stats/series`: inbox traffic over the last hour or day.
 
+use actix_web::get;
 use actix_web::{HttpResponse, web};
 use domain::ops::series::{self, SeriesWindow};
 use serde::Deserialize;
@@ -8,14 +9,11 @@ use utoipa::IntoParams;
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/ops/stats/series", web::get().to(stats_series));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(stats_series);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(stats_series))]
-pub struct Api;
 
 #[derive(Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -33,8 +31,6 @@ struct SeriesQuery {
 /// last one is the current, still filling. Every bucket is present, with
 /// zeros where nothing happened.
 #[utoipa::path(
-    get,
-    path = "/api/ops/stats/series",
     operation_id = "ops_stats_series",
     tag = "ops",
     params(SeriesQuery),
@@ -44,6 +40,7 @@ struct SeriesQuery {
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/stats/series")]
 async fn stats_series(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,

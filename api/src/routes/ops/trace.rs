@@ -1,18 +1,16 @@
 //! `GET /api/ops/trace/{correlation_id}`: follow one request through the pipeline.
 
+use actix_web::get;
 use actix_web::{HttpResponse, web};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::routes::Routes;
 
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/api/ops/trace/{correlation_id}", web::get().to(trace));
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(trace);
 }
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(trace))]
-pub struct Api;
 
 /// Everything that carries one correlation id, in time order.
 ///
@@ -21,8 +19,6 @@ pub struct Api;
 /// The leads the correlated work touched (as they are now), and its timeline
 /// entries, outbox events and their deliveries.
 #[utoipa::path(
-    get,
-    path = "/api/ops/trace/{correlation_id}",
     operation_id = "trace",
     tag = "ops",
     params(("correlation_id" = String, Path, description = "An `X-Request-Id`")),
@@ -32,6 +28,7 @@ pub struct Api;
     ),
     security(("bearer" = [])),
 )]
+#[get("/api/ops/trace/{correlation_id}")]
 async fn trace(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,

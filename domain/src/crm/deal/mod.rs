@@ -117,7 +117,7 @@ pub async fn create<C: ConnectionTrait>(
     let now = crate::clock::now();
     let created = deal::ActiveModel {
         name: Set(name),
-        stage: Set(DealStage::Open.as_str().to_owned()),
+        stage: Set(DealStage::Open),
         amount_cents: Set(amount_cents),
         currency: Set(currency),
         owner_id: Set(input.owner_id),
@@ -170,7 +170,7 @@ pub async fn transition<C: ConnectionTrait>(
     for _ in 0..super::CAS_ROUNDS {
         let current = find(conn, id).await?;
         if_match.check(current.version)?;
-        let from: DealStage = current.stage.parse().map_err(sea_orm::DbErr::Custom)?;
+        let from = current.stage;
         from.check_move(to)?;
         let sets = vec![
             (Column::Stage, to.as_str().into()),

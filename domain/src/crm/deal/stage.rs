@@ -4,16 +4,21 @@
 //! stage, while the writes depend on both, so in one module they would name
 //! each other.
 
-use std::fmt;
-use std::str::FromStr;
-
+use sea_orm::sea_query::StringLen;
 use serde::{Deserialize, Serialize};
 
+// Stored as its snake_case name in a text column (`String(16)`), the
+// same text the API shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
+#[derive(sea_orm::EnumIter, sea_orm::DeriveActiveEnum)]
+#[sea_orm(rs_type = "String", db_type = "String(StringLen::N(16))")]
 pub enum DealStage {
+    #[sea_orm(string_value = "open")]
     Open,
+    #[sea_orm(string_value = "won")]
     Won,
+    #[sea_orm(string_value = "lost")]
     Lost,
 }
 
@@ -57,22 +62,7 @@ impl DealStage {
     }
 }
 
-impl fmt::Display for DealStage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for DealStage {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|stage| stage.as_str() == s)
-            .ok_or_else(|| format!("unknown stage '{s}' (open, won, lost)"))
-    }
-}
+text_enum!(DealStage, "unknown stage '{}' (open, won, lost)");
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
@@ -88,6 +78,9 @@ mod tests {
                 assert_eq!(from.check_move(to).is_ok(), legal, "{from} -> {to}");
             }
         }
-        assert_eq!(Won.check_move(Lost).unwrap_err().allowed, []);
+        assert_eq!(
+            Won.check_move(Lost).unwrap_err().allowed,
+            Vec::<DealStage>::new()
+        );
     }
 }
