@@ -124,6 +124,11 @@ pub enum Command {
 pub async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let db = &cli.db;
+    // Every command that writes leads checks tombstones under these keys; a
+    // bad key setting is reported by the commands that need the keys.
+    if let Ok(keyring) = cli.secrets.keyring() {
+        domain::lead::tombstone::install(&keyring);
+    }
     match cli.command {
         Command::Serve {
             http,

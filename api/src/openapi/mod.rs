@@ -152,6 +152,7 @@ pub fn parts() -> Vec<utoipa::openapi::OpenApi> {
         crate::routes::health::Api::openapi(),
         crate::routes::crm::openapi(),
         crate::routes::imports::Api::openapi(),
+        crate::routes::lead_data::Api::openapi(),
         crate::routes::leads::Api::openapi(),
         crate::routes::subscriptions::Api::openapi(),
         crate::routes::ops::deliveries::Api::openapi(),

@@ -94,6 +94,14 @@ struct IngestOut {
     outcome: Outcome,
 }
 
+/// The answer for a natural key that was erased: nothing was written.
+#[derive(Serialize, ToSchema)]
+#[schema(as = IngestSuppressed)]
+struct SuppressedOut {
+    /// Always `suppressed`.
+    outcome: Outcome,
+}
+
 pub fn etag(lead: &lead::Model) -> String {
     format!("\"{}\"", lead.version)
 }
@@ -120,7 +128,8 @@ fn actor(caller: &Authenticated, correlation: CorrelationId) -> Actor {
 /// only sender-owned fields change and `version` goes up; **unchanged**
 /// (`200`) — the same content again; **stale** (`200`) — `source_updated_at`
 /// is older than the stored one. Status, owner and notes are never touched
-/// by intake. A sales caller without `source_ref` must send an
+/// by intake. **suppressed** (`200`, body `{"outcome": "suppressed"}` only) — the
+/// key was erased (a tombstone): nothing is written. A sales caller without `source_ref` must send an
 /// `Idempotency-Key`; the server assigns a `source_ref` (`man_…`).
 #[utoipa::path(
     post,
@@ -132,8 +141,9 @@ fn actor(caller: &Authenticated, correlation: CorrelationId) -> Actor {
     responses(
         (status = 201, description = "A new lead (`outcome: created`)", body = IngestOut,
             headers(("Location" = String), ("ETag" = String))),
-        (status = 200, description = "An existing lead: `updated`, `unchanged` or `stale`", body = IngestOut,
-            headers(("ETag" = String))),
+        (status = 200, description = "An existing lead: `updated`, `unchanged` or `stale`; or \
+            `{\"outcome\": \"suppressed\"}` alone when the key was erased (nothing written)",
+            body = IngestOut, headers(("ETag" = String))),
     ),
     security(("bearer" = [])),
 )]
@@ -188,13 +198,17 @@ async fn create_or_update(
     .await
 }
 
-/// `201` with `Location` for a new lead, `200` otherwise; the lead plus its outcome.
+/// `201` with `Location` for a new lead, `200` otherwise; the lead plus its
+/// outcome, or only `outcome: suppressed` for an erased key.
 fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
+    let Some(lead) = done.lead else {
+        return Reply::new(StatusCode::OK, &SuppressedOut { outcome: done.outcome });
+    };
     let created = done.outcome == Outcome::Created;
-    let location = format!("/api/leads/{}", done.lead.id);
-    let tag = etag(&done.lead);
+    let location = format!("/api/leads/{}", lead.id);
+    let tag = etag(&lead);
     let out = IngestOut {
-        lead: LeadOut { lead: done.lead },
+        lead: LeadOut { lead },
         outcome: done.outcome,
     };
     let status = if created {
@@ -432,7 +446,7 @@ async fn add_note(
 }
 
 #[derive(Deserialize, IntoParams)]
-struct ListParams {
+pub(crate) struct ListParams {
     /// Only leads in this status.
     #[param(value_type = Option<LeadStatus>)]
     status: Option<String>,
@@ -460,7 +474,7 @@ fn invalid(field: &str, message: &str) -> ApiError {
 }
 
 impl ListParams {
-    fn filter(&self, caller_id: i64) -> Result<LeadFilter, ApiError> {
+    pub(crate) fn filter(&self, caller_id: i64) -> Result<LeadFilter, ApiError> {
         let status = self
             .status
             .as_deref()

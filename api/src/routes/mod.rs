@@ -8,6 +8,7 @@ pub mod crm;
 pub mod front;
 pub mod health;
 pub mod imports;
+pub mod lead_data;
 pub mod leads;
 pub mod metrics;
 pub mod ops;
@@ -24,6 +25,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, metrics: bool) {
     }
     crm::configure(cfg);
     imports::configure(cfg);
+    lead_data::configure(cfg);
     leads::configure(cfg);
     subscriptions::configure(cfg);
     ops::deliveries::configure(cfg);

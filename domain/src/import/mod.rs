@@ -55,6 +55,8 @@ pub enum RowOutcome {
     Updated,
     Unchanged,
     Stale,
+    /// The key was erased (a tombstone): nothing written.
+    Suppressed,
     Rejected,
 }
 
@@ -65,6 +67,7 @@ impl RowOutcome {
             Self::Updated => "updated",
             Self::Unchanged => "unchanged",
             Self::Stale => "stale",
+            Self::Suppressed => "suppressed",
             Self::Rejected => "rejected",
         }
     }
@@ -77,6 +80,7 @@ impl From<Outcome> for RowOutcome {
             Outcome::Updated => Self::Updated,
             Outcome::Unchanged => Self::Unchanged,
             Outcome::Stale => Self::Stale,
+            Outcome::Suppressed => Self::Suppressed,
         }
     }
 }
@@ -100,6 +104,7 @@ pub struct Progress {
     pub updated: i64,
     pub unchanged: i64,
     pub stale: i64,
+    pub suppressed: i64,
     pub rejected: i64,
     pub bytes_read: i64,
     pub bytes_total: i64,
@@ -113,6 +118,7 @@ impl Progress {
             RowOutcome::Updated => self.updated += 1,
             RowOutcome::Unchanged => self.unchanged += 1,
             RowOutcome::Stale => self.stale += 1,
+            RowOutcome::Suppressed => self.suppressed += 1,
             RowOutcome::Rejected => self.rejected += 1,
         }
     }
@@ -196,6 +202,7 @@ pub async fn prepare(
         updated: Set(0),
         unchanged: Set(0),
         stale: Set(0),
+        suppressed: Set(0),
         rejected: Set(0),
         bytes_total: Set(Some(i64::try_from(bytes_total).unwrap_or(i64::MAX))),
         bytes_read: Set(0),
@@ -308,6 +315,7 @@ pub async fn execute(
                     updated = progress.updated,
                     unchanged = progress.unchanged,
                     stale = progress.stale,
+                    suppressed = progress.suppressed,
                     rejected = progress.rejected,
                     "import finished"
                 );
@@ -431,13 +439,16 @@ async fn apply_batch(
             }
             Ok(new) => {
                 let done = ingest::ingest_in(&txn, new, Origin::Import, &ctx).await?;
-                newly_applied.push(import_applied_row::ActiveModel {
-                    identity: Set(run.identity.clone()),
-                    row_number: Set(row.number),
-                    lead_id: Set(done.lead.id),
-                    run_id: Set(run.id),
-                });
-                (done.outcome.into(), Some(done.lead.id), None)
+                // A suppressed row stays unapplied: a re-run asks again.
+                if let Some(lead_id) = done.lead_id() {
+                    newly_applied.push(import_applied_row::ActiveModel {
+                        identity: Set(run.identity.clone()),
+                        row_number: Set(row.number),
+                        lead_id: Set(lead_id),
+                        run_id: Set(run.id),
+                    });
+                }
+                (done.outcome.into(), done.lead_id(), None)
             }
         };
         counts.count(outcome);
@@ -482,6 +493,7 @@ async fn apply_batch(
         add(import_run::Column::Updated, counts.updated),
         add(import_run::Column::Unchanged, counts.unchanged),
         add(import_run::Column::Stale, counts.stale),
+        add(import_run::Column::Suppressed, counts.suppressed),
         add(import_run::Column::Rejected, counts.rejected),
     ] {
         update = update.col_expr(col, expr);
@@ -496,6 +508,7 @@ async fn apply_batch(
     progress.updated += counts.updated;
     progress.unchanged += counts.unchanged;
     progress.stale += counts.stale;
+    progress.suppressed += counts.suppressed;
     progress.rejected += counts.rejected;
     Ok(())
 }

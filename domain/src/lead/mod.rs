@@ -14,3 +14,6 @@ pub mod query;
 pub mod record;
 pub mod sales;
 pub mod status;
+pub mod tombstone;
+pub mod erasure;
+pub mod export;

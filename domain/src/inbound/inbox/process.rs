@@ -64,7 +64,8 @@ impl From<Error> for ProcessError {
 pub enum Applied {
     Processed {
         outcome: Outcome,
-        lead_id: i64,
+        /// `None` when `suppressed` (the key was erased).
+        lead_id: Option<i64>,
     },
     /// The source no longer allows this event type.
     Skipped,
@@ -153,7 +154,7 @@ pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, Pr
         &txn,
         event,
         InboxState::Processed,
-        Some((ingested.outcome, ingested.lead.id)),
+        Some((ingested.outcome, ingested.lead_id())),
         now,
     )
     .await?;
@@ -161,10 +162,14 @@ pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, Pr
         txn.rollback().await?;
         return Ok(Applied::LostClaim);
     }
+    if ingested.outcome == Outcome::Suppressed {
+        // The person was erased: their data must not stay here either.
+        crate::lead::erasure::blank_inbox_bodies(&txn, Column::Id.eq(event.id)).await?;
+    }
     txn.commit().await?;
     Ok(Applied::Processed {
         outcome: ingested.outcome,
-        lead_id: ingested.lead.id,
+        lead_id: ingested.lead_id(),
     })
 }
 
@@ -217,7 +222,7 @@ async fn finish<C: ConnectionTrait>(
     conn: &C,
     event: &Model,
     state: InboxState,
-    result: Option<(Outcome, i64)>,
+    result: Option<(Outcome, Option<i64>)>,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     let updated = owned(inbox_event::Entity::update_many(), event)
@@ -226,7 +231,7 @@ async fn finish<C: ConnectionTrait>(
             Column::Outcome,
             Expr::value(result.map(|(o, _)| o.as_str())),
         )
-        .col_expr(Column::LeadId, Expr::value(result.map(|(_, id)| id)))
+        .col_expr(Column::LeadId, Expr::value(result.and_then(|(_, id)| id)))
         .col_expr(Column::LastError, Expr::value(Option::<String>::None))
         .col_expr(
             Column::NextAttemptAt,
