@@ -94,10 +94,11 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     )
     .exec_without_returning(&txn)
     .await?;
+    // No `lead_id` column value: the lead row is gone (the key would dangle).
     outbox::enqueue(
         &txn,
         outbox::LEAD_ERASED,
-        Some(lead.id),
+        None,
         serde_json::json!({ "lead_id": lead.id, "key_hash": hash, "erased_at": now }),
         request.correlation_id.clone(),
     )
