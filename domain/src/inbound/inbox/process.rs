@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
-    TransactionTrait,
 };
 
 use super::InboxState;
@@ -148,7 +147,9 @@ pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, Pr
         correlation_id: event.correlation_id.clone(),
         author_id: None,
     };
-    let txn = db.begin().await?;
+    // Immediate on SQLite: the write path reads (tombstones) before it
+    // writes, and a deferred transaction could not upgrade past a writer.
+    let txn = crate::db::begin_write(db).await?;
     let ingested = ingest_in(&txn, &new, Origin::Webhook, &ctx).await?;
     let done = finish(
         &txn,
