@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)]
 
+use std::process::{Command, Output};
 use std::time::Duration;
 
 use api::cli::demo::fake_source::FakeSource;
@@ -22,6 +23,7 @@ on_both_backends!(
     erasure_is_idempotent_audited_and_announced,
     lifting_the_tombstone_lets_the_key_create_a_lead_again,
     a_concurrent_redelivery_never_resurrects_an_erased_lead,
+    the_cli_erases_unsuppresses_and_exports,
 );
 
 const EMAIL: &str = "ada@example.com";
@@ -389,7 +391,7 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
 async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
-    for round in 0..5 {
+    for round in 0..10 {
         let source_ref = format!("race-{round}");
         let record = |n: usize| {
             json!({"source": "web", "source_ref": source_ref, "email": EMAIL,
@@ -436,4 +438,61 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
         let later = app.post_lead(&admin, &record(99)).await;
         assert_eq!(later.json::<Value>().await.unwrap()["outcome"], "suppressed");
     }
+}
+
+fn cli(app: &TestApp, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"))
+        .args(args)
+        .env("DATABASE_URL", &app.database_url)
+        .env("RUST_LOG", "error")
+        // `Keyring::for_tests()`, the server's keys: the same tombstone hashes.
+        .env(
+            "LEADPIPE_SECRET_KEY",
+            format!("test:{}", base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32])),
+        )
+        .output()
+        .unwrap()
+}
+
+async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
+    let id = app.post_lead(&admin, &record).await.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    app.post_lead(&admin, &json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}))
+        .await;
+
+    let exported = cli(&app, &["export", "--format", "ndjson", "--source", "web"]);
+    assert!(exported.status.success(), "{exported:?}");
+    assert_eq!(String::from_utf8_lossy(&exported.stdout).lines().count(), 2);
+
+    let missing = cli(&app, &["lead", "erase", "999999", "--reason", "request"]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no such lead"), "{missing:?}");
+
+    let id_arg = id.to_string();
+    let erased = cli(&app, &["lead", "erase", &id_arg, "--reason", "subject request"]);
+    assert!(erased.status.success(), "{erased:?}");
+    let audit: Value = serde_json::from_slice(&erased.stdout).unwrap();
+    assert_eq!(audit["lead_id"], id);
+    assert_eq!(audit["reason"], "subject request");
+    let again = cli(&app, &["lead", "erase", &id_arg, "--reason", "subject request"]);
+    assert!(again.status.success());
+    assert_eq!(serde_json::from_slice::<Value>(&again.stdout).unwrap(), audit);
+
+    // The server finds the tombstone the command left.
+    let suppressed = app.post_lead(&admin, &record).await;
+    assert_eq!(suppressed.json::<Value>().await.unwrap()["outcome"], "suppressed");
+    let csv = cli(&app, &["export", "--source", "web"]);
+    let text = String::from_utf8_lossy(&csv.stdout).into_owned();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(!text.contains(EMAIL));
+
+    let lifted = cli(&app, &["lead", "unsuppress", "--source", "web", "--source-ref", REF]);
+    assert!(lifted.status.success(), "{lifted:?}");
+    let none = cli(&app, &["lead", "unsuppress", "--source", "web", "--source-ref", REF]);
+    assert!(!none.status.success());
+    assert_eq!(app.post_lead(&admin, &record).await.status(), 201);
 }
