@@ -189,7 +189,10 @@ async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
     assert_eq!(erasure["counts"]["inbox_event"], 1);
     assert_eq!(erasure["counts"]["import_row"], 1);
     assert_eq!(erasure["counts"]["idempotency_key"], 1);
-    assert!(erasure["counts"]["activity"].as_i64().unwrap() >= 4, "{erasure}");
+    assert!(
+        erasure["counts"]["activity"].as_i64().unwrap() >= 4,
+        "{erasure}"
+    );
 
     for needle in [EMAIL, NAME, "7946", REF] {
         assert_eq!(
@@ -213,7 +216,10 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
 
     // Intake: answered, counted, nothing written.
     let response = app
-        .post_lead(&admin, &json!({"source": "webform", "source_ref": REF, "email": EMAIL}))
+        .post_lead(
+            &admin,
+            &json!({"source": "webform", "source_ref": REF, "email": EMAIL}),
+        )
         .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
@@ -253,7 +259,9 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
         .await;
     assert_eq!(saved.status(), 200);
     let (event_id, body) = fake.delivery(1);
-    let response = app.post_standard("partner", &partner_key, &event_id, &body).await;
+    let response = app
+        .post_standard("partner", &partner_key, &event_id, &body)
+        .await;
     let event: Value = response.json().await.unwrap();
     let step = app
         .processor(WorkerSettings::for_tests())
@@ -291,7 +299,11 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(25)).await;
     };
     assert_eq!(run["state"], "done", "{run}");
-    assert_eq!((&run["created"], &run["suppressed"]), (&json!(2), &json!(1)), "{run}");
+    assert_eq!(
+        (&run["created"], &run["suppressed"]),
+        (&json!(2), &json!(1)),
+        "{run}"
+    );
     assert!(leads_with_ref(&app, &fake.source_ref(1)).await.is_empty());
 
     assert!(leads_with_ref(&app, REF).await.is_empty());
@@ -310,16 +322,35 @@ async fn erasure_is_idempotent_audited_and_announced(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let response = app
-        .post_lead(&admin, &json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME}))
+        .post_lead(
+            &admin,
+            &json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME}),
+        )
         .await;
-    let id = response.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    let id = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
 
     // Only admins, and only with a reason.
     let sales = app.token(Role::Sales, None).await;
-    assert_problem(erase(&app, &sales, id, "reason=x").await, 403, "/problems/forbidden").await;
-    assert_problem(erase(&app, &admin, id, "").await, 422, "/problems/validation").await;
-    assert_problem(erase(&app, &admin, id + 1000, "reason=x").await, 404, "/problems/not-found")
-        .await;
+    assert_problem(
+        erase(&app, &sales, id, "reason=x").await,
+        403,
+        "/problems/forbidden",
+    )
+    .await;
+    assert_problem(
+        erase(&app, &admin, id, "").await,
+        422,
+        "/problems/validation",
+    )
+    .await;
+    assert_problem(
+        erase(&app, &admin, id + 1000, "reason=x").await,
+        404,
+        "/problems/not-found",
+    )
+    .await;
 
     let first = erased(&app, &admin, id).await;
     // A client retrying a timed-out erase gets the same success.
@@ -337,7 +368,10 @@ async fn erasure_is_idempotent_audited_and_announced(backend: Backend) {
     assert_eq!(erasures.len(), 1);
     assert_eq!(erasures[0].lead_id, None);
     assert_eq!(erasures[0].payload["lead_id"], id);
-    assert_eq!(erasures[0].payload["key_hash"], first["erasure"]["key_hash"]);
+    assert_eq!(
+        erasures[0].payload["key_hash"],
+        first["erasure"]["key_hash"]
+    );
     assert!(!erasures[0].payload.to_string().contains(EMAIL));
     // Nothing else about the lead is left to publish.
     let others = outbox_event::Entity::find()
@@ -353,14 +387,22 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL});
-    let id = app.post_lead(&admin, &record).await.json::<Value>().await.unwrap()["id"]
+    let id = app
+        .post_lead(&admin, &record)
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
         .as_i64()
         .unwrap();
     let body = erased(&app, &admin, id).await;
     let hash = body["erasure"]["key_hash"].as_str().unwrap().to_owned();
     assert_eq!(hash.len(), 64);
     let suppressed = app.post_lead(&admin, &record).await;
-    assert_eq!(suppressed.json::<Value>().await.unwrap()["outcome"], "suppressed");
+    assert_eq!(
+        suppressed.json::<Value>().await.unwrap()["outcome"],
+        "suppressed"
+    );
 
     let lift = |token: String| {
         let app = &app;
@@ -399,7 +441,9 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
         };
         let created = app.post_lead(&admin, &record(0)).await;
         assert_eq!(created.status(), 201);
-        let id = created.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+        let id = created.json::<Value>().await.unwrap()["id"]
+            .as_i64()
+            .unwrap();
 
         let redeliveries = (1..=12).map(|n| {
             let app = &app;
@@ -412,14 +456,23 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
         });
         let erasure = async {
             tokio::time::sleep(Duration::from_millis(4)).await;
-            erase(&app, &admin, id, "reason=race").await.status().as_u16()
+            erase(&app, &admin, id, "reason=race")
+                .await
+                .status()
+                .as_u16()
         };
         let (statuses, erased_status) =
             tokio::join!(futures::future::join_all(redeliveries), erasure);
         assert_eq!(erased_status, 200);
-        assert!(statuses.iter().all(|s| *s == 200 || *s == 201), "{statuses:?}");
+        assert!(
+            statuses.iter().all(|s| *s == 200 || *s == 201),
+            "{statuses:?}"
+        );
 
-        assert!(leads_with_ref(&app, &source_ref).await.is_empty(), "round {round}: resurrected");
+        assert!(
+            leads_with_ref(&app, &source_ref).await.is_empty(),
+            "round {round}: resurrected"
+        );
         let left = activity::Entity::find()
             .filter(activity::Column::LeadId.eq(id))
             .all(&app.db)
@@ -436,7 +489,10 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
             1
         );
         let later = app.post_lead(&admin, &record(99)).await;
-        assert_eq!(later.json::<Value>().await.unwrap()["outcome"], "suppressed");
+        assert_eq!(
+            later.json::<Value>().await.unwrap()["outcome"],
+            "suppressed"
+        );
     }
 }
 
@@ -448,7 +504,10 @@ fn cli(app: &TestApp, args: &[&str]) -> Output {
         // `Keyring::for_tests()`, the server's keys: the same tombstone hashes.
         .env(
             "LEADPIPE_SECRET_KEY",
-            format!("test:{}", base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32])),
+            format!(
+                "test:{}",
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32])
+            ),
         )
         .output()
         .unwrap()
@@ -458,11 +517,19 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = app.post_lead(&admin, &record).await.json::<Value>().await.unwrap()["id"]
+    let id = app
+        .post_lead(&admin, &record)
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
         .as_i64()
         .unwrap();
-    app.post_lead(&admin, &json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}))
-        .await;
+    app.post_lead(
+        &admin,
+        &json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}),
+    )
+    .await;
 
     let exported = cli(&app, &["export", "--format", "ndjson", "--source", "web"]);
     assert!(exported.status.success(), "{exported:?}");
@@ -470,29 +537,50 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
 
     let missing = cli(&app, &["lead", "erase", "999999", "--reason", "request"]);
     assert!(!missing.status.success());
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("no such lead"), "{missing:?}");
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no such lead"),
+        "{missing:?}"
+    );
 
     let id_arg = id.to_string();
-    let erased = cli(&app, &["lead", "erase", &id_arg, "--reason", "subject request"]);
+    let erased = cli(
+        &app,
+        &["lead", "erase", &id_arg, "--reason", "subject request"],
+    );
     assert!(erased.status.success(), "{erased:?}");
     let audit: Value = serde_json::from_slice(&erased.stdout).unwrap();
     assert_eq!(audit["lead_id"], id);
     assert_eq!(audit["reason"], "subject request");
-    let again = cli(&app, &["lead", "erase", &id_arg, "--reason", "subject request"]);
+    let again = cli(
+        &app,
+        &["lead", "erase", &id_arg, "--reason", "subject request"],
+    );
     assert!(again.status.success());
-    assert_eq!(serde_json::from_slice::<Value>(&again.stdout).unwrap(), audit);
+    assert_eq!(
+        serde_json::from_slice::<Value>(&again.stdout).unwrap(),
+        audit
+    );
 
     // The server finds the tombstone the command left.
     let suppressed = app.post_lead(&admin, &record).await;
-    assert_eq!(suppressed.json::<Value>().await.unwrap()["outcome"], "suppressed");
+    assert_eq!(
+        suppressed.json::<Value>().await.unwrap()["outcome"],
+        "suppressed"
+    );
     let csv = cli(&app, &["export", "--source", "web"]);
     let text = String::from_utf8_lossy(&csv.stdout).into_owned();
     assert_eq!(text.lines().count(), 2, "{text}");
     assert!(!text.contains(EMAIL));
 
-    let lifted = cli(&app, &["lead", "unsuppress", "--source", "web", "--source-ref", REF]);
+    let lifted = cli(
+        &app,
+        &["lead", "unsuppress", "--source", "web", "--source-ref", REF],
+    );
     assert!(lifted.status.success(), "{lifted:?}");
-    let none = cli(&app, &["lead", "unsuppress", "--source", "web", "--source-ref", REF]);
+    let none = cli(
+        &app,
+        &["lead", "unsuppress", "--source", "web", "--source-ref", REF],
+    );
     assert!(!none.status.success());
     assert_eq!(app.post_lead(&admin, &record).await.status(), 201);
 }

@@ -59,7 +59,8 @@ async fn the_subject_export_holds_everything_stored_about_the_lead(backend: Back
     let path = format!("/api/leads/{id}/export");
     assert_problem(app.get(&sales, &path).await, 403, "/problems/forbidden").await;
     assert_problem(
-        app.get(&admin, &format!("/api/leads/{}/export", id + 100)).await,
+        app.get(&admin, &format!("/api/leads/{}/export", id + 100))
+            .await,
         404,
         "/problems/not-found",
     )
@@ -131,10 +132,17 @@ async fn the_bulk_export_streams_every_lead_the_filters_match(backend: Backend) 
     seed(&app, "fair", 1_234).await;
     seed(&app, "other", 3).await;
 
-    let response = app.get(&sales, "/api/leads/export?format=csv&source=fair").await;
+    let response = app
+        .get(&sales, "/api/leads/export?format=csv&source=fair")
+        .await;
     assert_eq!(response.status(), 200);
     let headers = response.headers().clone();
-    assert!(headers["content-type"].to_str().unwrap().starts_with("text/csv"));
+    assert!(
+        headers["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/csv")
+    );
     // Streamed: no length known up front.
     assert_eq!(headers["transfer-encoding"], "chunked");
     assert!(headers.get("content-length").is_none());
@@ -170,7 +178,11 @@ async fn the_bulk_export_streams_every_lead_the_filters_match(backend: Backend) 
     // person1, person10–19, person100–199, person1000–1233 of `fair`, and
     // person1 of `other`.
     assert_eq!(lines.len(), 1 + 10 + 100 + 234 + 1);
-    assert!(lines.iter().all(|l| l["email"].as_str().unwrap().starts_with("person1")));
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["email"].as_str().unwrap().starts_with("person1"))
+    );
 
     assert_problem(
         app.get(&sales, "/api/leads/export?format=xlsx").await,
@@ -185,5 +197,10 @@ async fn the_bulk_export_streams_every_lead_the_filters_match(backend: Backend) 
     )
     .await;
     let intake = app.token(Role::Intake, Some("fair")).await;
-    assert_problem(app.get(&intake, "/api/leads/export").await, 403, "/problems/forbidden").await;
+    assert_problem(
+        app.get(&intake, "/api/leads/export").await,
+        403,
+        "/problems/forbidden",
+    )
+    .await;
 }

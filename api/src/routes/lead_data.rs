@@ -7,7 +7,9 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, guard, web};
 use chrono::{DateTime, Utc};
 use domain::auth::Role;
-use domain::entities::{activity, contact, lead_conversion, lead_erasure, outbox_delivery, outbox_event};
+use domain::entities::{
+    activity, contact, lead_conversion, lead_erasure, outbox_delivery, outbox_event,
+};
 use domain::lead::erasure::{self, EraseRequest};
 use domain::lead::export::{self, BulkExport, Format};
 use domain::lead::tombstone;
@@ -18,7 +20,7 @@ use crate::http::auth::{Authenticated, SALES_AND_UP};
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-use crate::routes::leads::{ListParams, LeadOut};
+use crate::routes::leads::{LeadOut, ListParams};
 use crate::routes::ops::inbox::InboxEventOut;
 
 const ADMIN: &[Role] = &[Role::Admin];
@@ -42,7 +44,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .guard(guard::Get())
             .route(web::get().to(subject_export)),
     )
-    .route("/api/tombstones/{key_hash}", web::delete().to(lift_tombstone));
+    .route(
+        "/api/tombstones/{key_hash}",
+        web::delete().to(lift_tombstone),
+    );
 }
 
 #[derive(utoipa::OpenApi)]
@@ -217,7 +222,11 @@ async fn subject_export(
     let out = SubjectExportOut {
         lead: LeadOut { lead: s.lead },
         timeline: s.timeline,
-        inbox_events: s.inbox_events.into_iter().map(InboxEventOut::detail).collect(),
+        inbox_events: s
+            .inbox_events
+            .into_iter()
+            .map(InboxEventOut::detail)
+            .collect(),
         outbox_events: s.outbox_events,
         deliveries: s.deliveries,
         import_rows: s

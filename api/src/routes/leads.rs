@@ -202,7 +202,12 @@ async fn create_or_update(
 /// outcome, or only `outcome: suppressed` for an erased key.
 fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     let Some(lead) = done.lead else {
-        return Reply::new(StatusCode::OK, &SuppressedOut { outcome: done.outcome });
+        return Reply::new(
+            StatusCode::OK,
+            &SuppressedOut {
+                outcome: done.outcome,
+            },
+        );
     };
     let created = done.outcome == Outcome::Created;
     let location = format!("/api/leads/{}", lead.id);

@@ -255,7 +255,10 @@ async fn remove_everything<C: ConnectionTrait>(
             .col_expr(contact::Column::Email, Expr::value(Option::<String>::None))
             .col_expr(contact::Column::Name, Expr::value(Option::<String>::None))
             .col_expr(contact::Column::Phone, Expr::value(Option::<String>::None))
-            .col_expr(contact::Column::Version, Expr::col(contact::Column::Version).add(1))
+            .col_expr(
+                contact::Column::Version,
+                Expr::col(contact::Column::Version).add(1),
+            )
             .col_expr(contact::Column::UpdatedAt, Expr::value(crate::clock::now()))
             .filter(contact::Column::Id.eq(cid))
             .exec(txn)
@@ -285,7 +288,10 @@ async fn remove_everything<C: ConnectionTrait>(
         .await?
         .rows_affected;
     counts.insert("lead_conversion", n);
-    let n = lead::Entity::delete_by_id(id).exec(txn).await?.rows_affected;
+    let n = lead::Entity::delete_by_id(id)
+        .exec(txn)
+        .await?
+        .rows_affected;
     counts.insert("lead", n);
     Ok(counts)
 }

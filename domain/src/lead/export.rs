@@ -2,7 +2,9 @@
 //! export), and every lead a list filter matches as CSV or NDJSON, a page at
 //! a time so memory stays flat however many leads there are.
 
-use sea_orm::{ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+};
 
 use crate::entities::{
     activity, contact, import_row, inbox_event, lead, lead_conversion, lead_duplicate,
@@ -61,7 +63,9 @@ pub async fn subject<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Result<Subje
         .filter(lead_duplicate::Column::LeadId.eq(lead_id))
         .all(conn)
         .await?;
-    let conversion = lead_conversion::Entity::find_by_id(lead_id).one(conn).await?;
+    let conversion = lead_conversion::Entity::find_by_id(lead_id)
+        .one(conn)
+        .await?;
     let contact = match &conversion {
         Some(c) => contact::Entity::find_by_id(c.contact_id).one(conn).await?,
         None => None,
@@ -155,8 +159,7 @@ impl BulkExport {
         if self.done {
             return Ok(None);
         }
-        let page =
-            query::list_leads(&self.db, &self.filter, PAGE, self.cursor.as_deref()).await?;
+        let page = query::list_leads(&self.db, &self.filter, PAGE, self.cursor.as_deref()).await?;
         let mut out = Vec::with_capacity(page.data.len() * 200 + 200);
         match self.format {
             Format::Csv => {
@@ -167,7 +170,9 @@ impl BulkExport {
                 for lead in &page.data {
                     writer.write_record(csv_row(lead)).map_err(csv_error)?;
                 }
-                writer.flush().map_err(|e| Error::Db(sea_orm::DbErr::Custom(e.to_string())))?;
+                writer
+                    .flush()
+                    .map_err(|e| Error::Db(sea_orm::DbErr::Custom(e.to_string())))?;
             }
             Format::Ndjson => {
                 for lead in &page.data {
@@ -191,7 +196,11 @@ fn csv_error(e: csv::Error) -> Error {
 /// One lead as a CSV row; text cells a spreadsheet would run as a formula
 /// get a leading `'`.
 fn csv_row(lead: &lead::Model) -> Vec<String> {
-    let text = |v: &Option<String>| v.as_deref().map(|s| neutralise(s).into_owned()).unwrap_or_default();
+    let text = |v: &Option<String>| {
+        v.as_deref()
+            .map(|s| neutralise(s).into_owned())
+            .unwrap_or_default()
+    };
     vec![
         lead.id.to_string(),
         neutralise(&lead.source).into_owned(),

@@ -145,9 +145,13 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     txn: &C,
     items: &[IngestItem],
 ) -> Result<Vec<Ingested>, DbErr> {
-    let buried =
-        tombstone::suppressed(txn, items.iter().map(|i| (i.new.source.as_str(), i.new.source_ref.as_str())))
-            .await?;
+    let buried = tombstone::suppressed(
+        txn,
+        items
+            .iter()
+            .map(|i| (i.new.source.as_str(), i.new.source_ref.as_str())),
+    )
+    .await?;
     let mut results: Vec<Option<Ingested>> = vec![None; items.len()];
     let mut seen: HashMap<Key, usize> = HashMap::new();
     let mut waves: Vec<Vec<usize>> = Vec::new();

@@ -156,6 +156,9 @@ mod tests {
         assert_ne!(a, b);
         assert!(!a.contains("ada"));
         // The separator keeps ("ab", "c") and ("a", "bc") apart.
-        assert_ne!(hash_with(&[1; 32], "ab", "c"), hash_with(&[1; 32], "a", "bc"));
+        assert_ne!(
+            hash_with(&[1; 32], "ab", "c"),
+            hash_with(&[1; 32], "a", "bc")
+        );
     }
 }
