@@ -68,41 +68,31 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(ImportRun::Table)
-                    .add_column(big_integer(Suppressed::Suppressed).default(0))
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(ReconcileRun::Table)
-                    .add_column(big_integer(Suppressed::Suppressed).default(0))
-                    .to_owned(),
-            )
-            .await
+        // Runs count the records a tombstone suppressed.
+        for table in runs() {
+            manager
+                .alter_table(
+                    Table::alter()
+                        .table(table)
+                        .add_column(big_integer(Suppressed::Suppressed).default(0))
+                        .to_owned(),
+                )
+                .await?;
+        }
+        Ok(())
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(ReconcileRun::Table)
-                    .drop_column(Suppressed::Suppressed)
-                    .to_owned(),
-            )
-            .await?;
-        manager
-            .alter_table(
-                Table::alter()
-                    .table(ImportRun::Table)
-                    .drop_column(Suppressed::Suppressed)
-                    .to_owned(),
-            )
-            .await?;
+        for table in runs() {
+            manager
+                .alter_table(
+                    Table::alter()
+                        .table(table)
+                        .drop_column(Suppressed::Suppressed)
+                        .to_owned(),
+                )
+                .await?;
+        }
         manager
             .drop_table(Table::drop().table(LeadTombstone::Table).to_owned())
             .await?;
@@ -110,4 +100,11 @@ impl MigrationTrait for Migration {
             .drop_table(Table::drop().table(LeadErasure::Table).to_owned())
             .await
     }
+}
+
+fn runs() -> [TableRef; 2] {
+    [
+        ImportRun::Table.into_table_ref(),
+        ReconcileRun::Table.into_table_ref(),
+    ]
 }

@@ -86,6 +86,43 @@ async fn import_csv(app: &TestApp, token: &str, csv: &str) -> Value {
     panic!("import did not finish");
 }
 
+/// Starts a reconcile of `source` over the ops API and waits for its end.
+async fn reconcile_run(app: &TestApp, ops: &str, source: &str) -> Value {
+    let started = app
+        .client
+        .post(app.url(&format!("/api/ops/reconcile/{source}")))
+        .bearer_auth(ops)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 202);
+    let id = started.json::<Value>().await.unwrap()["id"].clone();
+    for _ in 0..800 {
+        let run: Value = app
+            .get(ops, &format!("/api/ops/reconcile-runs/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if run["state"] != "running" {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("reconcile run {id} never ended");
+}
+
+/// Posts `record` at intake; the lead's id.
+async fn intake_id(app: &TestApp, token: &str, record: &Value) -> i64 {
+    app.post_lead(token, record)
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap()
+}
+
 fn person_csv() -> String {
     format!("ref,email,name\n{REF},{EMAIL},{NAME}\n")
 }
@@ -277,27 +314,7 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
     };
     erased(&app, &admin, partner_lead).await;
     let ops = app.token(Role::Ops, None).await;
-    let started = app
-        .client
-        .post(app.url("/api/ops/reconcile/partner"))
-        .bearer_auth(&ops)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(started.status(), 202);
-    let run: Value = started.json().await.unwrap();
-    let run = loop {
-        let now: Value = app
-            .get(&ops, &format!("/api/ops/reconcile-runs/{}", run["id"]))
-            .await
-            .json()
-            .await
-            .unwrap();
-        if now["state"] != "running" {
-            break now;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+    let run = reconcile_run(&app, &ops, "partner").await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(
         (&run["created"], &run["suppressed"]),
@@ -321,15 +338,8 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
 async fn erasure_is_idempotent_audited_and_announced(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
-    let response = app
-        .post_lead(
-            &admin,
-            &json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME}),
-        )
-        .await;
-    let id = response.json::<Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap();
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
+    let id = intake_id(&app, &admin, &record).await;
 
     // Only admins, and only with a reason.
     let sales = app.token(Role::Sales, None).await;
@@ -387,14 +397,7 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL});
-    let id = app
-        .post_lead(&admin, &record)
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
-        .as_i64()
-        .unwrap();
+    let id = intake_id(&app, &admin, &record).await;
     let body = erased(&app, &admin, id).await;
     let hash = body["erasure"]["key_hash"].as_str().unwrap().to_owned();
     assert_eq!(hash.len(), 64);
@@ -517,14 +520,7 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = app
-        .post_lead(&admin, &record)
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
-        .as_i64()
-        .unwrap();
+    let id = intake_id(&app, &admin, &record).await;
     app.post_lead(
         &admin,
         &json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}),
