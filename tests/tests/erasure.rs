@@ -24,6 +24,7 @@ on_both_backends!(
     lifting_the_tombstone_lets_the_key_create_a_lead_again,
     a_concurrent_redelivery_never_resurrects_an_erased_lead,
     the_cli_erases_unsuppresses_and_exports,
+    a_converted_contact_is_blanked_when_asked,
 );
 
 const EMAIL: &str = "ada@example.com";
@@ -579,4 +580,79 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
     );
     assert!(!none.status.success());
     assert_eq!(app.post_lead(&admin, &record).await.status(), 201);
+}
+
+async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let sales = app.token(Role::Sales, None).await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME,
+                        "company": "Analytical Engines"});
+    let id = intake_id(&app, &admin, &record).await;
+    let post = |path: String, body: Value, key: Option<&'static str>| {
+        let app = &app;
+        let sales = &sales;
+        async move {
+            let mut request = app
+                .client
+                .post(app.url(&path))
+                .bearer_auth(sales)
+                .json(&body);
+            if let Some(key) = key {
+                request = request.header("Idempotency-Key", key);
+            }
+            request.send().await.unwrap()
+        }
+    };
+    for to in ["contacted", "qualified"] {
+        let moved = post(
+            format!("/api/leads/{id}/transitions"),
+            json!({"to": to}),
+            None,
+        )
+        .await;
+        assert_eq!(moved.status(), 200);
+    }
+    let converted = post(
+        format!("/api/leads/{id}/convert"),
+        json!({}),
+        Some("convert-1"),
+    )
+    .await;
+    assert_eq!(converted.status(), 201);
+    let contact_id = converted.json::<Value>().await.unwrap()["conversion"]["contact_id"]
+        .as_i64()
+        .unwrap();
+    // The subject export names the conversion and the contact.
+    let export: Value = app
+        .get(&admin, &format!("/api/leads/{id}/export"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(export["conversion"]["contact_id"], contact_id);
+    assert_eq!(export["contact"]["email"], EMAIL);
+
+    let response = erase(&app, &admin, id, "reason=request&include_contact=true").await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["erasure"]["counts"]["contact"], 1);
+    assert_eq!(body["erasure"]["counts"]["lead_conversion"], 1);
+    for needle in [EMAIL, NAME] {
+        assert_eq!(
+            tables_containing(&app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is still stored"
+        );
+    }
+    let contact: Value = app
+        .get(&sales, &format!("/api/contacts/{contact_id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&contact["email"], &contact["name"]),
+        (&Value::Null, &Value::Null)
+    );
 }

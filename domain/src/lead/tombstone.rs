@@ -19,8 +19,7 @@ use std::collections::HashSet;
 use std::sync::{PoisonError, RwLock};
 
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, QuerySelect,
-    Statement,
+    ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, Statement,
 };
 
 use crate::entities::lead_tombstone::{self, Column};
@@ -115,16 +114,30 @@ pub async fn suppressed<'k, C: ConnectionTrait>(
         ))
         .await?;
     }
-    let hashes: Vec<&str> = by_hash.iter().map(|(h, _)| h.as_str()).collect();
-    let found: HashSet<String> = lead_tombstone::Entity::find()
-        .select_only()
-        .column(Column::KeyHash)
-        .filter(Column::KeyHash.is_in(hashes))
-        .into_tuple::<String>()
-        .all(txn)
+    // One statement text whatever the batch size: SQLite caches a prepared
+    // statement per distinct text and connection.
+    let hashes: Vec<String> = by_hash.iter().map(|(h, _)| h.clone()).collect();
+    let backend = txn.get_database_backend();
+    let lookup = match backend {
+        DatabaseBackend::Postgres => Statement::from_sql_and_values(
+            backend,
+            "SELECT key_hash FROM lead_tombstone WHERE key_hash = ANY($1)",
+            [hashes.into()],
+        ),
+        _ => Statement::from_sql_and_values(
+            backend,
+            "SELECT key_hash FROM lead_tombstone WHERE key_hash IN (SELECT value FROM json_each(?))",
+            [serde_json::to_string(&hashes)
+                .map_err(|e| DbErr::Json(e.to_string()))?
+                .into()],
+        ),
+    };
+    let found: HashSet<String> = txn
+        .query_all_raw(lookup)
         .await?
-        .into_iter()
-        .collect();
+        .iter()
+        .map(|row| row.try_get::<String>("", "key_hash"))
+        .collect::<Result<_, _>>()?;
     Ok(by_hash
         .into_iter()
         .filter(|(hash, _)| found.contains(hash))
