@@ -159,7 +159,14 @@ impl BulkExport {
         if self.done {
             return Ok(None);
         }
-        let page = query::list_leads(&self.db, &self.filter, PAGE, self.cursor.as_deref()).await?;
+        let page = query::list_leads_by(
+            &self.db,
+            &self.filter,
+            PAGE,
+            self.cursor.as_deref(),
+            query::Access::Scan,
+        )
+        .await?;
         let mut out = Vec::with_capacity(page.data.len() * 200 + 200);
         match self.format {
             Format::Csv => {
