@@ -77,7 +77,8 @@ pub async fn list_leads_by<C: ConnectionTrait>(
     let scan = access == Access::Scan && conn.get_database_backend() == DbBackend::Sqlite;
     let column = |col: lead::Column| {
         if scan {
-            Expr::cust_with_expr("+$1", Expr::col((lead::Entity, col)))
+            // SQLite only: its builder fills `?` with the expression.
+            Expr::cust_with_expr("+?", Expr::col((lead::Entity, col)))
         } else {
             Expr::col((lead::Entity, col))
         }
