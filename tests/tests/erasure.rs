@@ -65,9 +65,15 @@ async fn erased(app: &TestApp, token: &str, id: i64) -> Value {
 }
 
 async fn import_csv(app: &TestApp, token: &str, csv: &str) -> Value {
+    import_csv_with(app, token, csv, "").await
+}
+
+async fn import_csv_with(app: &TestApp, token: &str, csv: &str, extra: &str) -> Value {
     let response = app
         .client
-        .post(app.url("/api/imports?source=webform&map=source_ref=ref,email=email,name=name"))
+        .post(app.url(&format!(
+            "/api/imports?source=webform&map=source_ref=ref,email=email,name=name{extra}"
+        )))
         .bearer_auth(token)
         .header("content-type", "text/csv")
         .body(csv.to_owned())
@@ -277,6 +283,13 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
     assert_eq!(events[0].lead_id, None);
     assert!(events[0].body.is_empty());
 
+    // An import's dry run predicts it, and a re-run of the same file does it.
+    let dry = import_csv_with(&app, &admin, &person_csv(), "&dry_run=true").await;
+    assert_eq!(
+        (&dry["suppressed"], &dry["created"]),
+        (&json!(1), &json!(0)),
+        "{dry}"
+    );
     // An import re-run of the same file.
     let rerun = import_csv(&app, &admin, &person_csv()).await;
     assert_eq!(

@@ -12,7 +12,7 @@ pub mod mapping;
 pub mod reader;
 pub mod report;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
@@ -413,10 +413,17 @@ async fn apply_batch(
             .map(|a| (a.row_number, a.lead_id))
             .collect()
     };
-    let stored = if run.dry_run {
-        stored_leads(&txn, &run.source, &rows).await?
+    let (stored, buried) = if run.dry_run {
+        let keys = rows
+            .iter()
+            .filter_map(|r| r.record.as_ref().ok())
+            .map(|n| (n.source.as_str(), n.source_ref.as_str()));
+        (
+            stored_leads(&txn, &run.source, &rows).await?,
+            crate::lead::tombstone::suppressed(&txn, keys).await?,
+        )
     } else {
-        HashMap::new()
+        (HashMap::new(), HashSet::new())
     };
     let ctx = IngestContext {
         correlation_id: Some(format!("import-{}", run.id)),
@@ -433,6 +440,12 @@ async fn apply_batch(
                 applied.get(&row.number).copied(),
                 Some("row already applied by an earlier run of this file".to_owned()),
             ),
+            Ok(new)
+                if run.dry_run
+                    && buried.contains(&(new.source.clone(), new.source_ref.clone())) =>
+            {
+                (RowOutcome::Suppressed, None, None)
+            }
             Ok(new) if run.dry_run => {
                 let (outcome, lead_id) = predict(new, stored.get(&new.source_ref));
                 (outcome, lead_id, None)
