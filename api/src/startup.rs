@@ -27,6 +27,7 @@ impl Application {
     /// Binds `settings.bind` (port 0 picks a free port, as the tests do).
     pub fn build(db: DatabaseConnection, settings: HttpSettings) -> std::io::Result<Self> {
         crate::http::metrics::handle();
+        domain::lead::tombstone::install(&settings.keyring);
         let listener = TcpListener::bind(&settings.bind)?;
         let port = listener.local_addr()?.port();
         // Uploads a crashed run left behind (the live ones are locked).

@@ -60,8 +60,11 @@ async fn a_batch_resolves_repeated_keys_in_arrival_order(backend: Backend) {
             Outcome::Unchanged
         ]
     );
-    assert_eq!(results[1].lead.version, 2);
-    assert_eq!(results[3].lead.name.as_deref(), Some("Second"));
+    assert_eq!(results[1].lead.as_ref().unwrap().version, 2);
+    assert_eq!(
+        results[3].lead.as_ref().unwrap().name.as_deref(),
+        Some("Second")
+    );
 
     let leads = lead::Entity::find()
         .order_by_asc(lead::Column::Id)

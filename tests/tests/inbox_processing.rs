@@ -349,7 +349,7 @@ async fn processing_an_event_twice_changes_nothing(backend: Backend) {
     assert_eq!(counts, (1, 1, 1));
     let event = app.inbox_event(id).await;
     assert_eq!((event.state.as_str(), event.attempts), ("processed", 1));
-    assert_eq!(event.lead_id, Some(lead_id));
+    assert_eq!(event.lead_id, lead_id);
 }
 
 async fn finished_job_count(app: &TestApp) -> i64 {

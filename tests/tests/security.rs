@@ -39,7 +39,10 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("GET", "/api/leads", SALES_UP),
     // With a `webform` record: its intake token and admins (sales may post `manual` only).
     ("POST", "/api/leads", &["intake", "admin"]),
+    ("GET", "/api/leads/export", SALES_UP),
     ("GET", "/api/leads/{id}", SALES_UP),
+    ("DELETE", "/api/leads/{id}", ADMIN),
+    ("GET", "/api/leads/{id}/export", ADMIN),
     ("PATCH", "/api/leads/{id}", SALES_UP),
     ("GET", "/api/leads/{id}/activities", SALES_UP),
     ("GET", "/api/leads/{id}/conversion", SALES_UP),
@@ -69,6 +72,7 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("GET", "/api/subscriptions", OPS_UP),
     ("POST", "/api/subscriptions", ADMIN),
     ("DELETE", "/api/subscriptions/{id}", ADMIN),
+    ("DELETE", "/api/tombstones/{key_hash}", ADMIN),
     // On the public listener; without a token on LEADPIPE_METRICS_BIND.
     ("GET", "/metrics", OPS_UP),
 ];
@@ -77,6 +81,7 @@ fn concrete(path: &str) -> String {
     path.replace("{id}", "1")
         .replace("{name}", "webform")
         .replace("{correlation_id}", "nothing-here")
+        .replace("{key_hash}", "00")
 }
 
 fn body_for(method: &str, path: &str) -> Option<Value> {

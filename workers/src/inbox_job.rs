@@ -22,7 +22,8 @@ pub enum Step {
     NothingToDo,
     Processed {
         outcome: Outcome,
-        lead_id: i64,
+        /// `None` when `suppressed`: the key was erased, no lead.
+        lead_id: Option<i64>,
     },
     Skipped,
     RetryScheduled(DateTime<Utc>),

@@ -82,13 +82,14 @@ pub async fn run(db: &DatabaseConnection, args: ImportArgs) -> anyhow::Result<()
     bar.finish_and_clear();
     let run = result.map_err(describe)?;
     println!(
-        "import run {}: {} rows: {} created, {} updated, {} unchanged, {} stale, {} rejected{}",
+        "import run {}: {} rows: {} created, {} updated, {} unchanged, {} stale, {} suppressed, {} rejected{}",
         run.id,
         run.rows,
         run.created,
         run.updated,
         run.unchanged,
         run.stale,
+        run.suppressed,
         run.rejected,
         if run.dry_run {
             " (dry run: nothing written)"

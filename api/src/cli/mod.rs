@@ -6,6 +6,7 @@ pub mod delivery;
 pub mod demo;
 pub mod import;
 pub mod inbox;
+pub mod lead;
 pub mod reconcile;
 pub mod secrets;
 pub mod source;
@@ -115,6 +116,13 @@ pub enum Command {
         #[command(subcommand)]
         command: secrets::SecretsCommand,
     },
+    /// Erase a lead (and bury its natural key), or lift a tombstone.
+    Lead {
+        #[command(subcommand)]
+        command: lead::LeadCommand,
+    },
+    /// Write every lead the filters match to stdout as CSV or NDJSON.
+    Export(lead::ExportArgs),
     /// Inspect and retry webhook inbox events.
     Inbox {
         #[command(subcommand)]
@@ -131,6 +139,11 @@ pub enum Command {
 pub async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let db = &cli.db;
+    // Every command that writes leads checks tombstones under these keys; a
+    // bad key setting is reported by the commands that need the keys.
+    if let Ok(keyring) = cli.secrets.keyring() {
+        domain::lead::tombstone::install(&keyring);
+    }
     match cli.command {
         Command::Serve {
             http,
@@ -254,6 +267,14 @@ pub async fn run() -> anyhow::Result<()> {
         Command::Delivery { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             delivery::run_delivery(&conn, command).await?;
+        }
+        Command::Lead { command } => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            lead::run_lead(&conn, command).await?;
+        }
+        Command::Export(args) => {
+            let conn = storage::open(&db.database_url, 1, true).await?;
+            lead::run_export(&conn, args).await?;
         }
         Command::Inbox { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;

@@ -154,6 +154,7 @@ pub fn summary(run: &Run) -> String {
         ("updated", run.updated.to_string()),
         ("unchanged", run.unchanged.to_string()),
         ("stale", run.stale.to_string()),
+        ("suppressed", run.suppressed.to_string()),
         ("rejected", run.rejected.to_string()),
         ("missed", run.missed.to_string()),
         (

@@ -79,6 +79,14 @@ struct IngestOut {
     outcome: Outcome,
 }
 
+/// The answer for a natural key that was erased: nothing was written.
+#[derive(Serialize, ToSchema)]
+#[schema(as = IngestSuppressed)]
+struct SuppressedOut {
+    /// Always `suppressed`.
+    outcome: Outcome,
+}
+
 fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
     Reply::tagged(StatusCode::OK, &LeadOut { lead })
 }
@@ -111,7 +119,8 @@ impl Versioned for LeadDetail {
 /// only sender-owned fields change and `version` goes up; **unchanged**
 /// (`200`) — the same content again; **stale** (`200`) — `source_updated_at`
 /// is older than the stored one. Status, owner and notes are never touched
-/// by intake. A sales caller without `source_ref` must send an
+/// by intake. **suppressed** (`200`, body `{"outcome": "suppressed"}` only) — the
+/// key was erased (a tombstone): nothing is written. A sales caller without `source_ref` must send an
 /// `Idempotency-Key`; the server assigns a `source_ref` (`man_…`).
 #[utoipa::path(
     operation_id = "upsert_lead",
@@ -121,8 +130,9 @@ impl Versioned for LeadDetail {
     responses(
         (status = 201, description = "A new lead (`outcome: created`)", body = IngestOut,
             headers(("Location" = String), ("ETag" = String))),
-        (status = 200, description = "An existing lead: `updated`, `unchanged` or `stale`", body = IngestOut,
-            headers(("ETag" = String))),
+        (status = 200, description = "An existing lead: `updated`, `unchanged` or `stale`; or \
+            `{\"outcome\": \"suppressed\"}` alone when the key was erased (nothing written)",
+            body = IngestOut, headers(("ETag" = String))),
     ),
     security(("bearer" = [])),
 )]
@@ -172,12 +182,21 @@ async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>)
         .await
 }
 
-/// `201` with `Location` for a new lead, `200` otherwise; the lead plus its outcome.
+/// `201` with `Location` for a new lead, `200` otherwise; the lead plus its
+/// outcome, or only `outcome: suppressed` for an erased key.
 fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
+    let Some(lead) = done.lead else {
+        return Reply::new(
+            StatusCode::OK,
+            &SuppressedOut {
+                outcome: done.outcome,
+            },
+        );
+    };
     let created = done.outcome == Outcome::Created;
-    let location = format!("/api/leads/{}", done.lead.id);
+    let location = format!("/api/leads/{}", lead.id);
     let out = IngestOut {
-        lead: LeadOut { lead: done.lead },
+        lead: LeadOut { lead },
         outcome: done.outcome,
     };
     let status = if created {
@@ -364,7 +383,7 @@ async fn add_note(
 }
 
 #[derive(Deserialize, IntoParams)]
-struct Filter {
+pub(crate) struct Filter {
     /// Only leads in this status.
     #[param(value_type = Option<LeadStatus>)]
     status: Option<String>,
@@ -377,7 +396,11 @@ struct Filter {
 }
 
 impl Filter {
-    fn parse(self, caller_id: i64, window: &WindowParams) -> Result<LeadFilter, ApiError> {
+    pub(crate) fn parse(
+        self,
+        caller_id: i64,
+        window: &WindowParams,
+    ) -> Result<LeadFilter, ApiError> {
         let status = self
             .status
             .as_deref()

@@ -14,6 +14,7 @@ pub mod crm;
 pub mod front;
 pub mod health;
 pub mod imports;
+pub mod lead_data;
 pub mod leads;
 pub mod metrics;
 pub mod ops;
@@ -71,6 +72,7 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     health::configure(cfg);
     crm::configure(cfg);
     imports::configure(cfg);
+    lead_data::configure(cfg);
     leads::configure(cfg);
     principals::configure(cfg);
     subscriptions::configure(cfg);

@@ -24,6 +24,8 @@ pub struct Model {
     pub updated: i64,
     pub unchanged: i64,
     pub stale: i64,
+    /// Records whose natural key was erased (a tombstone): nothing written.
+    pub suppressed: i64,
     pub rejected: i64,
     pub bytes_total: Option<i64>,
     pub bytes_read: i64,

@@ -14,6 +14,8 @@ pub mod inbox_event;
 pub mod lead;
 pub mod lead_conversion;
 pub mod lead_duplicate;
+pub mod lead_erasure;
+pub mod lead_tombstone;
 pub mod outbox_delivery;
 pub mod outbox_event;
 pub mod principal;

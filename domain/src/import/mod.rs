@@ -12,7 +12,7 @@ pub mod mapping;
 pub mod reader;
 pub mod report;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
@@ -58,6 +58,8 @@ pub enum RowOutcome {
     Updated,
     Unchanged,
     Stale,
+    /// The key was erased (a tombstone): nothing written.
+    Suppressed,
     Rejected,
 }
 
@@ -68,6 +70,7 @@ impl RowOutcome {
             Self::Updated => "updated",
             Self::Unchanged => "unchanged",
             Self::Stale => "stale",
+            Self::Suppressed => "suppressed",
             Self::Rejected => "rejected",
         }
     }
@@ -80,6 +83,7 @@ impl From<Outcome> for RowOutcome {
             Outcome::Updated => Self::Updated,
             Outcome::Unchanged => Self::Unchanged,
             Outcome::Stale => Self::Stale,
+            Outcome::Suppressed => Self::Suppressed,
         }
     }
 }
@@ -103,6 +107,7 @@ pub struct Progress {
     pub updated: i64,
     pub unchanged: i64,
     pub stale: i64,
+    pub suppressed: i64,
     pub rejected: i64,
     pub bytes_read: i64,
     pub bytes_total: i64,
@@ -116,6 +121,7 @@ impl Progress {
             RowOutcome::Updated => self.updated += 1,
             RowOutcome::Unchanged => self.unchanged += 1,
             RowOutcome::Stale => self.stale += 1,
+            RowOutcome::Suppressed => self.suppressed += 1,
             RowOutcome::Rejected => self.rejected += 1,
         }
     }
@@ -199,6 +205,7 @@ pub async fn prepare(
         updated: Set(0),
         unchanged: Set(0),
         stale: Set(0),
+        suppressed: Set(0),
         rejected: Set(0),
         bytes_total: Set(Some(i64::try_from(bytes_total).unwrap_or(i64::MAX))),
         bytes_read: Set(0),
@@ -357,6 +364,7 @@ pub async fn execute_until(
                     updated = progress.updated,
                     unchanged = progress.unchanged,
                     stale = progress.stale,
+                    suppressed = progress.suppressed,
                     rejected = progress.rejected,
                     "import finished"
                 );
@@ -454,10 +462,17 @@ async fn apply_batch(
             .map(|a| (a.row_number, a.lead_id))
             .collect()
     };
-    let stored = if run.dry_run {
-        stored_leads(&txn, &run.source, &rows).await?
+    let (stored, buried) = if run.dry_run {
+        let keys = rows
+            .iter()
+            .filter_map(|r| r.record.as_ref().ok())
+            .map(|n| (n.source.as_str(), n.source_ref.as_str()));
+        (
+            stored_leads(&txn, &run.source, &rows).await?,
+            crate::lead::tombstone::suppressed(&txn, keys).await?,
+        )
     } else {
-        HashMap::new()
+        (HashMap::new(), HashSet::new())
     };
     let ctx = IngestContext {
         correlation_id: Some(format!("import-{}", run.id)),
@@ -474,19 +489,28 @@ async fn apply_batch(
                 applied.get(&row.number).copied(),
                 Some("row already applied by an earlier run of this file".to_owned()),
             ),
+            Ok(new)
+                if run.dry_run
+                    && buried.contains(&(new.source.clone(), new.source_ref.clone())) =>
+            {
+                (RowOutcome::Suppressed, None, None)
+            }
             Ok(new) if run.dry_run => {
                 let (outcome, lead_id) = predict(new, stored.get(&new.source_ref));
                 (outcome, lead_id, None)
             }
             Ok(new) => {
                 let done = ingest::ingest_in(&txn, new, Origin::Import, &ctx).await?;
-                newly_applied.push(import_applied_row::ActiveModel {
-                    identity: Set(run.identity.clone()),
-                    row_number: Set(row.number),
-                    lead_id: Set(done.lead.id),
-                    run_id: Set(run.id),
-                });
-                (done.outcome.into(), Some(done.lead.id), None)
+                // A suppressed row stays unapplied: a re-run asks again.
+                if let Some(lead_id) = done.lead_id() {
+                    newly_applied.push(import_applied_row::ActiveModel {
+                        identity: Set(run.identity.clone()),
+                        row_number: Set(row.number),
+                        lead_id: Set(lead_id),
+                        run_id: Set(run.id),
+                    });
+                }
+                (done.outcome.into(), done.lead_id(), None)
             }
         };
         counts.count(outcome);
@@ -531,6 +555,7 @@ async fn apply_batch(
         add(import_run::Column::Updated, counts.updated),
         add(import_run::Column::Unchanged, counts.unchanged),
         add(import_run::Column::Stale, counts.stale),
+        add(import_run::Column::Suppressed, counts.suppressed),
         add(import_run::Column::Rejected, counts.rejected),
     ] {
         update = update.col_expr(col, expr);
@@ -545,6 +570,7 @@ async fn apply_batch(
     progress.updated += counts.updated;
     progress.unchanged += counts.unchanged;
     progress.stale += counts.stale;
+    progress.suppressed += counts.suppressed;
     progress.rejected += counts.rejected;
     Ok(())
 }

@@ -16,6 +16,7 @@ use crate::entities::{activity as activity_entity, outbox_event};
 use crate::error::Error;
 use crate::lead::activity::{ActivityKind, NewActivity};
 use crate::lead::record::{LeadRecord, NewLead};
+use crate::lead::tombstone;
 use crate::outbound::outbox;
 
 /// Which door a record came through.
@@ -48,6 +49,8 @@ pub enum Outcome {
     Updated,
     Unchanged,
     Stale,
+    /// The key was erased (a tombstone): nothing was written.
+    Suppressed,
 }
 
 impl Outcome {
@@ -57,6 +60,7 @@ impl Outcome {
             Self::Updated => "updated",
             Self::Unchanged => "unchanged",
             Self::Stale => "stale",
+            Self::Suppressed => "suppressed",
         }
     }
 
@@ -75,7 +79,14 @@ pub struct IngestContext {
 #[derive(Debug, Clone)]
 pub struct Ingested {
     pub outcome: Outcome,
-    pub lead: lead::Model,
+    /// `None` only when `suppressed`.
+    pub lead: Option<lead::Model>,
+}
+
+impl Ingested {
+    pub fn lead_id(&self) -> Option<i64> {
+        self.lead.as_ref().map(|l| l.id)
+    }
 }
 
 /// Validates, normalises and upserts one record in its own transaction.
@@ -134,9 +145,24 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     txn: &C,
     items: &[IngestItem],
 ) -> Result<Vec<Ingested>, DbErr> {
+    let buried = tombstone::suppressed(
+        txn,
+        items
+            .iter()
+            .map(|i| (i.new.source.as_str(), i.new.source_ref.as_str())),
+    )
+    .await?;
+    let mut results: Vec<Option<Ingested>> = vec![None; items.len()];
     let mut seen: HashMap<Key, usize> = HashMap::new();
     let mut waves: Vec<Vec<usize>> = Vec::new();
     for (index, item) in items.iter().enumerate() {
+        if buried.contains(&key_of(&item.new)) {
+            results[index] = Some(Ingested {
+                outcome: Outcome::Suppressed,
+                lead: None,
+            });
+            continue;
+        }
         let occurrence = seen.entry(key_of(&item.new)).or_insert(0);
         if waves.len() <= *occurrence {
             waves.push(Vec::new());
@@ -145,7 +171,6 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
         *occurrence += 1;
     }
 
-    let mut results: Vec<Option<Ingested>> = vec![None; items.len()];
     for wave in waves {
         let news: Vec<&NewLead> = wave.iter().map(|&i| &items[i].new).collect();
         let mut written: HashMap<Key, lead::Model> = upsert(txn, &news)
@@ -184,7 +209,10 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                     )
                 }
             };
-            results[index] = Some(Ingested { outcome, lead });
+            results[index] = Some(Ingested {
+                outcome,
+                lead: Some(lead),
+            });
         }
     }
     let results: Vec<Ingested> = results.into_iter().flatten().collect();
@@ -192,16 +220,23 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     let mut activities = Vec::with_capacity(items.len());
     let mut events = Vec::new();
     for (item, done) in items.iter().zip(&results) {
+        metrics::counter!("leadpipe_ingest_total", "origin" => item.origin.as_str(), "outcome" => done.outcome.as_str())
+            .increment(1);
+        let Some(lead) = &done.lead else {
+            metrics::counter!("leadpipe_ingest_suppressed_total", "origin" => item.origin.as_str())
+                .increment(1);
+            continue;
+        };
         let detail = match done.outcome {
             Outcome::Stale => serde_json::json!({
                 "record_source_updated_at": item.new.source_updated_at,
-                "stored_source_updated_at": done.lead.source_updated_at,
+                "stored_source_updated_at": lead.source_updated_at,
             }),
-            _ => serde_json::json!({ "version": done.lead.version }),
+            _ => serde_json::json!({ "version": lead.version }),
         };
         activities.push(
             NewActivity {
-                lead_id: done.lead.id,
+                lead_id: lead.id,
                 kind: ActivityKind::Ingest,
                 origin: Some(item.origin.as_str()),
                 outcome: Some(done.outcome.as_str()),
@@ -217,21 +252,20 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             } else {
                 outbox::LEAD_UPDATED
             };
-            let payload =
-                serde_json::to_value(&done.lead).map_err(|e| DbErr::Json(e.to_string()))?;
+            let payload = serde_json::to_value(lead).map_err(|e| DbErr::Json(e.to_string()))?;
             events.push(outbox::new_event(
                 event_type,
-                Some(done.lead.id),
+                Some(lead.id),
                 payload,
                 item.ctx.correlation_id.clone(),
             ));
         }
-        metrics::counter!("leadpipe_ingest_total", "origin" => item.origin.as_str(), "outcome" => done.outcome.as_str())
-            .increment(1);
     }
-    activity_entity::Entity::insert_many(activities)
-        .exec_without_returning(txn)
-        .await?;
+    if !activities.is_empty() {
+        activity_entity::Entity::insert_many(activities)
+            .exec_without_returning(txn)
+            .await?;
+    }
     if !events.is_empty() {
         outbox_event::Entity::insert_many(events)
             .exec_without_returning(txn)

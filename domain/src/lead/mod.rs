@@ -7,6 +7,8 @@
 //! one place.
 
 pub mod activity;
+pub mod erasure;
+pub mod export;
 pub mod group_commit;
 pub mod ingest;
 pub mod processing;
@@ -14,3 +16,4 @@ pub mod query;
 pub mod record;
 pub mod sales;
 pub mod status;
+pub mod tombstone;

@@ -7,7 +7,8 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Func};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 use serde::{Deserialize, Serialize};
 
@@ -39,27 +40,62 @@ struct LeadCursor {
     i: i64,
 }
 
+/// How a page query may pick its index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// One page for a person: the planner chooses (a selective filter's
+    /// index may beat the order index).
+    Page,
+    /// Every page in turn (an export): always walk the `(timestamp, id)`
+    /// index, so each page costs the same and the whole walk is linear.
+    Scan,
+}
+
 pub async fn list_leads<C: ConnectionTrait>(
     conn: &C,
     filter: &LeadFilter,
     limit: u64,
     cursor: Option<&str>,
 ) -> Result<Page<lead::Model>, Error> {
+    list_leads_by(conn, filter, limit, cursor, Access::Page).await
+}
+
+pub async fn list_leads_by<C: ConnectionTrait>(
+    conn: &C,
+    filter: &LeadFilter,
+    limit: u64,
+    cursor: Option<&str>,
+    access: Access,
+) -> Result<Page<lead::Model>, Error> {
     let sort_col = match filter.sort {
         SortKey::UpdatedAt => lead::Column::UpdatedAt,
         SortKey::CreatedAt => lead::Column::CreatedAt,
     };
+    // SQLite without statistics picks the filter's index (for `source`, the
+    // unique key) and sorts every matching row for each page. A unary `+`
+    // makes the column unusable for an index, leaving the order index.
+    let scan = access == Access::Scan && conn.get_database_backend() == DbBackend::Sqlite;
+    let column = |col: lead::Column| {
+        if scan {
+            // SQLite only: its builder fills `?` with the expression.
+            Expr::cust_with_expr("+?", Expr::col((lead::Entity, col)))
+        } else {
+            Expr::col((lead::Entity, col))
+        }
+    };
     let mut query = lead::Entity::find();
     if let Some(status) = filter.status {
-        query = query.filter(lead::Column::Status.eq(status.as_str()));
+        query = query.filter(column(lead::Column::Status).eq(status.as_str()));
     }
     match filter.owner {
-        Some(OwnerFilter::Id(id)) => query = query.filter(lead::Column::OwnerId.eq(id)),
-        Some(OwnerFilter::Unassigned) => query = query.filter(lead::Column::OwnerId.is_null()),
+        Some(OwnerFilter::Id(id)) => query = query.filter(column(lead::Column::OwnerId).eq(id)),
+        Some(OwnerFilter::Unassigned) => {
+            query = query.filter(column(lead::Column::OwnerId).is_null())
+        }
         None => {}
     }
     if let Some(source) = &filter.source {
-        query = query.filter(lead::Column::Source.eq(source.as_str()));
+        query = query.filter(column(lead::Column::Source).eq(source.as_str()));
     }
     if let Some(since) = filter.updated_since {
         query = query.filter(lead::Column::UpdatedAt.gte(since));

@@ -11,6 +11,9 @@ pub const LEAD_STATUS_CHANGED: &str = "lead.status_changed";
 pub const LEAD_ASSIGNED: &str = "lead.assigned";
 pub const LEAD_NOTE_ADDED: &str = "lead.note_added";
 pub const LEAD_CONVERTED: &str = "lead.converted";
+/// The lead was erased: payload `lead_id` and `key_hash` only, so
+/// downstream systems erase their copy too.
+pub const LEAD_ERASED: &str = "lead.erased";
 
 /// Every event type a subscription may ask for.
 pub const EVENT_TYPES: &[&str] = &[
@@ -20,6 +23,7 @@ pub const EVENT_TYPES: &[&str] = &[
     LEAD_ASSIGNED,
     LEAD_NOTE_ADDED,
     LEAD_CONVERTED,
+    LEAD_ERASED,
 ];
 
 pub const PENDING: &str = "pending";

@@ -33,6 +33,8 @@ pub struct PageCounts {
     pub updated: i64,
     pub unchanged: i64,
     pub stale: i64,
+    /// Records whose natural key was erased: nothing written.
+    pub suppressed: i64,
     /// Records that do not map to a lead (no `source_ref`, a bad email…):
     /// skipped, so one bad record cannot stop a source's reconcile forever.
     pub rejected: i64,
@@ -47,6 +49,7 @@ impl PageCounts {
             Outcome::Updated => self.updated += 1,
             Outcome::Unchanged => self.unchanged += 1,
             Outcome::Stale => self.stale += 1,
+            Outcome::Suppressed => self.suppressed += 1,
         }
         if outcome.changed() {
             self.missed += 1;
@@ -59,6 +62,7 @@ impl PageCounts {
         self.updated += other.updated;
         self.unchanged += other.unchanged;
         self.stale += other.stale;
+        self.suppressed += other.suppressed;
         self.rejected += other.rejected;
         self.missed += other.missed;
     }
@@ -166,6 +170,7 @@ async fn book<C: sea_orm::ConnectionTrait>(
         add(Column::Updated, counts.updated),
         add(Column::Unchanged, counts.unchanged),
         add(Column::Stale, counts.stale),
+        add(Column::Suppressed, counts.suppressed),
         add(Column::Rejected, counts.rejected),
         add(Column::Missed, counts.missed),
     ] {
@@ -201,6 +206,7 @@ fn record_metrics(source: &str, counts: &PageCounts) {
         ("updated", counts.updated),
         ("unchanged", counts.unchanged),
         ("stale", counts.stale),
+        ("suppressed", counts.suppressed),
         ("rejected", counts.rejected),
     ] {
         if n > 0 {

@@ -238,7 +238,10 @@ async fn resolve(
     };
     let ingested = ingest_in(&txn, new, Origin::Reconcile, &ctx).await?;
     reconcile_rejected::Entity::update_many()
-        .col_expr(Column::LeadId, Expr::value(Some(ingested.lead.id)))
+        .col_expr(
+            Column::LeadId,
+            Expr::value(ingested.lead.map(|lead| lead.id)),
+        )
         .filter(Column::Id.eq(row.id))
         .exec(&txn)
         .await?;

@@ -87,6 +87,9 @@ pub struct KeyConfigError(String);
 struct Key {
     id: String,
     cipher: XChaCha20Poly1305,
+    /// A subkey for keyed hashes (`HMAC(key, purpose)`), so the sealing key
+    /// itself never keys anything else.
+    hashing: [u8; KEY_LEN],
 }
 
 #[derive(Default)]
@@ -126,6 +129,14 @@ fn dev_cipher() -> XChaCha20Poly1305 {
     // Public on purpose: development mode gives no confidentiality.
     let key: [u8; KEY_LEN] = Sha256::digest(b"leadpipe insecure development secret key").into();
     XChaCha20Poly1305::new(&key.into())
+}
+
+fn hashing_subkey(key: &[u8]) -> [u8; KEY_LEN] {
+    let mac = crate::inbound::signature::hmac_sha256_bytes(key, &[b"leadpipe hashing subkey v1"]);
+    let mut out = [0u8; KEY_LEN];
+    let n = KEY_LEN.min(mac.len());
+    out[..n].copy_from_slice(&mac[..n]);
+    out
 }
 
 fn derived_id(key: &[u8]) -> String {
@@ -201,7 +212,12 @@ impl Keyring {
             }
             let cipher = XChaCha20Poly1305::new_from_slice(&bytes)
                 .map_err(|_| KeyConfigError(format!("key #{} has the wrong length", n + 1)))?;
-            keys.push(Key { id, cipher });
+            let hashing = hashing_subkey(&bytes);
+            keys.push(Key {
+                id,
+                cipher,
+                hashing,
+            });
         }
         Ok(Self {
             inner: Arc::new(Inner { keys, dev_mode }),
@@ -229,6 +245,16 @@ impl Keyring {
     /// Whether new values get the well-known development key.
     pub fn is_insecure_dev(&self) -> bool {
         self.inner.keys.is_empty() && self.inner.dev_mode
+    }
+
+    /// Subkeys for keyed hashes, the current key's first; the well-known
+    /// development subkey when no key is configured (such hashes name nobody
+    /// in clear but are as guessable as their input).
+    pub fn hashing_keys(&self) -> Vec<[u8; KEY_LEN]> {
+        if self.inner.keys.is_empty() {
+            return vec![hashing_subkey(b"leadpipe insecure development secret key")];
+        }
+        self.inner.keys.iter().map(|k| k.hashing).collect()
     }
 
     pub fn key_ids(&self) -> Vec<&str> {

@@ -9,7 +9,6 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
-    TransactionTrait,
 };
 
 use super::InboxState;
@@ -64,7 +63,8 @@ impl From<Error> for ProcessError {
 pub enum Applied {
     Processed {
         outcome: Outcome,
-        lead_id: i64,
+        /// `None` when `suppressed` (the key was erased).
+        lead_id: Option<i64>,
     },
     /// The source no longer allows this event type.
     Skipped,
@@ -147,13 +147,15 @@ pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, Pr
         correlation_id: event.correlation_id.clone(),
         author_id: None,
     };
-    let txn = db.begin().await?;
+    // Immediate on SQLite: the write path reads (tombstones) before it
+    // writes, and a deferred transaction could not upgrade past a writer.
+    let txn = crate::db::begin_write(db).await?;
     let ingested = ingest_in(&txn, &new, Origin::Webhook, &ctx).await?;
     let done = finish(
         &txn,
         event,
         InboxState::Processed,
-        Some((ingested.outcome, ingested.lead.id)),
+        Some((ingested.outcome, ingested.lead_id())),
         now,
     )
     .await?;
@@ -161,10 +163,14 @@ pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, Pr
         txn.rollback().await?;
         return Ok(Applied::LostClaim);
     }
+    if ingested.outcome == Outcome::Suppressed {
+        // The person was erased: their data must not stay here either.
+        crate::lead::erasure::blank_inbox_bodies(&txn, Column::Id.eq(event.id)).await?;
+    }
     txn.commit().await?;
     Ok(Applied::Processed {
         outcome: ingested.outcome,
-        lead_id: ingested.lead.id,
+        lead_id: ingested.lead_id(),
     })
 }
 
@@ -217,7 +223,7 @@ async fn finish<C: ConnectionTrait>(
     conn: &C,
     event: &Model,
     state: InboxState,
-    result: Option<(Outcome, i64)>,
+    result: Option<(Outcome, Option<i64>)>,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
     let updated = owned(inbox_event::Entity::update_many(), event)
@@ -226,7 +232,7 @@ async fn finish<C: ConnectionTrait>(
             Column::Outcome,
             Expr::value(result.map(|(o, _)| o.as_str())),
         )
-        .col_expr(Column::LeadId, Expr::value(result.map(|(_, id)| id)))
+        .col_expr(Column::LeadId, Expr::value(result.and_then(|(_, id)| id)))
         .col_expr(Column::LastError, Expr::value(Option::<String>::None))
         .col_expr(
             Column::NextAttemptAt,

@@ -460,7 +460,7 @@ fn first_matching_secret(
 
 /// For the infallible signing helpers. HMAC accepts keys of any length, so the error arm is
 /// dead; were it ever hit, the empty tag fails verification rather than panicking.
-fn hmac_sha256_bytes(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
+pub(crate) fn hmac_sha256_bytes(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
     mac_sha256(key, parts)
         .map(|mac| mac.finalize().into_bytes().to_vec())
         .unwrap_or_default()

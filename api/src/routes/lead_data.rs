@@ -1,0 +1,300 @@
+//! A person's data: erasure (`DELETE /api/leads/{id}`), lifting a tombstone,
+//! the subject access export (`GET /api/leads/{id}/export`) and the bulk
+//! export (`GET /api/leads/export`). The rules live in `domain::lead`
+//! (`erasure`, `tombstone`, `export`).
+
+use actix_web::http::header;
+use actix_web::{HttpResponse, web};
+use actix_web::{delete, get};
+use chrono::{DateTime, Utc};
+use domain::entities::{
+    activity, contact, lead_conversion, lead_erasure, outbox_delivery, outbox_event,
+};
+use domain::lead::erasure::{self, EraseRequest};
+use domain::lead::export::{self, BulkExport, Format};
+use domain::lead::tombstone;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::http::auth::{AdminOnly, Caller, SalesUp};
+use crate::http::error::ApiError;
+use crate::http::list::WindowParams;
+use crate::http::state::AppState;
+use crate::routes::Routes;
+use crate::routes::leads::{Filter, LeadOut};
+use crate::routes::ops::inbox::InboxEventOut;
+
+/// Registered before `leads::configure`: the literal `/api/leads/export`
+/// must win over `/api/leads/{id}`.
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(bulk_export);
+    cfg.service(erase_lead);
+    cfg.service(subject_export);
+    cfg.service(lift_tombstone);
+}
+
+#[derive(Deserialize, IntoParams)]
+struct EraseParams {
+    /// Why the lead is erased (required, at most 1000 characters). Kept in
+    /// the audit record: do not name the person.
+    reason: Option<String>,
+    /// Also blank the contact the lead was converted into (default false).
+    #[serde(default)]
+    include_contact: bool,
+}
+
+/// The audit record of an erasure.
+#[derive(Serialize, ToSchema)]
+#[schema(as = ErasureResult)]
+struct ErasureOut {
+    erasure: lead_erasure::Model,
+    /// True when the lead had already been erased by an earlier call.
+    repeated: bool,
+}
+
+/// Erase a lead and everything stored about it, and bury its natural key.
+///
+/// **Roles:** admin.
+///
+/// In one transaction: deletes the lead, its timeline and notes, its outbox
+/// events and deliveries, its import rows, stored idempotent responses that
+/// contain it, its duplicate hints and conversion record; empties the raw
+/// body and headers of its inbox events; unlinks deals; with
+/// `include_contact=true` also blanks the converted contact's name, email and
+/// phone and deletes its timeline. Leaves a **tombstone** (a keyed hash of
+/// `(source, source_ref)`): every later arrival of that key through any door
+/// is answered `suppressed` and creates nothing. Emits `lead.erased` (payload:
+/// `lead_id`, `key_hash`) to subscriptions. Writes an audit record without
+/// personal data.
+///
+/// Idempotent: erasing an erased lead answers `200` with the first erasure's
+/// record and `repeated: true`, so a retried request sees the same success.
+#[utoipa::path(
+    operation_id = "erase_lead",
+    tag = "leads",
+    params(("id" = i64, Path, description = "The lead's id"), EraseParams),
+    responses(
+        (status = 200, description = "Erased (now or earlier)", body = ErasureOut),
+        (status = 404, description = "`/problems/not-found`: no such lead, and none erased under this id"),
+        (status = 422, description = "`/problems/validation`: no `reason`"),
+    ),
+    security(("bearer" = [])),
+)]
+#[delete("/api/leads/{id}")]
+async fn erase_lead(
+    caller: Caller<AdminOnly>,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    params: web::Query<EraseParams>,
+) -> Result<HttpResponse, ApiError> {
+    let params = params.into_inner();
+    let request = EraseRequest {
+        lead_id: id.into_inner(),
+        reason: params.reason.unwrap_or_default(),
+        include_contact: params.include_contact,
+        erased_by: Some(caller.id),
+        correlation_id: Some(caller.correlation.0.clone()),
+    };
+    let done = erasure::erase(&state.db, &request).await?;
+    Ok(HttpResponse::Ok().json(ErasureOut {
+        erasure: done.audit,
+        repeated: done.repeated,
+    }))
+}
+
+/// Lift a tombstone: the next arrival of that natural key creates a lead again.
+///
+/// **Roles:** admin.
+///
+/// `key_hash` is the erasure record's `key_hash` (or `leadpipe lead
+/// unsuppress --source S --source-ref R`, which computes it).
+#[utoipa::path(
+    operation_id = "lift_tombstone",
+    tag = "leads",
+    params(("key_hash" = String, Path, description = "The tombstone's key hash")),
+    responses(
+        (status = 204, description = "Lifted"),
+        (status = 404, description = "`/problems/not-found`: no such tombstone"),
+    ),
+    security(("bearer" = [])),
+)]
+#[delete("/api/tombstones/{key_hash}")]
+async fn lift_tombstone(
+    _: Caller<AdminOnly>,
+    state: web::Data<AppState>,
+    key_hash: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    if tombstone::lift(&state.db, &key_hash).await? {
+        Ok(HttpResponse::NoContent().finish())
+    } else {
+        Err(ApiError::NotFound("no tombstone with this key hash".into()))
+    }
+}
+
+/// One row of an import that touched the lead.
+#[derive(Serialize, ToSchema)]
+struct ImportRowOut {
+    run_id: i64,
+    row_number: i64,
+    line: i64,
+    source_ref: Option<String>,
+    outcome: String,
+    reason: Option<String>,
+}
+
+/// Another lead with the same email or phone.
+#[derive(Serialize, ToSchema)]
+struct DuplicateOut {
+    other_lead_id: i64,
+    reason: String,
+    created_at: DateTime<Utc>,
+}
+
+/// Everything stored about one lead.
+#[derive(Serialize, ToSchema)]
+#[schema(as = SubjectExport)]
+struct SubjectExportOut {
+    lead: LeadOut,
+    /// The lead's timeline, notes included, oldest first.
+    timeline: Vec<activity::Model>,
+    /// Webhook events that became this lead, with headers and raw body.
+    inbox_events: Vec<InboxEventOut>,
+    /// Events about this lead for downstream systems.
+    outbox_events: Vec<outbox_event::Model>,
+    /// Their deliveries to subscriptions.
+    deliveries: Vec<outbox_delivery::Model>,
+    import_rows: Vec<ImportRowOut>,
+    possible_duplicates: Vec<DuplicateOut>,
+    conversion: Option<lead_conversion::Model>,
+    /// The contact the lead was converted into.
+    contact: Option<contact::Model>,
+    exported_at: DateTime<Utc>,
+}
+
+/// Everything stored about one lead, as one JSON document (subject access).
+///
+/// **Roles:** admin (it includes raw webhook bodies and delivery records).
+#[utoipa::path(
+    operation_id = "export_lead",
+    tag = "leads",
+    params(("id" = i64, Path, description = "The lead's id")),
+    responses(
+        (status = 200, description = "The lead's data", body = SubjectExportOut),
+        (status = 404, description = "`/problems/not-found`: no such lead"),
+    ),
+    security(("bearer" = [])),
+)]
+#[get("/api/leads/{id}/export")]
+async fn subject_export(
+    _: Caller<AdminOnly>,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+) -> Result<HttpResponse, ApiError> {
+    let s = export::subject(&state.db, id.into_inner()).await?;
+    let out = SubjectExportOut {
+        lead: LeadOut { lead: s.lead },
+        timeline: s.timeline,
+        inbox_events: s
+            .inbox_events
+            .into_iter()
+            .map(InboxEventOut::detail)
+            .collect(),
+        outbox_events: s.outbox_events,
+        deliveries: s.deliveries,
+        import_rows: s
+            .import_rows
+            .into_iter()
+            .map(|r| ImportRowOut {
+                run_id: r.run_id,
+                row_number: r.row_number,
+                line: r.line,
+                source_ref: r.source_ref,
+                outcome: r.outcome,
+                reason: r.reason,
+            })
+            .collect(),
+        possible_duplicates: s
+            .duplicates
+            .into_iter()
+            .map(|d| DuplicateOut {
+                other_lead_id: d.other_lead_id,
+                reason: d.reason,
+                created_at: d.created_at,
+            })
+            .collect(),
+        conversion: s.conversion,
+        contact: s.contact,
+        exported_at: Utc::now(),
+    };
+    Ok(HttpResponse::Ok().json(out))
+}
+
+#[derive(Deserialize, IntoParams)]
+struct FormatParam {
+    /// `csv` (default) or `ndjson`.
+    #[param(pattern = "^(csv|ndjson)$")]
+    format: Option<String>,
+}
+
+/// Every lead the list filters match, streamed as CSV or NDJSON.
+///
+/// **Roles:** sales, ops, admin.
+///
+/// Takes the filters of `GET /api/leads` (`limit` and `cursor` are ignored:
+/// the export walks every page). The body is streamed (chunked), one page
+/// of leads at a time, so memory stays flat whatever the count. CSV columns:
+/// `id, source, source_ref, email, phone, name, company, status, owner_id,
+/// version, source_updated_at, created_at, updated_at`; a text cell starting
+/// with `=`, `+`, `-` or `@` gets a leading `'`. NDJSON: one `Lead` per line.
+#[utoipa::path(
+    operation_id = "export_leads",
+    tag = "leads",
+    params(FormatParam, Filter, WindowParams),
+    responses(
+        (status = 200, description = "The leads", content(
+            (String = "text/csv"),
+            (String = "application/x-ndjson"),
+        )),
+        (status = 422, description = "`/problems/validation`: a bad filter or format"),
+    ),
+    security(("bearer" = [])),
+)]
+#[get("/api/leads/export")]
+async fn bulk_export(
+    caller: Caller<SalesUp>,
+    state: web::Data<AppState>,
+    format: web::Query<FormatParam>,
+    filter: web::Query<Filter>,
+    window: web::Query<WindowParams>,
+) -> Result<HttpResponse, ApiError> {
+    let filter = filter.into_inner().parse(caller.id, &window)?;
+    let format: Format = format
+        .format
+        .as_deref()
+        .unwrap_or("csv")
+        .parse()
+        .map_err(|e: String| ApiError::Validation(vec![domain::FieldError::new("format", e)]))?;
+    let pages = BulkExport::new(state.reads.db().clone(), filter, format);
+    let body = futures::stream::try_unfold(pages, |mut pages| async move {
+        match pages.next_chunk().await {
+            Ok(Some(chunk)) => Ok(Some((web::Bytes::from(chunk), pages))),
+            Ok(None) => Ok(None),
+            Err(err) => {
+                // Headers are sent: the client sees a cut-off body.
+                tracing::error!(error = %err, "bulk export failed mid-stream");
+                Err(ApiError::from(err))
+            }
+        }
+    });
+    let extension = match format {
+        Format::Csv => "csv",
+        Format::Ndjson => "ndjson",
+    };
+    Ok(HttpResponse::Ok()
+        .content_type(format.content_type())
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"leads.{extension}\""),
+        ))
+        .streaming(body))
+}

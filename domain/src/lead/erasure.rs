@@ -1,0 +1,308 @@
+//! Erasing a person: their lead and everything stored about it, in one
+//! transaction, leaving a tombstone on the natural key (so no door brings
+//! the lead back), an audit row without personal data, and a `lead.erased`
+//! event so downstream systems erase too.
+//!
+//! Idempotent: erasing an erased lead answers with the first erasure's audit
+//! row, so a client retrying a timed-out request sees the same success.
+
+use std::collections::BTreeMap;
+
+use sea_orm::sea_query::{Expr, ExprTrait, Query};
+use sea_orm::{
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
+    EntityTrait, QueryFilter, Set,
+};
+
+use crate::entities::{
+    activity, contact, crm_activity, deal, idempotency_key, import_applied_row, import_row,
+    import_run, inbox_event, lead, lead_conversion, lead_duplicate, lead_erasure, lead_tombstone,
+    outbox_delivery, outbox_event,
+};
+use crate::error::Error;
+use crate::lead::tombstone;
+use crate::outbound::outbox;
+
+/// What an erasure is asked to do.
+#[derive(Debug, Clone)]
+pub struct EraseRequest {
+    pub lead_id: i64,
+    /// Why (required; kept in the audit row, so it must not name the person).
+    pub reason: String,
+    pub include_contact: bool,
+    pub erased_by: Option<i64>,
+    pub correlation_id: Option<String>,
+}
+
+/// The audit row, and whether this call found the lead already erased.
+#[derive(Debug, Clone)]
+pub struct Erased {
+    pub audit: lead_erasure::Model,
+    pub repeated: bool,
+}
+
+/// The longest reason kept.
+pub const MAX_REASON: usize = 1000;
+
+/// Erases the lead (see the module docs). `NotFound` when there is no such
+/// lead and it was never erased.
+#[tracing::instrument(name = "lead.erase", skip_all, fields(lead_id = request.lead_id))]
+pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Erased, Error> {
+    let reason = request.reason.trim();
+    if reason.is_empty() || reason.chars().count() > MAX_REASON {
+        return Err(Error::invalid(
+            "reason",
+            "is required (at most 1000 characters)",
+        ));
+    }
+    let Some(found) = lead::Entity::find_by_id(request.lead_id).one(db).await? else {
+        return earlier(db, request.lead_id).await;
+    };
+    let hash = tombstone::key_hash(&found.source, &found.source_ref);
+    let _turn = crate::db::write_turn(db).await;
+    let txn = crate::db::begin_write(db).await?;
+    tombstone::lock_for_erasure(&txn, &hash).await?;
+    // Read again under the lock: a concurrent erasure may have won, and an
+    // ingest that committed meanwhile left rows this one must remove.
+    let Some(lead) = lead::Entity::find_by_id(request.lead_id).one(&txn).await? else {
+        txn.rollback().await?;
+        return earlier(db, request.lead_id).await;
+    };
+    let counts = remove_everything(&txn, &lead, request.include_contact).await?;
+    let now = crate::clock::now();
+    let audit = lead_erasure::ActiveModel {
+        lead_id: Set(lead.id),
+        key_hash: Set(hash.clone()),
+        erased_by: Set(request.erased_by),
+        reason: Set(reason.to_owned()),
+        counts: Set(serde_json::to_value(&counts).map_err(|e| DbErr::Json(e.to_string()))?),
+        erased_at: Set(now),
+        ..Default::default()
+    }
+    .insert(&txn)
+    .await?;
+    lead_tombstone::Entity::insert(lead_tombstone::ActiveModel {
+        key_hash: Set(hash.clone()),
+        lead_id: Set(lead.id),
+        erasure_id: Set(Some(audit.id)),
+        created_at: Set(now),
+    })
+    .on_conflict(
+        sea_orm::sea_query::OnConflict::column(lead_tombstone::Column::KeyHash)
+            .do_nothing()
+            .to_owned(),
+    )
+    .exec_without_returning(&txn)
+    .await?;
+    // No `lead_id` column value: the lead row is gone (the key would dangle).
+    outbox::enqueue(
+        &txn,
+        outbox::LEAD_ERASED,
+        None,
+        serde_json::json!({ "lead_id": lead.id, "key_hash": hash, "erased_at": now }),
+        request.correlation_id.clone(),
+    )
+    .await?;
+    txn.commit().await?;
+    metrics::counter!("leadpipe_lead_erasures_total").increment(1);
+    tracing::info!(erasure_id = audit.id, "lead erased");
+    Ok(Erased {
+        audit,
+        repeated: false,
+    })
+}
+
+/// The audit row of an earlier erasure of `lead_id`, or `NotFound`.
+async fn earlier(db: &DatabaseConnection, lead_id: i64) -> Result<Erased, Error> {
+    find_audit(db, lead_id)
+        .await?
+        .map(|audit| Erased {
+            audit,
+            repeated: true,
+        })
+        .ok_or(Error::NotFound)
+}
+
+pub async fn find_audit<C: ConnectionTrait>(
+    conn: &C,
+    lead_id: i64,
+) -> Result<Option<lead_erasure::Model>, DbErr> {
+    lead_erasure::Entity::find()
+        .filter(lead_erasure::Column::LeadId.eq(lead_id))
+        .one(conn)
+        .await
+}
+
+/// Empties the raw body and headers of the matching inbox events, keeping
+/// the rows (their ids still make a late redelivery a duplicate).
+pub async fn blank_inbox_bodies<C: ConnectionTrait>(
+    conn: &C,
+    which: impl sea_orm::sea_query::IntoCondition,
+) -> Result<u64, DbErr> {
+    Ok(inbox_event::Entity::update_many()
+        .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
+        .col_expr(
+            inbox_event::Column::Headers,
+            Expr::value(serde_json::json!({})),
+        )
+        .col_expr(
+            inbox_event::Column::LastError,
+            Expr::value(Option::<String>::None),
+        )
+        .filter(which)
+        .exec(conn)
+        .await?
+        .rows_affected)
+}
+
+/// Deletes or blanks every row holding the lead's data; rows per table.
+async fn remove_everything<C: ConnectionTrait>(
+    txn: &C,
+    lead: &lead::Model,
+    include_contact: bool,
+) -> Result<BTreeMap<&'static str, u64>, DbErr> {
+    let id = lead.id;
+    let mut counts = BTreeMap::new();
+
+    let events_of_lead = Query::select()
+        .column(outbox_event::Column::Id)
+        .from(outbox_event::Entity)
+        .and_where(outbox_event::Column::LeadId.eq(id))
+        .to_owned();
+    let n = outbox_delivery::Entity::delete_many()
+        .filter(
+            Condition::any()
+                .add(outbox_delivery::Column::LeadId.eq(id))
+                .add(outbox_delivery::Column::OutboxEventId.in_subquery(events_of_lead)),
+        )
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("outbox_delivery", n);
+    let n = outbox_event::Entity::delete_many()
+        .filter(outbox_event::Column::LeadId.eq(id))
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("outbox_event", n);
+    let n = activity::Entity::delete_many()
+        .filter(activity::Column::LeadId.eq(id))
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("activity", n);
+    counts.insert(
+        "inbox_event",
+        blank_inbox_bodies(txn, inbox_event::Column::LeadId.eq(id)).await?,
+    );
+
+    let runs_of_source = Query::select()
+        .column(import_run::Column::Id)
+        .from(import_run::Entity)
+        .and_where(import_run::Column::Source.eq(lead.source.as_str()))
+        .to_owned();
+    let n = import_row::Entity::delete_many()
+        .filter(
+            Condition::any().add(import_row::Column::LeadId.eq(id)).add(
+                Condition::all()
+                    .add(import_row::Column::SourceRef.eq(lead.source_ref.as_str()))
+                    .add(import_row::Column::RunId.in_subquery(runs_of_source)),
+            ),
+        )
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("import_row", n);
+    // Forgetting the applied rows makes an import re-run ask the write path
+    // again, which answers `suppressed`.
+    let n = import_applied_row::Entity::delete_many()
+        .filter(import_applied_row::Column::LeadId.eq(id))
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("import_applied_row", n);
+
+    let mut stored_responses = Condition::any()
+        .add(idempotency_key::Column::Path.eq(format!("/api/leads/{id}")))
+        .add(idempotency_key::Column::Path.like(format!("/api/leads/{id}/%")))
+        .add(
+            Condition::all()
+                .add(idempotency_key::Column::Path.eq("/api/leads"))
+                .add(idempotency_key::Column::ResponseBody.like(format!("%\"id\":{id},%"))),
+        );
+    let n = lead_duplicate::Entity::delete_many()
+        .filter(
+            Condition::any()
+                .add(lead_duplicate::Column::LeadId.eq(id))
+                .add(lead_duplicate::Column::OtherLeadId.eq(id)),
+        )
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("lead_duplicate", n);
+    let n = deal::Entity::update_many()
+        .col_expr(deal::Column::LeadId, Expr::value(Option::<i64>::None))
+        .filter(deal::Column::LeadId.eq(id))
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("deal_unlinked", n);
+
+    let conversion = lead_conversion::Entity::find_by_id(id).one(txn).await?;
+    if let (Some(conversion), true) = (&conversion, include_contact) {
+        let cid = conversion.contact_id;
+        let n = contact::Entity::update_many()
+            .col_expr(contact::Column::Email, Expr::value(Option::<String>::None))
+            .col_expr(contact::Column::Name, Expr::value(Option::<String>::None))
+            .col_expr(contact::Column::Phone, Expr::value(Option::<String>::None))
+            .col_expr(
+                contact::Column::Version,
+                Expr::col(contact::Column::Version).add(1),
+            )
+            .col_expr(contact::Column::UpdatedAt, Expr::value(crate::clock::now()))
+            .filter(contact::Column::Id.eq(cid))
+            .exec(txn)
+            .await?
+            .rows_affected;
+        counts.insert("contact", n);
+        let n = crm_activity::Entity::delete_many()
+            .filter(crm_activity::Column::SubjectType.eq("contact"))
+            .filter(crm_activity::Column::SubjectId.eq(cid))
+            .exec(txn)
+            .await?
+            .rows_affected;
+        counts.insert("crm_activity", n);
+        stored_responses = stored_responses
+            .add(idempotency_key::Column::Path.eq(format!("/api/contacts/{cid}")))
+            .add(idempotency_key::Column::Path.like(format!("/api/contacts/{cid}/%")));
+    }
+    let n = idempotency_key::Entity::delete_many()
+        .filter(stored_responses)
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("idempotency_key", n);
+    let n = lead_conversion::Entity::delete_many()
+        .filter(lead_conversion::Column::LeadId.eq(id))
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("lead_conversion", n);
+    let n = lead::Entity::delete_by_id(id)
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("lead", n);
+    Ok(counts)
+}
+
+/// The natural key's tombstone, if it has one.
+pub async fn find_tombstone<C: ConnectionTrait>(
+    conn: &C,
+    source: &str,
+    source_ref: &str,
+) -> Result<Option<lead_tombstone::Model>, DbErr> {
+    lead_tombstone::Entity::find_by_id(tombstone::key_hash(source, source_ref))
+        .one(conn)
+        .await
+}

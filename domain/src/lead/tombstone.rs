@@ -1,0 +1,177 @@
+//! Tombstones: natural keys that must not come back after an erasure. The
+//! write path ([`crate::lead::ingest`]) asks [`suppressed`] before it writes,
+//! so every door — intake, webhooks, reconcile, import — answers a buried key
+//! with `suppressed` and creates nothing.
+//!
+//! A tombstone holds a keyed hash of `(source, source_ref)` (HMAC-SHA256 under
+//! a subkey of the secret keyring), never the key itself. Hashes under every
+//! key of the ring are checked, so a rotation keeps tombstones working while
+//! the old key stays in the ring.
+//!
+//! On PostgreSQL an erasure holds an exclusive transaction advisory lock on
+//! the key while it deletes and buries; every ingest takes the same lock
+//! shared before it looks for tombstones. So an ingest of that key either
+//! commits before the erasure reads (and the erasure removes what it wrote),
+//! or waits and then sees the tombstone: a concurrent redelivery cannot
+//! resurrect the lead. SQLite has one writer, so the question does not arise.
+
+use std::collections::HashSet;
+use std::sync::{PoisonError, RwLock};
+
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, Statement,
+};
+
+use crate::entities::lead_tombstone::{self, Column};
+use crate::sealed::Keyring;
+
+/// The hashing subkeys in use, current first. Every door's write path needs
+/// them and the doors live in three crates and many call sites, so the keys
+/// are installed once per process at start-up (`install`) rather than passed
+/// down every one of them.
+static KEYS: RwLock<Vec<[u8; 32]>> = RwLock::new(Vec::new());
+
+/// Uses `keyring`'s hashing subkeys from now on (start-up).
+pub fn install(keyring: &Keyring) {
+    let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
+    *keys = keyring.hashing_keys();
+}
+
+fn keys() -> Vec<[u8; 32]> {
+    let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
+    if keys.is_empty() {
+        Keyring::none().hashing_keys()
+    } else {
+        keys.clone()
+    }
+}
+
+fn hash_with(key: &[u8; 32], source: &str, source_ref: &str) -> String {
+    hex::encode(crate::inbound::signature::hmac_sha256_bytes(
+        key,
+        &[source.as_bytes(), b"\0", source_ref.as_bytes()],
+    ))
+}
+
+/// The tombstone key of `(source, source_ref)` under the current key.
+pub fn key_hash(source: &str, source_ref: &str) -> String {
+    let keys = keys();
+    keys.first()
+        .map(|key| hash_with(key, source, source_ref))
+        .unwrap_or_default()
+}
+
+/// A PostgreSQL advisory lock id for a tombstone key.
+fn lock_id(hash: &str) -> i64 {
+    let prefix = hash.get(..16).unwrap_or("0");
+    u64::from_str_radix(prefix, 16).map_or(0, |v| v as i64)
+}
+
+/// Takes the key's lock exclusively until the transaction ends (PostgreSQL;
+/// nothing on SQLite, whose write transactions are already exclusive).
+pub async fn lock_for_erasure<C: ConnectionTrait>(txn: &C, hash: &str) -> Result<(), DbErr> {
+    if txn.get_database_backend() == DatabaseBackend::Postgres {
+        txn.execute_raw(Statement::from_sql_and_values(
+            DatabaseBackend::Postgres,
+            "SELECT pg_advisory_xact_lock($1)",
+            [lock_id(hash).into()],
+        ))
+        .await?;
+    }
+    Ok(())
+}
+
+/// Which of `keys` are buried. On PostgreSQL it first takes each key's lock
+/// shared (until the transaction ends), so a running erasure of one of them
+/// finishes before the look-up.
+pub async fn suppressed<'k, C: ConnectionTrait>(
+    txn: &C,
+    natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>,
+) -> Result<HashSet<(String, String)>, DbErr> {
+    let keys = keys();
+    let mut by_hash: Vec<(String, (&str, &str))> = Vec::new();
+    let mut locks: Vec<i64> = Vec::new();
+    for (source, source_ref) in natural_keys {
+        for (n, key) in keys.iter().enumerate() {
+            let hash = hash_with(key, source, source_ref);
+            if n == 0 {
+                locks.push(lock_id(&hash));
+            }
+            by_hash.push((hash, (source, source_ref)));
+        }
+    }
+    if by_hash.is_empty() {
+        return Ok(HashSet::new());
+    }
+    if txn.get_database_backend() == DatabaseBackend::Postgres {
+        // Sorted, so two batches take their locks in one order.
+        locks.sort_unstable();
+        locks.dedup();
+        txn.execute_raw(Statement::from_sql_and_values(
+            DatabaseBackend::Postgres,
+            "SELECT count(pg_advisory_xact_lock_shared(id)) FROM unnest($1::bigint[]) AS id",
+            [locks.into()],
+        ))
+        .await?;
+    }
+    // One statement text whatever the batch size: SQLite caches a prepared
+    // statement per distinct text and connection.
+    let hashes: Vec<String> = by_hash.iter().map(|(h, _)| h.clone()).collect();
+    let backend = txn.get_database_backend();
+    let lookup = match backend {
+        DatabaseBackend::Postgres => Statement::from_sql_and_values(
+            backend,
+            "SELECT key_hash FROM lead_tombstone WHERE key_hash = ANY($1)",
+            [hashes.into()],
+        ),
+        _ => Statement::from_sql_and_values(
+            backend,
+            "SELECT key_hash FROM lead_tombstone WHERE key_hash IN (SELECT value FROM json_each(?))",
+            [serde_json::to_string(&hashes)
+                .map_err(|e| DbErr::Json(e.to_string()))?
+                .into()],
+        ),
+    };
+    let found: HashSet<String> = txn
+        .query_all_raw(lookup)
+        .await?
+        .iter()
+        .map(|row| row.try_get::<String>("", "key_hash"))
+        .collect::<Result<_, _>>()?;
+    Ok(by_hash
+        .into_iter()
+        .filter(|(hash, _)| found.contains(hash))
+        .map(|(_, (s, r))| (s.to_owned(), r.to_owned()))
+        .collect())
+}
+
+/// Lifts the tombstone with this hash; false when there was none.
+pub async fn lift<C: ConnectionTrait>(conn: &C, hash: &str) -> Result<bool, DbErr> {
+    let deleted = lead_tombstone::Entity::delete_many()
+        .filter(Column::KeyHash.eq(hash))
+        .exec(conn)
+        .await?;
+    if deleted.rows_affected > 0 {
+        tracing::info!(key_hash = hash, "tombstone lifted");
+    }
+    Ok(deleted.rows_affected > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hash_is_keyed_and_names_nobody() {
+        let a = hash_with(&[1; 32], "web", "ada@example.com");
+        let b = hash_with(&[2; 32], "web", "ada@example.com");
+        assert_eq!(a.len(), 64);
+        assert_ne!(a, b);
+        assert!(!a.contains("ada"));
+        // The separator keeps ("ab", "c") and ("a", "bc") apart.
+        assert_ne!(
+            hash_with(&[1; 32], "ab", "c"),
+            hash_with(&[1; 32], "a", "bc")
+        );
+    }
+}

@@ -1,0 +1,671 @@
+//! Erasure: `DELETE /api/leads/{id}` removes the person's data everywhere,
+//! leaves a tombstone that every door answers `suppressed`, is idempotent,
+//! and survives a redelivery arriving at the same moment.
+
+#![allow(clippy::unwrap_used)]
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use api::cli::demo::fake_source::FakeSource;
+use domain::auth::Role;
+use domain::entities::{activity, lead, lead_tombstone, outbox_event};
+use leadpipe_tests::webhooks::lead_event;
+use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
+use serde_json::{Value, json};
+use workers::WorkerSettings;
+use workers::inbox_job::Step;
+
+on_both_backends!(
+    erasure_leaves_no_trace_of_the_person_in_any_table,
+    every_door_is_suppressed_after_erasure,
+    erasure_is_idempotent_audited_and_announced,
+    lifting_the_tombstone_lets_the_key_create_a_lead_again,
+    a_concurrent_redelivery_never_resurrects_an_erased_lead,
+    the_cli_erases_unsuppresses_and_exports,
+    a_converted_contact_is_blanked_when_asked,
+);
+
+const EMAIL: &str = "ada@example.com";
+const NAME: &str = "Ada Lovelace";
+const REF: &str = "form-1";
+
+/// A lead from `webform` made by a processed webhook; returns its id.
+async fn webhook_lead(app: &TestApp, key: &[u8], msg_id: &str) -> Option<i64> {
+    let body = lead_event(REF, EMAIL, "2026-11-30T10:00:00Z");
+    let response = app.post_standard("webform", key, msg_id, &body).await;
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    let ack: Value = response.json().await.unwrap();
+    let id = ack["id"].as_i64().unwrap();
+    let step = app
+        .processor(WorkerSettings::for_tests())
+        .process(id)
+        .await
+        .unwrap();
+    let Step::Processed { lead_id, .. } = step else {
+        panic!("expected processed, got {step:?}")
+    };
+    lead_id
+}
+
+async fn erase(app: &TestApp, token: &str, id: i64, query: &str) -> reqwest::Response {
+    app.client
+        .delete(app.url(&format!("/api/leads/{id}?{query}")))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn erased(app: &TestApp, token: &str, id: i64) -> Value {
+    let response = erase(app, token, id, "reason=subject%20request%2042").await;
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    response.json().await.unwrap()
+}
+
+async fn import_csv(app: &TestApp, token: &str, csv: &str) -> Value {
+    import_csv_with(app, token, csv, "").await
+}
+
+async fn import_csv_with(app: &TestApp, token: &str, csv: &str, extra: &str) -> Value {
+    let response = app
+        .client
+        .post(app.url(&format!(
+            "/api/imports?source=webform&map=source_ref=ref,email=email,name=name{extra}"
+        )))
+        .bearer_auth(token)
+        .header("content-type", "text/csv")
+        .body(csv.to_owned())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    let location = response.headers()["location"].to_str().unwrap().to_owned();
+    for _ in 0..600 {
+        let run: Value = app.get(token, &location).await.json().await.unwrap();
+        if run["state"] != "running" {
+            assert_eq!(run["state"], "done", "{run}");
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("import did not finish");
+}
+
+/// Starts a reconcile of `source` over the ops API and waits for its end.
+async fn reconcile_run(app: &TestApp, ops: &str, source: &str) -> Value {
+    let started = app
+        .client
+        .post(app.url(&format!("/api/ops/reconcile/{source}")))
+        .bearer_auth(ops)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), 202);
+    let id = started.json::<Value>().await.unwrap()["id"].clone();
+    for _ in 0..800 {
+        let run: Value = app
+            .get(ops, &format!("/api/ops/reconcile-runs/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if run["state"] != "running" {
+            return run;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("reconcile run {id} never ended");
+}
+
+/// Posts `record` at intake; the lead's id.
+async fn intake_id(app: &TestApp, token: &str, record: &Value) -> i64 {
+    app.post_lead(token, record)
+        .await
+        .json::<Value>()
+        .await
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap()
+}
+
+fn person_csv() -> String {
+    format!("ref,email,name\n{REF},{EMAIL},{NAME}\n")
+}
+
+async fn leads_with_ref(app: &TestApp, source_ref: &str) -> Vec<lead::Model> {
+    lead::Entity::find()
+        .filter(lead::Column::SourceRef.eq(source_ref))
+        .all(&app.db)
+        .await
+        .unwrap()
+}
+
+/// Every table and column (text, JSON and raw bytes alike) holding `needle`,
+/// as `table.column`.
+async fn tables_containing(app: &TestApp, needle: &str) -> Vec<String> {
+    let db = &app.db;
+    let backend = db.get_database_backend();
+    let columns_sql = match app.backend {
+        Backend::Sqlite => {
+            "SELECT m.name AS t, p.name AS c, p.type AS ty FROM sqlite_master m \
+             JOIN pragma_table_info(m.name) p WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'"
+        }
+        Backend::Postgres => {
+            "SELECT table_name::text AS t, column_name::text AS c, data_type::text AS ty \
+             FROM information_schema.columns WHERE table_schema = 'public'"
+        }
+    };
+    let columns = db
+        .query_all_raw(Statement::from_string(backend, columns_sql))
+        .await
+        .unwrap();
+    let mut found = Vec::new();
+    for row in columns {
+        let table: String = row.try_get("", "t").unwrap();
+        let column: String = row.try_get("", "c").unwrap();
+        let ty: String = row.try_get("", "ty").unwrap();
+        let text = match (app.backend, ty.as_str()) {
+            (Backend::Postgres, "bytea") => format!("encode(\"{column}\", 'escape')"),
+            (Backend::Postgres, _) => format!("\"{column}\"::text"),
+            (Backend::Sqlite, _) => format!("CAST(\"{column}\" AS TEXT)"),
+        };
+        let sql = format!(
+            "SELECT COUNT(*) AS n FROM \"{table}\" WHERE LOWER({text}) LIKE '%{}%'",
+            needle.to_lowercase()
+        );
+        let n: i64 = db
+            .query_one_raw(Statement::from_string(backend, sql))
+            .await
+            .unwrap()
+            .unwrap()
+            .try_get("", "n")
+            .unwrap();
+        if n > 0 {
+            found.push(format!("{table}.{column}"));
+        }
+    }
+    found
+}
+
+async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let sales = app.token(Role::Sales, None).await;
+    let key = app.standard_source("webform").await;
+    let id = webhook_lead(&app, &key, "msg_1").await.unwrap();
+    // A note (stored with its idempotent response), an import of the same
+    // person, an intake update: every place the person's data lands.
+    let note = app
+        .client
+        .post(app.url(&format!("/api/leads/{id}/notes")))
+        .bearer_auth(&sales)
+        .header("Idempotency-Key", "note-1")
+        .json(&json!({"text": format!("Called {NAME} back")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(note.status(), 201);
+    let run = import_csv(&app, &admin, &person_csv()).await;
+    assert_eq!(run["rows"], 1);
+    let update = app
+        .post_lead(
+            &admin,
+            &json!({"source": "webform", "source_ref": REF, "email": EMAIL,
+                    "name": NAME, "phone": "+44 20 7946 0000"}),
+        )
+        .await;
+    assert_eq!(update.status(), 200);
+    for needle in [EMAIL, NAME] {
+        assert!(
+            !tables_containing(&app, needle).await.is_empty(),
+            "the setup stored {needle} somewhere"
+        );
+    }
+
+    let body = erased(&app, &admin, id).await;
+    assert_eq!(body["repeated"], false);
+    let erasure = &body["erasure"];
+    assert_eq!(erasure["lead_id"], id);
+    assert_eq!(erasure["reason"], "subject request 42");
+    assert_eq!(erasure["counts"]["lead"], 1);
+    assert_eq!(erasure["counts"]["inbox_event"], 1);
+    assert_eq!(erasure["counts"]["import_row"], 1);
+    assert_eq!(erasure["counts"]["idempotency_key"], 1);
+    assert!(
+        erasure["counts"]["activity"].as_i64().unwrap() >= 4,
+        "{erasure}"
+    );
+
+    for needle in [EMAIL, NAME, "7946", REF] {
+        assert_eq!(
+            tables_containing(&app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is still stored"
+        );
+    }
+    let response = app.get(&admin, &format!("/api/leads/{id}")).await;
+    assert_problem(response, 404, "/problems/not-found").await;
+}
+
+async fn every_door_is_suppressed_after_erasure(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let key = app.standard_source("webform").await;
+    let id = webhook_lead(&app, &key, "msg_1").await.unwrap();
+    let run = import_csv(&app, &admin, &person_csv()).await;
+    assert_eq!(run["created"], 0, "{run}");
+    erased(&app, &admin, id).await;
+
+    // Intake: answered, counted, nothing written.
+    let response = app
+        .post_lead(
+            &admin,
+            &json!({"source": "webform", "source_ref": REF, "email": EMAIL}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body, json!({"outcome": "suppressed"}));
+
+    // A webhook (a fresh delivery id): processed as suppressed, no lead,
+    // and its raw body is not kept.
+    let lead_id = webhook_lead(&app, &key, "msg_2").await;
+    assert_eq!(lead_id, None);
+    let events = domain::entities::inbox_event::Entity::find()
+        .filter(domain::entities::inbox_event::Column::EventId.eq("msg_2"))
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(events[0].state, "processed");
+    assert_eq!(events[0].outcome.as_deref(), Some("suppressed"));
+    assert_eq!(events[0].lead_id, None);
+    assert!(events[0].body.is_empty());
+
+    // An import's dry run predicts it, and a re-run of the same file does it.
+    let dry = import_csv_with(&app, &admin, &person_csv(), "&dry_run=true").await;
+    assert_eq!(
+        (&dry["suppressed"], &dry["created"]),
+        (&json!(1), &json!(0)),
+        "{dry}"
+    );
+    // An import re-run of the same file.
+    let rerun = import_csv(&app, &admin, &person_csv()).await;
+    assert_eq!(
+        (&rerun["suppressed"], &rerun["created"]),
+        (&json!(1), &json!(0)),
+        "{rerun}"
+    );
+
+    // A reconcile page with the key on it.
+    let fake = FakeSource::start(3).await.unwrap();
+    let partner_key = app.standard_source("partner").await;
+    let saved = app
+        .save_source(
+            &admin,
+            &json!({"name": "partner", "scheme": "standard-webhooks",
+                    "pull_url": fake.pull_url, "pull_page_size": 10}),
+        )
+        .await;
+    assert_eq!(saved.status(), 200);
+    let (event_id, body) = fake.delivery(1);
+    let response = app
+        .post_standard("partner", &partner_key, &event_id, &body)
+        .await;
+    let event: Value = response.json().await.unwrap();
+    let step = app
+        .processor(WorkerSettings::for_tests())
+        .process(event["id"].as_i64().unwrap())
+        .await
+        .unwrap();
+    let Step::Processed {
+        lead_id: Some(partner_lead),
+        ..
+    } = step
+    else {
+        panic!("{step:?}")
+    };
+    erased(&app, &admin, partner_lead).await;
+    let ops = app.token(Role::Ops, None).await;
+    let run = reconcile_run(&app, &ops, "partner").await;
+    assert_eq!(run["state"], "done", "{run}");
+    assert_eq!(
+        (&run["created"], &run["suppressed"]),
+        (&json!(2), &json!(1)),
+        "{run}"
+    );
+    assert!(leads_with_ref(&app, &fake.source_ref(1)).await.is_empty());
+
+    assert!(leads_with_ref(&app, REF).await.is_empty());
+    let metrics = app.metrics().await;
+    for origin in ["api", "webhook", "import", "reconcile"] {
+        assert!(
+            metrics.contains(&format!(
+                "leadpipe_ingest_suppressed_total{{origin=\"{origin}\"}}"
+            )),
+            "{origin}: {metrics}"
+        );
+    }
+}
+
+async fn erasure_is_idempotent_audited_and_announced(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
+    let id = intake_id(&app, &admin, &record).await;
+
+    // Only admins, and only with a reason.
+    let sales = app.token(Role::Sales, None).await;
+    assert_problem(
+        erase(&app, &sales, id, "reason=x").await,
+        403,
+        "/problems/forbidden",
+    )
+    .await;
+    assert_problem(
+        erase(&app, &admin, id, "").await,
+        422,
+        "/problems/validation",
+    )
+    .await;
+    assert_problem(
+        erase(&app, &admin, id + 1000, "reason=x").await,
+        404,
+        "/problems/not-found",
+    )
+    .await;
+
+    let first = erased(&app, &admin, id).await;
+    // A client retrying a timed-out erase gets the same success.
+    let again = erased(&app, &admin, id).await;
+    assert_eq!(again["repeated"], true);
+    assert_eq!(again["erasure"], first["erasure"]);
+    let audit = first["erasure"].to_string();
+    assert!(!audit.contains(EMAIL) && !audit.contains(REF), "{audit}");
+
+    let erasures: Vec<outbox_event::Model> = outbox_event::Entity::find()
+        .filter(outbox_event::Column::EventType.eq("lead.erased"))
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(erasures.len(), 1);
+    assert_eq!(erasures[0].lead_id, None);
+    assert_eq!(erasures[0].payload["lead_id"], id);
+    assert_eq!(
+        erasures[0].payload["key_hash"],
+        first["erasure"]["key_hash"]
+    );
+    assert!(!erasures[0].payload.to_string().contains(EMAIL));
+    // Nothing else about the lead is left to publish.
+    let others = outbox_event::Entity::find()
+        .filter(outbox_event::Column::LeadId.eq(id))
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert!(others.is_empty(), "{others:?}");
+    assert!(domain::outbound::outbox::EVENT_TYPES.contains(&"lead.erased"));
+}
+
+async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL});
+    let id = intake_id(&app, &admin, &record).await;
+    let body = erased(&app, &admin, id).await;
+    let hash = body["erasure"]["key_hash"].as_str().unwrap().to_owned();
+    assert_eq!(hash.len(), 64);
+    let suppressed = app.post_lead(&admin, &record).await;
+    assert_eq!(
+        suppressed.json::<Value>().await.unwrap()["outcome"],
+        "suppressed"
+    );
+
+    let lift = |token: String| {
+        let app = &app;
+        let hash = hash.clone();
+        async move {
+            app.client
+                .delete(app.url(&format!("/api/tombstones/{hash}")))
+                .bearer_auth(token)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let ops = app.token(Role::Ops, None).await;
+    assert_problem(lift(ops).await, 403, "/problems/forbidden").await;
+    assert_eq!(lift(admin.clone()).await.status(), 204);
+    assert_problem(lift(admin.clone()).await, 404, "/problems/not-found").await;
+
+    let back = app.post_lead(&admin, &record).await;
+    assert_eq!(back.status(), 201);
+    let back: Value = back.json().await.unwrap();
+    assert_eq!(back["outcome"], "created");
+    assert_ne!(back["id"], id);
+}
+
+/// Redeliveries of the key race the erasure. Whatever the interleaving, the
+/// lead ends erased and buried, and nothing the redeliveries wrote survives.
+async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    for round in 0..10 {
+        let source_ref = format!("race-{round}");
+        let record = |n: usize| {
+            json!({"source": "web", "source_ref": source_ref, "email": EMAIL,
+                   "name": format!("{NAME} {n}")})
+        };
+        let created = app.post_lead(&admin, &record(0)).await;
+        assert_eq!(created.status(), 201);
+        let id = created.json::<Value>().await.unwrap()["id"]
+            .as_i64()
+            .unwrap();
+
+        let redeliveries = (1..=12).map(|n| {
+            let app = &app;
+            let admin = &admin;
+            let body = record(n);
+            async move {
+                tokio::time::sleep(Duration::from_millis((n % 4) as u64 * 3)).await;
+                app.post_lead(admin, &body).await.status().as_u16()
+            }
+        });
+        let erasure = async {
+            tokio::time::sleep(Duration::from_millis(4)).await;
+            erase(&app, &admin, id, "reason=race")
+                .await
+                .status()
+                .as_u16()
+        };
+        let (statuses, erased_status) =
+            tokio::join!(futures::future::join_all(redeliveries), erasure);
+        assert_eq!(erased_status, 200);
+        assert!(
+            statuses.iter().all(|s| *s == 200 || *s == 201),
+            "{statuses:?}"
+        );
+
+        assert!(
+            leads_with_ref(&app, &source_ref).await.is_empty(),
+            "round {round}: resurrected"
+        );
+        let left = activity::Entity::find()
+            .filter(activity::Column::LeadId.eq(id))
+            .all(&app.db)
+            .await
+            .unwrap();
+        assert!(left.is_empty(), "round {round}: {left:?}");
+        assert_eq!(
+            lead_tombstone::Entity::find()
+                .filter(lead_tombstone::Column::LeadId.eq(id))
+                .all(&app.db)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        let later = app.post_lead(&admin, &record(99)).await;
+        assert_eq!(
+            later.json::<Value>().await.unwrap()["outcome"],
+            "suppressed"
+        );
+    }
+}
+
+fn cli(app: &TestApp, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"))
+        .args(args)
+        .env("DATABASE_URL", &app.database_url)
+        .env("RUST_LOG", "error")
+        // `Keyring::for_tests()`, the server's keys: the same tombstone hashes.
+        .env(
+            "LEADPIPE_SECRET_KEY",
+            format!(
+                "test:{}",
+                base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [7u8; 32])
+            ),
+        )
+        .output()
+        .unwrap()
+}
+
+async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
+    let id = intake_id(&app, &admin, &record).await;
+    app.post_lead(
+        &admin,
+        &json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}),
+    )
+    .await;
+
+    let exported = cli(&app, &["export", "--format", "ndjson", "--source", "web"]);
+    assert!(exported.status.success(), "{exported:?}");
+    assert_eq!(String::from_utf8_lossy(&exported.stdout).lines().count(), 2);
+
+    let missing = cli(&app, &["lead", "erase", "999999", "--reason", "request"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no such lead"),
+        "{missing:?}"
+    );
+
+    let id_arg = id.to_string();
+    let erased = cli(
+        &app,
+        &["lead", "erase", &id_arg, "--reason", "subject request"],
+    );
+    assert!(erased.status.success(), "{erased:?}");
+    let audit: Value = serde_json::from_slice(&erased.stdout).unwrap();
+    assert_eq!(audit["lead_id"], id);
+    assert_eq!(audit["reason"], "subject request");
+    let again = cli(
+        &app,
+        &["lead", "erase", &id_arg, "--reason", "subject request"],
+    );
+    assert!(again.status.success());
+    assert_eq!(
+        serde_json::from_slice::<Value>(&again.stdout).unwrap(),
+        audit
+    );
+
+    // The server finds the tombstone the command left.
+    let suppressed = app.post_lead(&admin, &record).await;
+    assert_eq!(
+        suppressed.json::<Value>().await.unwrap()["outcome"],
+        "suppressed"
+    );
+    let csv = cli(&app, &["export", "--source", "web"]);
+    let text = String::from_utf8_lossy(&csv.stdout).into_owned();
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(!text.contains(EMAIL));
+
+    let lifted = cli(
+        &app,
+        &["lead", "unsuppress", "--source", "web", "--source-ref", REF],
+    );
+    assert!(lifted.status.success(), "{lifted:?}");
+    let none = cli(
+        &app,
+        &["lead", "unsuppress", "--source", "web", "--source-ref", REF],
+    );
+    assert!(!none.status.success());
+    assert_eq!(app.post_lead(&admin, &record).await.status(), 201);
+}
+
+async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let sales = app.token(Role::Sales, None).await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME,
+                        "company": "Analytical Engines"});
+    let id = intake_id(&app, &admin, &record).await;
+    let post = |path: String, body: Value, key: Option<&'static str>| {
+        let app = &app;
+        let sales = &sales;
+        async move {
+            let mut request = app
+                .client
+                .post(app.url(&path))
+                .bearer_auth(sales)
+                .json(&body);
+            if let Some(key) = key {
+                request = request.header("Idempotency-Key", key);
+            }
+            request.send().await.unwrap()
+        }
+    };
+    for to in ["contacted", "qualified"] {
+        let moved = post(
+            format!("/api/leads/{id}/transitions"),
+            json!({"to": to}),
+            None,
+        )
+        .await;
+        assert_eq!(moved.status(), 200);
+    }
+    let converted = post(
+        format!("/api/leads/{id}/convert"),
+        json!({}),
+        Some("convert-1"),
+    )
+    .await;
+    assert_eq!(converted.status(), 201);
+    let contact_id = converted.json::<Value>().await.unwrap()["conversion"]["contact_id"]
+        .as_i64()
+        .unwrap();
+    // The subject export names the conversion and the contact.
+    let export: Value = app
+        .get(&admin, &format!("/api/leads/{id}/export"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(export["conversion"]["contact_id"], contact_id);
+    assert_eq!(export["contact"]["email"], EMAIL);
+
+    let response = erase(&app, &admin, id, "reason=request&include_contact=true").await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["erasure"]["counts"]["contact"], 1);
+    assert_eq!(body["erasure"]["counts"]["lead_conversion"], 1);
+    for needle in [EMAIL, NAME] {
+        assert_eq!(
+            tables_containing(&app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is still stored"
+        );
+    }
+    let contact: Value = app
+        .get(&sales, &format!("/api/contacts/{contact_id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&contact["email"], &contact["name"]),
+        (&Value::Null, &Value::Null)
+    );
+}
