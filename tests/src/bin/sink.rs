@@ -62,7 +62,10 @@ fn arg(name: &str) -> Option<String> {
 
 #[actix_web::main]
 async fn main() -> std::io::Result<()> {
-    let expect: u64 = arg("--expect").expect("--expect N").parse().expect("a number");
+    let expect: u64 = arg("--expect")
+        .expect("--expect N")
+        .parse()
+        .expect("a number");
     let timeout: u64 = arg("--timeout-secs").map_or(600, |s| s.parse().expect("a number"));
     let sink = Arc::new(Sink {
         tally: Mutex::new(Tally::default()),
