@@ -193,10 +193,21 @@ impl Publisher {
             }
             // Nothing more is due until a request settles (its lead's next
             // event may then be due), new events arrive, or stop.
-            tokio::select! {
-                Some(_) = in_flight.join_next(), if !in_flight.is_empty() => {
-                    while in_flight.try_join_next().is_some() {}
+            // When full, refill only once half the slots are free: one
+            // claim for many deliveries rather than one per settlement.
+            let low_water = if more { capacity / 2 } else { capacity };
+            let busy = !in_flight.is_empty();
+            let wake = async {
+                loop {
+                    match in_flight.join_next().await {
+                        Some(_) if in_flight.len() >= low_water.max(1) => {}
+                        _ => break,
+                    }
                 }
+                while in_flight.try_join_next().is_some() {}
+            };
+            tokio::select! {
+                () = wake, if busy => {}
                 () = tokio::time::sleep(idle) => {}
                 changed = stop.changed() => if changed.is_err() { break },
             }
