@@ -20,9 +20,9 @@ use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use domain::sealed::Keyring;
 use futures::StreamExt;
-use sea_orm::DatabaseConnection;
+use sea_orm::{DatabaseConnection, DbBackend};
 use serde_json::json;
-use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio::sync::{Notify, Semaphore, mpsc};
 use tokio::task::JoinSet;
 
 use crate::outbound::{Dns, error_detail, refusal, without_url};
@@ -98,8 +98,8 @@ pub struct Pass {
     pub delivered: usize,
 }
 
-/// A finished attempt on its way to the settler, and where its settlement goes.
-type ToSettle = (Claimed, AttemptResult, oneshot::Sender<Option<Settlement>>);
+/// A finished attempt on its way to the settler.
+type ToSettle = (Claimed, AttemptResult);
 
 impl Publisher {
     pub fn new(
@@ -164,17 +164,21 @@ impl Publisher {
         })
     }
 
-    /// Delivers until stopped: claims whenever requests finish and there is
-    /// room, so up to `concurrency` requests are always in flight while work
-    /// is due; polls every `idle` when there is none.
+    /// Delivers until stopped: claims whenever requests finish or attempts
+    /// settle and there is room, so up to `concurrency` requests are in
+    /// flight while work is due; polls every `idle` when there is none.
+    /// A request frees its slot when answered; its settlement is written
+    /// behind it, in batches, and a lead's next event is claimable once
+    /// that is committed.
     ///
     /// On stop it claims nothing more and waits for the requests in flight:
     /// a delivery whose request went out is always recorded, so a graceful
     /// shutdown sends nothing twice.
     pub async fn run(self, idle: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
         let capacity = self.settings.concurrency.max(1);
-        let (settle_tx, settle_rx) = mpsc::channel::<ToSettle>(capacity);
-        let settler = tokio::spawn(self.clone().settle_loop(settle_rx));
+        let (settle_tx, settle_rx) = mpsc::channel::<ToSettle>(SETTLE_BATCH);
+        let settled = Arc::new(Notify::new());
+        let settler = tokio::spawn(self.clone().settle_loop(settle_rx, settled.clone()));
         let mut in_flight = JoinSet::new();
         while !*stop.borrow_and_update() {
             let room = capacity.saturating_sub(in_flight.len());
@@ -191,12 +195,13 @@ impl Publisher {
             if more && in_flight.len() < capacity {
                 continue;
             }
-            // Nothing more is due until a request settles (its lead's next
-            // event may then be due), new events arrive, or stop.
-            // When full, refill only once half the slots are free: one
-            // claim for many deliveries rather than one per settlement.
+            // Nothing more is due until requests finish, attempts settle
+            // (a lead's next event may then be due), new events arrive, or
+            // stop. When full, refill only once half the slots are free: one
+            // claim for many deliveries rather than one per request.
             let low_water = if more { capacity / 2 } else { capacity };
             let busy = !in_flight.is_empty();
+            let has_room = in_flight.len() < low_water;
             let wake = async {
                 loop {
                     match in_flight.join_next().await {
@@ -208,6 +213,7 @@ impl Publisher {
             };
             tokio::select! {
                 () = wake, if busy => {}
+                () = settled.notified(), if has_room => {}
                 () = tokio::time::sleep(idle) => {}
                 changed = stop.changed() => if changed.is_err() { break },
             }
@@ -220,35 +226,45 @@ impl Publisher {
     /// Fans out, and claims up to `room` due deliveries. `more` when either
     /// step stopped at its limit (so more may be due right away).
     async fn feed(&self, room: usize) -> Result<(bool, Vec<Claimed>), sea_orm::DbErr> {
-        let fanned_out = delivery::fan_out(&self.db, FAN_OUT_BATCH).await?;
-        let mut more = fanned_out as u64 >= FAN_OUT_BATCH;
-        if room == 0 {
-            return Ok((more, Vec::new()));
-        }
         let asked = self.settings.batch.min(room as u64);
-        let claimed = delivery::claim_due(&self.db, asked, self.lease()).await?;
-        more |= claimed.len() as u64 >= asked;
+        let claim = async {
+            if asked == 0 {
+                Ok(Vec::new())
+            } else {
+                delivery::claim_due(&self.db, asked, self.lease()).await
+            }
+        };
+        let fan_out = delivery::fan_out(&self.db, FAN_OUT_BATCH);
+        // Side by side on PostgreSQL: a claim takes what earlier fan-outs
+        // committed, so it need not wait for this one. SQLite has one
+        // writer: there the second would only sleep in the busy handler.
+        let (fanned_out, claimed) = if self.db.get_database_backend() == DbBackend::Sqlite {
+            let fanned_out = fan_out.await;
+            (fanned_out, claim.await)
+        } else {
+            tokio::join!(fan_out, claim)
+        };
+        let claimed = claimed?;
+        let more = fanned_out? as u64 >= FAN_OUT_BATCH || (asked > 0 && claimed.len() as u64 >= asked);
         Ok((more, claimed))
     }
 
-    /// One request, then its settlement through the settler.
+    /// One request, its result handed to the settler.
     async fn deliver(self, claim: Claimed, settle: mpsc::Sender<ToSettle>) {
         let result = self.attempt_in_slot(&claim).await;
-        let (reply, settled) = oneshot::channel();
-        if settle.send((claim, result, reply)).await.is_ok() {
-            let _ = settled.await;
-        }
+        // Fails only once the settler is gone, which it is not before
+        // every delivery task has ended.
+        let _ = settle.send((claim, result)).await;
     }
 
     /// Records finished attempts, as many as have arrived, one transaction
-    /// at a time.
-    async fn settle_loop(self, mut rx: mpsc::Receiver<ToSettle>) {
+    /// at a time; tells the claim loop after each.
+    async fn settle_loop(self, mut rx: mpsc::Receiver<ToSettle>, settled: Arc<Notify>) {
         let mut batch = Vec::with_capacity(SETTLE_BATCH);
         while rx.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
-            let settled = self.settle(batch.iter().map(|(c, r, _)| (c, r))).await;
-            for ((_, _, reply), settlement) in batch.drain(..).zip(settled) {
-                let _ = reply.send(settlement);
-            }
+            self.settle(batch.iter().map(|(c, r)| (c, r))).await;
+            batch.clear();
+            settled.notify_one();
         }
     }
 

@@ -226,14 +226,14 @@ pub async fn claim_due(
     }
     let event_ids: Vec<i64> = deliveries.iter().map(|d| d.outbox_event_id).collect();
     let sub_ids: Vec<i64> = deliveries.iter().map(|d| d.subscription_id).collect();
-    let events = outbox_event::Entity::find()
-        .filter(outbox_event::Column::Id.is_in(event_ids))
-        .all(db)
-        .await?;
-    let subs = subscription::Entity::find()
-        .filter(subscription::Column::Id.is_in(sub_ids))
-        .all(db)
-        .await?;
+    let (events, subs) = tokio::try_join!(
+        outbox_event::Entity::find()
+            .filter(outbox_event::Column::Id.is_in(event_ids))
+            .all(db),
+        subscription::Entity::find()
+            .filter(subscription::Column::Id.is_in(sub_ids))
+            .all(db),
+    )?;
     let mut claimed: Vec<Claimed> = deliveries
         .into_iter()
         .filter_map(|delivery| {
