@@ -245,7 +245,8 @@ impl Publisher {
             tokio::join!(fan_out, claim)
         };
         let claimed = claimed?;
-        let more = fanned_out? as u64 >= FAN_OUT_BATCH || (asked > 0 && claimed.len() as u64 >= asked);
+        let more =
+            fanned_out? as u64 >= FAN_OUT_BATCH || (asked > 0 && claimed.len() as u64 >= asked);
         Ok((more, claimed))
     }
 
