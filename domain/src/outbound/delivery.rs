@@ -366,7 +366,7 @@ pub async fn record_attempts(
         })
         .collect();
     // Delivered, grouped by (lease, status): one UPDATE per group.
-    let mut delivered: HashMap<(Option<DateTime<Utc>>, Option<i16>), Vec<i64>> = HashMap::new();
+    let mut delivered: HashMap<DeliveredGroup, Vec<i64>> = HashMap::new();
     let txn = begin_write(db).await?;
     for ((claimed, result), settlement) in attempts.iter().zip(&settlements) {
         let (last_status, last_error) = describe(result);
@@ -407,6 +407,9 @@ pub async fn record_attempts(
     txn.commit().await?;
     Ok(settlements)
 }
+
+/// The lease a claim was given and the receiver's status.
+type DeliveredGroup = (Option<DateTime<Utc>>, Option<i16>);
 
 /// The columns an attempt sets. `attempts` counts up in the statement, so
 /// one statement serves deliveries with different counts.

@@ -88,13 +88,12 @@ async fn main() -> std::io::Result<()> {
     let finished = tokio::time::timeout(Duration::from_secs(timeout), sink.done.notified())
         .await
         .is_ok();
-    let t = sink.tally.lock().unwrap();
-    let span = match (t.first, t.last) {
-        (Some(first), Some(last)) => last.duration_since(first).as_secs_f64(),
-        _ => 0.0,
-    };
-    println!(
-        "{}",
+    let figures = {
+        let t = sink.tally.lock().unwrap();
+        let span = match (t.first, t.last) {
+            (Some(first), Some(last)) => last.duration_since(first).as_secs_f64(),
+            _ => 0.0,
+        };
         json!({
             "finished": finished,
             "count": t.count,
@@ -104,8 +103,8 @@ async fn main() -> std::io::Result<()> {
             "seconds": span,
             "per_s": if span > 0.0 { t.count as f64 / span } else { 0.0 },
         })
-    );
-    drop(t);
+    };
+    println!("{figures}");
     handle.stop(false).await;
     Ok(())
 }
