@@ -25,6 +25,10 @@ struct State {
     answer: u16,
     retry_after: Option<String>,
     received: Vec<Received>,
+    /// How long each request is held before its answer.
+    delay: Option<std::time::Duration>,
+    in_flight: usize,
+    max_in_flight: usize,
 }
 
 #[derive(Clone)]
@@ -61,7 +65,17 @@ async fn hook(
             .unwrap_or("")
             .to_owned()
     };
+    let delay = {
+        let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+        state.in_flight += 1;
+        state.max_in_flight = state.max_in_flight.max(state.in_flight);
+        state.delay
+    };
+    if let Some(delay) = delay {
+        tokio::time::sleep(delay).await;
+    }
     let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
+    state.in_flight -= 1;
     let signature_ok = state.secret.as_deref().is_some_and(|s| {
         verify(
             s,
@@ -129,6 +143,17 @@ impl Receiver {
 
     pub fn retry_after(&self, value: Option<&str>) {
         self.with(|s| s.retry_after = value.map(str::to_owned));
+    }
+
+    /// Holds every following request this long before answering, so
+    /// concurrent requests overlap.
+    pub fn delay(&self, delay: std::time::Duration) {
+        self.with(|s| s.delay = Some(delay));
+    }
+
+    /// The most requests that were ever in the receiver at once.
+    pub fn max_in_flight(&self) -> usize {
+        self.with(|s| s.max_in_flight)
     }
 
     pub fn received(&self) -> Vec<Received> {

@@ -1,6 +1,7 @@
 //! Per-lead delivery order with several publishers: a receiver sees each
 //! lead's events in outbox order, even when publishers fan events out under
-//! `SKIP LOCKED` and their fan-outs commit out of order.
+//! `SKIP LOCKED` and their fan-outs commit out of order, and with many
+//! requests in flight under a per-subscription limit.
 
 #![allow(clippy::unwrap_used)]
 
@@ -20,19 +21,13 @@ use workers::publisher::{Publisher, PublisherSettings};
 on_both_backends!(
     a_later_event_waits_while_an_earlier_one_is_held_by_another_publisher,
     concurrent_publishers_deliver_each_lead_in_outbox_order,
+    parallel_delivery_keeps_each_leads_order,
+    the_per_subscription_limit_holds,
 );
 
 fn publisher(app: &TestApp) -> Publisher {
-    Publisher::new(
-        app.db.clone(),
-        PublisherSettings {
-            request_timeout: Duration::from_secs(5),
-            outbound: OutboundPolicy::from_list("127.0.0.1"),
-            keyring: domain::sealed::Keyring::for_tests(),
-            ..PublisherSettings::default()
-        },
-    )
-    .unwrap()
+    let defaults = PublisherSettings::default();
+    publisher_with(app, defaults.concurrency, defaults.per_subscription)
 }
 
 async fn subscribe(app: &TestApp, admin: &str, receiver: &Receiver) {
@@ -139,13 +134,102 @@ async fn concurrent_publishers_deliver_each_lead_in_outbox_order(backend: Backen
             tokio::spawn(publisher.run(Duration::from_millis(5), stop))
         })
         .collect();
+    write_versions(&app, &intake, LEADS, VERSIONS).await;
+    let events = outbox_event::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(events.len(), LEADS * VERSIONS);
+    wait_accepted(&receiver, events.len()).await;
+    stop_tx.send(true).unwrap();
+    for publisher in publishers {
+        publisher.await.unwrap();
+    }
+    assert_each_lead_in_outbox_order(&events, &receiver, LEADS);
+}
+
+/// One publisher with many requests in flight, to a receiver slow enough
+/// that they overlap: different leads go in parallel, yet each lead's events
+/// arrive one after another in outbox order, each exactly once.
+async fn parallel_delivery_keeps_each_leads_order(backend: Backend) {
+    const LEADS: usize = 12;
+    const VERSIONS: usize = 5;
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let receiver = Receiver::start().await;
+    receiver.delay(Duration::from_millis(20));
+    subscribe(&app, &admin, &receiver).await;
+    write_versions(&app, &intake, LEADS, VERSIONS).await;
+    let events = outbox_event::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(events.len(), LEADS * VERSIONS);
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(publisher_with(&app, 32, 8).run(Duration::from_millis(5), stop_rx));
+    wait_accepted(&receiver, events.len()).await;
+    stop_tx.send(true).unwrap();
+    running.await.unwrap();
+
+    assert_each_lead_in_outbox_order(&events, &receiver, LEADS);
+    let most = receiver.max_in_flight();
+    assert!(most > 1, "requests went one at a time ({most} at most)");
+    assert!(most <= 8, "{most} requests in flight, limit 8");
+}
+
+/// A publisher allowed 32 requests in flight but 3 per subscription never
+/// has more than 3 at one receiver, however much is due; a second
+/// subscription gets its own 3 alongside.
+async fn the_per_subscription_limit_holds(backend: Backend) {
+    const LEADS: usize = 30;
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let first = Receiver::start().await;
+    let second = Receiver::start().await;
+    for receiver in [&first, &second] {
+        receiver.delay(Duration::from_millis(30));
+        subscribe(&app, &admin, receiver).await;
+    }
+    write_versions(&app, &intake, LEADS, 1).await;
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(publisher_with(&app, 32, 3).run(Duration::from_millis(5), stop_rx));
+    wait_accepted(&first, LEADS).await;
+    wait_accepted(&second, LEADS).await;
+    stop_tx.send(true).unwrap();
+    running.await.unwrap();
+    for receiver in [&first, &second] {
+        assert_eq!(
+            receiver.max_in_flight(),
+            3,
+            "the limit is reached, never passed"
+        );
+        assert_eq!(receiver.received().len(), LEADS, "nothing is sent twice");
+    }
+}
+
+fn publisher_with(app: &TestApp, concurrency: usize, per_subscription: usize) -> Publisher {
+    Publisher::new(
+        app.db.clone(),
+        PublisherSettings {
+            request_timeout: Duration::from_secs(5),
+            outbound: OutboundPolicy::from_list("127.0.0.1"),
+            keyring: domain::sealed::Keyring::for_tests(),
+            concurrency,
+            per_subscription,
+            ..PublisherSettings::default()
+        },
+    )
+    .unwrap()
+}
+
+/// `versions` events for each of `leads` leads (one create, then updates),
+/// written from four clients at once.
+async fn write_versions(app: &TestApp, intake: &str, leads: usize, versions: usize) {
     let writers = (0..4).map(|w| {
         let app_client = app.client.clone();
         let url = app.url("/api/leads");
-        let intake = intake.clone();
+        let intake = intake.to_owned();
         tokio::spawn(async move {
-            for version in 0..VERSIONS {
-                for lead in (w..LEADS).step_by(4) {
+            for version in 0..versions {
+                for lead in (w..leads).step_by(4) {
                     let body = json!({"source": "webform", "source_ref": format!("conc-{lead}"),
                                       "name": format!("v{version}")});
                     let response = app_client
@@ -163,23 +247,26 @@ async fn concurrent_publishers_deliver_each_lead_in_outbox_order(backend: Backen
     for writer in futures::future::join_all(writers).await {
         writer.unwrap();
     }
-    let events = outbox_event::Entity::find().all(&app.db).await.unwrap();
-    assert_eq!(events.len(), LEADS * VERSIONS);
+}
+
+async fn wait_accepted(receiver: &Receiver, count: usize) {
     let started = Instant::now();
-    while receiver.accepted().len() < events.len() {
+    while receiver.accepted().len() < count {
         assert!(
             started.elapsed() < Duration::from_secs(30),
-            "timed out: {} of {} delivered",
+            "timed out: {} of {count} delivered",
             receiver.accepted().len(),
-            events.len()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    stop_tx.send(true).unwrap();
-    for publisher in publishers {
-        publisher.await.unwrap();
-    }
+}
 
+/// Every event arrived once, and each lead's in outbox order.
+fn assert_each_lead_in_outbox_order(
+    events: &[outbox_event::Model],
+    receiver: &Receiver,
+    leads: usize,
+) {
     let by_event_id: HashMap<&str, (i64, Option<i64>)> = events
         .iter()
         .map(|e| (e.event_id.as_str(), (e.id, e.lead_id)))
@@ -191,7 +278,7 @@ async fn concurrent_publishers_deliver_each_lead_in_outbox_order(backend: Backen
         let (id, lead) = by_event_id[r.webhook_id.as_str()];
         seen.entry(lead.unwrap()).or_default().push(id);
     }
-    assert_eq!(seen.len(), LEADS);
+    assert_eq!(seen.len(), leads);
     for (lead, ids) in seen {
         let mut sorted = ids.clone();
         sorted.sort_unstable();

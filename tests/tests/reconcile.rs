@@ -18,6 +18,7 @@ on_both_backends!(
     dropped_webhooks_are_created_by_reconcile_and_counted_missed,
     a_record_changed_at_the_source_is_updated_and_human_fields_stay,
     a_failing_page_fails_the_run_and_the_next_run_resumes_there,
+    a_failed_page_write_keeps_the_cursor_and_a_rerun_doubles_nothing,
     transient_page_errors_are_retried_until_the_page_arrives,
     two_concurrent_starts_give_one_run_and_one_409,
     a_keyed_start_replays_its_run_and_starts_nothing_more,
@@ -344,6 +345,64 @@ async fn a_failing_page_fails_the_run_and_the_next_run_resumes_there(backend: Ba
         .unwrap();
     assert_eq!(only_failed["data"][0]["id"], failed["id"]);
     assert_eq!(only_failed["next_cursor"], Value::Null);
+}
+
+/// Page 3 of 4 cannot be written (the database refuses one of its rows)
+/// while page 4 is already being fetched: the run fails with the cursor
+/// after page 2, page 4 is not written, and a re-run writes pages 3 and 4
+/// once, with one lead and one outbox event per record.
+async fn a_failed_page_write_keeps_the_cursor_and_a_rerun_doubles_nothing(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let fake = FakeSource::start(40).await.unwrap();
+    pull_source(&app, "pager", &fake, 10).await;
+    let poisoned = fake.source_ref(25);
+    match app.backend {
+        Backend::Sqlite => {
+            app.exec(&format!(
+                "CREATE TRIGGER refuse_one BEFORE INSERT ON lead WHEN NEW.source_ref = '{poisoned}' \
+                 BEGIN SELECT RAISE(ABORT, 'refused by the test'); END"
+            ))
+            .await
+        }
+        Backend::Postgres => {
+            app.exec(&format!(
+                "CREATE FUNCTION refuse_one() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+                 IF NEW.source_ref = '{poisoned}' THEN RAISE EXCEPTION 'refused by the test'; END IF; \
+                 RETURN NEW; END $$"
+            ))
+            .await;
+            app.exec(
+                "CREATE TRIGGER refuse_one BEFORE INSERT ON lead FOR EACH ROW EXECUTE FUNCTION refuse_one()",
+            )
+            .await
+        }
+    }
+    let ops = app.token(Role::Ops, None).await;
+    let failed = reconcile(&app, &ops, "pager", None).await;
+    assert_eq!(failed["state"], "failed", "{failed}");
+    assert!(
+        failed["error"].as_str().unwrap().contains("database error"),
+        "{failed}"
+    );
+    assert_eq!(failed["pages"], 2);
+    assert_eq!(
+        source_cursor(&app, "pager").await,
+        FakeSource::cursor_after(2, 10)
+    );
+    assert_eq!(lead_count(&app, "pager").await, 20);
+
+    app.exec(match app.backend {
+        Backend::Sqlite => "DROP TRIGGER refuse_one",
+        Backend::Postgres => "DROP TRIGGER refuse_one ON lead",
+    })
+    .await;
+    let resumed = reconcile(&app, &ops, "pager", None).await;
+    assert_eq!(resumed["state"], "done", "{resumed}");
+    assert_eq!(resumed["cursor_start"], FakeSource::cursor_after(2, 10));
+    assert_eq!(counts(&resumed), [20, 20, 0, 0, 0, 0, 20]);
+    assert_eq!(lead_count(&app, "pager").await, 40);
+    let events = outbox_event::Entity::find().count(&app.db).await.unwrap();
+    assert_eq!(events, 40, "one lead.created per record, none twice");
 }
 
 async fn transient_page_errors_are_retried_until_the_page_arrives(backend: Backend) {

@@ -2,7 +2,16 @@
 //! delivers them as signed Standard Webhooks requests. Delivery state lives in
 //! the database (`domain::outbound::delivery`), so any worker may pick up where another
 //! stopped, and nothing is marked delivered before the receiver's 2xx.
+//!
+//! Many requests are in flight at once (up to `concurrency`, and up to
+//! `per_subscription` to any one subscription) over one keep-alive client.
+//! Per-lead order comes from the claim itself: a delivery is claimed only
+//! once every earlier one of its lead to its subscription is settled, so two
+//! deliveries of one lead are never in flight together. Attempts are settled
+//! in batches, one transaction for whatever finished meanwhile.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use domain::inbound::signature::standard_webhooks;
@@ -11,20 +20,29 @@ use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use domain::sealed::Keyring;
 use futures::StreamExt;
-use sea_orm::DatabaseConnection;
+use sea_orm::{DatabaseConnection, DbBackend};
 use serde_json::json;
+use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::task::JoinSet;
 
 use crate::outbound::{Dns, error_detail, refusal, without_url};
+
+/// Outbox events fanned out per statement.
+const FAN_OUT_BATCH: u64 = 500;
+/// Attempts settled per transaction, at most.
+const SETTLE_BATCH: usize = 256;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherSettings {
     pub request_timeout: Duration,
     pub retry: RetryPolicy,
     pub outbound: OutboundPolicy,
-    /// Deliveries claimed per pass.
+    /// Deliveries claimed per claim, at most.
     pub batch: u64,
-    /// Requests in flight at once.
+    /// Requests in flight at once, per publisher.
     pub concurrency: usize,
+    /// Requests in flight at once to one subscription, per publisher.
+    pub per_subscription: usize,
     /// Resolves receivers' host names (the system resolver but in tests).
     pub dns: Dns,
     /// Opens the subscriptions' sealed signing secrets.
@@ -37,8 +55,9 @@ impl Default for PublisherSettings {
             request_timeout: Duration::from_secs(15),
             retry: RetryPolicy::default(),
             outbound: OutboundPolicy::default(),
-            batch: 64,
-            concurrency: 8,
+            batch: 256,
+            concurrency: 64,
+            per_subscription: 16,
             dns: Dns::default(),
             keyring: Keyring::none(),
         }
@@ -50,6 +69,25 @@ pub struct Publisher {
     db: DatabaseConnection,
     client: reqwest::Client,
     settings: PublisherSettings,
+    slots: Arc<Slots>,
+}
+
+/// One semaphore per subscription: its share of the requests in flight.
+struct Slots {
+    limit: usize,
+    by_subscription: Mutex<HashMap<i64, Arc<Semaphore>>>,
+}
+
+impl Slots {
+    fn of(&self, subscription_id: i64) -> Arc<Semaphore> {
+        let mut map = self
+            .by_subscription
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        map.entry(subscription_id)
+            .or_insert_with(|| Arc::new(Semaphore::new(self.limit)))
+            .clone()
+    }
 }
 
 /// What one pass did.
@@ -60,37 +98,65 @@ pub struct Pass {
     pub delivered: usize,
 }
 
+/// A finished attempt on its way to the settler.
+type ToSettle = (Claimed, AttemptResult);
+
 impl Publisher {
     pub fn new(
         db: DatabaseConnection,
         settings: PublisherSettings,
     ) -> Result<Self, reqwest::Error> {
-        // Pinned DNS, no redirects, no proxy: see `outbound::client`.
+        // Pinned DNS, no redirects, no proxy: see `outbound::client`. One
+        // client per publisher, so connections to a receiver are kept alive
+        // and reused by every request.
         let client =
             crate::outbound::client(settings.request_timeout, &settings.outbound, &settings.dns)?;
+        let slots = Arc::new(Slots {
+            limit: settings.per_subscription.max(1),
+            by_subscription: Mutex::new(HashMap::new()),
+        });
         Ok(Self {
             db,
             client,
             settings,
+            slots,
         })
     }
 
-    /// Fans out, then delivers what is due, once.
+    /// How long a claim holds a delivery: a claimed delivery may wait for
+    /// its subscription's slot behind the rest of a full publisher before
+    /// its own request, so well past that.
+    fn lease(&self) -> Duration {
+        let waits = self
+            .settings
+            .concurrency
+            .max(1)
+            .div_ceil(self.settings.per_subscription.max(1));
+        self.settings.request_timeout * (u32::try_from(waits).unwrap_or(u32::MAX / 4) + 1)
+            + Duration::from_secs(5)
+    }
+
+    /// Fans out, then delivers what is due and settles it, once.
     pub async fn run_once(&self) -> Result<Pass, sea_orm::DbErr> {
-        let fanned_out = delivery::fan_out(&self.db, 500).await?;
-        // A lease well past the request timeout: a claim outlives its attempt.
-        let lease = self.settings.request_timeout * 2 + Duration::from_secs(5);
-        let claimed = delivery::claim_due(&self.db, self.settings.batch, lease).await?;
+        let fanned_out = delivery::fan_out(&self.db, FAN_OUT_BATCH).await?;
+        let claimed = delivery::claim_due(&self.db, self.settings.batch, self.lease()).await?;
         let attempted = claimed.len();
-        let settlements: Vec<Option<Settlement>> = futures::stream::iter(claimed)
-            .map(|claim| async move { self.deliver(&claim).await })
+        let results: Vec<(Claimed, AttemptResult)> = futures::stream::iter(claimed)
+            .map(|claim| async move {
+                let result = self.attempt_in_slot(&claim).await;
+                (claim, result)
+            })
             .buffer_unordered(self.settings.concurrency.max(1))
             .collect()
             .await;
-        let delivered = settlements
-            .iter()
-            .filter(|s| **s == Some(Settlement::Delivered))
-            .count();
+        let mut delivered = 0;
+        for chunk in results.chunks(SETTLE_BATCH) {
+            let settled = self.settle(chunk.iter().map(|(c, r)| (c, r))).await;
+            delivered += settled
+                .iter()
+                .filter(|s| **s == Some(Settlement::Delivered))
+                .count();
+        }
         Ok(Pass {
             fanned_out,
             attempted,
@@ -98,62 +164,147 @@ impl Publisher {
         })
     }
 
-    /// Runs passes forever: back to back while there is work, else every `idle`.
+    /// Delivers until stopped: claims whenever requests finish or attempts
+    /// settle and there is room, so up to `concurrency` requests are in
+    /// flight while work is due; polls every `idle` when there is none.
+    /// A request frees its slot when answered; its settlement is written
+    /// behind it, in batches, and a lead's next event is claimable once
+    /// that is committed.
     ///
-    /// Stops between passes, never inside one: a delivery whose request went
-    /// out is always recorded, so a graceful shutdown sends nothing twice.
+    /// On stop it claims nothing more and waits for the requests in flight:
+    /// a delivery whose request went out is always recorded, so a graceful
+    /// shutdown sends nothing twice.
     pub async fn run(self, idle: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let capacity = self.settings.concurrency.max(1);
+        let (settle_tx, settle_rx) = mpsc::channel::<ToSettle>(SETTLE_BATCH);
+        let settled = Arc::new(Notify::new());
+        let settler = tokio::spawn(self.clone().settle_loop(settle_rx, settled.clone()));
+        let mut in_flight = JoinSet::new();
         while !*stop.borrow_and_update() {
-            match self.run_once().await {
-                Ok(pass) if pass.attempted > 0 || pass.fanned_out > 0 => continue,
-                Ok(_) => {}
-                Err(err) => tracing::warn!(error = %err, "outbox pass failed; retrying"),
+            let room = capacity.saturating_sub(in_flight.len());
+            let (more, claimed) = match self.feed(room).await {
+                Ok(fed) => fed,
+                Err(err) => {
+                    tracing::warn!(error = %err, "outbox pass failed; retrying");
+                    (false, Vec::new())
+                }
+            };
+            for claim in claimed {
+                in_flight.spawn(self.clone().deliver(claim, settle_tx.clone()));
             }
+            if more && in_flight.len() < capacity {
+                continue;
+            }
+            // Nothing more is due until requests finish, attempts settle
+            // (a lead's next event may then be due), new events arrive, or
+            // stop. When full, refill only once half the slots are free: one
+            // claim for many deliveries rather than one per request.
+            let low_water = if more { capacity / 2 } else { capacity };
+            let busy = !in_flight.is_empty();
+            let has_room = in_flight.len() < low_water;
+            let wake = async {
+                loop {
+                    match in_flight.join_next().await {
+                        Some(_) if in_flight.len() >= low_water.max(1) => {}
+                        _ => break,
+                    }
+                }
+                while in_flight.try_join_next().is_some() {}
+            };
             tokio::select! {
+                () = wake, if busy => {}
+                () = settled.notified(), if has_room => {}
                 () = tokio::time::sleep(idle) => {}
-                changed = stop.changed() => if changed.is_err() { return },
+                changed = stop.changed() => if changed.is_err() { break },
+            }
+        }
+        while in_flight.join_next().await.is_some() {}
+        drop(settle_tx);
+        let _ = settler.await;
+    }
+
+    /// Fans out, and claims up to `room` due deliveries. `more` when either
+    /// step stopped at its limit (so more may be due right away).
+    async fn feed(&self, room: usize) -> Result<(bool, Vec<Claimed>), sea_orm::DbErr> {
+        let asked = self.settings.batch.min(room as u64);
+        let claim = async {
+            if asked == 0 {
+                Ok(Vec::new())
+            } else {
+                delivery::claim_due(&self.db, asked, self.lease()).await
+            }
+        };
+        let fan_out = delivery::fan_out(&self.db, FAN_OUT_BATCH);
+        // Side by side on PostgreSQL: a claim takes what earlier fan-outs
+        // committed, so it need not wait for this one. SQLite has one
+        // writer: there the second would only sleep in the busy handler.
+        let (fanned_out, claimed) = if self.db.get_database_backend() == DbBackend::Sqlite {
+            let fanned_out = fan_out.await;
+            (fanned_out, claim.await)
+        } else {
+            tokio::join!(fan_out, claim)
+        };
+        let claimed = claimed?;
+        let more =
+            fanned_out? as u64 >= FAN_OUT_BATCH || (asked > 0 && claimed.len() as u64 >= asked);
+        Ok((more, claimed))
+    }
+
+    /// One request, its result handed to the settler.
+    async fn deliver(self, claim: Claimed, settle: mpsc::Sender<ToSettle>) {
+        let result = self.attempt_in_slot(&claim).await;
+        // Fails only once the settler is gone, which it is not before
+        // every delivery task has ended.
+        let _ = settle.send((claim, result)).await;
+    }
+
+    /// Records finished attempts, as many as have arrived, one transaction
+    /// at a time; tells the claim loop after each.
+    async fn settle_loop(self, mut rx: mpsc::Receiver<ToSettle>, settled: Arc<Notify>) {
+        let mut batch = Vec::with_capacity(SETTLE_BATCH);
+        while rx.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
+            self.settle(batch.iter().map(|(c, r)| (c, r))).await;
+            batch.clear();
+            settled.notify_one();
+        }
+    }
+
+    /// Records attempts in one transaction and reports each; `None` for all
+    /// when the write failed (the claims lapse and a later pass retries).
+    async fn settle<'a>(
+        &self,
+        attempts: impl Iterator<Item = (&'a Claimed, &'a AttemptResult)>,
+    ) -> Vec<Option<Settlement>> {
+        let attempts: Vec<(&Claimed, &AttemptResult)> = attempts.collect();
+        match delivery::record_attempts(&self.db, &attempts, &self.settings.retry).await {
+            Ok(settlements) => attempts
+                .iter()
+                .zip(settlements)
+                .map(|((claim, result), settlement)| {
+                    report(claim, result, &settlement);
+                    Some(settlement)
+                })
+                .collect(),
+            Err(err) => {
+                tracing::warn!(error = %err, attempts = attempts.len(), "could not record delivery attempts");
+                vec![None; attempts.len()]
             }
         }
     }
 
+    /// An attempt once its subscription has a free slot.
     #[tracing::instrument(name = "outbox.deliver", skip_all, fields(
         delivery_id = claim.delivery.id,
         subscription_id = claim.subscription.id,
         event_type = %claim.event.event_type,
         correlation_id = claim.event.correlation_id.as_deref().unwrap_or(""),
     ))]
-    async fn deliver(&self, claim: &Claimed) -> Option<Settlement> {
-        let result = self.attempt(claim).await;
-        match delivery::record_attempt(&self.db, claim, &result, &self.settings.retry).await {
-            Ok(settlement) => {
-                let label = match &settlement {
-                    Settlement::Delivered => "delivered",
-                    Settlement::RetryIn(_) => "retry",
-                    Settlement::Dead => "dead",
-                    Settlement::Gone => "gone",
-                };
-                metrics::counter!("leadpipe_outbox_deliveries_total", "result" => label)
-                    .increment(1);
-                match &settlement {
-                    Settlement::Delivered => tracing::debug!("delivered"),
-                    Settlement::RetryIn(delay) => {
-                        tracing::info!(retry_in_ms = delay.as_millis() as u64, result = ?result_kind(&result), "delivery failed; will retry")
-                    }
-                    Settlement::Dead => {
-                        tracing::warn!(result = ?result_kind(&result), "delivery dead")
-                    }
-                    Settlement::Gone => {
-                        tracing::warn!("receiver answered 410; subscription disabled")
-                    }
-                }
-                Some(settlement)
-            }
-            Err(err) => {
-                // The claim lapses and another pass retries the delivery.
-                tracing::warn!(error = %err, "could not record a delivery attempt");
-                None
-            }
-        }
+    async fn attempt_in_slot(&self, claim: &Claimed) -> AttemptResult {
+        let slot = self.slots.of(claim.subscription.id);
+        // The semaphore is never closed; without a permit, send anyway
+        // rather than strand the claim.
+        let _permit = slot.acquire_owned().await.ok();
+        self.attempt(claim).await
     }
 
     async fn attempt(&self, claim: &Claimed) -> AttemptResult {
@@ -218,6 +369,35 @@ impl Publisher {
                 None if err.is_timeout() => AttemptResult::TimedOut,
                 None => AttemptResult::Failed(without_url(&err)),
             },
+        }
+    }
+}
+
+/// The metric and log line of one settled attempt.
+fn report(claim: &Claimed, result: &AttemptResult, settlement: &Settlement) {
+    let label = match settlement {
+        Settlement::Delivered => "delivered",
+        Settlement::RetryIn(_) => "retry",
+        Settlement::Dead => "dead",
+        Settlement::Gone => "gone",
+    };
+    metrics::counter!("leadpipe_outbox_deliveries_total", "result" => label).increment(1);
+    let delivery_id = claim.delivery.id;
+    let subscription_id = claim.subscription.id;
+    match settlement {
+        Settlement::Delivered => tracing::debug!(delivery_id, subscription_id, "delivered"),
+        Settlement::RetryIn(delay) => {
+            tracing::info!(delivery_id, subscription_id, retry_in_ms = delay.as_millis() as u64, result = ?result_kind(result), "delivery failed; will retry")
+        }
+        Settlement::Dead => {
+            tracing::warn!(delivery_id, subscription_id, result = ?result_kind(result), "delivery dead")
+        }
+        Settlement::Gone => {
+            tracing::warn!(
+                delivery_id,
+                subscription_id,
+                "receiver answered 410; subscription disabled"
+            )
         }
     }
 }

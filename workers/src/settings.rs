@@ -115,6 +115,11 @@ impl WorkerSettings {
         if self.sweep.lease <= self.attempt_timeout {
             return Err("the processing lease must be longer than the attempt timeout".into());
         }
+        if self.publisher.concurrency == 0 || self.publisher.per_subscription == 0 {
+            return Err(
+                "delivery concurrency and its per-subscription limit must be at least 1".into(),
+            );
+        }
         if self.poll_interval.is_zero() || self.sweep_interval.is_zero() {
             return Err("poll and sweep intervals must be positive".into());
         }

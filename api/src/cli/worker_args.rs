@@ -62,6 +62,13 @@ pub struct WorkerArgs {
     /// Timeout of one outgoing webhook request.
     #[arg(long, env = "LEADPIPE_DELIVERY_TIMEOUT", default_value = "15s", value_parser = parse_duration)]
     pub delivery_timeout: Duration,
+    /// Outgoing webhook requests in flight at once, per worker process.
+    #[arg(long, env = "LEADPIPE_DELIVERY_CONCURRENCY", default_value_t = 64)]
+    pub delivery_concurrency: usize,
+    /// Outgoing webhook requests in flight at once to one subscription, per
+    /// worker process. A lead's own events always go one at a time, in order.
+    #[arg(long, env = "LEADPIPE_DELIVERY_PER_SUBSCRIPTION", default_value_t = 16)]
+    pub delivery_per_subscription: usize,
     /// Attempts per outgoing delivery before it is `dead`.
     #[arg(long, env = "LEADPIPE_DELIVERY_MAX_ATTEMPTS", default_value_t = 8)]
     pub delivery_max_attempts: u32,
@@ -115,6 +122,8 @@ impl WorkerArgs {
                     max_attempts: self.delivery_max_attempts,
                 },
                 outbound: outbound.clone(),
+                concurrency: self.delivery_concurrency,
+                per_subscription: self.delivery_per_subscription,
                 ..Default::default()
             },
             reconcile: workers::reconcile::ReconcileSettings {

@@ -2,6 +2,7 @@
 //! publishers with `SKIP LOCKED`, attempted, and settled only by the
 //! receiver's answer. Never `delivered` before a 2xx.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -225,14 +226,14 @@ pub async fn claim_due(
     }
     let event_ids: Vec<i64> = deliveries.iter().map(|d| d.outbox_event_id).collect();
     let sub_ids: Vec<i64> = deliveries.iter().map(|d| d.subscription_id).collect();
-    let events = outbox_event::Entity::find()
-        .filter(outbox_event::Column::Id.is_in(event_ids))
-        .all(db)
-        .await?;
-    let subs = subscription::Entity::find()
-        .filter(subscription::Column::Id.is_in(sub_ids))
-        .all(db)
-        .await?;
+    let (events, subs) = tokio::try_join!(
+        outbox_event::Entity::find()
+            .filter(outbox_event::Column::Id.is_in(event_ids))
+            .all(db),
+        subscription::Entity::find()
+            .filter(subscription::Column::Id.is_in(sub_ids))
+            .all(db),
+    )?;
     let mut claimed: Vec<Claimed> = deliveries
         .into_iter()
         .filter_map(|delivery| {
@@ -341,24 +342,91 @@ pub async fn record_attempt(
     result: &AttemptResult,
     policy: &RetryPolicy,
 ) -> Result<Settlement, DbErr> {
-    let attempts = claimed.delivery.attempts.saturating_add(1);
-    let settlement = settle(result, u32::try_from(attempts).unwrap_or(0), policy);
-    let (last_status, last_error) = describe(result);
+    let mut settled = record_attempts(db, &[(claimed, result)], policy).await?;
+    settled
+        .pop()
+        .ok_or_else(|| DbErr::Custom("no settlement recorded".into()))
+}
+
+/// Records many attempts in one transaction, each fenced as in
+/// `record_attempt`; settlements in the order given. Deliveries that
+/// succeeded under the same lease go in one statement: a publisher settles
+/// hundreds a second, and one commit per delivery would bound it.
+pub async fn record_attempts(
+    db: &DatabaseConnection,
+    attempts: &[(&Claimed, &AttemptResult)],
+    policy: &RetryPolicy,
+) -> Result<Vec<Settlement>, DbErr> {
     let now = clock::now();
-    let (state, next_attempt_at, delivered_at): (&str, DateTime<Utc>, Option<DateTime<Utc>>) =
-        match &settlement {
-            Settlement::Delivered => (DELIVERED, now, Some(now)),
+    let settlements: Vec<Settlement> = attempts
+        .iter()
+        .map(|(claimed, result)| {
+            let attempts = claimed.delivery.attempts.saturating_add(1);
+            settle(result, u32::try_from(attempts).unwrap_or(0), policy)
+        })
+        .collect();
+    // Delivered, grouped by (lease, status): one UPDATE per group.
+    let mut delivered: HashMap<DeliveredGroup, Vec<i64>> = HashMap::new();
+    let txn = begin_write(db).await?;
+    for ((claimed, result), settlement) in attempts.iter().zip(&settlements) {
+        let (last_status, last_error) = describe(result);
+        if *settlement == Settlement::Delivered {
+            delivered
+                .entry((claimed.delivery.locked_until, last_status))
+                .or_default()
+                .push(claimed.delivery.id);
+            continue;
+        }
+        let (state, next_attempt_at) = match settlement {
             Settlement::RetryIn(delay) => (
                 FAILED,
                 now + chrono::Duration::from_std(*delay).unwrap_or_default(),
-                None,
             ),
-            Settlement::Dead | Settlement::Gone => (DEAD, now, None),
+            Settlement::Delivered | Settlement::Dead | Settlement::Gone => (DEAD, now),
         };
-    let txn = begin_write(db).await?;
-    let mut update = outbox_delivery::Entity::update_many()
+        let update = settled_update(state, next_attempt_at, None, last_status, last_error, now)
+            .filter(outbox_delivery::Column::Id.eq(claimed.delivery.id));
+        let result = fenced(update, claimed.delivery.locked_until)
+            .exec(&txn)
+            .await?;
+        if result.rows_affected == 1 && *settlement == Settlement::Gone {
+            subscriptions::disable(
+                &txn,
+                claimed.subscription.id,
+                "the receiver answered 410 Gone",
+            )
+            .await
+            .map_err(|e| DbErr::Custom(e.to_string()))?;
+        }
+    }
+    for ((locked_until, last_status), ids) in delivered {
+        let update = settled_update(DELIVERED, now, Some(now), last_status, None, now)
+            .filter(outbox_delivery::Column::Id.is_in(ids));
+        fenced(update, locked_until).exec(&txn).await?;
+    }
+    txn.commit().await?;
+    Ok(settlements)
+}
+
+/// The lease a claim was given and the receiver's status.
+type DeliveredGroup = (Option<DateTime<Utc>>, Option<i16>);
+
+/// The columns an attempt sets. `attempts` counts up in the statement, so
+/// one statement serves deliveries with different counts.
+fn settled_update(
+    state: &str,
+    next_attempt_at: DateTime<Utc>,
+    delivered_at: Option<DateTime<Utc>>,
+    last_status: Option<i16>,
+    last_error: Option<String>,
+    now: DateTime<Utc>,
+) -> sea_orm::UpdateMany<outbox_delivery::Entity> {
+    outbox_delivery::Entity::update_many()
         .col_expr(outbox_delivery::Column::State, Expr::val(state))
-        .col_expr(outbox_delivery::Column::Attempts, Expr::val(attempts))
+        .col_expr(
+            outbox_delivery::Column::Attempts,
+            Expr::col(outbox_delivery::Column::Attempts).add(1),
+        )
         .col_expr(
             outbox_delivery::Column::NextAttemptAt,
             Expr::val(next_attempt_at),
@@ -374,23 +442,18 @@ pub async fn record_attempt(
             Expr::val(delivered_at),
         )
         .col_expr(outbox_delivery::Column::UpdatedAt, Expr::val(now))
-        .filter(outbox_delivery::Column::Id.eq(claimed.delivery.id))
-        .filter(outbox_delivery::Column::State.eq(DELIVERING));
-    if let Some(locked_until) = claimed.delivery.locked_until {
-        update = update.filter(outbox_delivery::Column::LockedUntil.eq(locked_until));
+}
+
+/// Only while the claim still holds the row under the lease it was given.
+fn fenced(
+    update: sea_orm::UpdateMany<outbox_delivery::Entity>,
+    locked_until: Option<DateTime<Utc>>,
+) -> sea_orm::UpdateMany<outbox_delivery::Entity> {
+    let update = update.filter(outbox_delivery::Column::State.eq(DELIVERING));
+    match locked_until {
+        Some(locked_until) => update.filter(outbox_delivery::Column::LockedUntil.eq(locked_until)),
+        None => update,
     }
-    let result = update.exec(&txn).await?;
-    if result.rows_affected == 1 && settlement == Settlement::Gone {
-        subscriptions::disable(
-            &txn,
-            claimed.subscription.id,
-            "the receiver answered 410 Gone",
-        )
-        .await
-        .map_err(|e| DbErr::Custom(e.to_string()))?;
-    }
-    txn.commit().await?;
-    Ok(settlement)
 }
 
 #[derive(Debug, Clone, Default)]

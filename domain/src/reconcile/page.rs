@@ -78,22 +78,64 @@ pub enum PageError {
     Db(#[from] DbErr),
 }
 
-/// Maps, ingests and books one page. A dry run only predicts the outcomes
-/// and books the counts; it writes no lead and leaves the source's cursor.
+/// A pulled page mapped to leads, ready to write: mapping is pure, so a
+/// runner maps the next page while the current one is written.
+#[derive(Debug, Clone)]
+pub struct MappedPage {
+    news: Vec<NewLead>,
+    /// Kept to retry after a mapping fix: the cursor moves past them.
+    rejected: Vec<Rejection>,
+    counts: PageCounts,
+    pub next_cursor: Option<String>,
+    pub has_more: bool,
+}
+
+/// Maps a pulled page's records; those that do not map are counted
+/// `rejected` (and logged without their values).
+pub fn map(run: &reconcile_run::Model, source: &Source, page: PulledPage) -> MappedPage {
+    let mut counts = PageCounts {
+        fetched: page.records.len() as i64,
+        ..Default::default()
+    };
+    let (news, rejected) = map_records(run, source, &page.records, &mut counts);
+    MappedPage {
+        news,
+        rejected,
+        counts,
+        next_cursor: page.next_cursor,
+        has_more: page.has_more,
+    }
+}
+
+/// Maps, ingests and books one page.
 pub async fn apply(
     db: &DatabaseConnection,
     run: &reconcile_run::Model,
     source: &Source,
     page: &PulledPage,
 ) -> Result<PageCounts, PageError> {
-    let mut counts = PageCounts {
-        fetched: page.records.len() as i64,
-        ..Default::default()
-    };
-    let (news, rejected) = map_records(run, source, &page.records, &mut counts);
+    write(db, run, &source.name, map(run, source, page.clone())).await
+}
+
+/// Ingests and books a mapped page in one transaction. A dry run only
+/// predicts the outcomes and books the counts; it writes no lead and leaves
+/// the source's cursor.
+pub async fn write(
+    db: &DatabaseConnection,
+    run: &reconcile_run::Model,
+    source: &str,
+    page: MappedPage,
+) -> Result<PageCounts, PageError> {
+    let MappedPage {
+        news,
+        rejected,
+        mut counts,
+        next_cursor,
+        ..
+    } = page;
     let txn = crate::db::begin_write(db).await?;
     if run.dry_run {
-        for outcome in super::compare::predict(&txn, &source.name, &news).await? {
+        for outcome in super::compare::predict(&txn, source, &news).await? {
             counts.count(outcome);
         }
     } else {
@@ -114,16 +156,15 @@ pub async fn apply(
                 counts.count(done.outcome);
             }
         }
-        // Kept to retry after a mapping fix: the cursor moves past them.
-        super::rejected::keep(&txn, &source.name, run.id, &rejected, crate::clock::now()).await?;
+        super::rejected::keep(&txn, source, run.id, &rejected, crate::clock::now()).await?;
     }
-    if !book(&txn, run, page, &counts).await? {
+    if !book(&txn, run, next_cursor.as_deref(), &counts).await? {
         txn.rollback().await?;
         return Err(PageError::LeaseLost);
     }
     txn.commit().await?;
     if !run.dry_run {
-        record_metrics(&source.name, &counts);
+        record_metrics(source, &counts);
     }
     Ok(counts)
 }
@@ -158,7 +199,7 @@ fn map_records(
 async fn book<C: sea_orm::ConnectionTrait>(
     txn: &C,
     run: &reconcile_run::Model,
-    page: &PulledPage,
+    next_cursor: Option<&str>,
     counts: &PageCounts,
 ) -> Result<bool, DbErr> {
     let mut update = reconcile_run::Entity::update_many()
@@ -176,8 +217,8 @@ async fn book<C: sea_orm::ConnectionTrait>(
     ] {
         update = update.col_expr(col, expr);
     }
-    if let Some(next) = &page.next_cursor {
-        update = update.col_expr(Column::Cursor, Expr::val(Some(next.clone())));
+    if let Some(next) = next_cursor {
+        update = update.col_expr(Column::Cursor, Expr::val(Some(next.to_owned())));
     }
     let booked = update
         .filter(Column::Id.eq(run.id))
@@ -187,11 +228,11 @@ async fn book<C: sea_orm::ConnectionTrait>(
     if booked.rows_affected != 1 {
         return Ok(false);
     }
-    if let (false, Some(next)) = (run.dry_run, &page.next_cursor) {
+    if let (false, Some(next)) = (run.dry_run, next_cursor) {
         source_entity::Entity::update_many()
             .col_expr(
                 source_entity::Column::ReconcileCursor,
-                Expr::val(Some(next.clone())),
+                Expr::val(Some(next.to_owned())),
             )
             .filter(source_entity::Column::Name.eq(run.source.as_str()))
             .exec(txn)

@@ -6,7 +6,8 @@
 use std::time::{Duration, Instant};
 
 use domain::entities::reconcile_run::Model as Run;
-use domain::reconcile::page::{self, PageCounts, PageError};
+use domain::inbound::source::Source;
+use domain::reconcile::page::{self, MappedPage, PageCounts, PageError};
 use domain::reconcile::run;
 use domain::reconcile::{PullConfig, PulledPage};
 use sea_orm::{DatabaseConnection, DbErr};
@@ -133,32 +134,34 @@ impl Reconciler {
             ..Default::default()
         };
         let mut page = self
-            .fetch_with_retry(run.id, &pull, progress.cursor.as_deref())
+            .fetch_mapped(run, &source, &pull, progress.cursor.clone())
             .await?;
         loop {
             let advanced = page.next_cursor.is_some() && page.next_cursor != progress.cursor;
-            // The next page is fetched while this one is written: the
-            // sender's cursor is known before the write, and neither waits
-            // on the other. A failed write drops the fetched page unread.
-            let prefetch = page.has_more && advanced;
-            let (applied, next) = if prefetch {
-                let (applied, next) = tokio::join!(
-                    page::apply(&self.db, run, &source, &page),
-                    self.fetch_with_retry(run.id, &pull, page.next_cursor.as_deref()),
-                );
-                (applied, Some(next))
-            } else {
-                (page::apply(&self.db, run, &source, &page).await, None)
-            };
-            let counts = match applied {
+            // The next page is fetched and mapped (on its own task) while
+            // this one is written: the sender's cursor is known before the
+            // write, and neither waits on the other. A failed write drops
+            // the fetched page unread, so the cursor stays at the last page
+            // written.
+            let prefetch = (page.has_more && advanced).then(|| {
+                let this = self.clone();
+                let (run, source, pull) = (run.clone(), source.clone(), pull.clone());
+                let cursor = page.next_cursor.clone();
+                Prefetch(tokio::spawn(async move {
+                    this.fetch_mapped(&run, &source, &pull, cursor).await
+                }))
+            });
+            let has_more = page.has_more;
+            let next_cursor = page.next_cursor.clone();
+            let counts = match page::write(&self.db, run, &source.name, page).await {
                 Ok(counts) => counts,
                 Err(PageError::LeaseLost) => return Err(Stop::LeaseLost),
                 Err(PageError::Db(e)) => return Err(db_failed(e)),
             };
             progress.pages += 1;
             progress.counts.add(&counts);
-            progress.has_more = page.has_more;
-            if let Some(cursor) = page.next_cursor.take() {
+            progress.has_more = has_more;
+            if let Some(cursor) = next_cursor {
                 progress.cursor = Some(cursor);
             }
             tracing::debug!(
@@ -168,11 +171,15 @@ impl Reconciler {
                 "reconcile page applied"
             );
             on_progress(&progress);
-            if !page.has_more {
+            if !has_more {
                 return Ok(());
             }
-            match next {
-                Some(next) => page = next?,
+            match prefetch {
+                Some(mut next) => {
+                    page = (&mut next.0)
+                        .await
+                        .map_err(|e| Stop::Failed(format!("the page fetch stopped: {e}")))??;
+                }
                 None => {
                     return Err(Stop::Failed(
                         "the pull API said has_more but gave no new next_cursor".into(),
@@ -180,6 +187,20 @@ impl Reconciler {
                 }
             }
         }
+    }
+
+    /// One page, fetched (with retries) and mapped.
+    async fn fetch_mapped(
+        &self,
+        run: &Run,
+        source: &Source,
+        pull: &PullConfig,
+        cursor: Option<String>,
+    ) -> Result<MappedPage, Stop> {
+        let pulled = self
+            .fetch_with_retry(run.id, pull, cursor.as_deref())
+            .await?;
+        Ok(page::map(run, source, pulled))
     }
 
     /// One page, retrying transient errors with capped exponential backoff
@@ -237,6 +258,16 @@ impl Reconciler {
             tokio::time::sleep(step).await;
             left -= step;
         }
+    }
+}
+
+/// The next page's fetch, stopped if the run stops first (a failed write,
+/// a lost lease, shutdown).
+struct Prefetch(tokio::task::JoinHandle<Result<MappedPage, Stop>>);
+
+impl Drop for Prefetch {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
