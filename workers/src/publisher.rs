@@ -171,19 +171,22 @@ impl Publisher {
         .to_string();
         let timestamp = chrono::Utc::now().timestamp();
         let msg_id = &claim.event.event_id;
-        let secret = match domain::outbound::subscription::signing_secret(
+        // Two secrets while a rotation's overlap lasts: one signature each.
+        let secrets = match domain::outbound::subscription::signing_secrets(
             &self.settings.keyring,
             &claim.subscription,
+            domain::clock::now(),
         ) {
-            Ok(secret) => secret,
+            Ok(secrets) => secrets,
             Err(err) => {
                 return AttemptResult::Refused(format!("cannot open the secret: {err}"));
             }
         };
-        let signature = match standard_webhooks::sign(&secret, msg_id, timestamp, body.as_bytes()) {
-            Ok(signature) => signature,
-            Err(err) => return AttemptResult::Refused(format!("cannot sign: {err}")),
-        };
+        let signature =
+            match standard_webhooks::sign_all(&secrets, msg_id, timestamp, body.as_bytes()) {
+                Ok(signature) => signature,
+                Err(err) => return AttemptResult::Refused(format!("cannot sign: {err}")),
+            };
         let response = self
             .client
             .post(url)

@@ -154,6 +154,8 @@ pub fn parts() -> Vec<utoipa::openapi::OpenApi> {
         crate::routes::imports::Api::openapi(),
         crate::routes::leads::Api::openapi(),
         crate::routes::subscriptions::Api::openapi(),
+        crate::routes::subscriptions_manage::Api::openapi(),
+        crate::routes::event_types::Api::openapi(),
         crate::routes::ops::deliveries::Api::openapi(),
         crate::routes::ops::stats::Api::openapi(),
         crate::routes::ops::trace::Api::openapi(),

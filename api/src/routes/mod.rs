@@ -5,6 +5,7 @@
 use actix_web::web;
 
 pub mod crm;
+pub mod event_types;
 pub mod front;
 pub mod health;
 pub mod imports;
@@ -13,6 +14,7 @@ pub mod metrics;
 pub mod ops;
 pub mod sources;
 pub mod subscriptions;
+pub mod subscriptions_manage;
 pub mod webhooks;
 
 /// Every route; `/metrics` only when it is not on its own listener.
@@ -26,6 +28,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, metrics: bool) {
     imports::configure(cfg);
     leads::configure(cfg);
     subscriptions::configure(cfg);
+    event_types::configure(cfg);
     ops::deliveries::configure(cfg);
     ops::stats::configure(cfg);
     ops::trace::configure(cfg);

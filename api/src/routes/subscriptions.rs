@@ -19,7 +19,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::scope("/api/subscriptions")
             .route("", web::post().to(create))
             .route("", web::get().to(list))
-            .route("/{id}", web::delete().to(delete)),
+            .route("/{id}", web::delete().to(delete))
+            .configure(super::subscriptions_manage::configure),
     );
 }
 
@@ -34,8 +35,7 @@ struct SubscriptionIn {
     /// Where to POST; internal addresses are refused unless
     /// `LEADPIPE_OUTBOUND_ALLOW` names the host.
     url: String,
-    /// `lead.created`, `lead.updated`, `lead.status_changed`, `lead.assigned`,
-    /// `lead.note_added`, `lead.converted`; empty: all.
+    /// Names from `GET /api/event-types`; empty: all.
     #[serde(default)]
     event_types: Vec<String>,
     description: Option<String>,

@@ -57,7 +57,9 @@ pub async fn fan_out(db: &DatabaseConnection, limit: u64) -> Result<usize, DbErr
         .iter()
         .flat_map(|event| {
             subs.iter()
-                .filter(|s| subscriptions::wants(s, &event.event_type))
+                .filter(|s| {
+                    subscriptions::wants(s, &event.event_type, event.target_subscription_id)
+                })
                 .map(move |sub| (event.id, sub.id, event.lead_id))
         })
         .collect();

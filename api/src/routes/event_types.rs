@@ -1,0 +1,42 @@
+//! `GET /api/event-types`: what subscriptions can receive, with schemas
+//! generated from the payload types the outbox writes.
+
+use actix_web::{HttpResponse, web};
+use domain::outbound::events::{self, EventTypeInfo};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::http::auth::Authenticated;
+use crate::http::error::ApiError;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/api/event-types", web::get().to(list));
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list))]
+pub struct Api;
+
+#[derive(Serialize, ToSchema)]
+struct EventTypeList {
+    data: Vec<EventTypeInfo>,
+}
+
+/// Every event type a subscription may name, with the JSON Schema of its `data`.
+///
+/// **Roles:** any authenticated caller.
+///
+/// A delivery's body is `{"type", "timestamp", "data"}`.
+#[utoipa::path(
+    get,
+    path = "/api/event-types",
+    operation_id = "list_event_types",
+    tag = "subscriptions",
+    responses((status = 200, description = "Every event type", body = EventTypeList)),
+    security(("bearer" = [])),
+)]
+async fn list(_caller: Authenticated) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(EventTypeList {
+        data: events::catalogue(),
+    }))
+}

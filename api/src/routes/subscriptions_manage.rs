@@ -1,0 +1,219 @@
+//! Managing a subscription after it exists: change it, rotate its signing
+//! secret, send it a test event.
+
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use domain::auth::Role;
+use domain::outbound::subscription::{self, SubscriptionPatch, SubscriptionView};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::http::auth::Authenticated;
+use crate::http::body::{parse_json, read_bytes, read_json_bytes};
+use crate::http::correlation::CorrelationId;
+use crate::http::error::ApiError;
+use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::params::IdempotencyKey;
+use crate::http::state::AppState;
+
+/// Routes inside the `/api/subscriptions` scope (one scope per path prefix:
+/// actix does not fall through from a matched scope to a later one).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/{id}", web::patch().to(patch))
+        .route("/{id}/rotate-secret", web::post().to(rotate_secret))
+        .route("/{id}/test", web::post().to(send_test));
+}
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(patch, rotate_secret, send_test))]
+pub struct Api;
+
+/// What to change; fields left out stay as they are.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = SubscriptionPatch)]
+struct PatchIn {
+    /// Checked as on creation: internal addresses are `422`.
+    url: Option<String>,
+    /// The full new list (see `GET /api/event-types`); empty: all.
+    event_types: Option<Vec<String>>,
+    /// An empty string clears it.
+    description: Option<String>,
+    /// `false` stops deliveries; `true` resumes them (also after a `410`).
+    enabled: Option<bool>,
+}
+
+/// Change a subscription's URL, event types, description, or whether it is enabled.
+///
+/// **Roles:** admin.
+#[utoipa::path(
+    patch,
+    path = "/api/subscriptions/{id}",
+    operation_id = "patch_subscription",
+    tag = "subscriptions",
+    params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey),
+    request_body = PatchIn,
+    responses(
+        (status = 200, description = "The subscription after the change", body = SubscriptionView),
+        (status = 404, description = "`/problems/not-found`: no such subscription"),
+        (status = 422, description = "`/problems/validation`: an internal URL or an unknown event type"),
+    ),
+    security(("bearer" = [])),
+)]
+async fn patch(
+    caller: Authenticated,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    id: web::Path<i64>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(&[Role::Admin])?;
+    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
+    let input: PatchIn = parse_json(&body)?;
+    let outbound = state.http.outbound_policy();
+    let id = id.into_inner();
+    idempotency::run(
+        &state,
+        &caller,
+        &req,
+        &body,
+        KeyRule::Optional,
+        move |txn| {
+            Box::pin(async move {
+                let patch = SubscriptionPatch {
+                    url: input.url,
+                    event_types: input.event_types,
+                    description: input.description.map(Some),
+                    enabled: input.enabled,
+                };
+                let updated = subscription::update(txn, &outbound, id, patch).await?;
+                Reply::new(StatusCode::OK, &updated)
+            })
+        },
+    )
+    .await
+}
+
+#[derive(Deserialize, ToSchema, Default)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RotateSecretIn)]
+struct RotateIn {
+    /// How long the old secret still signs, next to the new one: 0 to
+    /// 604800 (7 days); default 86400 (24 h).
+    overlap_seconds: Option<i64>,
+}
+
+/// The new signing secret.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RotatedSecret)]
+struct RotatedOut {
+    /// Shown only in this response.
+    secret: String,
+    /// Until then deliveries carry a signature with each secret.
+    previous_secret_valid_until: chrono::DateTime<chrono::Utc>,
+}
+
+/// Rotate a subscription's signing secret.
+///
+/// **Roles:** admin.
+///
+/// The new `whsec_` secret is shown only in this response (a replay of the
+/// same `Idempotency-Key` answers it from a sealed copy). Until
+/// `previous_secret_valid_until` every delivery's `webhook-signature`
+/// carries two `v1,` entries, one per secret, so the receiver can switch at
+/// its own pace; after that, only the new secret signs.
+#[utoipa::path(
+    post,
+    path = "/api/subscriptions/{id}/rotate-secret",
+    operation_id = "rotate_subscription_secret",
+    tag = "subscriptions",
+    params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey),
+    request_body(content = Option<RotateIn>, description = "Optional"),
+    responses(
+        (status = 200, description = "The new secret", body = RotatedOut),
+        (status = 404, description = "`/problems/not-found`: no such subscription"),
+        (status = 409, description = "`/problems/conflict`: rotated concurrently"),
+    ),
+    security(("bearer" = [])),
+)]
+async fn rotate_secret(
+    caller: Authenticated,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    id: web::Path<i64>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(&[Role::Admin])?;
+    // The body is optional: without a content type it must be empty.
+    let body = if req.headers().contains_key(header::CONTENT_TYPE) {
+        read_json_bytes(&req, payload, state.http.max_body_bytes).await?
+    } else {
+        read_bytes(&req, payload, state.http.max_body_bytes).await?
+    };
+    let input: RotateIn = if body.iter().all(u8::is_ascii_whitespace) {
+        RotateIn::default()
+    } else {
+        parse_json(&body)?
+    };
+    let keyring = state.http.keyring.clone();
+    let id = id.into_inner();
+    idempotency::run(
+        &state,
+        &caller,
+        &req,
+        &body,
+        KeyRule::Optional,
+        move |txn| {
+            Box::pin(async move {
+                let overlap = input.overlap_seconds.map(chrono::Duration::seconds);
+                let rotated = subscription::rotate_secret(txn, &keyring, id, overlap).await?;
+                let out = RotatedOut {
+                    secret: rotated.secret,
+                    previous_secret_valid_until: rotated.previous_valid_until,
+                };
+                Ok(Reply::new(StatusCode::OK, &out)?.reveals_secret())
+            })
+        },
+    )
+    .await
+}
+
+/// A test event on its way.
+#[derive(Serialize, ToSchema)]
+#[schema(as = TestEventQueued)]
+struct TestOut {
+    /// The `webhook-id` it is sent with; its delivery is listed under
+    /// `GET /api/ops/deliveries?subscription_id=…`.
+    event_id: String,
+}
+
+/// Send a subscription a signed `ping` event.
+///
+/// **Roles:** admin.
+///
+/// Queued and delivered by the publisher like any event, to this
+/// subscription only, with the same signatures, address checks and retries;
+/// the delivery is recorded.
+#[utoipa::path(
+    post,
+    path = "/api/subscriptions/{id}/test",
+    operation_id = "test_subscription",
+    tag = "subscriptions",
+    params(("id" = i64, Path, description = "The subscription's id")),
+    responses(
+        (status = 202, description = "Queued", body = TestOut),
+        (status = 404, description = "`/problems/not-found`: no such subscription"),
+        (status = 409, description = "`/problems/conflict`: the subscription is disabled"),
+    ),
+    security(("bearer" = [])),
+)]
+async fn send_test(
+    caller: Authenticated,
+    correlation: CorrelationId,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+) -> Result<HttpResponse, ApiError> {
+    caller.require(&[Role::Admin])?;
+    let event_id = subscription::send_test(&state.db, id.into_inner(), Some(correlation.0)).await?;
+    Ok(HttpResponse::Accepted().json(TestOut { event_id }))
+}
