@@ -3,6 +3,8 @@ use sea_orm_migration::{prelude::*, schema::*};
 /// Secret rotation keeps the replaced secret (sealed) until the end of its
 /// overlap window, so receivers can switch over without missing a delivery.
 /// A test event goes to one subscription only: the outbox row names it.
+/// Each delivery keeps how long its last attempt took, for per-subscription
+/// latency in the stats.
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
@@ -39,6 +41,14 @@ impl MigrationTrait for Migration {
                     .add_column(big_integer_null(OutboxEvent::TargetSubscriptionId))
                     .to_owned(),
             )
+            .await?;
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(OutboxDelivery::Table)
+                    .add_column(integer_null(OutboxDelivery::LastDurationMs))
+                    .to_owned(),
+            )
             .await
     }
 
@@ -55,6 +65,10 @@ impl MigrationTrait for Migration {
             (
                 OutboxEvent::Table.into_iden(),
                 OutboxEvent::TargetSubscriptionId.into_iden(),
+            ),
+            (
+                OutboxDelivery::Table.into_iden(),
+                OutboxDelivery::LastDurationMs.into_iden(),
             ),
         ] {
             manager
@@ -76,4 +90,10 @@ enum Subscription {
 enum OutboxEvent {
     Table,
     TargetSubscriptionId,
+}
+
+#[derive(DeriveIden)]
+enum OutboxDelivery {
+    Table,
+    LastDurationMs,
 }

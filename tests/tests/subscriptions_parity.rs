@@ -32,9 +32,18 @@ struct Delivery {
 struct LibraryReceiver {
     secrets: Arc<Mutex<Vec<String>>>,
     got: Arc<Mutex<Vec<Delivery>>>,
+    /// Answer 500 to this many requests first (they are not recorded).
+    failures_left: Arc<Mutex<usize>>,
 }
 
 async fn hook(req: HttpRequest, body: web::Bytes, r: web::Data<LibraryReceiver>) -> HttpResponse {
+    {
+        let mut left = r.failures_left.lock().unwrap();
+        if *left > 0 {
+            *left -= 1;
+            return HttpResponse::InternalServerError().finish();
+        }
+    }
     let mut headers = http::HeaderMap::new();
     for (name, value) in req.headers() {
         headers.insert(
@@ -201,7 +210,57 @@ on_both_backends!(
     patch_checks_the_url_and_event_types_and_toggles_delivery,
     test_ping_reaches_only_that_subscription_signed,
     event_types_list_schemas_and_every_one_can_be_subscribed,
+    stats_and_metrics_show_success_rate_and_latency_per_subscription,
 );
+
+async fn stats_and_metrics_show_success_rate_and_latency_per_subscription(backend: Backend) {
+    let t = Parity::new(backend).await;
+    let id = t.subscribe(json!(["lead.created"])).await;
+    *t.receiver.failures_left.lock().unwrap() = 1;
+    t.event("s-1").await;
+    t.delivered(1).await;
+
+    let ops = t.app.token(Role::Ops, None).await;
+    let stats: Value = t
+        .app
+        .get(&ops, "/api/ops/stats")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let mine = stats["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["subscription_id"] == id)
+        .unwrap_or_else(|| panic!("subscription {id} in {stats}"))
+        .clone();
+    assert_eq!(mine["delivered"], 1);
+    assert_eq!(mine["attempts"], 2, "one 500, then a 204");
+    assert_eq!(mine["success_rate"], 0.5);
+    assert!(mine["avg_latency_ms"].as_f64().unwrap() >= 0.0, "{mine}");
+
+    let scrape = t.app.metrics().await;
+    for series in [
+        format!(
+            "leadpipe_subscription_attempts_total{{subscription_id=\"{id}\",outcome=\"success\"}}"
+        ),
+        format!(
+            "leadpipe_subscription_attempts_total{{subscription_id=\"{id}\",outcome=\"failure\"}}"
+        ),
+        format!("leadpipe_subscription_attempt_duration_seconds_count{{subscription_id=\"{id}\"}}"),
+    ] {
+        assert!(
+            scrape.contains(&series),
+            "{series} in the scrape: {}",
+            scrape
+                .lines()
+                .filter(|l| l.contains("subscription_"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
 
 async fn rotation_signs_with_both_secrets_during_the_overlap_only(backend: Backend) {
     let t = Parity::new(backend).await;

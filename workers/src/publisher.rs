@@ -123,8 +123,16 @@ impl Publisher {
         correlation_id = claim.event.correlation_id.as_deref().unwrap_or(""),
     ))]
     async fn deliver(&self, claim: &Claimed) -> Option<Settlement> {
+        let started = std::time::Instant::now();
         let result = self.attempt(claim).await;
-        match delivery::record_attempt(&self.db, claim, &result, &self.settings.retry).await {
+        let took = started.elapsed();
+        let subscription = claim.subscription.id.to_string();
+        metrics::histogram!("leadpipe_subscription_attempt_duration_seconds", "subscription_id" => subscription.clone())
+            .record(took.as_secs_f64());
+        let ok = matches!(&result, AttemptResult::Answered { status, .. } if (200..300).contains(status));
+        metrics::counter!("leadpipe_subscription_attempts_total", "subscription_id" => subscription, "outcome" => if ok { "success" } else { "failure" })
+            .increment(1);
+        match delivery::record_attempt(&self.db, claim, &result, took, &self.settings.retry).await {
             Ok(settlement) => {
                 let label = match &settlement {
                     Settlement::Delivered => "delivered",

@@ -341,8 +341,10 @@ pub async fn record_attempt(
     db: &DatabaseConnection,
     claimed: &Claimed,
     result: &AttemptResult,
+    took: Duration,
     policy: &RetryPolicy,
 ) -> Result<Settlement, DbErr> {
+    let took_ms = i32::try_from(took.as_millis()).unwrap_or(i32::MAX);
     let attempts = claimed.delivery.attempts.saturating_add(1);
     let settlement = settle(result, u32::try_from(attempts).unwrap_or(0), policy);
     let (last_status, last_error) = describe(result);
@@ -371,6 +373,7 @@ pub async fn record_attempt(
         )
         .col_expr(outbox_delivery::Column::LastStatus, Expr::val(last_status))
         .col_expr(outbox_delivery::Column::LastError, Expr::val(last_error))
+        .col_expr(outbox_delivery::Column::LastDurationMs, Expr::val(took_ms))
         .col_expr(
             outbox_delivery::Column::DeliveredAt,
             Expr::val(delivered_at),
