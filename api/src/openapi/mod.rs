@@ -149,6 +149,7 @@ pub fn parts() -> Vec<utoipa::openapi::OpenApi> {
     use utoipa::OpenApi;
     vec![
         crate::routes::front::Api::openapi(),
+        crate::routes::docs::Api::openapi(),
         crate::routes::health::Api::openapi(),
         crate::routes::crm::openapi(),
         crate::routes::imports::Api::openapi(),

@@ -5,6 +5,7 @@
 use actix_web::web;
 
 pub mod crm;
+pub mod docs;
 pub mod event_types;
 pub mod front;
 pub mod health;
@@ -20,6 +21,7 @@ pub mod webhooks;
 /// Every route; `/metrics` only when it is not on its own listener.
 pub fn configure(cfg: &mut web::ServiceConfig, metrics: bool) {
     front::configure(cfg);
+    docs::configure(cfg);
     health::configure(cfg);
     if metrics {
         metrics::configure(cfg);
