@@ -2,6 +2,7 @@
 //! generated from the payload types the outbox writes.
 
 use actix_web::{HttpResponse, web};
+use domain::auth::Role;
 use domain::outbound::events::{self, EventTypeInfo};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -24,7 +25,7 @@ struct EventTypeList {
 
 /// Every event type a subscription may name, with the JSON Schema of its `data`.
 ///
-/// **Roles:** any authenticated caller.
+/// **Roles:** ops, admin (those who may read subscriptions).
 ///
 /// A delivery's body is `{"type", "timestamp", "data"}`.
 #[utoipa::path(
@@ -35,7 +36,8 @@ struct EventTypeList {
     responses((status = 200, description = "Every event type", body = EventTypeList)),
     security(("bearer" = [])),
 )]
-async fn list(_caller: Authenticated) -> Result<HttpResponse, ApiError> {
+async fn list(caller: Authenticated) -> Result<HttpResponse, ApiError> {
+    caller.require(&[Role::Ops, Role::Admin])?;
     Ok(HttpResponse::Ok().json(EventTypeList {
         data: events::catalogue(),
     }))
