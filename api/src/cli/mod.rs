@@ -163,7 +163,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    pub fn new(exit: Exit, message: impl Into<String>) -> anyhow::Error {
+    pub fn error(exit: Exit, message: impl Into<String>) -> anyhow::Error {
         Self {
             exit,
             message: message.into(),
@@ -362,7 +362,7 @@ pub async fn run() -> anyhow::Result<()> {
 /// `field: message`, joined by `; ` (exit code 2).
 pub fn describe(err: domain::Error) -> anyhow::Error {
     match err {
-        domain::Error::Invalid(fields) => Failure::new(
+        domain::Error::Invalid(fields) => Failure::error(
             Exit::Usage,
             fields
                 .iter()
@@ -377,7 +377,7 @@ pub fn describe(err: domain::Error) -> anyhow::Error {
 /// [`describe`], with `NotFound` said as "no such {what}" (exit code 3).
 pub fn describe_missing(what: &'static str) -> impl Fn(domain::Error) -> anyhow::Error {
     move |err| match err {
-        domain::Error::NotFound => Failure::new(Exit::NotFound, format!("no such {what}")),
+        domain::Error::NotFound => Failure::error(Exit::NotFound, format!("no such {what}")),
         other => describe(other),
     }
 }
@@ -426,7 +426,7 @@ mod tests {
             2
         );
         assert_eq!(exit_code(&anyhow::anyhow!("disk full")), 1);
-        let wrapped = Failure::new(Exit::NotFound, "no such thing").context("while removing");
+        let wrapped = Failure::error(Exit::NotFound, "no such thing").context("while removing");
         assert_eq!(exit_code(&wrapped), 3, "found anywhere in the chain");
     }
 }

@@ -74,7 +74,7 @@ pub async fn run_token(db: &DatabaseConnection, command: TokenCommand) -> anyhow
         }
         TokenCommand::Revoke { id } => {
             if !domain::auth::revoke(db, id).await? {
-                return Err(super::Failure::new(
+                return Err(super::Failure::error(
                     super::Exit::NotFound,
                     format!("no principal {id}"),
                 ));

@@ -283,25 +283,41 @@ async fn subscriptions<C: ConnectionTrait>(
 ) -> Result<Vec<SubscriptionStats>, DbErr> {
     use crate::outbound::delivery::{DEAD, DELIVERED};
     use outbox_delivery::Column as D;
+    #[derive(sea_orm::FromQueryResult)]
+    struct Row {
+        subscription_id: i64,
+        state: String,
+        n: i64,
+        attempts: Option<i64>,
+        took_ms: Option<i64>,
+        timed: i64,
+    }
     // Sums of integers only: AVG's result type differs between the backends.
-    let rows: Vec<(i64, String, i64, Option<i64>, Option<i64>, i64)> =
-        outbox_delivery::Entity::find()
-            .select_only()
-            .column(D::SubscriptionId)
-            .column(D::State)
-            .column_as(Expr::col(D::Id).count(), "n")
-            .column_as(Expr::col(D::Attempts).sum(), "attempts")
-            .column_as(Expr::col(D::LastDurationMs).sum(), "took_ms")
-            .column_as(Expr::col(D::LastDurationMs).count(), "timed")
-            .filter(D::UpdatedAt.gte(since))
-            .filter(D::Attempts.gt(0))
-            .group_by(D::SubscriptionId)
-            .group_by(D::State)
-            .into_tuple()
-            .all(conn)
-            .await?;
+    let rows: Vec<Row> = outbox_delivery::Entity::find()
+        .select_only()
+        .column(D::SubscriptionId)
+        .column(D::State)
+        .column_as(Expr::col(D::Id).count(), "n")
+        .column_as(Expr::col(D::Attempts).sum(), "attempts")
+        .column_as(Expr::col(D::LastDurationMs).sum(), "took_ms")
+        .column_as(Expr::col(D::LastDurationMs).count(), "timed")
+        .filter(D::UpdatedAt.gte(since))
+        .filter(D::Attempts.gt(0))
+        .group_by(D::SubscriptionId)
+        .group_by(D::State)
+        .into_model()
+        .all(conn)
+        .await?;
     let mut by_id: BTreeMap<i64, (SubscriptionStats, i64, i64)> = BTreeMap::new();
-    for (id, state, n, attempts, took_ms, timed) in rows {
+    for Row {
+        subscription_id: id,
+        state,
+        n,
+        attempts,
+        took_ms,
+        timed,
+    } in rows
+    {
         let (stats, total_ms, total_timed) = by_id.entry(id).or_insert_with(|| {
             (
                 SubscriptionStats {
