@@ -211,7 +211,47 @@ on_both_backends!(
     test_ping_reaches_only_that_subscription_signed,
     event_types_list_schemas_and_every_one_can_be_subscribed,
     stats_and_metrics_show_success_rate_and_latency_per_subscription,
+    concurrent_rotations_never_lose_a_secret_they_returned,
 );
+
+async fn concurrent_rotations_never_lose_a_secret_they_returned(backend: Backend) {
+    let t = Parity::new(backend).await;
+    let id = t.subscribe(json!(["lead.created"])).await;
+    let rotate = || {
+        t.app
+            .client
+            .post(t.app.url(&format!("/api/subscriptions/{id}/rotate-secret")))
+            .bearer_auth(&t.admin)
+            .json(&json!({}))
+            .send()
+    };
+    let (a, b) = tokio::join!(rotate(), rotate());
+    let mut issued = Vec::new();
+    for response in [a.unwrap(), b.unwrap()] {
+        match response.status().as_u16() {
+            200 => {
+                let body: Value = response.json().await.unwrap();
+                issued.push(body["secret"].as_str().unwrap().to_owned());
+            }
+            409 => {
+                assert_problem(response, 409, "/problems/conflict").await;
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert!(!issued.is_empty(), "at least one rotation wins");
+    for secret in &issued {
+        t.receiver.know(secret);
+    }
+    t.event("c-1").await;
+    let delivery = t.delivered(1).await;
+    // The first secret (from the create) and each issued one, in order.
+    assert!(
+        delivery.verified[1..].iter().all(|ok| *ok),
+        "every secret a rotation answered still verifies: {:?}",
+        delivery.verified
+    );
+}
 
 async fn stats_and_metrics_show_success_rate_and_latency_per_subscription(backend: Backend) {
     let t = Parity::new(backend).await;
