@@ -92,6 +92,21 @@ impl LibraryReceiver {
     }
 }
 
+fn publisher(app: &TestApp, keyring: domain::sealed::Keyring) -> Publisher {
+    let settings = PublisherSettings {
+        request_timeout: Duration::from_secs(5),
+        retry: RetryPolicy {
+            base: Duration::from_millis(10),
+            cap: Duration::from_millis(40),
+            max_attempts: 3,
+        },
+        outbound: OutboundPolicy::from_list("127.0.0.1"),
+        keyring,
+        ..PublisherSettings::default()
+    };
+    Publisher::new(app.db.clone(), settings).unwrap()
+}
+
 struct Parity {
     app: TestApp,
     admin: String,
@@ -105,18 +120,7 @@ impl Parity {
         let app = TestApp::spawn(backend).await;
         let admin = app.token(Role::Admin, None).await;
         let (receiver, url) = LibraryReceiver::start().await;
-        let settings = PublisherSettings {
-            request_timeout: Duration::from_secs(5),
-            retry: RetryPolicy {
-                base: Duration::from_millis(10),
-                cap: Duration::from_millis(40),
-                max_attempts: 3,
-            },
-            outbound: OutboundPolicy::from_list("127.0.0.1"),
-            keyring: domain::sealed::Keyring::for_tests(),
-            ..PublisherSettings::default()
-        };
-        let publisher = Publisher::new(app.db.clone(), settings).unwrap();
+        let publisher = publisher(&app, domain::sealed::Keyring::for_tests());
         Self {
             app,
             admin,
@@ -212,7 +216,38 @@ on_both_backends!(
     event_types_list_schemas_and_every_one_can_be_subscribed,
     stats_and_metrics_show_success_rate_and_latency_per_subscription,
     concurrent_rotations_never_lose_a_secret_they_returned,
+    a_new_sealing_key_reseals_the_previous_secret_too,
 );
+
+async fn a_new_sealing_key_reseals_the_previous_secret_too(backend: Backend) {
+    use base64::Engine;
+    let mut t = Parity::new(backend).await;
+    let id = t.subscribe(json!([])).await;
+    t.rotate(id, json!({})).await;
+    let key = |id: &str, byte: u8| {
+        format!(
+            "{id}:{}",
+            base64::engine::general_purpose::STANDARD.encode([byte; 32])
+        )
+    };
+    // `Keyring::for_tests()` is `test:` with 32 bytes of 7.
+    let both =
+        domain::sealed::Keyring::parse(&format!("{},{}", key("new", 2), key("test", 7)), false)
+            .unwrap();
+    domain::sealed::rotation::rotate(&t.app.db, &both)
+        .await
+        .unwrap();
+    let new_only = domain::sealed::Keyring::parse(&key("new", 2), false).unwrap();
+    t.publisher = publisher(&t.app, new_only);
+    t.event("k-1").await;
+    let delivery = t.delivered(1).await;
+    assert_eq!(delivery.signatures, 2);
+    assert_eq!(
+        delivery.verified,
+        [true, true],
+        "both secrets open under the new key alone"
+    );
+}
 
 async fn concurrent_rotations_never_lose_a_secret_they_returned(backend: Backend) {
     let t = Parity::new(backend).await;
