@@ -3,6 +3,7 @@ use sea_orm_migration::{prelude::*, schema::*};
 /// Secret rotation keeps the replaced secret (sealed) until the end of its
 /// overlap window, so receivers can switch over without missing a delivery.
 /// A test event goes to one subscription only: the outbox row names it.
+/// A subscription gets a `version` for `If-Match` on PATCH, like leads.
 /// Each delivery keeps how long its last attempt took, for per-subscription
 /// latency in the stats.
 #[derive(DeriveMigrationName)]
@@ -37,6 +38,14 @@ impl MigrationTrait for Migration {
         manager
             .alter_table(
                 Table::alter()
+                    .table(Subscription::Table)
+                    .add_column(big_integer(Subscription::Version).default(1))
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .alter_table(
+                Table::alter()
                     .table(OutboxEvent::Table)
                     .add_column(big_integer_null(OutboxEvent::TargetSubscriptionId))
                     .to_owned(),
@@ -63,6 +72,10 @@ impl MigrationTrait for Migration {
                 Subscription::PreviousSecretUntil.into_iden(),
             ),
             (
+                Subscription::Table.into_iden(),
+                Subscription::Version.into_iden(),
+            ),
+            (
                 OutboxEvent::Table.into_iden(),
                 OutboxEvent::TargetSubscriptionId.into_iden(),
             ),
@@ -84,6 +97,7 @@ enum Subscription {
     Table,
     PreviousSecret,
     PreviousSecretUntil,
+    Version,
 }
 
 #[derive(DeriveIden)]

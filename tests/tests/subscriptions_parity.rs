@@ -217,7 +217,40 @@ on_both_backends!(
     stats_and_metrics_show_success_rate_and_latency_per_subscription,
     concurrent_rotations_never_lose_a_secret_they_returned,
     a_new_sealing_key_reseals_the_previous_secret_too,
+    patch_honours_if_match,
 );
+
+async fn patch_honours_if_match(backend: Backend) {
+    let t = Parity::new(backend).await;
+    let id = t.subscribe(json!([])).await;
+    let patch = |if_match: &'static str, description: &'static str| {
+        t.app
+            .client
+            .patch(t.app.url(&format!("/api/subscriptions/{id}")))
+            .bearer_auth(&t.admin)
+            .header("If-Match", if_match)
+            .json(&json!({"description": description}))
+            .send()
+    };
+    let first = patch("\"1\"", "one").await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert_eq!(first.headers()["etag"], "\"2\"");
+    let body: Value = first.json().await.unwrap();
+    assert_eq!(body["version"], 2);
+    let stale = patch("\"1\"", "two").await.unwrap();
+    let problem = assert_problem(stale, 412, "/problems/precondition-failed").await;
+    assert_eq!(problem["current_version"], 2);
+    let list: Value = t
+        .send(reqwest::Method::GET, "/api/subscriptions", None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        list["data"][0]["description"], "one",
+        "the stale write changed nothing"
+    );
+}
 
 async fn a_new_sealing_key_reseals_the_previous_secret_too(backend: Backend) {
     use base64::Engine;

@@ -12,8 +12,8 @@ use crate::http::auth::Authenticated;
 use crate::http::body::{parse_json, read_bytes, read_json_bytes};
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, Reply};
-use crate::http::params::IdempotencyKey;
+use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
 
 /// Routes inside the `/api/subscriptions` scope (one scope per path prefix:
@@ -51,11 +51,12 @@ struct PatchIn {
     path = "/api/subscriptions/{id}",
     operation_id = "patch_subscription",
     tag = "subscriptions",
-    params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey),
+    params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey, IfMatch),
     request_body = PatchIn,
     responses(
-        (status = 200, description = "The subscription after the change", body = SubscriptionView),
+        (status = 200, description = "The subscription after the change", body = SubscriptionView, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
+        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
         (status = 422, description = "`/problems/validation`: an internal URL or an unknown event type"),
     ),
     security(("bearer" = [])),
@@ -71,6 +72,7 @@ async fn patch(
     let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: PatchIn = parse_json(&body)?;
     let outbound = state.http.outbound_policy();
+    let if_match = if_match_version(&req);
     let id = id.into_inner();
     idempotency::run(
         &state,
@@ -86,8 +88,9 @@ async fn patch(
                     description: input.description.map(Some),
                     enabled: input.enabled,
                 };
-                let updated = subscription::update(txn, &outbound, id, patch).await?;
-                Reply::new(StatusCode::OK, &updated)
+                let updated = subscription::update(txn, &outbound, id, patch, &if_match).await?;
+                let etag = format!("\"{}\"", updated.version);
+                Ok(Reply::new(StatusCode::OK, &updated)?.etag(etag))
             })
         },
     )

@@ -15,6 +15,8 @@ pub struct Model {
     /// The replaced secret (sealed), still signed with until `previous_secret_until`.
     pub previous_secret: Option<String>,
     pub previous_secret_until: Option<ChronoDateTimeUtc>,
+    /// Goes up with every change of the subscription's fields or state.
+    pub version: i64,
     pub created_at: ChronoDateTimeUtc,
     pub updated_at: ChronoDateTimeUtc,
 }

@@ -1,6 +1,6 @@
 //! Downstream systems that receive our events as signed webhooks.
 
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
 };
@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::inbound::signature::generate_standard_secret;
 use crate::outbound::net_guard::OutboundPolicy;
 use crate::outbound::outbox;
+use crate::precondition::IfMatch;
 use crate::sealed::{Keyring, Place, SealError};
 
 pub const ACTIVE: &str = "active";
@@ -28,6 +29,8 @@ pub struct SubscriptionView {
     pub event_types: Vec<String>,
     pub state: String,
     pub disabled_reason: Option<String>,
+    /// Goes up with every change; the `ETag` of PATCH is `"{version}"`.
+    pub version: i64,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -40,6 +43,7 @@ impl From<subscription::Model> for SubscriptionView {
             description: m.description,
             state: m.state,
             disabled_reason: m.disabled_reason,
+            version: m.version,
             created_at: m.created_at,
         }
     }
@@ -158,17 +162,41 @@ pub struct SubscriptionPatch {
     pub enabled: Option<bool>,
 }
 
-/// Applies a patch, checking the URL as creation does.
+/// Applies a patch, checking the URL as creation does; only at a version
+/// `if_match` names.
 pub async fn update<C: ConnectionTrait>(
     conn: &C,
     policy: &OutboundPolicy,
     id: i64,
     patch: SubscriptionPatch,
+    if_match: &IfMatch,
 ) -> Result<SubscriptionView, Error> {
+    // Without If-Match a concurrent change just means: read again, apply again.
+    for _ in 0..3 {
+        let current = find(conn, id).await?;
+        if_match.check(current.version)?;
+        if apply(conn, policy, &current, patch.clone()).await? {
+            return Ok(find(conn, id).await?.into());
+        }
+    }
     let current = find(conn, id).await?;
+    Err(Error::PreconditionFailed {
+        current: current.version,
+    })
+}
+
+/// One compare-and-set of the patch on `current`'s version.
+async fn apply<C: ConnectionTrait>(
+    conn: &C,
+    policy: &OutboundPolicy,
+    current: &subscription::Model,
+    patch: SubscriptionPatch,
+) -> Result<bool, Error> {
     let mut update = Entity::update_many()
         .col_expr(Column::UpdatedAt, Expr::value(clock::now()))
-        .filter(Column::Id.eq(id))
+        .col_expr(Column::Version, Expr::value(current.version + 1))
+        .filter(Column::Id.eq(current.id))
+        .filter(Column::Version.eq(current.version))
         .filter(Column::State.ne(DELETED));
     if let Some(url) = patch.url {
         let url = checked_url(policy, &url)?;
@@ -199,10 +227,7 @@ pub async fn update<C: ConnectionTrait>(
         }
         _ => {}
     }
-    if update.exec(conn).await?.rows_affected == 0 {
-        return Err(Error::NotFound);
-    }
-    Ok(find(conn, id).await?.into())
+    Ok(update.exec(conn).await?.rows_affected == 1)
 }
 
 /// The subscription, unless deleted.
@@ -306,6 +331,7 @@ pub async fn create<C: ConnectionTrait>(
         disabled_reason: Set(None),
         previous_secret: Set(None),
         previous_secret_until: Set(None),
+        version: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
         ..Default::default()
@@ -341,6 +367,7 @@ pub async fn delete<C: ConnectionTrait>(conn: &C, id: i64) -> Result<(), Error> 
             Column::UpdatedAt,
             sea_orm::sea_query::Expr::val(clock::now()),
         )
+        .col_expr(Column::Version, Expr::col(Column::Version).add(1))
         .filter(Column::Id.eq(id))
         .filter(Column::State.ne(DELETED))
         .exec(conn)
@@ -364,6 +391,7 @@ pub async fn disable<C: ConnectionTrait>(conn: &C, id: i64, reason: &str) -> Res
             Column::UpdatedAt,
             sea_orm::sea_query::Expr::val(clock::now()),
         )
+        .col_expr(Column::Version, Expr::col(Column::Version).add(1))
         .filter(Column::Id.eq(id))
         .filter(Column::State.eq(ACTIVE))
         .exec(conn)
