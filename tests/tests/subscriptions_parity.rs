@@ -429,7 +429,7 @@ async fn rotation_signs_with_both_secrets_during_the_overlap_only(backend: Backe
         .send(
             reqwest::Method::POST,
             "/api/subscriptions/999999/rotate-secret",
-            None,
+            Some(json!({})),
         )
         .await;
     assert_problem(missing, 404, "/problems/not-found").await;

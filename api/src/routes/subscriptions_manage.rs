@@ -1,20 +1,18 @@
 //! Managing a subscription after it exists: change it, rotate its signing
 //! secret, send it a test event.
 
-use actix_web::http::{StatusCode, header};
-use actix_web::{HttpRequest, HttpResponse, web};
-use domain::auth::Role;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
 use domain::outbound::subscription::{self, SubscriptionPatch, SubscriptionView};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::http::auth::Authenticated;
-use crate::http::body::{parse_json, read_bytes, read_json_bytes};
-use crate::http::correlation::CorrelationId;
+use crate::http::auth::{AdminOnly, Caller};
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::http::idempotency::{KeyRule, Reply, Versioned};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
 
 /// Routes inside the `/api/subscriptions` scope (one scope per path prefix:
 /// actix does not fall through from a matched scope to a later one).
@@ -62,25 +60,15 @@ struct PatchIn {
     security(("bearer" = [])),
 )]
 async fn patch(
-    caller: Authenticated,
+    caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    req: HttpRequest,
     id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Admin])?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: PatchIn = parse_json(&body)?;
+    write: Write<PatchIn>,
+) -> WriteResult {
     let outbound = state.http.outbound_policy();
-    let if_match = if_match_version(&req);
     let id = id.into_inner();
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
                 let patch = SubscriptionPatch {
                     url: input.url,
@@ -89,15 +77,19 @@ async fn patch(
                     enabled: input.enabled,
                 };
                 let updated = subscription::update(txn, &outbound, id, patch, &if_match).await?;
-                let etag = format!("\"{}\"", updated.version);
-                Ok(Reply::new(StatusCode::OK, &updated)?.etag(etag))
+                Reply::tagged(StatusCode::OK, &updated)
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
-#[derive(Deserialize, ToSchema, Default)]
+impl Versioned for SubscriptionView {
+    fn version(&self) -> i64 {
+        self.version
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = RotateSecretIn)]
 struct RotateIn {
@@ -131,7 +123,7 @@ struct RotatedOut {
     operation_id = "rotate_subscription_secret",
     tag = "subscriptions",
     params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey),
-    request_body(content = Option<RotateIn>, description = "Optional"),
+    request_body(content = RotateIn, description = "`{}` for the defaults"),
     responses(
         (status = 200, description = "The new secret", body = RotatedOut),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
@@ -140,33 +132,15 @@ struct RotatedOut {
     security(("bearer" = [])),
 )]
 async fn rotate_secret(
-    caller: Authenticated,
+    caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    req: HttpRequest,
     id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Admin])?;
-    // The body is optional: without a content type it must be empty.
-    let body = if req.headers().contains_key(header::CONTENT_TYPE) {
-        read_json_bytes(&req, payload, state.http.max_body_bytes).await?
-    } else {
-        read_bytes(&req, payload, state.http.max_body_bytes).await?
-    };
-    let input: RotateIn = if body.iter().all(u8::is_ascii_whitespace) {
-        RotateIn::default()
-    } else {
-        parse_json(&body)?
-    };
+    write: Write<RotateIn>,
+) -> WriteResult {
     let keyring = state.http.keyring.clone();
     let id = id.into_inner();
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, _| {
             Box::pin(async move {
                 let overlap = input.overlap_seconds.map(chrono::Duration::seconds);
                 let rotated = subscription::rotate_secret(txn, &keyring, id, overlap).await?;
@@ -176,9 +150,8 @@ async fn rotate_secret(
                 };
                 Ok(Reply::new(StatusCode::OK, &out)?.reveals_secret())
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// A test event on its way.
@@ -211,12 +184,11 @@ struct TestOut {
     security(("bearer" = [])),
 )]
 async fn send_test(
-    caller: Authenticated,
-    correlation: CorrelationId,
+    caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Admin])?;
-    let event_id = subscription::send_test(&state.db, id.into_inner(), Some(correlation.0)).await?;
+    let correlation = caller.actor().correlation_id;
+    let event_id = subscription::send_test(&state.db, id.into_inner(), correlation).await?;
     Ok(HttpResponse::Accepted().json(TestOut { event_id }))
 }
