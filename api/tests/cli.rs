@@ -68,7 +68,7 @@ fn tokens_subscriptions_and_deliveries_from_the_command_line() {
     let listed = cli.ok(&["token", "list"]);
     let web = listed.lines().find(|l| l.contains(" web ")).expect(&listed);
     assert!(
-        web.contains("intake") && web.contains("webform") && web.contains("yes"),
+        web.contains("intake") && web.contains("webform") && web.contains("active"),
         "{web}"
     );
     assert!(
@@ -102,7 +102,7 @@ fn tokens_subscriptions_and_deliveries_from_the_command_line() {
         "lead.created",
     ]);
     assert!(secret.trim().starts_with("whsec_"));
-    let listed = cli.ok(&["subscription", "list"]);
+    let listed = cli.ok(&["subscription", "list", "--output", "json"]);
     assert!(
         listed.contains("\"url\":\"http://127.0.0.1:9/hook\"") && !listed.contains(secret.trim())
     );
@@ -189,5 +189,159 @@ fn without_a_key_secrets_are_refused_unless_in_development_mode() {
     assert!(
         out.contains("re-sealed under key 'cli': 1 source secrets"),
         "{out}"
+    );
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited, not killed")
+}
+
+#[test]
+fn listings_print_a_table_or_one_json_object_per_line() {
+    let cli = Cli::new();
+    cli.ok(&["token", "create", "--name", "ann", "--role", "sales"]);
+    cli.ok(&["token", "create", "--name", "bob", "--role", "ops"]);
+    cli.ok(&[
+        "subscription",
+        "add",
+        "--url",
+        "http://127.0.0.1:9/a",
+        "--event-type",
+        "deal.stage_changed",
+    ]);
+
+    let table = cli.ok(&["token", "list"]);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(
+        lines.len(),
+        3,
+        "a header and one line per principal: {table}"
+    );
+    assert!(
+        lines[0].starts_with("id") && lines[0].contains("role"),
+        "{table}"
+    );
+    assert!(
+        lines[2].contains("bob") && lines[2].contains("ops"),
+        "{table}"
+    );
+
+    for args in [
+        &["token", "list", "--output", "json"][..],
+        &["subscription", "list", "-o", "json"],
+    ] {
+        let json = cli.ok(args);
+        assert!(!json.is_empty(), "{args:?}");
+        for line in json.lines() {
+            let row: serde_json::Value = serde_json::from_str(line).expect(line);
+            assert!(
+                row.is_object() && row.get("id").is_some(),
+                "{args:?}: {line}"
+            );
+        }
+    }
+    let subs = cli.ok(&["subscription", "list"]);
+    assert!(subs.lines().next().unwrap().contains("url"), "{subs}");
+    assert!(subs.contains("deal.stage_changed"), "{subs}");
+
+    // Every listing takes --output; an empty one prints nothing in either form.
+    for listing in [
+        &["source", "list"][..],
+        &["delivery", "list"],
+        &["inbox", "list"],
+    ] {
+        for format in ["table", "json"] {
+            let args = [listing, &["--output", format]].concat();
+            assert_eq!(cli.ok(&args), "", "{args:?}");
+        }
+    }
+    let bad = cli.run(&["token", "list", "--output", "yaml"]);
+    assert_eq!(code(&bad), 2);
+}
+
+#[test]
+fn typed_values_are_refused_before_anything_runs() {
+    let cli = Cli::new();
+    for (args, listed) in [
+        (
+            &["token", "create", "--name", "x", "--role", "boss"][..],
+            "intake, sales, ops, admin",
+        ),
+        (
+            &["delivery", "list", "--state", "gone"],
+            "pending, delivering, failed, delivered, dead",
+        ),
+        (
+            &["inbox", "list", "--state", "lost"],
+            "received, processing",
+        ),
+        (
+            &["source", "add", "--name", "s", "--scheme", "md5"],
+            "standard-webhooks",
+        ),
+    ] {
+        let out = cli.run(args);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(code(&out), 2, "{args:?}: {said}");
+        assert!(said.contains(listed), "{args:?} names the choices: {said}");
+    }
+    assert!(
+        !cli.dir.join("cli.db").exists(),
+        "refused before touching the database"
+    );
+}
+
+#[test]
+fn completions_and_the_manual_page() {
+    let cli = Cli::new();
+    for (shell, marker) in [
+        ("bash", "_leadpipe()"),
+        ("zsh", "#compdef leadpipe"),
+        ("fish", "complete -c leadpipe"),
+    ] {
+        let script = cli.ok(&["completions", shell]);
+        assert!(script.contains(marker), "{shell}");
+        assert!(
+            script.contains("subscription") && script.contains("output"),
+            "{shell}"
+        );
+    }
+    let man = cli.ok(&["man"]);
+    assert!(man.contains(".TH leadpipe 1"), "roff with a title header");
+    assert!(man.contains("completions"), "lists the subcommands");
+    assert_eq!(code(&cli.run(&["completions", "cmd.exe"])), 2);
+}
+
+#[test]
+fn exit_codes_say_what_went_wrong() {
+    let cli = Cli::new();
+    cli.ok(&["migrate"]);
+    assert_eq!(
+        code(&cli.run(&["subscription", "remove", "41"])),
+        3,
+        "not found"
+    );
+    assert_eq!(
+        code(&cli.run(&["token", "revoke", "--id", "41"])),
+        3,
+        "not found"
+    );
+    assert_eq!(code(&cli.run(&["frobnicate"])), 2, "usage");
+    let internal = cli.run(&["subscription", "add", "--url", "http://10.1.2.3/hook"]);
+    assert_eq!(code(&internal), 2, "a value the command refuses");
+    let unreachable = cli.run_with(
+        &[
+            "token",
+            "list",
+            "--database-url",
+            "postgres://leadpipe:x@127.0.0.1:1/leads",
+        ],
+        &[],
+    );
+    assert_eq!(
+        code(&unreachable),
+        5,
+        "database unreachable: {}",
+        String::from_utf8_lossy(&unreachable.stderr)
     );
 }

@@ -30,6 +30,8 @@ pub enum Role {
 }
 
 impl Role {
+    pub const ALL: [Role; 4] = [Self::Intake, Self::Sales, Self::Ops, Self::Admin];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Intake => "intake",

@@ -555,3 +555,67 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
 
     browser.close().await.unwrap();
 }
+
+/// The text inside `<rapi-doc>`'s shadow root (WebDriver's CSS locators do
+/// not reach into it).
+async fn reference_text(browser: &Client) -> String {
+    browser
+        .execute(
+            "const d = document.querySelector('rapi-doc'); \
+             return d && d.shadowRoot ? d.shadowRoot.textContent : '';",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_reference_renders_from_the_binary_without_the_network() {
+    let chromium = find_program(&["chromium", "chromium-browser"]);
+    let chromedriver = find_program(&["chromedriver"]);
+    let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but chromium or chromedriver is missing"
+        );
+        eprintln!("skipped: chromium and chromedriver are not installed; CI runs this test");
+        return;
+    };
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/docs")).await.unwrap();
+    assert_eq!(browser.title().await.unwrap(), "leadpipe API reference");
+
+    let started = Instant::now();
+    loop {
+        let text = reference_text(&browser).await;
+        // The spec's title and an operation's summary, rendered.
+        if text.contains("leadpipe") && text.contains("Rotate a subscription's signing secret") {
+            break;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "the reference never rendered; it shows: {}",
+            text.chars().take(500).collect::<String>()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let loaded = browser
+        .execute(
+            "return performance.getEntriesByType('resource').map(e => e.name);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let origin = app.url("");
+    for url in loaded.as_array().unwrap() {
+        let url = url.as_str().unwrap();
+        assert!(url.starts_with(&origin), "{url} is not from {origin}");
+    }
+    screenshot(&browser, "api-reference").await;
+    browser.close().await.unwrap();
+}

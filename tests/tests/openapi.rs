@@ -233,6 +233,8 @@ const PUBLIC: &[&str] = &[
     "front_page",
     "front_app_js",
     "front_app_css",
+    "api_reference",
+    "api_reference_js",
     "healthz",
     "readyz",
     "openapi",

@@ -73,6 +73,10 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("POST", "/api/subscriptions", ADMIN),
     ("DELETE", "/api/subscriptions/{id}", ADMIN),
     ("DELETE", "/api/tombstones/{key_hash}", ADMIN),
+    ("PATCH", "/api/subscriptions/{id}", ADMIN),
+    ("POST", "/api/subscriptions/{id}/rotate-secret", ADMIN),
+    ("POST", "/api/subscriptions/{id}/test", ADMIN),
+    ("GET", "/api/event-types", OPS_UP),
     // On the public listener; without a token on LEADPIPE_METRICS_BIND.
     ("GET", "/metrics", OPS_UP),
 ];

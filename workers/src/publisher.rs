@@ -98,8 +98,11 @@ pub struct Pass {
     pub delivered: usize,
 }
 
+/// What a request came to, and how long the receiver took.
+type Attempted = (AttemptResult, Duration);
+
 /// A finished attempt on its way to the settler.
-type ToSettle = (Claimed, AttemptResult);
+type ToSettle = (Claimed, Attempted);
 
 impl Publisher {
     pub fn new(
@@ -141,7 +144,7 @@ impl Publisher {
         let fanned_out = delivery::fan_out(&self.db, FAN_OUT_BATCH).await?;
         let claimed = delivery::claim_due(&self.db, self.settings.batch, self.lease()).await?;
         let attempted = claimed.len();
-        let results: Vec<(Claimed, AttemptResult)> = futures::stream::iter(claimed)
+        let results: Vec<ToSettle> = futures::stream::iter(claimed)
             .map(|claim| async move {
                 let result = self.attempt_in_slot(&claim).await;
                 (claim, result)
@@ -151,7 +154,9 @@ impl Publisher {
             .await;
         let mut delivered = 0;
         for chunk in results.chunks(SETTLE_BATCH) {
-            let settled = self.settle(chunk.iter().map(|(c, r)| (c, r))).await;
+            let settled = self
+                .settle(chunk.iter().map(|(c, (r, t))| (c, r, *t)))
+                .await;
             delivered += settled
                 .iter()
                 .filter(|s| **s == Some(Settlement::Delivered))
@@ -263,7 +268,8 @@ impl Publisher {
     async fn settle_loop(self, mut rx: mpsc::Receiver<ToSettle>, settled: Arc<Notify>) {
         let mut batch = Vec::with_capacity(SETTLE_BATCH);
         while rx.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
-            self.settle(batch.iter().map(|(c, r)| (c, r))).await;
+            self.settle(batch.iter().map(|(c, (r, t))| (c, r, *t)))
+                .await;
             batch.clear();
             settled.notify_one();
         }
@@ -273,14 +279,14 @@ impl Publisher {
     /// when the write failed (the claims lapse and a later pass retries).
     async fn settle<'a>(
         &self,
-        attempts: impl Iterator<Item = (&'a Claimed, &'a AttemptResult)>,
+        attempts: impl Iterator<Item = (&'a Claimed, &'a AttemptResult, Duration)>,
     ) -> Vec<Option<Settlement>> {
-        let attempts: Vec<(&Claimed, &AttemptResult)> = attempts.collect();
+        let attempts: Vec<(&Claimed, &AttemptResult, Duration)> = attempts.collect();
         match delivery::record_attempts(&self.db, &attempts, &self.settings.retry).await {
             Ok(settlements) => attempts
                 .iter()
                 .zip(settlements)
-                .map(|((claim, result), settlement)| {
+                .map(|((claim, result, _), settlement)| {
                     report(claim, result, &settlement);
                     Some(settlement)
                 })
@@ -299,12 +305,22 @@ impl Publisher {
         event_type = %claim.event.event_type,
         correlation_id = claim.event.correlation_id.as_deref().unwrap_or(""),
     ))]
-    async fn attempt_in_slot(&self, claim: &Claimed) -> AttemptResult {
+    async fn attempt_in_slot(&self, claim: &Claimed) -> Attempted {
         let slot = self.slots.of(claim.subscription.id);
         // The semaphore is never closed; without a permit, send anyway
         // rather than strand the claim.
         let _permit = slot.acquire_owned().await.ok();
-        self.attempt(claim).await
+        // Timed from the slot on: the receiver's latency, not our queue.
+        let started = std::time::Instant::now();
+        let result = self.attempt(claim).await;
+        let took = started.elapsed();
+        let subscription = claim.subscription.id.to_string();
+        metrics::histogram!("leadpipe_subscription_attempt_duration_seconds", "subscription_id" => subscription.clone())
+            .record(took.as_secs_f64());
+        let ok = matches!(&result, AttemptResult::Answered { status, .. } if (200..300).contains(status));
+        metrics::counter!("leadpipe_subscription_attempts_total", "subscription_id" => subscription, "outcome" => if ok { "success" } else { "failure" })
+            .increment(1);
+        (result, took)
     }
 
     async fn attempt(&self, claim: &Claimed) -> AttemptResult {
@@ -322,19 +338,22 @@ impl Publisher {
         .to_string();
         let timestamp = chrono::Utc::now().timestamp();
         let msg_id = &claim.event.event_id;
-        let secret = match domain::outbound::subscription::signing_secret(
+        // Two secrets while a rotation's overlap lasts: one signature each.
+        let secrets = match domain::outbound::subscription::signing_secrets(
             &self.settings.keyring,
             &claim.subscription,
+            domain::clock::now(),
         ) {
-            Ok(secret) => secret,
+            Ok(secrets) => secrets,
             Err(err) => {
                 return AttemptResult::Refused(format!("cannot open the secret: {err}"));
             }
         };
-        let signature = match standard_webhooks::sign(&secret, msg_id, timestamp, body.as_bytes()) {
-            Ok(signature) => signature,
-            Err(err) => return AttemptResult::Refused(format!("cannot sign: {err}")),
-        };
+        let signature =
+            match standard_webhooks::sign_all(&secrets, msg_id, timestamp, body.as_bytes()) {
+                Ok(signature) => signature,
+                Err(err) => return AttemptResult::Refused(format!("cannot sign: {err}")),
+            };
         let response = self
             .client
             .post(url)

@@ -5,17 +5,26 @@ use clap::Subcommand;
 use domain::outbound::delivery::{self, DeliveryFilter};
 use sea_orm::DatabaseConnection;
 
+use super::output::OutputArgs;
+
 #[derive(Debug, Subcommand)]
 pub enum DeliveryCommand {
     /// Outgoing deliveries, newest first.
     List {
-        /// pending, delivering, failed, delivered or dead
-        #[arg(long)]
+        #[arg(long, value_parser = super::one_of([
+            delivery::PENDING,
+            delivery::DELIVERING,
+            delivery::FAILED,
+            delivery::DELIVERED,
+            delivery::DEAD,
+        ]))]
         state: Option<String>,
         #[arg(long)]
         subscription: Option<i64>,
         #[arg(long, default_value_t = 50)]
         limit: u64,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Put dead deliveries back in line: one by id, or all (of a subscription).
     Retry {
@@ -34,14 +43,26 @@ pub async fn run_delivery(db: &DatabaseConnection, command: DeliveryCommand) -> 
             state,
             subscription,
             limit,
+            output,
         } => {
             let filter = DeliveryFilter {
                 state,
                 subscription_id: subscription,
             };
-            for row in delivery::list(db, &filter, limit.clamp(1, 1_000), None).await? {
-                println!("{}", serde_json::to_string(&row)?);
-            }
+            let rows = delivery::list(db, &filter, limit.clamp(1, 1_000), None).await?;
+            output.print(
+                &rows,
+                &[
+                    "id",
+                    "subscription_id",
+                    "outbox_event_id",
+                    "state",
+                    "attempts",
+                    "last_status",
+                    "next_attempt_at",
+                    "last_error",
+                ],
+            )?;
         }
         DeliveryCommand::Retry {
             id,

@@ -9,6 +9,7 @@ use domain::retry::RetryPolicy;
 use sea_orm::DatabaseConnection;
 use workers::InboxQueue;
 
+use super::output::OutputArgs;
 use super::{describe, describe_missing};
 
 #[derive(Debug, Subcommand)]
@@ -19,6 +20,8 @@ pub enum InboxCommand {
         filter: FilterArgs,
         #[arg(long, default_value_t = 50)]
         limit: u64,
+        #[command(flatten)]
+        output: OutputArgs,
     },
     /// Send an event (by id) or every event matching a filter back for
     /// processing. The same event is reprocessed, so no lead is duplicated.
@@ -41,8 +44,7 @@ pub enum InboxCommand {
 pub struct FilterArgs {
     #[arg(long)]
     source: Option<String>,
-    /// received, processing, processed, failed, dead or skipped
-    #[arg(long)]
+    #[arg(long, value_parser = super::one_of(InboxState::ALL.map(InboxState::as_str)))]
     state: Option<String>,
     /// Received at or after (RFC 3339).
     #[arg(long)]
@@ -77,22 +79,40 @@ impl FilterArgs {
 
 pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow::Result<()> {
     match command {
-        InboxCommand::List { filter, limit } => {
-            let events = ops::list(db, &filter.filter()?, None, limit).await?;
-            println!("id\tsource\tstate\tattempts\tevent_type\treceived_at\tlead_id\tlast_error");
-            for e in events {
-                println!(
-                    "{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
-                    e.id,
-                    e.source,
-                    e.state,
-                    e.attempts,
-                    e.event_type.unwrap_or_default(),
-                    e.received_at.to_rfc3339(),
-                    e.lead_id.map(|id| id.to_string()).unwrap_or_default(),
-                    e.last_error.unwrap_or_default(),
-                );
-            }
+        InboxCommand::List {
+            filter,
+            limit,
+            output,
+        } => {
+            let rows: Vec<serde_json::Value> = ops::list(db, &filter.filter()?, None, limit)
+                .await?
+                .into_iter()
+                .map(|e| {
+                    serde_json::json!({
+                        "id": e.id,
+                        "source": e.source,
+                        "state": e.state,
+                        "attempts": e.attempts,
+                        "event_type": e.event_type,
+                        "received_at": e.received_at,
+                        "lead_id": e.lead_id,
+                        "last_error": e.last_error,
+                    })
+                })
+                .collect();
+            output.print(
+                &rows,
+                &[
+                    "id",
+                    "source",
+                    "state",
+                    "attempts",
+                    "event_type",
+                    "received_at",
+                    "lead_id",
+                    "last_error",
+                ],
+            )?;
         }
         InboxCommand::Retry {
             id,

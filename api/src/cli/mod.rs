@@ -1,12 +1,13 @@
 //! `leadpipe …`: serve, migrate, and the admin commands.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 pub mod delivery;
 pub mod demo;
 pub mod import;
 pub mod inbox;
 pub mod lead;
+pub mod output;
 pub mod reconcile;
 pub mod secrets;
 pub mod source;
@@ -134,6 +135,92 @@ pub enum Command {
     /// The whole pipeline in one command, on a fresh SQLite file: a fake
     /// source, signed webhooks (some redelivered, some dropped), a reconcile.
     Demo(demo::DemoArgs),
+    /// Print a shell completion script (e.g. `leadpipe completions bash >
+    /// /etc/bash_completion.d/leadpipe`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff; `leadpipe man | man -l -`).
+    Man,
+}
+
+/// Accepts exactly these names (from the domain's own list): `--help` and
+/// completions show them, and clap refuses any other value before the
+/// command runs (exit code 2).
+pub fn one_of(
+    names: impl IntoIterator<Item = &'static str>,
+) -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(names)
+}
+
+/// Exit codes, as `docs/guide/cli.md` lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Exit {
+    /// Any other failure.
+    Other = 1,
+    /// A bad command line or a value the command refuses (clap uses 2 too).
+    Usage = 2,
+    NotFound = 3,
+    /// The change collides with the current state (a duplicate, a race).
+    Conflict = 4,
+    /// The database (or another service) could not be reached.
+    Unavailable = 5,
+}
+
+/// A failure with the exit code it deserves.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub exit: Exit,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn error(exit: Exit, message: impl Into<String>) -> anyhow::Error {
+        Self {
+            exit,
+            message: message.into(),
+        }
+        .into()
+    }
+}
+
+/// The exit code for an error: the first cause in its chain that says.
+pub fn exit_code(err: &anyhow::Error) -> u8 {
+    let code = err.chain().find_map(|cause| {
+        if let Some(failure) = cause.downcast_ref::<Failure>() {
+            return Some(failure.exit);
+        }
+        if let Some(err) = cause.downcast_ref::<domain::Error>() {
+            return match err {
+                domain::Error::NotFound => Some(Exit::NotFound),
+                domain::Error::Invalid(_) => Some(Exit::Usage),
+                domain::Error::Conflict(_)
+                | domain::Error::AlreadyConverted(_)
+                | domain::Error::PreconditionFailed { .. } => Some(Exit::Conflict),
+                domain::Error::Db(db) if domain::error::is_transient_db(db) => {
+                    Some(Exit::Unavailable)
+                }
+                _ => None,
+            };
+        }
+        if let Some(db) = cause.downcast_ref::<sea_orm::DbErr>() {
+            return domain::error::is_transient_db(db).then_some(Exit::Unavailable);
+        }
+        if let Some(sqlx) = cause.downcast_ref::<sea_orm::sqlx::Error>() {
+            return matches!(
+                sqlx,
+                sea_orm::sqlx::Error::Io(_)
+                    | sea_orm::sqlx::Error::PoolTimedOut
+                    | sea_orm::sqlx::Error::Tls(_)
+            )
+            .then_some(Exit::Unavailable);
+        }
+        None
+    });
+    code.unwrap_or(Exit::Other) as u8
 }
 
 pub async fn run() -> anyhow::Result<()> {
@@ -145,6 +232,15 @@ pub async fn run() -> anyhow::Result<()> {
         domain::lead::tombstone::install(&keyring);
     }
     match cli.command {
+        Command::Completions { shell } => {
+            // Generated into memory: a closed pipe is an error, not a panic.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "leadpipe", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)?;
+        }
+        Command::Man => {
+            clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout())?;
+        }
         Command::Serve {
             http,
             no_migrate,
@@ -299,25 +395,25 @@ pub async fn run() -> anyhow::Result<()> {
 }
 
 /// A domain error as the command line says it: field errors as
-/// `field: message`, joined by `; `.
+/// `field: message`, joined by `; ` (exit code 2).
 pub fn describe(err: domain::Error) -> anyhow::Error {
     match err {
-        domain::Error::Invalid(fields) => anyhow::anyhow!(
-            "{}",
+        domain::Error::Invalid(fields) => Failure::error(
+            Exit::Usage,
             fields
                 .iter()
                 .map(|f| format!("{}: {}", f.field, f.message))
                 .collect::<Vec<_>>()
-                .join("; ")
+                .join("; "),
         ),
         other => other.into(),
     }
 }
 
-/// [`describe`], with `NotFound` said as "no such {what}".
+/// [`describe`], with `NotFound` said as "no such {what}" (exit code 3).
 pub fn describe_missing(what: &'static str) -> impl Fn(domain::Error) -> anyhow::Error {
     move |err| match err {
-        domain::Error::NotFound => anyhow::anyhow!("no such {what}"),
+        domain::Error::NotFound => Failure::error(Exit::NotFound, format!("no such {what}")),
         other => describe(other),
     }
 }
@@ -344,4 +440,29 @@ async fn shutdown_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
     tracing::info!("shutdown requested");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_of_failure_has_its_exit_code() {
+        let conflict: anyhow::Error = domain::Error::Conflict("taken".into()).into();
+        assert_eq!(exit_code(&conflict), 4);
+        let missing: anyhow::Error = domain::Error::NotFound.into();
+        assert_eq!(exit_code(&missing), 3);
+        let lost: anyhow::Error = domain::Error::Db(sea_orm::DbErr::Conn(
+            sea_orm::RuntimeErr::Internal("gone".into()),
+        ))
+        .into();
+        assert_eq!(exit_code(&lost), 5);
+        assert_eq!(
+            exit_code(&describe(domain::Error::invalid("url", "bad"))),
+            2
+        );
+        assert_eq!(exit_code(&anyhow::anyhow!("disk full")), 1);
+        let wrapped = Failure::error(Exit::NotFound, "no such thing").context("while removing");
+        assert_eq!(exit_code(&wrapped), 3, "found anywhere in the chain");
+    }
 }

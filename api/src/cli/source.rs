@@ -1,6 +1,7 @@
 //! `leadpipe source …`: the same operations as `/api/sources`, straight on
 //! the database.
 
+use super::output::OutputArgs;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -20,15 +21,17 @@ pub enum SourceCommand {
     /// Create a webhook source, or replace the configuration of an existing one.
     Add(SourceArgs),
     /// List sources (secrets are never shown).
-    List,
+    List {
+        #[command(flatten)]
+        output: OutputArgs,
+    },
 }
 
 #[derive(Debug, Args)]
 pub struct SourceArgs {
     #[arg(long)]
     name: String,
-    /// standard-webhooks, github, stripe or hmac-sha256
-    #[arg(long)]
+    #[arg(long, value_parser = super::one_of(Scheme::ALL.map(Scheme::as_str)))]
     scheme: String,
     /// A verification secret; repeat for rotation (any may match). Omit on
     /// an update to keep the stored ones. Discouraged: argv is visible to
@@ -204,10 +207,11 @@ pub async fn run_source(
                 println!("{secret}");
             }
         }
-        SourceCommand::List => {
-            for view in source::list(db).await? {
-                println!("{}", serde_json::to_string(&view)?);
-            }
+        SourceCommand::List { output } => {
+            output.print(
+                &source::list(db).await?,
+                &["name", "scheme", "secret_count", "allowed_event_types"],
+            )?;
         }
     }
     Ok(())

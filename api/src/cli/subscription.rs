@@ -8,6 +8,7 @@ use domain::sealed::Keyring;
 use sea_orm::{DatabaseConnection, TransactionTrait};
 
 use super::describe_missing;
+use super::output::OutputArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum SubscriptionCommand {
@@ -22,7 +23,10 @@ pub enum SubscriptionCommand {
         description: Option<String>,
     },
     /// List subscriptions (secrets are never shown).
-    List,
+    List {
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Stop delivering to a subscription.
     Remove { id: i64 },
 }
@@ -60,10 +64,11 @@ pub async fn run_subscription(
             );
             println!("{}", created.secret);
         }
-        SubscriptionCommand::List => {
-            for view in subscription::list(db).await? {
-                println!("{}", serde_json::to_string(&view)?);
-            }
+        SubscriptionCommand::List { output } => {
+            output.print(
+                &subscription::list(db).await?,
+                &["id", "state", "url", "event_types", "description"],
+            )?;
         }
         SubscriptionCommand::Remove { id } => {
             subscription::delete(db, id)

@@ -1,8 +1,11 @@
 //! `leadpipe token …`: API principals and their bearer tokens.
 
 use clap::Subcommand;
+use clap::builder::TypedValueParser as _;
 use domain::auth::Role;
 use sea_orm::DatabaseConnection;
+
+use super::output::OutputArgs;
 
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
@@ -10,15 +13,17 @@ pub enum TokenCommand {
     Create {
         #[arg(long)]
         name: String,
-        /// intake, sales, ops or admin
-        #[arg(long)]
+        #[arg(long, value_parser = super::one_of(Role::ALL.map(Role::as_str)).try_map(|s| s.parse::<Role>()))]
         role: Role,
         /// The source an intake token may post leads for.
         #[arg(long)]
         source: Option<String>,
     },
-    /// List principals: id, name, role, source, active (never tokens).
-    List,
+    /// List principals: id, name, role, source, state (never tokens).
+    List {
+        #[command(flatten)]
+        output: OutputArgs,
+    },
     /// Revoke a principal's token. Servers accept it for at most
     /// LEADPIPE_AUTH_CACHE_SECS more.
     Revoke {
@@ -45,28 +50,34 @@ pub async fn run_token(db: &DatabaseConnection, command: TokenCommand) -> anyhow
             );
             println!("{}", issued.token);
         }
-        TokenCommand::List => {
-            println!(
-                "{:>6}  {:<24} {:<7} {:<16} {:<7} created",
-                "id", "name", "role", "source", "active"
-            );
-            for row in domain::auth::list_principals(db).await? {
-                let p = &row.principal;
-                println!(
-                    "{:>6}  {:<24} {:<7} {:<16} {:<7} {}",
-                    p.id,
-                    p.name,
-                    p.role.as_str(),
-                    p.source.as_deref().unwrap_or("-"),
-                    if row.active { "yes" } else { "revoked" },
-                    row.created_at
-                        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-                );
-            }
+        TokenCommand::List { output } => {
+            let rows: Vec<serde_json::Value> = domain::auth::list_principals(db)
+                .await?
+                .into_iter()
+                .map(|row| {
+                    let p = &row.principal;
+                    serde_json::json!({
+                        "id": p.id,
+                        "name": p.name,
+                        "role": p.role.as_str(),
+                        "source": p.source,
+                        "state": if row.active { "active" } else { "revoked" },
+                        "created_at": row.created_at
+                            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    })
+                })
+                .collect();
+            output.print(
+                &rows,
+                &["id", "name", "role", "source", "state", "created_at"],
+            )?;
         }
         TokenCommand::Revoke { id } => {
             if !domain::auth::revoke(db, id).await? {
-                anyhow::bail!("no principal {id}");
+                return Err(super::Failure::error(
+                    super::Exit::NotFound,
+                    format!("no principal {id}"),
+                ));
             }
             println!(
                 "revoked principal {id}; servers accept its token for at most LEADPIPE_AUTH_CACHE_SECS more"

@@ -87,6 +87,14 @@ fn describe() {
         "Outgoing webhook attempts by result: delivered, retry, dead, gone"
     );
     describe_counter!(
+        "leadpipe_subscription_attempts_total",
+        "Outgoing webhook attempts by subscription_id and outcome (success: a 2xx; failure)"
+    );
+    describe_histogram!(
+        "leadpipe_subscription_attempt_duration_seconds",
+        "Outgoing webhook attempt latency by subscription_id, request to answer or failure"
+    );
+    describe_counter!(
         "leadpipe_rate_limited_total",
         "Requests refused with 429, by limit (auth_failures, webhook)"
     );

@@ -11,6 +11,8 @@ use utoipa::openapi::{RefOr, Schema};
 use utoipa_actix_web::OpenApiFactory;
 
 pub mod crm;
+pub mod docs;
+pub mod event_types;
 pub mod front;
 pub mod health;
 pub mod imports;
@@ -21,6 +23,7 @@ pub mod ops;
 pub mod principals;
 pub mod sources;
 pub mod subscriptions;
+pub mod subscriptions_manage;
 pub mod webhooks;
 
 /// Where a module registers its handlers: actix's `ServiceConfig`, also
@@ -65,6 +68,7 @@ impl<'a> Routes<'a> {
 /// one module (`/api/ops/inbox/retry` before `/api/ops/inbox/{id}`).
 pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     crate::openapi::configure(cfg);
+    docs::configure(cfg);
     if metrics {
         metrics::configure(cfg);
     }
@@ -76,6 +80,7 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     leads::configure(cfg);
     principals::configure(cfg);
     subscriptions::configure(cfg);
+    event_types::configure(cfg);
     ops::deliveries::configure(cfg);
     ops::stats::configure(cfg);
     ops::stats_series::configure(cfg);

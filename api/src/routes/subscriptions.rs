@@ -17,6 +17,7 @@ use crate::routes::Routes;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create).service(list).service(delete);
+    super::subscriptions_manage::configure(cfg);
 }
 
 /// A downstream system to send events to.
@@ -26,8 +27,7 @@ struct SubscriptionIn {
     /// Where to POST; internal addresses are refused unless
     /// `LEADPIPE_OUTBOUND_ALLOW` names the host.
     url: String,
-    /// `lead.created`, `lead.updated`, `lead.status_changed`, `lead.assigned`,
-    /// `lead.note_added`, `lead.converted`; empty: all.
+    /// Names from `GET /api/event-types`; empty: all.
     #[serde(default)]
     event_types: Vec<String>,
     description: Option<String>,

@@ -24,7 +24,7 @@ use crate::lead::status::LeadStatus;
 use crate::outbound::outbox;
 use crate::precondition::IfMatch;
 
-pub const LEAD_CONVERTED: &str = "lead.converted";
+pub const LEAD_CONVERTED: &str = outbox::LEAD_CONVERTED;
 
 /// What the caller asks for beyond the lead itself.
 #[derive(Debug, Clone, Default)]
@@ -149,21 +149,16 @@ pub async fn convert<C: ConnectionTrait>(
     for (subject, id) in touched {
         timeline::record(conn, subject, id, "lead_converted", ids.clone(), &author).await?;
     }
-    let payload = json!({
-        "lead_id": lead.id, "contact_id": contact.model.id,
-        "company_id": company_id, "deal_id": deal_id,
-        "contact_created": contact.created,
-        "company_created": company.as_ref().is_some_and(|c| c.created),
-        "version": lead.version,
-    });
-    outbox::enqueue(
-        conn,
-        LEAD_CONVERTED,
-        Some(lead.id),
-        payload,
-        actor.correlation_id.clone(),
-    )
-    .await?;
+    let payload = crate::outbound::events::LeadConverted {
+        lead_id: lead.id,
+        contact_id: contact.model.id,
+        company_id,
+        deal_id,
+        contact_created: contact.created,
+        company_created: company.as_ref().is_some_and(|c| c.created),
+        version: lead.version,
+    };
+    outbox::enqueue_event(conn, Some(lead.id), &payload, actor.correlation_id.clone()).await?;
 
     Ok(Converted {
         lead,

@@ -20,6 +20,8 @@ pub struct Model {
     pub locked_until: Option<ChronoDateTimeUtc>,
     pub last_status: Option<i16>,
     pub last_error: Option<String>,
+    /// How long the last attempt took, request sent to answer (or failure).
+    pub last_duration_ms: Option<i32>,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub delivered_at: Option<ChronoDateTimeUtc>,
     #[schema(value_type = String, format = DateTime)]

@@ -15,6 +15,8 @@ pub struct Model {
     #[schema(value_type = Object)]
     pub payload: Json,
     pub correlation_id: Option<String>,
+    /// Set for a test event: only this subscription receives it.
+    pub target_subscription_id: Option<i64>,
     pub state: String,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,

@@ -12,6 +12,11 @@ pub struct Model {
     pub secret: String,
     pub state: String,
     pub disabled_reason: Option<String>,
+    /// The replaced secret (sealed), still signed with until `previous_secret_until`.
+    pub previous_secret: Option<String>,
+    pub previous_secret_until: Option<ChronoDateTimeUtc>,
+    /// Goes up with every change of the subscription's fields or state.
+    pub version: i64,
     pub created_at: ChronoDateTimeUtc,
     pub updated_at: ChronoDateTimeUtc,
 }

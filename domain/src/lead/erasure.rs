@@ -95,11 +95,14 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     .exec_without_returning(&txn)
     .await?;
     // No `lead_id` column value: the lead row is gone (the key would dangle).
-    outbox::enqueue(
+    outbox::enqueue_event(
         &txn,
-        outbox::LEAD_ERASED,
         None,
-        serde_json::json!({ "lead_id": lead.id, "key_hash": hash, "erased_at": now }),
+        &crate::outbound::events::LeadErased {
+            lead_id: lead.id,
+            key_hash: hash.clone(),
+            erased_at: now,
+        },
         request.correlation_id.clone(),
     )
     .await?;

@@ -192,16 +192,13 @@ async fn assign_round_robin<C: ConnectionTrait>(
         },
     )
     .await?;
-    let payload =
-        json!({ "lead_id": lead.id, "from": null, "to": owner, "version": lead.version + 1 });
-    outbox::enqueue(
-        txn,
-        outbox::LEAD_ASSIGNED,
-        Some(lead.id),
-        payload,
-        correlation_id.clone(),
-    )
-    .await?;
+    let payload = crate::outbound::events::LeadAssigned {
+        lead_id: lead.id,
+        from: None,
+        to: Some(owner),
+        version: lead.version + 1,
+    };
+    outbox::enqueue_event(txn, Some(lead.id), &payload, correlation_id.clone()).await?;
     Ok(Some(owner))
 }
 

@@ -12,7 +12,7 @@ use crate::entities::{activity as activity_entity, lead, principal};
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
 use crate::lead::status::LeadStatus;
-use crate::outbound::outbox;
+use crate::outbound::{events, outbox};
 use crate::precondition::IfMatch;
 
 /// Who acts, and the correlation id their request carries.
@@ -115,15 +115,14 @@ pub async fn transition<C: ConnectionTrait>(
             },
         )
         .await?;
-        let payload = json!({ "lead_id": lead_id, "from": from, "to": to, "reason": reason, "version": updated.version });
-        outbox::enqueue(
-            conn,
-            outbox::LEAD_STATUS_CHANGED,
-            Some(lead_id),
-            payload,
-            actor.correlation_id.clone(),
-        )
-        .await?;
+        let payload = events::LeadStatusChanged {
+            lead_id,
+            from,
+            to,
+            reason: reason.clone(),
+            version: updated.version,
+        };
+        outbox::enqueue_event(conn, Some(lead_id), &payload, actor.correlation_id.clone()).await?;
         return Ok(updated);
     }
     let current = find_lead(conn, lead_id).await?;
@@ -174,15 +173,13 @@ pub async fn assign<C: ConnectionTrait>(
             },
         )
         .await?;
-        let payload = json!({ "lead_id": lead_id, "from": lead.owner_id, "to": owner_id, "version": updated.version });
-        outbox::enqueue(
-            conn,
-            outbox::LEAD_ASSIGNED,
-            Some(lead_id),
-            payload,
-            actor.correlation_id.clone(),
-        )
-        .await?;
+        let payload = events::LeadAssigned {
+            lead_id,
+            from: lead.owner_id,
+            to: owner_id,
+            version: updated.version,
+        };
+        outbox::enqueue_event(conn, Some(lead_id), &payload, actor.correlation_id.clone()).await?;
         return Ok(updated);
     }
     let current = find_lead(conn, lead_id).await?;
@@ -216,14 +213,11 @@ pub async fn add_note<C: ConnectionTrait>(
         },
     )
     .await?;
-    let payload = json!({ "lead_id": lead_id, "activity_id": note.id, "text": text });
-    outbox::enqueue(
-        conn,
-        outbox::LEAD_NOTE_ADDED,
-        Some(lead_id),
-        payload,
-        actor.correlation_id.clone(),
-    )
-    .await?;
+    let payload = events::LeadNoteAdded {
+        lead_id,
+        activity_id: note.id,
+        text: text.to_owned(),
+    };
+    outbox::enqueue_event(conn, Some(lead_id), &payload, actor.correlation_id.clone()).await?;
     Ok(note)
 }

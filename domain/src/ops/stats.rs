@@ -67,11 +67,27 @@ pub struct OutboxStats {
     pub oldest_undelivered_age_seconds: Option<f64>,
 }
 
+/// One subscription's deliveries whose last attempt was in the last day.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct SubscriptionStats {
+    pub subscription_id: i64,
+    pub delivered: i64,
+    pub dead: i64,
+    pub attempts: i64,
+    /// `delivered / attempts`: the share of attempts answered with a 2xx;
+    /// `null` without attempts.
+    pub success_rate: Option<f64>,
+    /// Mean duration of the deliveries' last attempts, in milliseconds.
+    pub avg_latency_ms: Option<f64>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Stats {
     pub generated_at: DateTime<Utc>,
     pub sources: Vec<SourceStats>,
     pub outbox: OutboxStats,
+    /// Per subscription, over the last day.
+    pub subscriptions: Vec<SubscriptionStats>,
     pub leads_processing_backlog: i64,
 }
 
@@ -214,6 +230,11 @@ async fn collect_with<C: ConnectionTrait>(conn: &C, with_windows: bool) -> Resul
         generated_at: now,
         sources: sources.into_values().collect(),
         outbox: outbox(conn, now).await?,
+        subscriptions: if with_windows {
+            subscriptions(conn, now - Duration::days(1)).await?
+        } else {
+            Vec::new()
+        },
         leads_processing_backlog: processing_backlog(conn).await?,
     })
 }
@@ -264,6 +285,77 @@ async fn outbox<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<Outb
         deliveries,
         oldest_undelivered_age_seconds: age(now, oldest.flatten()),
     })
+}
+
+async fn subscriptions<C: ConnectionTrait>(
+    conn: &C,
+    since: DateTime<Utc>,
+) -> Result<Vec<SubscriptionStats>, DbErr> {
+    use crate::outbound::delivery::{DEAD, DELIVERED};
+    use outbox_delivery::Column as D;
+    #[derive(sea_orm::FromQueryResult)]
+    struct Row {
+        subscription_id: i64,
+        state: String,
+        n: i64,
+        attempts: Option<i64>,
+        took_ms: Option<i64>,
+        timed: i64,
+    }
+    // Sums of integers only: AVG's result type differs between the backends.
+    let rows: Vec<Row> = outbox_delivery::Entity::find()
+        .select_only()
+        .column(D::SubscriptionId)
+        .column(D::State)
+        .column_as(Expr::col(D::Id).count(), "n")
+        .column_as(Expr::col(D::Attempts).sum(), "attempts")
+        .column_as(Expr::col(D::LastDurationMs).sum(), "took_ms")
+        .column_as(Expr::col(D::LastDurationMs).count(), "timed")
+        .filter(D::UpdatedAt.gte(since))
+        .filter(D::Attempts.gt(0))
+        .group_by(D::SubscriptionId)
+        .group_by(D::State)
+        .into_model()
+        .all(conn)
+        .await?;
+    let mut by_id: BTreeMap<i64, (SubscriptionStats, i64, i64)> = BTreeMap::new();
+    for Row {
+        subscription_id: id,
+        state,
+        n,
+        attempts,
+        took_ms,
+        timed,
+    } in rows
+    {
+        let (stats, total_ms, total_timed) = by_id.entry(id).or_insert_with(|| {
+            (
+                SubscriptionStats {
+                    subscription_id: id,
+                    ..Default::default()
+                },
+                0,
+                0,
+            )
+        });
+        match state.as_str() {
+            DELIVERED => stats.delivered += n,
+            DEAD => stats.dead += n,
+            _ => {}
+        }
+        stats.attempts += attempts.unwrap_or(0);
+        *total_ms += took_ms.unwrap_or(0);
+        *total_timed += timed;
+    }
+    Ok(by_id
+        .into_values()
+        .map(|(mut stats, total_ms, timed)| {
+            stats.success_rate =
+                (stats.attempts > 0).then(|| stats.delivered as f64 / stats.attempts as f64);
+            stats.avg_latency_ms = (timed > 0).then(|| total_ms as f64 / timed as f64);
+            stats
+        })
+        .collect())
 }
 
 async fn processing_backlog<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {

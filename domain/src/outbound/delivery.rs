@@ -58,7 +58,9 @@ pub async fn fan_out(db: &DatabaseConnection, limit: u64) -> Result<usize, DbErr
         .iter()
         .flat_map(|event| {
             subs.iter()
-                .filter(|s| subscriptions::wants(s, &event.event_type))
+                .filter(|s| {
+                    subscriptions::wants(s, &event.event_type, event.target_subscription_id)
+                })
                 .map(move |sub| (event.id, sub.id, event.lead_id))
         })
         .collect();
@@ -340,41 +342,44 @@ pub async fn record_attempt(
     db: &DatabaseConnection,
     claimed: &Claimed,
     result: &AttemptResult,
+    took: Duration,
     policy: &RetryPolicy,
 ) -> Result<Settlement, DbErr> {
-    let mut settled = record_attempts(db, &[(claimed, result)], policy).await?;
+    let mut settled = record_attempts(db, &[(claimed, result, took)], policy).await?;
     settled
         .pop()
         .ok_or_else(|| DbErr::Custom("no settlement recorded".into()))
 }
 
 /// Records many attempts in one transaction, each fenced as in
-/// `record_attempt`; settlements in the order given. Deliveries that
-/// succeeded under the same lease go in one statement: a publisher settles
-/// hundreds a second, and one commit per delivery would bound it.
+/// `record_attempt`, with how long each took; settlements in the order
+/// given. Deliveries that succeeded under the same lease go in one
+/// statement: a publisher settles hundreds a second, and one commit per
+/// delivery would bound it.
 pub async fn record_attempts(
     db: &DatabaseConnection,
-    attempts: &[(&Claimed, &AttemptResult)],
+    attempts: &[(&Claimed, &AttemptResult, Duration)],
     policy: &RetryPolicy,
 ) -> Result<Vec<Settlement>, DbErr> {
     let now = clock::now();
     let settlements: Vec<Settlement> = attempts
         .iter()
-        .map(|(claimed, result)| {
+        .map(|(claimed, result, _)| {
             let attempts = claimed.delivery.attempts.saturating_add(1);
             settle(result, u32::try_from(attempts).unwrap_or(0), policy)
         })
         .collect();
     // Delivered, grouped by (lease, status): one UPDATE per group.
-    let mut delivered: HashMap<DeliveredGroup, Vec<i64>> = HashMap::new();
+    let mut delivered: HashMap<DeliveredGroup, Vec<(i64, i32)>> = HashMap::new();
     let txn = begin_write(db).await?;
-    for ((claimed, result), settlement) in attempts.iter().zip(&settlements) {
+    for ((claimed, result, took), settlement) in attempts.iter().zip(&settlements) {
         let (last_status, last_error) = describe(result);
+        let took_ms = i32::try_from(took.as_millis()).unwrap_or(i32::MAX);
         if *settlement == Settlement::Delivered {
             delivered
                 .entry((claimed.delivery.locked_until, last_status))
                 .or_default()
-                .push(claimed.delivery.id);
+                .push((claimed.delivery.id, took_ms));
             continue;
         }
         let (state, next_attempt_at) = match settlement {
@@ -385,6 +390,7 @@ pub async fn record_attempts(
             Settlement::Delivered | Settlement::Dead | Settlement::Gone => (DEAD, now),
         };
         let update = settled_update(state, next_attempt_at, None, last_status, last_error, now)
+            .col_expr(outbox_delivery::Column::LastDurationMs, Expr::val(took_ms))
             .filter(outbox_delivery::Column::Id.eq(claimed.delivery.id));
         let result = fenced(update, claimed.delivery.locked_until)
             .exec(&txn)
@@ -399,8 +405,15 @@ pub async fn record_attempts(
             .map_err(|e| DbErr::Custom(e.to_string()))?;
         }
     }
-    for ((locked_until, last_status), ids) in delivered {
+    for ((locked_until, last_status), rows) in delivered {
+        // Each row its own duration, in the one statement.
+        let mut took = sea_orm::sea_query::CaseStatement::new();
+        for (id, took_ms) in &rows {
+            took = took.case(outbox_delivery::Column::Id.eq(*id), Expr::val(*took_ms));
+        }
+        let ids: Vec<i64> = rows.iter().map(|(id, _)| *id).collect();
         let update = settled_update(DELIVERED, now, Some(now), last_status, None, now)
+            .col_expr(outbox_delivery::Column::LastDurationMs, took.into())
             .filter(outbox_delivery::Column::Id.is_in(ids));
         fenced(update, locked_until).exec(&txn).await?;
     }

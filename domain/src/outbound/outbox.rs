@@ -5,17 +5,20 @@ use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
 
 use crate::entities::outbox_event;
 
-pub const LEAD_CREATED: &str = "lead.created";
-pub const LEAD_UPDATED: &str = "lead.updated";
-pub const LEAD_STATUS_CHANGED: &str = "lead.status_changed";
-pub const LEAD_ASSIGNED: &str = "lead.assigned";
-pub const LEAD_NOTE_ADDED: &str = "lead.note_added";
-pub const LEAD_CONVERTED: &str = "lead.converted";
-/// The lead was erased: payload `lead_id` and `key_hash` only, so
-/// downstream systems erase their copy too.
-pub const LEAD_ERASED: &str = "lead.erased";
+use crate::outbound::events::{self, Event};
 
-/// Every event type a subscription may ask for.
+pub const LEAD_CREATED: &str = events::LEAD_CREATED;
+pub const LEAD_UPDATED: &str = events::LEAD_UPDATED;
+pub const LEAD_STATUS_CHANGED: &str = events::LeadStatusChanged::TYPE;
+pub const LEAD_ASSIGNED: &str = events::LeadAssigned::TYPE;
+pub const LEAD_NOTE_ADDED: &str = events::LeadNoteAdded::TYPE;
+pub const LEAD_CONVERTED: &str = events::LeadConverted::TYPE;
+pub const DEAL_STAGE_CHANGED: &str = events::DealStageChanged::TYPE;
+pub const LEAD_ERASED: &str = events::LeadErased::TYPE;
+pub const PING: &str = events::Ping::TYPE;
+
+/// Every event type a subscription may ask for (`ping` reaches a
+/// subscription whatever it asks for, and only when sent to it).
 pub const EVENT_TYPES: &[&str] = &[
     LEAD_CREATED,
     LEAD_UPDATED,
@@ -23,12 +26,38 @@ pub const EVENT_TYPES: &[&str] = &[
     LEAD_ASSIGNED,
     LEAD_NOTE_ADDED,
     LEAD_CONVERTED,
+    DEAL_STAGE_CHANGED,
     LEAD_ERASED,
+    PING,
 ];
 
 pub const PENDING: &str = "pending";
 /// Copied into one delivery per matching subscription.
 pub const DISPATCHED: &str = "dispatched";
+
+/// Writes a typed event: its type name comes with its payload type.
+pub async fn enqueue_event<C: ConnectionTrait, E: Event>(
+    conn: &C,
+    lead_id: Option<i64>,
+    payload: &E,
+    correlation_id: Option<String>,
+) -> Result<outbox_event::Model, DbErr> {
+    let payload = serde_json::to_value(payload).map_err(|e| DbErr::Json(e.to_string()))?;
+    enqueue(conn, E::TYPE, lead_id, payload, correlation_id).await
+}
+
+/// A `ping` for one subscription only, delivered and recorded like any event.
+pub async fn enqueue_ping<C: ConnectionTrait>(
+    conn: &C,
+    subscription_id: i64,
+    correlation_id: Option<String>,
+) -> Result<outbox_event::Model, DbErr> {
+    let payload = serde_json::to_value(events::Ping { subscription_id })
+        .map_err(|e| DbErr::Json(e.to_string()))?;
+    let mut event = new_event(PING, None, payload, correlation_id);
+    event.target_subscription_id = Set(Some(subscription_id));
+    event.insert(conn).await
+}
 
 pub async fn enqueue<C: ConnectionTrait>(
     conn: &C,

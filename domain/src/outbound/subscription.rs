@@ -1,6 +1,6 @@
 //! Downstream systems that receive our events as signed webhooks.
 
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
 };
@@ -12,6 +12,7 @@ use crate::error::Error;
 use crate::inbound::signature::generate_standard_secret;
 use crate::outbound::net_guard::OutboundPolicy;
 use crate::outbound::outbox;
+use crate::precondition::IfMatch;
 use crate::sealed::{Keyring, Place, SealError};
 
 pub const ACTIVE: &str = "active";
@@ -28,6 +29,8 @@ pub struct SubscriptionView {
     pub event_types: Vec<String>,
     pub state: String,
     pub disabled_reason: Option<String>,
+    /// Goes up with every change; the `ETag` of PATCH is `"{version}"`.
+    pub version: i64,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -40,6 +43,7 @@ impl From<subscription::Model> for SubscriptionView {
             description: m.description,
             state: m.state,
             disabled_reason: m.disabled_reason,
+            version: m.version,
             created_at: m.created_at,
         }
     }
@@ -49,8 +53,12 @@ pub fn event_types(m: &subscription::Model) -> Vec<String> {
     serde_json::from_value(m.event_types.clone()).unwrap_or_default()
 }
 
-/// Whether the subscription wants events of this type (none listed: all).
-pub fn wants(m: &subscription::Model, event_type: &str) -> bool {
+/// Whether the subscription receives this event: a test event goes to the
+/// subscription it names only; others by type (none listed: all).
+pub fn wants(m: &subscription::Model, event_type: &str, target: Option<i64>) -> bool {
+    if let Some(target) = target {
+        return target == m.id;
+    }
     let types = event_types(m);
     types.is_empty() || types.iter().any(|t| t == event_type)
 }
@@ -64,6 +72,230 @@ pub struct NewSubscription {
 /// The subscription's signing secret, opened (a legacy plaintext one as it is).
 pub fn signing_secret(keys: &Keyring, m: &subscription::Model) -> Result<String, SealError> {
     keys.open(&m.secret, &Place::subscription_secret(m.id))
+}
+
+/// Every secret a delivery at `now` is signed with: the current one, and the
+/// replaced one while its overlap window lasts.
+pub fn signing_secrets(
+    keys: &Keyring,
+    m: &subscription::Model,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<String>, SealError> {
+    let mut secrets = vec![signing_secret(keys, m)?];
+    if let (Some(previous), Some(until)) = (&m.previous_secret, m.previous_secret_until)
+        && now < until
+    {
+        secrets.push(keys.open(previous, &Place::subscription_previous_secret(m.id))?);
+    }
+    Ok(secrets)
+}
+
+/// How long a replaced secret still signs, unless the rotation says otherwise.
+pub const DEFAULT_OVERLAP: chrono::Duration = chrono::Duration::hours(24);
+/// The longest overlap a rotation may ask for.
+pub const MAX_OVERLAP: chrono::Duration = chrono::Duration::days(7);
+
+/// A rotated secret, shown this once, and until when the old one still signs.
+pub struct RotatedSecret {
+    pub secret: String,
+    pub previous_valid_until: chrono::DateTime<chrono::Utc>,
+}
+
+/// Replaces the signing secret; the old one keeps signing (alongside the new
+/// one) for `overlap`. Rotating again within the window drops the oldest.
+pub async fn rotate_secret<C: ConnectionTrait>(
+    conn: &C,
+    keys: &Keyring,
+    id: i64,
+    overlap: Option<chrono::Duration>,
+) -> Result<RotatedSecret, Error> {
+    if !keys.can_seal() {
+        return Err(SealError::NoKey.into());
+    }
+    let overlap = overlap.unwrap_or(DEFAULT_OVERLAP);
+    if overlap < chrono::Duration::zero() || overlap > MAX_OVERLAP {
+        return Err(Error::invalid(
+            "overlap_seconds",
+            "must be between 0 and 604800 (7 days)",
+        ));
+    }
+    let current = find(conn, id).await?;
+    let old = signing_secret(keys, &current)?;
+    let secret = generate_standard_secret();
+    let now = clock::now();
+    let until = now + overlap;
+    let result = Entity::update_many()
+        .col_expr(
+            Column::Secret,
+            Expr::value(keys.seal(&secret, &Place::subscription_secret(id))?),
+        )
+        .col_expr(
+            Column::PreviousSecret,
+            Expr::value(keys.seal(&old, &Place::subscription_previous_secret(id))?),
+        )
+        .col_expr(Column::PreviousSecretUntil, Expr::value(until))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .filter(Column::Id.eq(id))
+        // Fenced on the secret read: of two concurrent rotations one wins,
+        // and the other's "old secret" is not silently lost.
+        .filter(Column::Secret.eq(current.secret))
+        .exec(conn)
+        .await?;
+    if result.rows_affected == 0 {
+        return Err(Error::Conflict(
+            "the secret was rotated concurrently; try again".into(),
+        ));
+    }
+    Ok(RotatedSecret {
+        secret,
+        previous_valid_until: until,
+    })
+}
+
+/// A change to a subscription: `None` leaves a field alone.
+#[derive(Debug, Clone, Default)]
+pub struct SubscriptionPatch {
+    pub url: Option<String>,
+    pub event_types: Option<Vec<String>>,
+    pub description: Option<Option<String>>,
+    /// `true`: active again (clears the reason); `false`: disabled by hand.
+    pub enabled: Option<bool>,
+}
+
+/// Applies a patch, checking the URL as creation does; only at a version
+/// `if_match` names.
+pub async fn update<C: ConnectionTrait>(
+    conn: &C,
+    policy: &OutboundPolicy,
+    id: i64,
+    patch: SubscriptionPatch,
+    if_match: &IfMatch,
+) -> Result<SubscriptionView, Error> {
+    // Without If-Match a concurrent change just means: read again, apply again.
+    for _ in 0..3 {
+        let current = find(conn, id).await?;
+        if_match.check(current.version)?;
+        if apply(conn, policy, &current, patch.clone()).await? {
+            return Ok(find(conn, id).await?.into());
+        }
+    }
+    let current = find(conn, id).await?;
+    Err(Error::PreconditionFailed {
+        current: current.version,
+    })
+}
+
+/// One compare-and-set of the patch on `current`'s version.
+async fn apply<C: ConnectionTrait>(
+    conn: &C,
+    policy: &OutboundPolicy,
+    current: &subscription::Model,
+    patch: SubscriptionPatch,
+) -> Result<bool, Error> {
+    let mut update = Entity::update_many()
+        .col_expr(Column::UpdatedAt, Expr::value(clock::now()))
+        .col_expr(Column::Version, Expr::value(current.version + 1))
+        .filter(Column::Id.eq(current.id))
+        .filter(Column::Version.eq(current.version))
+        .filter(Column::State.ne(DELETED));
+    if let Some(url) = patch.url {
+        let url = checked_url(policy, &url)?;
+        update = update.col_expr(Column::Url, Expr::value(url));
+    }
+    if let Some(types) = patch.event_types {
+        update = update.col_expr(
+            Column::EventTypes,
+            Expr::value(serde_json::json!(known_event_types(types)?)),
+        );
+    }
+    if let Some(description) = patch.description {
+        update = update.col_expr(
+            Column::Description,
+            Expr::value(checked_description(description)?),
+        );
+    }
+    match patch.enabled {
+        Some(true) if current.state != ACTIVE => {
+            update = update
+                .col_expr(Column::State, Expr::value(ACTIVE))
+                .col_expr(Column::DisabledReason, Expr::value(Option::<String>::None));
+        }
+        Some(false) if current.state != DISABLED => {
+            update = update
+                .col_expr(Column::State, Expr::value(DISABLED))
+                .col_expr(Column::DisabledReason, Expr::value("disabled by an admin"));
+        }
+        _ => {}
+    }
+    Ok(update.exec(conn).await?.rows_affected == 1)
+}
+
+/// The subscription, unless deleted.
+pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<subscription::Model, Error> {
+    Entity::find_by_id(id)
+        .filter(Column::State.ne(DELETED))
+        .one(conn)
+        .await?
+        .ok_or(Error::NotFound)
+}
+
+/// Queues a signed `ping` for this subscription alone; the publisher sends
+/// it like any event (same address guard, same delivery record).
+pub async fn send_test<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    correlation_id: Option<String>,
+) -> Result<String, Error> {
+    let sub = find(conn, id).await?;
+    if sub.state != ACTIVE {
+        return Err(Error::Conflict(
+            "the subscription is disabled; enable it first".into(),
+        ));
+    }
+    Ok(outbox::enqueue_ping(conn, id, correlation_id)
+        .await?
+        .event_id)
+}
+
+fn checked_url(policy: &OutboundPolicy, url: &str) -> Result<String, Error> {
+    policy
+        .check_url(url.trim())
+        .map(|u| u.to_string())
+        .map_err(|m| Error::invalid("url", &m))
+}
+
+fn known_event_types(mut types: Vec<String>) -> Result<Vec<String>, Error> {
+    types.sort();
+    types.dedup();
+    if let Some(unknown) = types
+        .iter()
+        .find(|t| !outbox::EVENT_TYPES.contains(&t.as_str()))
+    {
+        return Err(Error::invalid(
+            "event_types",
+            &format!(
+                "unknown event type '{unknown}'; known: {}",
+                outbox::EVENT_TYPES.join(", ")
+            ),
+        ));
+    }
+    Ok(types)
+}
+
+fn checked_description(description: Option<String>) -> Result<Option<String>, Error> {
+    let description = description
+        .map(|d| d.trim().to_owned())
+        .filter(|d| !d.is_empty());
+    if description
+        .as_ref()
+        .is_some_and(|d| d.chars().count() > 255)
+    {
+        return Err(Error::invalid(
+            "description",
+            "must be at most 255 characters",
+        ));
+    }
+    Ok(description)
 }
 
 /// The new subscription and its signing secret, shown this once.
@@ -84,47 +316,22 @@ pub async fn create<C: ConnectionTrait>(
     if !keys.can_seal() {
         return Err(SealError::NoKey.into());
     }
-    let url = policy
-        .check_url(new.url.trim())
-        .map_err(|m| Error::invalid("url", &m))?;
-    let mut types = new.event_types;
-    types.sort();
-    types.dedup();
-    if let Some(unknown) = types
-        .iter()
-        .find(|t| !outbox::EVENT_TYPES.contains(&t.as_str()))
-    {
-        return Err(Error::invalid(
-            "event_types",
-            &format!(
-                "unknown event type '{unknown}'; known: {}",
-                outbox::EVENT_TYPES.join(", ")
-            ),
-        ));
-    }
-    let description = new
-        .description
-        .map(|d| d.trim().to_owned())
-        .filter(|d| !d.is_empty());
-    if description
-        .as_ref()
-        .is_some_and(|d| d.chars().count() > 255)
-    {
-        return Err(Error::invalid(
-            "description",
-            "must be at most 255 characters",
-        ));
-    }
+    let url = checked_url(policy, &new.url)?;
+    let types = known_event_types(new.event_types)?;
+    let description = checked_description(new.description)?;
     let secret = generate_standard_secret();
     let now = clock::now();
     let model = subscription::ActiveModel {
-        url: Set(url.to_string()),
+        url: Set(url),
         description: Set(description),
         event_types: Set(serde_json::json!(types)),
         // Sealing binds the row id, known only after the insert.
         secret: Set(String::new()),
         state: Set(ACTIVE.to_owned()),
         disabled_reason: Set(None),
+        previous_secret: Set(None),
+        previous_secret_until: Set(None),
+        version: Set(1),
         created_at: Set(now),
         updated_at: Set(now),
         ..Default::default()
@@ -160,6 +367,7 @@ pub async fn delete<C: ConnectionTrait>(conn: &C, id: i64) -> Result<(), Error> 
             Column::UpdatedAt,
             sea_orm::sea_query::Expr::val(clock::now()),
         )
+        .col_expr(Column::Version, Expr::col(Column::Version).add(1))
         .filter(Column::Id.eq(id))
         .filter(Column::State.ne(DELETED))
         .exec(conn)
@@ -183,6 +391,7 @@ pub async fn disable<C: ConnectionTrait>(conn: &C, id: i64, reason: &str) -> Res
             Column::UpdatedAt,
             sea_orm::sea_query::Expr::val(clock::now()),
         )
+        .col_expr(Column::Version, Expr::col(Column::Version).add(1))
         .filter(Column::Id.eq(id))
         .filter(Column::State.eq(ACTIVE))
         .exec(conn)

@@ -53,6 +53,10 @@ impl Place {
         Self::new("subscription", &id.to_string(), "secret")
     }
 
+    pub fn subscription_previous_secret(id: i64) -> Self {
+        Self::new("subscription", &id.to_string(), "previous_secret")
+    }
+
     pub fn idempotent_response(principal_id: i64, key: &str) -> Self {
         Self::new(
             "idempotency_key",

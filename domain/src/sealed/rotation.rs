@@ -113,6 +113,34 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
         }
     }
 
+    // Replaced secrets still in their overlap window sign too.
+    for row in subscription::Entity::find()
+        .filter(subscription::Column::PreviousSecret.is_not_null())
+        .all(conn)
+        .await?
+    {
+        let Some(previous) = row.previous_secret else {
+            continue;
+        };
+        let place = Place::subscription_previous_secret(row.id);
+        let mut changed = 0;
+        let Some(new) = reseal(&previous, &place, &mut changed, &mut report.already_current)?
+        else {
+            continue;
+        };
+        let result = subscription::Entity::update_many()
+            .col_expr(subscription::Column::PreviousSecret, Expr::value(new))
+            .filter(subscription::Column::Id.eq(row.id))
+            .filter(subscription::Column::PreviousSecret.eq(&previous))
+            .exec(conn)
+            .await?;
+        if result.rows_affected == 1 {
+            report.subscription_secrets += changed;
+        } else {
+            report.raced += 1;
+        }
+    }
+
     // Replies that reveal a secret: those stored sealed, and subscription
     // creations stored in plaintext before sealing existed. Others stay.
     let revealing = Condition::any()

@@ -12,13 +12,14 @@ use crate::auth::Role;
 use crate::entities::deal::{self, Column, Entity};
 use crate::entities::{company, contact, principal};
 use crate::error::Error;
+use crate::outbound::events::DealStageChanged;
 use crate::outbound::outbox;
 use crate::page::{self, KeyColumns, Page, Window};
 use crate::precondition::IfMatch;
 
 pub use stage::{DealStage, IllegalStageMove};
 
-pub const DEAL_STAGE_CHANGED: &str = "deal.stage_changed";
+pub const DEAL_STAGE_CHANGED: &str = outbox::DEAL_STAGE_CHANGED;
 pub const MAX_REASON_LEN: usize = 1000;
 
 #[derive(Debug, Clone, Default)]
@@ -200,15 +201,18 @@ pub async fn transition<C: ConnectionTrait>(
         };
         let detail = json!({ "from": from, "to": to, "reason": reason });
         timeline::record(conn, Subject::Deal, id, "stage_changed", detail, author).await?;
-        let payload = json!({
-            "deal_id": id, "from": from, "to": to, "reason": reason,
-            "lead_id": updated.lead_id, "version": updated.version,
-        });
-        outbox::enqueue(
+        let payload = DealStageChanged {
+            deal_id: id,
+            from,
+            to,
+            reason: reason.clone(),
+            lead_id: updated.lead_id,
+            version: updated.version,
+        };
+        outbox::enqueue_event(
             conn,
-            DEAL_STAGE_CHANGED,
             updated.lead_id,
-            payload,
+            &payload,
             author.correlation_id.clone(),
         )
         .await?;

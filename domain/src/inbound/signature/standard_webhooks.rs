@@ -185,6 +185,22 @@ pub fn sign(
     ))
 }
 
+/// `webhook-signature` value with one `v1,<base64>` entry per secret,
+/// space-separated as the spec allows: during a secret rotation a receiver
+/// holding either secret verifies the delivery.
+pub fn sign_all<S: AsRef<str>>(
+    secrets: &[S],
+    msg_id: &str,
+    timestamp: i64,
+    body: &[u8],
+) -> Result<String, SignatureError> {
+    let signatures = secrets
+        .iter()
+        .map(|secret| sign(secret.as_ref(), msg_id, timestamp, body))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(signatures.join(" "))
+}
+
 /// New `whsec_` secret: base64 of 24 bytes from the thread-local CSPRNG.
 pub fn generate_standard_secret() -> String {
     let mut key = [0u8; GENERATED_SECRET_BYTES];

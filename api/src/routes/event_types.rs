@@ -1,0 +1,39 @@
+//! `GET /api/event-types`: what subscriptions can receive, with schemas
+//! generated from the payload types the outbox writes.
+
+use actix_web::HttpResponse;
+use actix_web::get;
+use domain::outbound::events::{self, EventTypeInfo};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::http::auth::{Caller, OpsUp};
+use crate::http::error::ApiError;
+use crate::routes::Routes;
+
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(list);
+}
+
+#[derive(Serialize, ToSchema)]
+struct EventTypeList {
+    data: Vec<EventTypeInfo>,
+}
+
+/// Every event type a subscription may name, with the JSON Schema of its `data`.
+///
+/// **Roles:** ops, admin (those who may read subscriptions).
+///
+/// A delivery's body is `{"type", "timestamp", "data"}`.
+#[utoipa::path(
+    operation_id = "list_event_types",
+    tag = "subscriptions",
+    responses((status = 200, description = "Every event type", body = EventTypeList)),
+    security(("bearer" = [])),
+)]
+#[get("/api/event-types")]
+async fn list(_: Caller<OpsUp>) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(EventTypeList {
+        data: events::catalogue(),
+    }))
+}

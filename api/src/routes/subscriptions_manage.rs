@@ -1,0 +1,187 @@
+//! Managing a subscription after it exists: change it, rotate its signing
+//! secret, send it a test event.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
+use actix_web::{patch, post};
+use domain::outbound::subscription::{self, SubscriptionPatch, SubscriptionView};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::http::auth::{AdminOnly, Caller};
+use crate::http::error::ApiError;
+use crate::http::idempotency::{KeyRule, Reply, Versioned};
+use crate::http::params::{IdempotencyKey, IfMatch};
+use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
+use crate::routes::Routes;
+
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(patch);
+    cfg.service(rotate_secret);
+    cfg.service(send_test);
+}
+
+/// What to change; fields left out stay as they are.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = SubscriptionPatch)]
+struct PatchIn {
+    /// Checked as on creation: internal addresses are `422`.
+    url: Option<String>,
+    /// The full new list (see `GET /api/event-types`); empty: all.
+    event_types: Option<Vec<String>>,
+    /// An empty string clears it.
+    description: Option<String>,
+    /// `false` stops deliveries; `true` resumes them (also after a `410`).
+    enabled: Option<bool>,
+}
+
+/// Change a subscription's URL, event types, description, or whether it is enabled.
+///
+/// **Roles:** admin.
+#[utoipa::path(
+    operation_id = "patch_subscription",
+    tag = "subscriptions",
+    params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey, IfMatch),
+    request_body = PatchIn,
+    responses(
+        (status = 200, description = "The subscription after the change", body = SubscriptionView, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such subscription"),
+        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
+        (status = 422, description = "`/problems/validation`: an internal URL or an unknown event type"),
+    ),
+    security(("bearer" = [])),
+)]
+#[patch("/api/subscriptions/{id}")]
+async fn patch(
+    caller: Caller<AdminOnly>,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    write: Write<PatchIn>,
+) -> WriteResult {
+    let outbound = state.http.outbound_policy();
+    let id = id.into_inner();
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
+            Box::pin(async move {
+                let patch = SubscriptionPatch {
+                    url: input.url,
+                    event_types: input.event_types,
+                    description: input.description.map(Some),
+                    enabled: input.enabled,
+                };
+                let updated = subscription::update(txn, &outbound, id, patch, &if_match).await?;
+                Reply::tagged(StatusCode::OK, &updated)
+            })
+        })
+        .await
+}
+
+impl Versioned for SubscriptionView {
+    fn version(&self) -> i64 {
+        self.version
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RotateSecretIn)]
+struct RotateIn {
+    /// How long the old secret still signs, next to the new one: 0 to
+    /// 604800 (7 days); default 86400 (24 h).
+    overlap_seconds: Option<i64>,
+}
+
+/// The new signing secret.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RotatedSecret)]
+struct RotatedOut {
+    /// Shown only in this response.
+    secret: String,
+    /// Until then deliveries carry a signature with each secret.
+    previous_secret_valid_until: chrono::DateTime<chrono::Utc>,
+}
+
+/// Rotate a subscription's signing secret.
+///
+/// **Roles:** admin.
+///
+/// The new `whsec_` secret is shown only in this response (a replay of the
+/// same `Idempotency-Key` answers it from a sealed copy). Until
+/// `previous_secret_valid_until` every delivery's `webhook-signature`
+/// carries two `v1,` entries, one per secret, so the receiver can switch at
+/// its own pace; after that, only the new secret signs.
+#[utoipa::path(
+    operation_id = "rotate_subscription_secret",
+    tag = "subscriptions",
+    params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey),
+    request_body(content = RotateIn, description = "`{}` for the defaults"),
+    responses(
+        (status = 200, description = "The new secret", body = RotatedOut),
+        (status = 404, description = "`/problems/not-found`: no such subscription"),
+        (status = 409, description = "`/problems/conflict`: rotated concurrently"),
+    ),
+    security(("bearer" = [])),
+)]
+#[post("/api/subscriptions/{id}/rotate-secret")]
+async fn rotate_secret(
+    caller: Caller<AdminOnly>,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+    write: Write<RotateIn>,
+) -> WriteResult {
+    let keyring = state.http.keyring.clone();
+    let id = id.into_inner();
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, _| {
+            Box::pin(async move {
+                let overlap = input.overlap_seconds.map(chrono::Duration::seconds);
+                let rotated = subscription::rotate_secret(txn, &keyring, id, overlap).await?;
+                let out = RotatedOut {
+                    secret: rotated.secret,
+                    previous_secret_valid_until: rotated.previous_valid_until,
+                };
+                Ok(Reply::new(StatusCode::OK, &out)?.reveals_secret())
+            })
+        })
+        .await
+}
+
+/// A test event on its way.
+#[derive(Serialize, ToSchema)]
+#[schema(as = TestEventQueued)]
+struct TestOut {
+    /// The `webhook-id` it is sent with; its delivery is listed under
+    /// `GET /api/ops/deliveries?subscription_id=…`.
+    event_id: String,
+}
+
+/// Send a subscription a signed `ping` event.
+///
+/// **Roles:** admin.
+///
+/// Queued and delivered by the publisher like any event, to this
+/// subscription only, with the same signatures, address checks and retries;
+/// the delivery is recorded.
+#[utoipa::path(
+    operation_id = "test_subscription",
+    tag = "subscriptions",
+    params(("id" = i64, Path, description = "The subscription's id")),
+    responses(
+        (status = 202, description = "Queued", body = TestOut),
+        (status = 404, description = "`/problems/not-found`: no such subscription"),
+        (status = 409, description = "`/problems/conflict`: the subscription is disabled"),
+    ),
+    security(("bearer" = [])),
+)]
+#[post("/api/subscriptions/{id}/test")]
+async fn send_test(
+    caller: Caller<AdminOnly>,
+    state: web::Data<AppState>,
+    id: web::Path<i64>,
+) -> Result<HttpResponse, ApiError> {
+    let correlation = caller.actor().correlation_id;
+    let event_id = subscription::send_test(&state.db, id.into_inner(), correlation).await?;
+    Ok(HttpResponse::Accepted().json(TestOut { event_id }))
+}

@@ -1,0 +1,198 @@
+//! The events we send downstream, one payload type each. The outbox stores
+//! what these types serialise to, and `GET /api/event-types` describes them
+//! from the same types, so the published schema cannot drift from the wire.
+
+use serde::Serialize;
+use utoipa::openapi::{RefOr, Schema};
+
+use crate::crm::deal::DealStage;
+use crate::lead::status::LeadStatus;
+
+/// A payload type and the event type it is sent as.
+pub trait Event: Serialize + utoipa::ToSchema {
+    const TYPE: &'static str;
+    const DESCRIPTION: &'static str;
+}
+
+/// A lead's status moved (`lead_id`, `from`, `to`, and the lead's new `version`).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LeadStatusChanged {
+    pub lead_id: i64,
+    pub from: LeadStatus,
+    pub to: LeadStatus,
+    pub reason: Option<String>,
+    pub version: i64,
+}
+
+/// A lead's owner changed; `null` is no owner.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LeadAssigned {
+    pub lead_id: i64,
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+    pub version: i64,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LeadNoteAdded {
+    pub lead_id: i64,
+    pub activity_id: i64,
+    pub text: String,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LeadConverted {
+    pub lead_id: i64,
+    pub contact_id: i64,
+    pub company_id: Option<i64>,
+    pub deal_id: Option<i64>,
+    pub contact_created: bool,
+    pub company_created: bool,
+    pub version: i64,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DealStageChanged {
+    pub deal_id: i64,
+    pub from: DealStage,
+    pub to: DealStage,
+    pub reason: Option<String>,
+    pub lead_id: Option<i64>,
+    pub version: i64,
+}
+
+/// The lead was erased: its id and the keyed hash of its natural key only,
+/// so downstream systems erase their copy too.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LeadErased {
+    pub lead_id: i64,
+    /// HMAC-SHA256 of `(source, source_ref)`: the tombstone's key.
+    pub key_hash: String,
+    pub erased_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Sent by `POST /api/subscriptions/{id}/test` to that subscription only.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Ping {
+    pub subscription_id: i64,
+}
+
+/// The lead as stored, for `lead.created` and `lead.updated`.
+pub type LeadSnapshot = crate::entities::lead::Model;
+
+pub const LEAD_CREATED: &str = "lead.created";
+pub const LEAD_UPDATED: &str = "lead.updated";
+
+macro_rules! event {
+    ($ty:ty, $name:expr, $description:expr) => {
+        impl Event for $ty {
+            const TYPE: &'static str = $name;
+            const DESCRIPTION: &'static str = $description;
+        }
+    };
+}
+
+event!(
+    LeadStatusChanged,
+    "lead.status_changed",
+    "A lead's status moved."
+);
+event!(LeadAssigned, "lead.assigned", "A lead's owner changed.");
+event!(
+    LeadNoteAdded,
+    "lead.note_added",
+    "A note was added to a lead."
+);
+event!(
+    LeadConverted,
+    "lead.converted",
+    "A qualified lead became a contact (and perhaps a company and a deal)."
+);
+event!(
+    DealStageChanged,
+    "deal.stage_changed",
+    "A deal was won or lost."
+);
+event!(
+    LeadErased,
+    "lead.erased",
+    "A lead was erased; erase your copy (no personal data in the event)."
+);
+event!(
+    Ping,
+    "ping",
+    "A test event, sent only by POST /api/subscriptions/{id}/test."
+);
+
+/// One event type as `GET /api/event-types` lists it.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(as = EventType)]
+pub struct EventTypeInfo {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// JSON Schema of the event's `data`; `$ref`s point into its own `components`.
+    #[schema(value_type = Object)]
+    pub schema: serde_json::Value,
+}
+
+fn schema_of<T: utoipa::ToSchema>() -> serde_json::Value {
+    let mut deps: Vec<(String, RefOr<Schema>)> = Vec::new();
+    T::schemas(&mut deps);
+    let mut root = serde_json::to_value(T::schema()).unwrap_or_default();
+    if !deps.is_empty()
+        && let Some(object) = root.as_object_mut()
+    {
+        let components: serde_json::Map<String, serde_json::Value> = deps
+            .into_iter()
+            .map(|(name, schema)| (name, serde_json::to_value(schema).unwrap_or_default()))
+            .collect();
+        // `$ref`s read `#/components/schemas/X`: resolvable within this document.
+        object.insert(
+            "components".into(),
+            serde_json::json!({ "schemas": components }),
+        );
+    }
+    root
+}
+
+fn info<T: Event>() -> EventTypeInfo {
+    EventTypeInfo {
+        name: T::TYPE,
+        description: T::DESCRIPTION,
+        schema: schema_of::<T>(),
+    }
+}
+
+/// Every event type a subscription may name, with the schema of its `data`.
+pub fn catalogue() -> Vec<EventTypeInfo> {
+    let lead = |name, description| EventTypeInfo {
+        name,
+        description,
+        schema: schema_of::<LeadSnapshot>(),
+    };
+    vec![
+        lead(LEAD_CREATED, "A lead arrived for the first time."),
+        lead(LEAD_UPDATED, "A lead's source sent changed fields."),
+        info::<LeadStatusChanged>(),
+        info::<LeadAssigned>(),
+        info::<LeadNoteAdded>(),
+        info::<LeadConverted>(),
+        info::<DealStageChanged>(),
+        info::<LeadErased>(),
+        info::<Ping>(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_subscribable_type_has_a_schema() {
+        let names: Vec<&str> = catalogue().iter().map(|e| e.name).collect();
+        assert_eq!(names, crate::outbound::outbox::EVENT_TYPES);
+        for event in catalogue() {
+            assert_eq!(event.schema["type"], "object", "{}", event.name);
+        }
+    }
+}
