@@ -100,6 +100,12 @@ pub struct HttpSettings {
     /// before it is limited (at least the rate).
     #[arg(long, env = "LEADPIPE_WEBHOOK_BURST", default_value_t = 1000)]
     pub webhook_burst: u32,
+    /// Admission control for webhooks: while this many inbox events are
+    /// unprocessed (received, failed or processing), `POST
+    /// /webhooks/{source}` answers 503 with Retry-After and stores nothing,
+    /// so senders slow down before the database saturates. 0: off.
+    #[arg(long, env = "LEADPIPE_INBOX_BACKLOG_LIMIT", default_value_t = 10_000)]
+    pub inbox_backlog_limit: u64,
     /// Seals secrets before they are stored: filled from `SecretSettings`.
     #[arg(skip)]
     pub keyring: Keyring,
@@ -125,6 +131,7 @@ impl HttpSettings {
             auth_fail_per_minute: 30,
             webhook_rate: 500,
             webhook_burst: 1000,
+            inbox_backlog_limit: 10_000,
             keyring: Keyring::for_tests(),
         }
     }

@@ -50,6 +50,14 @@ impl Application {
             )
         });
         let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
+        // Workers in other processes learn of stored events by NOTIFY.
+        if db.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
+            tokio::spawn(workers::wake::announce(
+                db.get_postgres_connection_pool().clone(),
+            ));
+        }
+        let admission =
+            crate::http::admission::Admission::start(db.clone(), settings.inbox_backlog_limit);
         // Runs started over HTTP open secrets with the server's own keys.
         let reconcile = workers::reconcile::ReconcileSettings {
             keyring: settings.keyring.clone(),
@@ -79,6 +87,7 @@ impl Application {
             .map(|listener| crate::routes::metrics::metrics_only_server(listener, gauges.clone()))
             .transpose()?;
         let state = web::Data::new(AppState {
+            admission,
             limits,
             gauges,
             principals,

@@ -25,6 +25,7 @@ mod m20261130_000501_create_reconcile;
 mod m20261201_000601_inbox_body_hash;
 // Per-lead delivery order by outbox event.
 mod m20261201_000620_outbox_event_order_indexes;
+mod m20261201_000710_inbox_unfinished_index;
 // Sealed subscription secrets need a longer column.
 mod m20261201_000610_widen_subscription_secret;
 
@@ -54,6 +55,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000601_inbox_body_hash::Migration),
             Box::new(m20261201_000620_outbox_event_order_indexes::Migration),
             Box::new(m20261201_000610_widen_subscription_secret::Migration),
+            Box::new(m20261201_000710_inbox_unfinished_index::Migration),
         ]
     }
 }

@@ -372,6 +372,20 @@ async fn finished_job_rows_are_pruned_after_their_retention(backend: Backend) {
     let body = lead_event("form-21", "ada@example.com", "2026-11-30T10:00:00Z");
     let id = ack_id(app.post_standard("webform", &key, "msg_prune", &body).await).await;
     app.wait_for_state(id, "processed").await;
+    // A retry by ops queues a job (fresh events need none: a wake-up does).
+    let ops = app.token(domain::auth::Role::Ops, None).await;
+    let retried = app
+        .client
+        .post(app.url(&format!("/api/ops/inbox/{id}/retry")))
+        .bearer_auth(&ops)
+        .send()
+        .await
+        .unwrap();
+    assert!(retried.status().is_success(), "{}", retried.status());
+    app.wait_for_event(id, "processed again", |e| {
+        e.state == "processed" && e.retries == 1
+    })
+    .await;
     // apalis marks the job done just after the attempt returns.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while finished_job_count(&app).await == 0 {

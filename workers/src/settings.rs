@@ -11,8 +11,10 @@ use crate::reconcile::ReconcileSettings;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerSettings {
-    /// Inbox events processed at once by this process.
+    /// Inbox workers (batches in flight) in this process.
     pub concurrency: usize,
+    /// Most inbox events (and leads) one batch takes.
+    pub batch_size: usize,
     /// How often an idle worker looks for new jobs.
     pub poll_interval: Duration,
     pub retry: RetryPolicy,
@@ -33,6 +35,7 @@ impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
             concurrency: 4,
+            batch_size: 100,
             poll_interval: Duration::from_millis(500),
             retry: RetryPolicy::default(),
             attempt_timeout: Duration::from_secs(30),
@@ -61,6 +64,7 @@ impl WorkerSettings {
     pub fn for_tests() -> Self {
         Self {
             concurrency: 4,
+            batch_size: 100,
             poll_interval: Duration::from_millis(50),
             retry: RetryPolicy {
                 base: Duration::from_millis(50),
@@ -95,6 +99,9 @@ impl WorkerSettings {
     pub fn validate(&self) -> Result<(), String> {
         if self.concurrency == 0 {
             return Err("worker concurrency must be at least 1".into());
+        }
+        if self.batch_size == 0 {
+            return Err("the inbox batch size must be at least 1".into());
         }
         if self.retry.max_attempts == 0 {
             return Err("max attempts must be at least 1".into());

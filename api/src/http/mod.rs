@@ -3,6 +3,7 @@
 //! rate limits, the error type and its problem catalogue, metrics, upload
 //! spools and the default response headers.
 
+pub mod admission;
 pub mod auth;
 pub mod body;
 pub mod body_limit;

@@ -22,6 +22,8 @@ pub struct AppState {
     pub reconciler: Arc<workers::reconcile::Reconciler>,
     /// Failed-authentication and webhook rate limits.
     pub limits: Arc<crate::http::rate_limit::Limits>,
+    /// Refuses webhooks while the inbox backlog is at its limit.
+    pub admission: Arc<crate::http::admission::Admission>,
     /// The database gauges, refreshed in the background for `/metrics`.
     pub gauges: Arc<crate::http::metrics::Gauges>,
 }
