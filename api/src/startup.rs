@@ -52,9 +52,7 @@ impl Application {
         let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
         // Workers in other processes learn of stored events by NOTIFY.
         if db.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
-            tokio::spawn(workers::wake::announce(
-                db.get_postgres_connection_pool().clone(),
-            ));
+            tokio::spawn(workers::wake::announce(db.clone()));
         }
         let admission =
             crate::http::admission::Admission::start(db.clone(), settings.inbox_backlog_limit);

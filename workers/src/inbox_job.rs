@@ -160,14 +160,14 @@ impl InboxProcessor {
         }
         .instrument(span)
         .await?;
-        crate::wake::leads_changed();
+        crate::wake::leads_changed(&self.db);
         Ok(events.len())
     }
 
     /// Drains until nothing is ready, then waits for a wake-up or the poll
     /// interval; a batch in flight is finished before stopping.
     pub(crate) async fn drain_loop(self: Arc<Self>, stop: watch::Receiver<bool>) {
-        let mut work = crate::wake::inbox_work();
+        let mut work = crate::wake::inbox_work(&self.db);
         loop {
             work.borrow_and_update();
             loop {

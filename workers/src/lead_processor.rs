@@ -25,7 +25,7 @@ pub async fn run_once(db: &DatabaseConnection, limit: u64) -> Result<usize, doma
 /// Runs batches while the backlog has leads, then waits for leads to change
 /// (a wake-up from the inbox workers) or for `idle`, until `stop`.
 pub async fn run(db: DatabaseConnection, idle: Duration, batch: u64, stop: watch::Receiver<bool>) {
-    let mut work = crate::wake::lead_work();
+    let mut work = crate::wake::lead_work(&db);
     loop {
         work.borrow_and_update();
         loop {

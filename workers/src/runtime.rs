@@ -87,10 +87,7 @@ pub async fn run(
         .map(|_| tokio::spawn(processor.clone().drain_loop(stop.clone())))
         .collect();
     if db.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
-        drains.push(tokio::spawn(crate::wake::listen(
-            db.get_postgres_connection_pool().clone(),
-            stop.clone(),
-        )));
+        drains.push(tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
     }
     let mut restarts: u32 = 0;
     loop {

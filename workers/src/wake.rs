@@ -9,10 +9,12 @@
 //! worker is busy is not lost, and any number of bumps while it is busy
 //! cost it one more pass.
 
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use sea_orm::sqlx::postgres::{PgListener, PgPool};
+use sea_orm::sqlx::postgres::PgListener;
+use sea_orm::{DatabaseBackend, DatabaseConnection};
 use tokio::sync::watch;
 
 use crate::shutdown::stopped;
@@ -20,34 +22,71 @@ use crate::shutdown::stopped;
 /// The PostgreSQL channel of "an inbox event was stored".
 pub const CHANNEL: &str = "leadpipe_inbox";
 
-/// Inbox work may be waiting (wakes this process's inbox workers).
-static INBOX: LazyLock<watch::Sender<u64>> = LazyLock::new(|| watch::channel(0).0);
-/// This process stored an event (wakes the notifier, for other processes).
-static STORED: LazyLock<watch::Sender<u64>> = LazyLock::new(|| watch::channel(0).0);
-/// Leads changed (wakes this process's lead processors).
-static LEADS: LazyLock<watch::Sender<u64>> = LazyLock::new(|| watch::channel(0).0);
+/// The signals of one database. Keyed by the database, so that several apps
+/// in one process (the tests run many) wake only their own workers.
+struct Signals {
+    /// Inbox work may be waiting (wakes the inbox workers).
+    inbox: watch::Sender<u64>,
+    /// This process stored an event (wakes the notifier, for other processes).
+    stored: watch::Sender<u64>,
+    /// Leads changed (wakes the lead processors).
+    leads: watch::Sender<u64>,
+}
+
+static SIGNALS: LazyLock<Mutex<HashMap<String, Arc<Signals>>>> = LazyLock::new(Mutex::default);
+
+fn signals(db: &DatabaseConnection) -> Arc<Signals> {
+    let key = match db.get_database_backend() {
+        DatabaseBackend::Postgres => {
+            let options = db.get_postgres_connection_pool().connect_options();
+            format!(
+                "postgres://{}:{}/{}",
+                options.get_host(),
+                options.get_port(),
+                options.get_database().unwrap_or_default()
+            )
+        }
+        _ => {
+            let options = db.get_sqlite_connection_pool().connect_options();
+            format!("sqlite:{}", options.get_filename().display())
+        }
+    };
+    let mut all = SIGNALS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    all.entry(key)
+        .or_insert_with(|| {
+            Arc::new(Signals {
+                inbox: watch::channel(0).0,
+                stored: watch::channel(0).0,
+                leads: watch::channel(0).0,
+            })
+        })
+        .clone()
+}
 
 fn bump(signal: &watch::Sender<u64>) {
     signal.send_modify(|n| *n = n.wrapping_add(1));
 }
 
-/// Called by the receiver after an event's row is committed.
-pub fn event_stored() {
-    bump(&INBOX);
-    bump(&STORED);
+/// Called by the receiver after an event's row is committed in `db`.
+pub fn event_stored(db: &DatabaseConnection) {
+    let signals = signals(db);
+    bump(&signals.inbox);
+    bump(&signals.stored);
 }
 
-/// Called after a batch wrote leads.
-pub fn leads_changed() {
-    bump(&LEADS);
+/// Called after a batch wrote leads in `db`.
+pub fn leads_changed(db: &DatabaseConnection) {
+    bump(&signals(db).leads);
 }
 
-pub(crate) fn inbox_work() -> watch::Receiver<u64> {
-    INBOX.subscribe()
+pub(crate) fn inbox_work(db: &DatabaseConnection) -> watch::Receiver<u64> {
+    signals(db).inbox.subscribe()
 }
 
-pub(crate) fn lead_work() -> watch::Receiver<u64> {
-    LEADS.subscribe()
+pub(crate) fn lead_work(db: &DatabaseConnection) -> watch::Receiver<u64> {
+    signals(db).leads.subscribe()
 }
 
 /// Waits for a bump of `signal`, the next `tick`, or shutdown; false on
@@ -72,8 +111,9 @@ pub(crate) async fn next(
 /// Sends `NOTIFY leadpipe_inbox` after events were stored here, until the
 /// process ends. Coalesced: the stores made while one notification is on
 /// its way share the next one, so a burst costs a handful of round trips.
-pub async fn announce(pool: PgPool) {
-    let mut stored = STORED.subscribe();
+pub async fn announce(db: DatabaseConnection) {
+    let pool = db.get_postgres_connection_pool().clone();
+    let mut stored = signals(&db).stored.subscribe();
     while stored.changed().await.is_ok() {
         stored.borrow_and_update();
         let sent = sea_orm::sqlx::query("SELECT pg_notify($1, '')")
@@ -89,14 +129,16 @@ pub async fn announce(pool: PgPool) {
 
 /// Listens on `leadpipe_inbox` and wakes this process's inbox workers,
 /// reconnecting after a pause when the connection is lost, until `stop`.
-pub(crate) async fn listen(pool: PgPool, stop: watch::Receiver<bool>) {
+pub(crate) async fn listen(db: DatabaseConnection, stop: watch::Receiver<bool>) {
+    let pool = db.get_postgres_connection_pool().clone();
+    let inbox = signals(&db);
     loop {
         match PgListener::connect_with(&pool).await {
             Ok(mut listener) => match listener.listen(CHANNEL).await {
                 Ok(()) => loop {
                     tokio::select! {
                         received = listener.recv() => match received {
-                            Ok(_) => bump(&INBOX),
+                            Ok(_) => bump(&inbox.inbox),
                             Err(error) => {
                                 tracing::warn!(%error, "inbox wake-up listener failed; polling until it is back");
                                 break;
@@ -110,7 +152,7 @@ pub(crate) async fn listen(pool: PgPool, stop: watch::Receiver<bool>) {
             Err(error) => tracing::warn!(%error, "cannot connect the inbox wake-up listener"),
         }
         // Whatever was missed meanwhile is found by the next pass.
-        bump(&INBOX);
+        bump(&inbox.inbox);
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
             () = stopped(stop.clone()) => return,

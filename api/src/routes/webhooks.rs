@@ -201,7 +201,7 @@ async fn receive_webhook(
         // After the commit: the workers' poll and the sweeper find the
         // event should the wake-up be lost.
         state.admission.admitted();
-        workers::wake::event_stored();
+        workers::wake::event_stored(&state.db);
     }
     Ok(acknowledge(received))
 }
