@@ -106,6 +106,14 @@ pub struct HttpSettings {
     /// so senders slow down before the database saturates. 0: off.
     #[arg(long, env = "LEADPIPE_INBOX_BACKLOG_LIMIT", default_value_t = 10_000)]
     pub inbox_backlog_limit: u64,
+    /// A PostgreSQL streaming replica for lists, searches, timelines,
+    /// stats, traces and exports (`postgres://…`); unset, the primary
+    /// serves every read.
+    #[arg(long, env = "DATABASE_READ_URL", hide_env_values = true)]
+    pub database_read_url: Option<String>,
+    /// Seconds the read replica may lag before reads go to the primary.
+    #[arg(long, env = "LEADPIPE_READ_MAX_LAG", default_value_t = 5.0)]
+    pub read_max_lag_secs: f64,
     /// Seals secrets before they are stored: filled from `SecretSettings`.
     #[arg(skip)]
     pub keyring: Keyring,
@@ -132,8 +140,17 @@ impl HttpSettings {
             webhook_rate: 500,
             webhook_burst: 1000,
             inbox_backlog_limit: 10_000,
+            database_read_url: None,
+            read_max_lag_secs: 5.0,
             keyring: Keyring::for_tests(),
         }
+    }
+
+    /// How far the read replica may lag (at least 100 ms).
+    pub fn read_max_lag(&self) -> std::time::Duration {
+        std::time::Duration::try_from_secs_f64(self.read_max_lag_secs)
+            .unwrap_or_default()
+            .max(std::time::Duration::from_millis(100))
     }
 
     /// The background gauge refresh period (at least 100 ms).

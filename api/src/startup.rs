@@ -84,8 +84,22 @@ impl Application {
         let metrics_server = metrics_listener
             .map(|listener| crate::routes::metrics::metrics_only_server(listener, gauges.clone()))
             .transpose()?;
+        let reads = match &settings.database_read_url {
+            Some(_) if db.get_database_backend() != sea_orm::DbBackend::Postgres => {
+                return Err(std::io::Error::other(
+                    "DATABASE_READ_URL needs a PostgreSQL DATABASE_URL: read replicas follow a PostgreSQL primary",
+                ));
+            }
+            Some(url) => crate::http::read_replica::Reads::with_replica(
+                db.clone(),
+                crate::storage::open_read_replica(url, 8).map_err(std::io::Error::other)?,
+                settings.read_max_lag(),
+            ),
+            None => crate::http::read_replica::Reads::primary_only(db.clone()),
+        };
         let state = web::Data::new(AppState {
             admission,
+            reads,
             limits,
             gauges,
             principals,

@@ -197,3 +197,23 @@ async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<DatabaseCo
         }
     })
 }
+
+/// A pool on a PostgreSQL read replica. It connects lazily, so a replica
+/// that is down at start does not keep the service from starting, and waits
+/// at most two seconds for a connection, so a stopped one fails fast.
+pub fn open_read_replica(url: &str, max_connections: u32) -> anyhow::Result<DatabaseConnection> {
+    if Backend::of(url)? != Backend::Postgres {
+        anyhow::bail!(
+            "DATABASE_READ_URL must be a postgres:// URL: read replicas are a PostgreSQL feature"
+        );
+    }
+    let options = PgConnectOptions::from_str(url)?
+        // A write sent here by mistake fails loudly instead of silently
+        // going to a server that would refuse it anyway.
+        .options([("default_transaction_read_only", "on")]);
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(2))
+        .connect_lazy_with(options);
+    Ok(SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
+}

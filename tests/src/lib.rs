@@ -95,6 +95,21 @@ impl TestApp {
             }
             Backend::Postgres => (fresh_postgres_database().await, None),
         };
+        Self::spawn_at(backend, database_url, dir, http).await
+    }
+
+    /// Another app on an existing PostgreSQL database: several apps may
+    /// share one, as several nodes do.
+    pub async fn spawn_on_postgres(database_url: String, http: HttpSettings) -> Self {
+        Self::spawn_at(Backend::Postgres, database_url, None, http).await
+    }
+
+    async fn spawn_at(
+        backend: Backend,
+        database_url: String,
+        dir: Option<TempDir>,
+        http: HttpSettings,
+    ) -> Self {
         let db = api::storage::open(&database_url, 10, true).await.unwrap();
         let app = Application::build(db.clone(), http).unwrap();
         let address = format!("http://127.0.0.1:{}", app.port());
@@ -227,6 +242,18 @@ pub async fn fresh_postgres_database() -> String {
         .rsplit_once('/')
         .map(|(base, _)| base)
         .unwrap_or(&admin);
+    format!("{base}/{name}")
+}
+
+/// The URL of the database `primary_url` names on the streaming standby
+/// `scripts/test` starts next to the throwaway PostgreSQL.
+pub fn replica_url(primary_url: &str) -> String {
+    let replica = std::env::var("LEADPIPE_TEST_PG_REPLICA_URL").expect(
+        "LEADPIPE_TEST_PG_REPLICA_URL is not set: run the tests with scripts/test, which starts \
+         a streaming standby next to the throwaway PostgreSQL",
+    );
+    let (base, _) = replica.rsplit_once('/').unwrap();
+    let (_, name) = primary_url.rsplit_once('/').unwrap();
     format!("{base}/{name}")
 }
 

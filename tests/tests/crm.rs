@@ -104,6 +104,7 @@ on_both_backends!(
     lists_filter_and_page_with_cursors,
     only_sales_and_up_convert_and_a_key_is_required,
     concurrent_conversions_with_different_keys_convert_once,
+    a_caller_without_the_role_is_refused_before_its_body_is_read,
 );
 
 async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(backend: Backend) {
@@ -669,4 +670,40 @@ async fn concurrent_conversions_with_different_keys_convert_once(backend: Backen
     assert_eq!(t.app.count(deal::Entity).await, 1);
     assert_eq!(t.app.count(contact::Entity).await, 1);
     assert_eq!(t.app.count(company::Entity).await, 1);
+}
+
+/// Roles are checked before the body is read or parsed: a caller without
+/// the role learns nothing about what it sent (no 415, 400 or 422).
+async fn a_caller_without_the_role_is_refused_before_its_body_is_read(backend: Backend) {
+    let t = Crm::new(backend).await;
+    for (method, path) in [
+        (reqwest::Method::POST, "/api/companies"),
+        (reqwest::Method::PATCH, "/api/contacts/1"),
+        (reqwest::Method::POST, "/api/deals/1/transitions"),
+        (reqwest::Method::POST, "/api/leads/1/notes"),
+    ] {
+        let refused = t
+            .app
+            .client
+            .request(method.clone(), t.app.url(path))
+            .bearer_auth(&t.intake)
+            .header("content-type", "text/plain")
+            .body("{not json")
+            .send()
+            .await
+            .unwrap();
+        assert_problem(refused, 403, "/problems/forbidden").await;
+        let malformed = t
+            .app
+            .client
+            .request(method, t.app.url(path))
+            .bearer_auth(&t.sales)
+            .header("content-type", "application/json")
+            .header("idempotency-key", "k-malformed")
+            .body("{not json")
+            .send()
+            .await
+            .unwrap();
+        assert_problem(malformed, 400, "/problems/malformed-body").await;
+    }
 }

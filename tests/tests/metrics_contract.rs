@@ -15,7 +15,7 @@ use api::cli::demo::fake_source::FakeSource;
 use api::config::HttpSettings;
 use domain::auth::Role;
 use leadpipe_tests::webhooks::{now, standard_headers};
-use leadpipe_tests::{Backend, TestApp, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, fresh_postgres_database, on_both_backends};
 use serde_json::{Value, json};
 
 on_both_backends!(rules_and_dashboard_use_only_series_the_code_emits);
@@ -150,7 +150,12 @@ fn missing(scrape: &[(String, String)], selector: &Selector) -> Option<String> {
 }
 
 async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
-    let wanted: BTreeSet<Selector> = expressions().iter().flat_map(|e| selectors(e)).collect();
+    let wanted: BTreeSet<Selector> = expressions()
+        .iter()
+        .flat_map(|e| selectors(e))
+        // A read replica follows PostgreSQL only.
+        .filter(|s| backend == Backend::Postgres || !s.metric.starts_with("leadpipe_read_replica_"))
+        .collect();
     let names: BTreeSet<&str> = wanted.iter().map(|s| s.metric.as_str()).collect();
     // The figures the rules and the dashboard are for; each must be there.
     for name in [
@@ -166,14 +171,26 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
         assert!(names.contains(name), "{name} is in neither file: {names:?}");
     }
 
-    let mut app = TestApp::spawn_with(
-        backend,
-        HttpSettings {
-            auth_fail_per_minute: 1,
-            ..HttpSettings::for_tests()
-        },
-    )
-    .await;
+    let settings = HttpSettings {
+        auth_fail_per_minute: 1,
+        ..HttpSettings::for_tests()
+    };
+    let mut app = match backend {
+        Backend::Sqlite => TestApp::spawn_with(backend, settings).await,
+        // Reads from the standby scripts/test starts, for the replica series.
+        Backend::Postgres => {
+            let url = fresh_postgres_database().await;
+            let read_url = leadpipe_tests::replica_url(&url);
+            TestApp::spawn_on_postgres(
+                url,
+                HttpSettings {
+                    database_read_url: Some(read_url),
+                    ..settings
+                },
+            )
+            .await
+        }
+    };
     app.start_workers(workers::WorkerSettings::for_tests());
     // Counters are process-wide and the two backends run at once: each
     // run counts under its own source.

@@ -467,3 +467,17 @@ fn the_docs_problem_tables_are_the_catalogue() {
          --test openapi`, review the diff and commit it."
     );
 }
+
+/// One `type` is one kind of problem (RFC 9457): a client that branches on
+/// it must not find two titles, two statuses or two rows for it.
+#[test]
+fn each_problem_type_is_one_row_of_the_catalogue() {
+    let mut seen = BTreeSet::new();
+    for problem in api::http::error::PROBLEMS {
+        assert!(
+            seen.insert(problem.slug),
+            "/problems/{} appears twice in PROBLEMS",
+            problem.slug
+        );
+    }
+}

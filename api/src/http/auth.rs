@@ -1,14 +1,18 @@
 //! Bearer-token authentication as an extractor, so a handler's signature says
 //! who may call it.
 
+use std::marker::PhantomData;
 use std::ops::Deref;
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
-use actix_web::{FromRequest, HttpRequest, web};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use domain::auth::{Principal, Role};
+use domain::crm::timeline::Author;
+use domain::lead::sales::Actor;
 use futures::future::LocalBoxFuture;
 
+use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -45,6 +49,92 @@ impl Deref for Authenticated {
 
 pub const SALES_AND_UP: &[Role] = &[Role::Sales, Role::Ops, Role::Admin];
 pub const OPS_AND_UP: &[Role] = &[Role::Ops, Role::Admin];
+
+/// Who may call a handler, as a type its signature names (`Caller<SalesUp>`).
+pub trait Roles {
+    const ROLES: &'static [Role];
+}
+
+macro_rules! roles {
+    ($($(#[$doc:meta])* $name:ident = [$($role:ident),*];)*) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name;
+        impl Roles for $name {
+            const ROLES: &'static [Role] = &[$(Role::$role),*];
+        }
+    )*};
+}
+
+roles! {
+    /// sales, ops, admin.
+    SalesUp = [Sales, Ops, Admin];
+    /// ops, admin.
+    OpsUp = [Ops, Admin];
+    /// admin.
+    AdminOnly = [Admin];
+    /// intake (its own sources), sales, admin: who may post leads.
+    LeadWriters = [Intake, Sales, Admin];
+}
+
+/// The authenticated caller, already checked for one of `R::ROLES` (else
+/// `403`), with the request's correlation id for what it writes.
+#[derive(Debug, Clone)]
+pub struct Caller<R> {
+    principal: Principal,
+    pub correlation: CorrelationId,
+    roles: PhantomData<R>,
+}
+
+impl<R> Caller<R> {
+    pub fn principal(&self) -> &Principal {
+        &self.principal
+    }
+
+    /// Who a CRM timeline entry names.
+    pub fn author(&self) -> Author {
+        Author {
+            principal_id: Some(self.principal.id),
+            correlation_id: Some(self.correlation.0.clone()),
+        }
+    }
+
+    /// Who a lead's timeline entry names.
+    pub fn actor(&self) -> Actor {
+        Actor {
+            principal_id: self.principal.id,
+            correlation_id: Some(self.correlation.0.clone()),
+        }
+    }
+}
+
+impl<R> Deref for Caller<R> {
+    type Target = Principal;
+
+    fn deref(&self) -> &Principal {
+        &self.principal
+    }
+}
+
+impl<R: Roles + 'static> FromRequest for Caller<R> {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let authenticated = Authenticated::from_request(req, payload);
+        let correlation = req.extensions().get::<CorrelationId>().cloned();
+        Box::pin(async move {
+            let caller = authenticated.await?;
+            caller.require(R::ROLES)?;
+            Ok(Self {
+                principal: caller.0,
+                correlation: correlation
+                    .unwrap_or_else(|| CorrelationId(uuid::Uuid::now_v7().simple().to_string())),
+                roles: PhantomData,
+            })
+        })
+    }
+}
 
 fn bearer_token(req: &HttpRequest) -> Option<String> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;

@@ -29,7 +29,6 @@ pub enum ProblemKind {
     ReconcileRunning,
     Conflict,
     IllegalTransition,
-    IllegalStageMove,
     AlreadyConverted,
     IdempotencyKeyInFlight,
     PreconditionFailed,
@@ -142,16 +141,9 @@ pub const PROBLEMS: &[ProblemInfo] = &[
     problem(
         ProblemKind::IllegalTransition,
         "illegal-transition",
-        "Illegal status transition",
+        "Illegal transition",
         409,
-        "the lead status machine forbids the move; `allowed` lists the legal targets",
-    ),
-    problem(
-        ProblemKind::IllegalStageMove,
-        "illegal-transition",
-        "Illegal stage move",
-        409,
-        "the deal stage machine forbids the move; `allowed` lists the legal targets",
+        "the lead status machine or the deal stage machine forbids the move; `allowed` lists the legal targets",
     ),
     problem(
         ProblemKind::AlreadyConverted,
@@ -371,6 +363,11 @@ impl ApiError {
         Self::Internal(cause.to_string())
     }
 
+    /// `422` naming one field.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        Self::Validation(vec![domain::FieldError::new(field, message)])
+    }
+
     /// Its row of the problem catalogue: `type`, `title` and status.
     pub fn problem_kind(&self) -> ProblemKind {
         match self {
@@ -387,7 +384,7 @@ impl ApiError {
             Self::Conflict(_) => ProblemKind::Conflict,
             Self::ReconcileRunning { .. } => ProblemKind::ReconcileRunning,
             Self::IllegalTransition { .. } => ProblemKind::IllegalTransition,
-            Self::IllegalStageMove { .. } => ProblemKind::IllegalStageMove,
+            Self::IllegalStageMove { .. } => ProblemKind::IllegalTransition,
             Self::AlreadyConverted { .. } => ProblemKind::AlreadyConverted,
             Self::PreconditionFailed { .. } => ProblemKind::PreconditionFailed,
             Self::IdempotencyKeyMissing => ProblemKind::IdempotencyKeyMissing,

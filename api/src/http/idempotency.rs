@@ -49,6 +49,14 @@ impl Reply {
         })
     }
 
+    /// A versioned record with its `ETag`.
+    pub fn tagged(
+        status: StatusCode,
+        body: &(impl Serialize + Versioned),
+    ) -> Result<Self, ApiError> {
+        Ok(Self::new(status, body)?.etag(etag(body.version())))
+    }
+
     pub fn location(mut self, location: String) -> Self {
         self.location = Some(location);
         self
@@ -92,6 +100,39 @@ impl Reply {
     pub fn into_response(self, replayed: Option<bool>) -> HttpResponse {
         respond(&self.stored(), replayed)
     }
+}
+
+/// The `ETag` of a record at `version`: a strong tag, `"3"`.
+pub fn etag(version: i64) -> String {
+    format!("\"{version}\"")
+}
+
+/// A record whose `version` is its `ETag` and the `If-Match` it accepts.
+pub trait Versioned {
+    fn version(&self) -> i64;
+}
+
+macro_rules! versioned {
+    ($($model:ty),*) => {$(
+        impl Versioned for $model {
+            fn version(&self) -> i64 {
+                self.version
+            }
+        }
+    )*};
+}
+versioned!(
+    domain::entities::lead::Model,
+    domain::entities::company::Model,
+    domain::entities::contact::Model,
+    domain::entities::deal::Model
+);
+
+/// `200` with a versioned record and its `ETag`, for a read.
+pub fn ok_tagged(body: &(impl Serialize + Versioned)) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::ETAG, etag(body.version())))
+        .json(body)
 }
 
 fn respond(stored: &StoredResponse, replayed: Option<bool>) -> HttpResponse {

@@ -98,6 +98,14 @@ fn describe() {
         "leadpipe_reconcile_records_total",
         "Records pulled by reconcile, by source and outcome (created, updated, unchanged, stale, rejected)"
     );
+    metrics::describe_gauge!(
+        "leadpipe_read_replica_lag_seconds",
+        "How far the read replica is behind the primary (+Inf when it does not answer)"
+    );
+    metrics::describe_gauge!(
+        "leadpipe_read_replica_in_use",
+        "1 while reads go to the replica, 0 while they go to the primary"
+    );
     describe_counter!(
         "leadpipe_reconcile_missed_total",
         "Records reconcile had to create or update: webhook deliveries that never arrived, by source"

@@ -10,6 +10,8 @@ use crate::config::HttpSettings;
 #[derive(Clone)]
 pub struct AppState {
     pub db: DatabaseConnection,
+    /// Where read-only listings go: a replica within its lag bound, else `db`.
+    pub reads: crate::http::read_replica::Reads,
     pub http: Arc<HttpSettings>,
     pub idempotency: domain::idempotency::Policy,
     /// Recently authenticated tokens.

@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::auth::Authenticated;
+use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
+use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 
-const OPS_AND_UP: &[Role] = &[Role::Ops, Role::Admin];
 /// Report rows fetched per query while streaming the CSV.
 const REPORT_PAGE: u64 = 1000;
 
@@ -141,14 +141,13 @@ async fn spool(
     security(("bearer" = [])),
 )]
 async fn start(
-    caller: Authenticated,
+    // Who may import (the extractor), then how big, then what: a caller
+    // without the role learns nothing about the parameters.
+    caller: Caller<OpsUp>,
     state: web::Data<AppState>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    // Who may import, then how big, then what: a caller without the role
-    // learns nothing about the parameters.
-    caller.require(OPS_AND_UP)?;
     let limit = state.http.import_max_bytes;
     let declared = req
         .headers()
@@ -219,30 +218,16 @@ async fn start(
     security(("bearer" = [])),
 )]
 async fn get(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
     let run = import::find_run(&state.db, id.into_inner()).await?;
     Ok(HttpResponse::Ok().json(RunOut::from(run)))
 }
 
-#[derive(Deserialize, IntoParams)]
-struct ListParams {
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// `next_cursor` of the previous page.
-    cursor: Option<String>,
-}
-
-/// A page of import runs.
-#[derive(Serialize, ToSchema)]
-#[schema(as = ImportRunPage)]
-struct RunPage {
-    data: Vec<RunOut>,
-    next_cursor: Option<String>,
+listed! {
+    "A page of import runs." type ImportRunPage = Page<RunOut>;
 }
 
 /// List import runs, newest first.
@@ -254,39 +239,18 @@ struct RunPage {
     operation_id = "list_imports",
     tag = "imports",
     params(ListParams),
-    responses((status = 200, description = "A page of runs", body = RunPage)),
+    responses((status = 200, description = "A page of runs", body = ImportRunPage)),
     security(("bearer" = [])),
 )]
 async fn list(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    params: web::Query<ListParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
-    let limit = domain::page::clamp_limit(params.limit);
-    let before = params
-        .cursor
-        .as_deref()
-        .map(|c| {
-            c.parse::<i64>().map_err(|_| {
-                ApiError::Validation(vec![domain::FieldError::new(
-                    "cursor",
-                    "is not a cursor this API returned",
-                )])
-            })
-        })
-        .transpose()?;
-    let mut runs = import::list_runs(&state.db, limit + 1, before).await?;
-    let next_cursor = if runs.len() as u64 > limit {
-        runs.truncate(limit as usize);
-        runs.last().map(|r| r.id.to_string())
-    } else {
-        None
-    };
-    Ok(HttpResponse::Ok().json(RunPage {
-        data: runs.into_iter().map(RunOut::from).collect(),
-        next_cursor,
-    }))
+    let limit = list.limit();
+    let runs = import::list_runs(state.reads.db(), limit + 1, list.before_id()?).await?;
+    let page = Page::from_overfetch(runs, limit, |r| r.id);
+    Ok(HttpResponse::Ok().json(page.map(RunOut::from)))
 }
 
 /// The per-row report of an import, as CSV.
@@ -308,11 +272,10 @@ async fn list(
     security(("bearer" = [])),
 )]
 async fn report_csv(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
     let run = import::find_run(&state.db, id.into_inner()).await?;
     let db = state.db.clone();
     let run_id = run.id;

@@ -1,27 +1,25 @@
 //! `/api/leads`: intake upsert, the sales API (status, owner, notes) and reads.
 
-use actix_web::http::{StatusCode, header};
-use actix_web::{HttpRequest, HttpResponse, web};
-use chrono::{DateTime, Utc};
-use domain::FieldError;
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, web};
 use domain::auth::Role;
 use domain::entities::{activity, lead};
 use domain::lead::ingest::{self, IngestContext, Origin, Outcome};
 use domain::lead::query::{self, LeadFilter, OwnerFilter};
 use domain::lead::record::LeadRecord;
-use domain::lead::sales::{self, Actor};
+use domain::lead::sales;
 use domain::lead::status::LeadStatus;
-use domain::page::{self, SortKey};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::auth::{Authenticated, SALES_AND_UP};
-use crate::http::body::{parse_json, read_json_bytes};
-use crate::http::correlation::CorrelationId;
+use crate::http::auth::{Caller, LeadWriters, SalesUp};
+use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::http::idempotency::{self, KeyRule, Reply, Versioned, ok_tagged};
+use crate::http::list::{ListParams, Page, WindowParams, listed};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
 
 /// The source of leads that sales staff create by hand.
 pub const MANUAL_SOURCE: &str = "manual";
@@ -94,19 +92,25 @@ struct IngestOut {
     outcome: Outcome,
 }
 
-pub fn etag(lead: &lead::Model) -> String {
-    format!("\"{}\"", lead.version)
-}
-
 fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
-    let tag = etag(&lead);
-    Ok(Reply::new(StatusCode::OK, &LeadOut { lead })?.etag(tag))
+    Reply::tagged(StatusCode::OK, &LeadOut { lead })
 }
 
-fn actor(caller: &Authenticated, correlation: CorrelationId) -> Actor {
-    Actor {
-        principal_id: caller.id,
-        correlation_id: Some(correlation.0),
+impl Versioned for LeadOut {
+    fn version(&self) -> i64 {
+        self.lead.version
+    }
+}
+
+impl Versioned for IngestOut {
+    fn version(&self) -> i64 {
+        self.lead.version()
+    }
+}
+
+impl Versioned for LeadDetail {
+    fn version(&self) -> i64 {
+        self.lead.version()
     }
 }
 
@@ -137,16 +141,9 @@ fn actor(caller: &Authenticated, correlation: CorrelationId) -> Actor {
     ),
     security(("bearer" = [])),
 )]
-async fn create_or_update(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Intake, Role::Sales, Role::Admin])?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let mut record: LeadRecord = parse_json(&body)?;
+async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>) -> WriteResult {
+    let mut write = write.read().await?;
+    let record = &mut write.input;
     let source = record.source.trim().to_owned();
     let mut rule = KeyRule::Optional;
     if caller.role == Role::Sales {
@@ -169,30 +166,30 @@ async fn create_or_update(
         )));
     }
     let ctx = IngestContext {
-        correlation_id: Some(correlation.0),
+        correlation_id: Some(caller.correlation.0.clone()),
         author_id: Some(caller.id),
     };
     // Without a key, concurrent intake shares transactions (group commit);
     // a keyed request must commit its stored response with its write.
-    let keyless = rule == KeyRule::Optional && !idempotency::has_key(&req);
-    if let (Some(group), true) = (&state.group_commit, keyless) {
-        let done = group.ingest(record, Origin::Api, ctx).await?;
+    let keyless = rule == KeyRule::Optional && !idempotency::has_key(write.request());
+    if let (Some(group), true) = (&write.state().group_commit, keyless) {
+        let done = group.ingest(write.input, Origin::Api, ctx).await?;
         return Ok(ingest_reply(done)?.into_response(None));
     }
-    let new = record.normalise()?;
-    idempotency::run(&state, &caller, &req, &body, rule, move |txn| {
-        Box::pin(
-            async move { ingest_reply(ingest::ingest_in(txn, &new, Origin::Api, &ctx).await?) },
-        )
-    })
-    .await
+    let write = write.try_map(|record| Ok(record.normalise()?))?;
+    write
+        .run(&caller, rule, move |txn, new, _| {
+            Box::pin(
+                async move { ingest_reply(ingest::ingest_in(txn, &new, Origin::Api, &ctx).await?) },
+            )
+        })
+        .await
 }
 
 /// `201` with `Location` for a new lead, `200` otherwise; the lead plus its outcome.
 fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     let created = done.outcome == Outcome::Created;
     let location = format!("/api/leads/{}", done.lead.id);
-    let tag = etag(&done.lead);
     let out = IngestOut {
         lead: LeadOut { lead: done.lead },
         outcome: done.outcome,
@@ -202,7 +199,7 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     } else {
         StatusCode::OK
     };
-    let reply = Reply::new(status, &out)?.etag(tag);
+    let reply = Reply::tagged(status, &out)?;
     Ok(if created {
         reply.location(location)
     } else {
@@ -226,21 +223,17 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     security(("bearer" = [])),
 )]
 async fn get_lead(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let lead = sales::find_lead(&state.db, id.into_inner()).await?;
     let possible_duplicates = domain::lead::processing::duplicates_of(&state.db, lead.id).await?;
-    let tag = etag(&lead);
     let detail = LeadDetail {
         lead: LeadOut { lead },
         possible_duplicates,
     };
-    Ok(HttpResponse::Ok()
-        .insert_header((header::ETAG, tag))
-        .json(detail))
+    Ok(ok_tagged(&detail))
 }
 
 /// A move of the lead status machine.
@@ -280,38 +273,20 @@ struct TransitionIn {
     security(("bearer" = [])),
 )]
 async fn transition(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
+    caller: Caller<SalesUp>,
     id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: TransitionIn = parse_json(&body)?;
-    let if_match = if_match_version(&req);
-    let (id, actor) = (id.into_inner(), actor(&caller, correlation));
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+    write: Write<TransitionIn>,
+) -> WriteResult {
+    let (id, actor) = (id.into_inner(), caller.actor());
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
                 let lead =
                     sales::transition(txn, id, input.to, input.reason, &if_match, &actor).await?;
                 lead_reply(lead)
             })
-        },
-    )
-    .await
-}
-
-/// `null` and absent are different things in a PATCH.
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    T::deserialize(d).map(Some)
+        })
+        .await
 }
 
 /// Human-owned fields of a lead; absent fields stay as they are.
@@ -345,25 +320,13 @@ struct LeadPatch {
     security(("bearer" = [])),
 )]
 async fn patch_lead(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
+    caller: Caller<SalesUp>,
     id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let patch: LeadPatch = parse_json(&body)?;
-    let if_match = if_match_version(&req);
-    let (id, actor) = (id.into_inner(), actor(&caller, correlation));
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+    write: Write<LeadPatch>,
+) -> WriteResult {
+    let (id, actor) = (id.into_inner(), caller.actor());
+    write
+        .run(&caller, KeyRule::Optional, move |txn, patch, if_match| {
             Box::pin(async move {
                 let lead = match patch.owner_id {
                     Some(owner_id) => sales::assign(txn, id, owner_id, &if_match, &actor).await?,
@@ -371,9 +334,8 @@ async fn patch_lead(
                 };
                 lead_reply(lead)
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -404,35 +366,23 @@ struct NoteIn {
     security(("bearer" = [])),
 )]
 async fn add_note(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
+    caller: Caller<SalesUp>,
     id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let note: NoteIn = parse_json(&body)?;
-    let (id, actor) = (id.into_inner(), actor(&caller, correlation));
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Required,
-        move |txn| {
+    write: Write<NoteIn>,
+) -> WriteResult {
+    let (id, actor) = (id.into_inner(), caller.actor());
+    write
+        .run(&caller, KeyRule::Required, move |txn, note, _| {
             Box::pin(async move {
                 let activity = sales::add_note(txn, id, &note.text, &actor).await?;
                 Reply::new(StatusCode::CREATED, &activity)
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 #[derive(Deserialize, IntoParams)]
-struct ListParams {
+struct Filter {
     /// Only leads in this status.
     #[param(value_type = Option<LeadStatus>)]
     status: Option<String>,
@@ -442,68 +392,41 @@ struct ListParams {
     source: Option<String>,
     /// Case-insensitive text in name, email or company.
     q: Option<String>,
-    /// Only leads changed at or after this time (RFC 3339).
-    #[param(format = DateTime)]
-    updated_since: Option<String>,
-    /// `updated_at` (default) or `created_at`.
-    #[param(pattern = "^(updated_at|created_at)$")]
-    sort: Option<String>,
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// `next_cursor` of the previous page.
-    cursor: Option<String>,
 }
 
-fn invalid(field: &str, message: &str) -> ApiError {
-    ApiError::Validation(vec![FieldError::new(field, message)])
-}
-
-impl ListParams {
-    fn filter(&self, caller_id: i64) -> Result<LeadFilter, ApiError> {
+impl Filter {
+    fn parse(self, caller_id: i64, window: &WindowParams) -> Result<LeadFilter, ApiError> {
         let status = self
             .status
             .as_deref()
-            .map(|s| s.parse::<LeadStatus>().map_err(|e| invalid("status", &e)))
+            .map(|s| {
+                s.parse::<LeadStatus>()
+                    .map_err(|e| ApiError::invalid("status", e))
+            })
             .transpose()?;
         let owner = match self.owner.as_deref() {
             None => None,
             Some("none") => Some(OwnerFilter::Unassigned),
             Some("me") => Some(OwnerFilter::Id(caller_id)),
             Some(id) => Some(OwnerFilter::Id(id.parse().map_err(|_| {
-                invalid("owner", "must be a principal id, 'me' or 'none'")
+                ApiError::invalid("owner", "must be a principal id, 'me' or 'none'")
             })?)),
         };
-        let updated_since = self
-            .updated_since
-            .as_deref()
-            .map(|t| {
-                DateTime::parse_from_rfc3339(t)
-                    .map(|t| t.with_timezone(&Utc))
-                    .map_err(|_| invalid("updated_since", "must be an RFC 3339 timestamp"))
-            })
-            .transpose()?;
-        let sort = match self.sort.as_deref() {
-            None | Some("updated_at") => SortKey::UpdatedAt,
-            Some("created_at") => SortKey::CreatedAt,
-            Some(_) => return Err(invalid("sort", "must be 'updated_at' or 'created_at'")),
-        };
+        let window = ListParams::default().window(window)?;
         Ok(LeadFilter {
             status,
             owner,
-            source: self.source.clone(),
-            q: self.q.clone(),
-            updated_since,
-            sort,
+            source: self.source,
+            q: self.q,
+            updated_since: window.updated_since,
+            sort: window.sort,
         })
     }
 }
 
-/// A page of leads.
-#[derive(Serialize, ToSchema)]
-struct LeadPage {
-    data: Vec<LeadOut>,
-    next_cursor: Option<String>,
+listed! {
+    "A page of leads." type LeadPage = Page<LeadOut>;
+    "A page of a lead's timeline." type LeadActivityPage = Page<activity::Model>;
 }
 
 /// List leads, filtered, newest first.
@@ -518,40 +441,26 @@ struct LeadPage {
     path = "/api/leads",
     operation_id = "list_leads",
     tag = "leads",
-    params(ListParams),
+    params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of leads", body = LeadPage)),
     security(("bearer" = [])),
 )]
 async fn list_leads(
-    caller: Authenticated,
+    caller: Caller<SalesUp>,
     state: web::Data<AppState>,
-    params: web::Query<ListParams>,
+    filter: web::Query<Filter>,
+    window: web::Query<WindowParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let filter = params.filter(caller.id)?;
-    let limit = page::clamp_limit(params.limit);
-    let page = query::list_leads(&state.db, &filter, limit, params.cursor.as_deref()).await?;
-    Ok(HttpResponse::Ok().json(LeadPage {
-        data: page.data.into_iter().map(|lead| LeadOut { lead }).collect(),
-        next_cursor: page.next_cursor,
-    }))
-}
-
-#[derive(Deserialize, IntoParams)]
-struct PageParams {
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// `next_cursor` of the previous page.
-    cursor: Option<String>,
-}
-
-/// A page of a lead's timeline.
-#[derive(Serialize, ToSchema)]
-#[schema(as = LeadActivityPage)]
-struct ActivityPage {
-    data: Vec<activity::Model>,
-    next_cursor: Option<String>,
+    let filter = filter.into_inner().parse(caller.id, &window)?;
+    let page = query::list_leads(
+        state.reads.db(),
+        &filter,
+        list.limit(),
+        list.cursor.as_deref(),
+    )
+    .await?;
+    Ok(HttpResponse::Ok().json(Page::from(page).map(|lead| LeadOut { lead })))
 }
 
 /// A lead's timeline, newest first.
@@ -565,26 +474,22 @@ struct ActivityPage {
     path = "/api/leads/{id}/activities",
     operation_id = "list_lead_activities",
     tag = "leads",
-    params(("id" = i64, Path, description = "The lead's id"), PageParams),
+    params(("id" = i64, Path, description = "The lead's id"), ListParams),
     responses(
-        (status = 200, description = "A page of the timeline", body = ActivityPage),
+        (status = 200, description = "A page of the timeline", body = LeadActivityPage),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
     security(("bearer" = [])),
 )]
 async fn list_activities(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
-    params: web::Query<PageParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let id = id.into_inner();
-    sales::find_lead(&state.db, id).await?;
-    let limit = page::clamp_limit(params.limit);
-    let page = query::list_activities(&state.db, id, limit, params.cursor.as_deref()).await?;
-    Ok(HttpResponse::Ok().json(ActivityPage {
-        data: page.data,
-        next_cursor: page.next_cursor,
-    }))
+    sales::find_lead(state.reads.db(), id).await?;
+    let page =
+        query::list_activities(state.reads.db(), id, list.limit(), list.cursor.as_deref()).await?;
+    Ok(HttpResponse::Ok().json(Page::from(page)))
 }

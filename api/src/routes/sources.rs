@@ -3,15 +3,12 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use domain::auth::Role;
 use domain::inbound::source::{self, Saved, SourceInput};
 
-use crate::http::auth::Authenticated;
+use crate::http::auth::{AdminOnly, Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
-
-const READERS: &[Role] = &[Role::Ops, Role::Admin];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -44,10 +41,9 @@ struct SourceList {
     security(("bearer" = [])),
 )]
 async fn list_sources(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(READERS)?;
     let sources = source::list(&state.db).await?;
     Ok(HttpResponse::Ok().json(SourceList { data: sources }))
 }
@@ -68,11 +64,10 @@ async fn list_sources(
     security(("bearer" = [])),
 )]
 async fn get_source(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(READERS)?;
     let name = name.into_inner();
     let found = source::find_view(&state.db, &name)
         .await?
@@ -104,12 +99,11 @@ async fn get_source(
     security(("bearer" = [])),
 )]
 async fn save_source(
-    caller: Authenticated,
+    _: Caller<AdminOnly>,
     state: web::Data<AppState>,
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Admin])?;
     let input: SourceInput = read_json(&req, body, state.http.max_body_bytes).await?;
     let (saved, how) = source::upsert_with(
         &state.db,

@@ -1,18 +1,17 @@
 //! `/api/subscriptions`: downstream systems that receive our events.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
-use domain::auth::Role;
+use actix_web::{HttpResponse, web};
 use domain::outbound::subscription::{self, NewSubscription, SubscriptionView};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::http::auth::Authenticated;
-use crate::http::body::{parse_json, read_json_bytes};
+use crate::http::auth::{AdminOnly, Caller, OpsUp};
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::idempotency::{KeyRule, Reply};
 use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -76,23 +75,14 @@ struct CreatedOut {
     security(("bearer" = [])),
 )]
 async fn create(
-    caller: Authenticated,
+    caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    req: HttpRequest,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Admin])?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: SubscriptionIn = parse_json(&body)?;
+    write: Write<SubscriptionIn>,
+) -> WriteResult {
     let outbound = state.http.outbound_policy();
     let keyring = state.http.keyring.clone();
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, _| {
             Box::pin(async move {
                 let new = NewSubscription {
                     url: input.url,
@@ -110,9 +100,8 @@ async fn create(
                     .location(location)
                     .reveals_secret())
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// Every subscription, without secrets.
@@ -132,8 +121,7 @@ struct SubscriptionList {
     responses((status = 200, description = "Every subscription", body = SubscriptionList)),
     security(("bearer" = [])),
 )]
-async fn list(caller: Authenticated, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Ops, Role::Admin])?;
+async fn list(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     let data = subscription::list(&state.db).await?;
     Ok(HttpResponse::Ok().json(SubscriptionList { data }))
 }
@@ -154,11 +142,10 @@ async fn list(caller: Authenticated, state: web::Data<AppState>) -> Result<HttpR
     security(("bearer" = [])),
 )]
 async fn delete(
-    caller: Authenticated,
+    _: Caller<AdminOnly>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(&[Role::Admin])?;
     subscription::delete(&state.db, id.into_inner()).await?;
     Ok(HttpResponse::NoContent().finish())
 }

@@ -2,21 +2,22 @@
 //! `website`) or, lacking one, by normalised name.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use domain::crm::company::{self, CompanyFilter, CompanyInput, CompanyPatch};
 use domain::crm::timeline::Subject;
 use domain::entities::company as entity;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{MatchOutcome, PageParams, author, get_tagged, present, tagged, window};
-use crate::http::auth::{Authenticated, SALES_AND_UP};
-use crate::http::body::{parse_json, read_json_bytes};
-use crate::http::correlation::CorrelationId;
+use super::{MatchOutcome, matched};
+use crate::http::auth::{Caller, SalesUp};
+use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, if_match_version};
+use crate::http::idempotency::{KeyRule, Reply, Versioned, ok_tagged};
+use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -41,6 +42,21 @@ struct CompanyOut {
     /// Only in the answer to `POST /api/companies`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<MatchOutcome>,
+}
+
+impl From<entity::Model> for CompanyOut {
+    fn from(company: entity::Model) -> Self {
+        Self {
+            company,
+            outcome: None,
+        }
+    }
+}
+
+impl Versioned for CompanyOut {
+    fn version(&self) -> i64 {
+        self.company.version
+    }
 }
 
 /// A company to match or create; give a `domain` (or a `website`) or a `name`.
@@ -77,43 +93,26 @@ struct CompanyIn {
     ),
     security(("bearer" = [])),
 )]
-async fn create(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: CompanyIn = parse_json(&body)?;
-    let new = CompanyInput {
-        name: input.name,
-        domain: input.domain.or(input.website),
-    }
-    .validate()?;
-    let author = author(&caller, correlation);
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult {
+    let author = caller.author();
+    let write = write.read().await?.try_map(|input| {
+        Ok(CompanyInput {
+            name: input.name,
+            domain: input.domain.or(input.website),
+        }
+        .validate()?)
+    })?;
+    write
+        .run(&caller, KeyRule::Optional, move |txn, new, _| {
             Box::pin(async move {
                 let found = company::match_or_create(txn, &new, &author).await?;
-                let outcome = MatchOutcome::of(found.created);
-                let version = found.model.version;
-                let location = format!("/api/companies/{}", found.model.id);
-                let out = CompanyOut {
-                    company: found.model,
-                    outcome: Some(outcome),
-                };
-                Ok(tagged(outcome.status(), &out, version)?.location(location))
+                matched(found, "/api/companies", |company, outcome| CompanyOut {
+                    company,
+                    outcome,
+                })
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// One company.
@@ -132,20 +131,12 @@ async fn create(
     security(("bearer" = [])),
 )]
 async fn get(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let company = company::find(&state.db, id.into_inner()).await?;
-    let version = company.version;
-    Ok(get_tagged(
-        &CompanyOut {
-            company,
-            outcome: None,
-        },
-        version,
-    ))
+    Ok(ok_tagged(&CompanyOut::from(company)))
 }
 
 /// Fields to change; absent fields stay as they are.
@@ -158,6 +149,15 @@ struct PatchIn {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>)]
     domain: Option<Option<String>>,
+}
+
+impl From<PatchIn> for CompanyPatch {
+    fn from(input: PatchIn) -> Self {
+        Self {
+            name: input.name,
+            domain: input.domain,
+        }
+    }
 }
 
 /// Change a company's name or domain.
@@ -178,71 +178,24 @@ struct PatchIn {
     ),
     security(("bearer" = [])),
 )]
-async fn patch(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: PatchIn = parse_json(&body)?;
-    let if_match = if_match_version(&req);
-    let (id, author) = (id.into_inner(), author(&caller, correlation));
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
+    let (id, author) = (id.into_inner(), caller.author());
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let patch = CompanyPatch {
-                    name: input.name,
-                    domain: input.domain,
-                };
-                let company = company::update(txn, id, patch, &if_match, &author).await?;
-                let version = company.version;
-                tagged(
-                    StatusCode::OK,
-                    &CompanyOut {
-                        company,
-                        outcome: None,
-                    },
-                    version,
-                )
+                let company = company::update(txn, id, input.into(), &if_match, &author).await?;
+                Reply::tagged(StatusCode::OK, &CompanyOut::from(company))
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 #[derive(Deserialize, IntoParams)]
-struct ListParams {
+struct Filter {
     /// Case-insensitive text in name or domain.
     q: Option<String>,
     /// Only the company with this (normalised) domain.
     domain: Option<String>,
-    /// Only records changed at or after this time (RFC 3339).
-    #[param(format = DateTime)]
-    updated_since: Option<String>,
-    /// `updated_at` (default) or `created_at`.
-    #[param(pattern = "^(updated_at|created_at)$")]
-    sort: Option<String>,
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// `next_cursor` of the previous page.
-    cursor: Option<String>,
-}
-
-/// A page of companies.
-#[derive(Serialize, ToSchema)]
-struct CompanyPage {
-    data: Vec<entity::Model>,
-    next_cursor: Option<String>,
 }
 
 /// List companies, newest first.
@@ -253,32 +206,21 @@ struct CompanyPage {
     path = "/api/companies",
     operation_id = "list_companies",
     tag = "crm",
-    params(ListParams),
-    responses((status = 200, description = "A page of companies", body = CompanyPage)),
+    params(Filter, WindowParams, ListParams),
+    responses((status = 200, description = "A page of companies", body = super::CompanyPage)),
     security(("bearer" = [])),
 )]
 async fn list(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    params: web::Query<ListParams>,
+    filter: web::Query<Filter>,
+    window: web::Query<WindowParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let params = params.into_inner();
-    let window = window(
-        params.updated_since.as_deref(),
-        params.sort.as_deref(),
-        params.limit,
-        params.cursor,
-    )?;
-    let filter = CompanyFilter {
-        q: params.q,
-        domain: params.domain,
-    };
-    let page = company::list(&state.db, &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(CompanyPage {
-        data: page.data,
-        next_cursor: page.next_cursor,
-    }))
+    let window = list.into_inner().window(&window)?;
+    let Filter { q, domain } = filter.into_inner();
+    let page = company::list(state.reads.db(), &CompanyFilter { q, domain }, &window).await?;
+    Ok(HttpResponse::Ok().json(Page::from(page)))
 }
 
 /// A company's timeline, newest first.
@@ -289,21 +231,20 @@ async fn list(
     path = "/api/companies/{id}/activities",
     operation_id = "list_company_activities",
     tag = "crm",
-    params(("id" = i64, Path, description = "The company's id"), PageParams),
+    params(("id" = i64, Path, description = "The company's id"), ListParams),
     responses(
-        (status = 200, description = "A page of the timeline", body = super::ActivityPage),
+        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
         (status = 404, description = "`/problems/not-found`: no such company"),
     ),
     security(("bearer" = [])),
 )]
 async fn activities(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
-    params: web::Query<PageParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let id = id.into_inner();
     company::find(&state.db, id).await?;
-    super::timeline_page(&state, Subject::Company, id, &params).await
+    super::timeline_page(&state, Subject::Company, id, list.into_inner()).await
 }

@@ -2,21 +2,22 @@
 //! cannot be matched, so creating one requires an `Idempotency-Key`.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use domain::crm::contact::{self, ContactFilter, ContactInput, ContactPatch};
 use domain::crm::timeline::Subject;
 use domain::entities::contact as entity;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{MatchOutcome, PageParams, author, get_tagged, invalid, present, tagged, window};
-use crate::http::auth::{Authenticated, SALES_AND_UP};
-use crate::http::body::{parse_json, read_json_bytes};
-use crate::http::correlation::CorrelationId;
+use super::{MatchOutcome, matched};
+use crate::http::auth::{Caller, SalesUp};
+use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, if_match_version};
+use crate::http::idempotency::{KeyRule, Reply, Versioned, ok_tagged};
+use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -41,6 +42,21 @@ struct ContactOut {
     /// Only in the answer to `POST /api/contacts`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<MatchOutcome>,
+}
+
+impl From<entity::Model> for ContactOut {
+    fn from(contact: entity::Model) -> Self {
+        Self {
+            contact,
+            outcome: None,
+        }
+    }
+}
+
+impl Versioned for ContactOut {
+    fn version(&self) -> i64 {
+        self.contact.version
+    }
 }
 
 /// A contact to match (by email) or create; needs an email, a name or a phone.
@@ -76,49 +92,41 @@ struct ContactIn {
     ),
     security(("bearer" = [])),
 )]
-async fn create(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: ContactIn = parse_json(&body)?;
-    let new = ContactInput {
-        email: input.email,
-        name: input.name,
-        phone: input.phone,
-        company_id: input.company_id,
-    }
-    .validate()?;
-    if new.email.is_none() && new.name.is_none() && new.phone.is_none() {
-        return Err(invalid(
-            "email",
-            "a contact needs an email, a name or a phone",
-        ));
-    }
-    let rule = if new.email.is_some() {
+async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult {
+    let author = caller.author();
+    let write = write.read().await?.try_map(|input| {
+        let new = ContactInput {
+            email: input.email,
+            name: input.name,
+            phone: input.phone,
+            company_id: input.company_id,
+        }
+        .validate()?;
+        if new.email.is_none() && new.name.is_none() && new.phone.is_none() {
+            return Err(ApiError::invalid(
+                "email",
+                "a contact needs an email, a name or a phone",
+            ));
+        }
+        Ok(new)
+    })?;
+    // Without an email nothing can match a retry: the key must.
+    let rule = if write.input.email.is_some() {
         KeyRule::Optional
     } else {
         KeyRule::Required
     };
-    let author = author(&caller, correlation);
-    idempotency::run(&state, &caller, &req, &body, rule, move |txn| {
-        Box::pin(async move {
-            let found = contact::match_or_create(txn, &new, &author).await?;
-            let outcome = MatchOutcome::of(found.created);
-            let version = found.model.version;
-            let location = format!("/api/contacts/{}", found.model.id);
-            let out = ContactOut {
-                contact: found.model,
-                outcome: Some(outcome),
-            };
-            Ok(tagged(outcome.status(), &out, version)?.location(location))
+    write
+        .run(&caller, rule, move |txn, new, _| {
+            Box::pin(async move {
+                let found = contact::match_or_create(txn, &new, &author).await?;
+                matched(found, "/api/contacts", |contact, outcome| ContactOut {
+                    contact,
+                    outcome,
+                })
+            })
         })
-    })
-    .await
+        .await
 }
 
 /// One contact.
@@ -137,20 +145,12 @@ async fn create(
     security(("bearer" = [])),
 )]
 async fn get(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let contact = contact::find(&state.db, id.into_inner()).await?;
-    let version = contact.version;
-    Ok(get_tagged(
-        &ContactOut {
-            contact,
-            outcome: None,
-        },
-        version,
-    ))
+    Ok(ok_tagged(&ContactOut::from(contact)))
 }
 
 /// Fields to change; absent fields stay as they are, `null` clears one.
@@ -173,6 +173,17 @@ struct PatchIn {
     company_id: Option<Option<i64>>,
 }
 
+impl From<PatchIn> for ContactPatch {
+    fn from(input: PatchIn) -> Self {
+        Self {
+            email: input.email,
+            name: input.name,
+            phone: input.phone,
+            company_id: input.company_id,
+        }
+    }
+}
+
 /// Change a contact.
 ///
 /// **Roles:** sales, ops, admin.
@@ -191,75 +202,26 @@ struct PatchIn {
     ),
     security(("bearer" = [])),
 )]
-async fn patch(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: PatchIn = parse_json(&body)?;
-    let if_match = if_match_version(&req);
-    let (id, author) = (id.into_inner(), author(&caller, correlation));
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
+    let (id, author) = (id.into_inner(), caller.author());
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let patch = ContactPatch {
-                    email: input.email,
-                    name: input.name,
-                    phone: input.phone,
-                    company_id: input.company_id,
-                };
-                let contact = contact::update(txn, id, patch, &if_match, &author).await?;
-                let version = contact.version;
-                tagged(
-                    StatusCode::OK,
-                    &ContactOut {
-                        contact,
-                        outcome: None,
-                    },
-                    version,
-                )
+                let contact = contact::update(txn, id, input.into(), &if_match, &author).await?;
+                Reply::tagged(StatusCode::OK, &ContactOut::from(contact))
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 #[derive(Deserialize, IntoParams)]
-struct ListParams {
+struct Filter {
     /// Case-insensitive text in name or email.
     q: Option<String>,
     /// Only the contact with this (normalised) email.
     email: Option<String>,
     /// Only contacts of this company.
     company_id: Option<i64>,
-    /// Only records changed at or after this time (RFC 3339).
-    #[param(format = DateTime)]
-    updated_since: Option<String>,
-    /// `updated_at` (default) or `created_at`.
-    #[param(pattern = "^(updated_at|created_at)$")]
-    sort: Option<String>,
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// `next_cursor` of the previous page.
-    cursor: Option<String>,
-}
-
-/// A page of contacts.
-#[derive(Serialize, ToSchema)]
-struct ContactPage {
-    data: Vec<entity::Model>,
-    next_cursor: Option<String>,
 }
 
 /// List contacts, newest first.
@@ -270,33 +232,30 @@ struct ContactPage {
     path = "/api/contacts",
     operation_id = "list_contacts",
     tag = "crm",
-    params(ListParams),
-    responses((status = 200, description = "A page of contacts", body = ContactPage)),
+    params(Filter, WindowParams, ListParams),
+    responses((status = 200, description = "A page of contacts", body = super::ContactPage)),
     security(("bearer" = [])),
 )]
 async fn list(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    params: web::Query<ListParams>,
+    filter: web::Query<Filter>,
+    window: web::Query<WindowParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let params = params.into_inner();
-    let window = window(
-        params.updated_since.as_deref(),
-        params.sort.as_deref(),
-        params.limit,
-        params.cursor,
-    )?;
+    let window = list.into_inner().window(&window)?;
+    let Filter {
+        q,
+        email,
+        company_id,
+    } = filter.into_inner();
     let filter = ContactFilter {
-        q: params.q,
-        email: params.email,
-        company_id: params.company_id,
+        q,
+        email,
+        company_id,
     };
-    let page = contact::list(&state.db, &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(ContactPage {
-        data: page.data,
-        next_cursor: page.next_cursor,
-    }))
+    let page = contact::list(state.reads.db(), &filter, &window).await?;
+    Ok(HttpResponse::Ok().json(Page::from(page)))
 }
 
 /// A contact's timeline, newest first.
@@ -307,21 +266,20 @@ async fn list(
     path = "/api/contacts/{id}/activities",
     operation_id = "list_contact_activities",
     tag = "crm",
-    params(("id" = i64, Path, description = "The contact's id"), PageParams),
+    params(("id" = i64, Path, description = "The contact's id"), ListParams),
     responses(
-        (status = 200, description = "A page of the timeline", body = super::ActivityPage),
+        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
         (status = 404, description = "`/problems/not-found`: no such contact"),
     ),
     security(("bearer" = [])),
 )]
 async fn activities(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
-    params: web::Query<PageParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let id = id.into_inner();
     contact::find(&state.db, id).await?;
-    super::timeline_page(&state, Subject::Contact, id, &params).await
+    super::timeline_page(&state, Subject::Contact, id, list.into_inner()).await
 }

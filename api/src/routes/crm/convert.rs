@@ -1,21 +1,19 @@
 //! `POST /api/leads/{id}/convert` and `GET /api/leads/{id}/conversion`.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use domain::crm::conversion::{self, ConvertRequest, Converted};
 use domain::entities::lead_conversion;
-use domain::lead::sales::Actor;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::deals::DealIn;
-use crate::http::auth::{Authenticated, SALES_AND_UP};
-use crate::http::body::{parse_json, read_json_bytes};
-use crate::http::correlation::CorrelationId;
+use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
+use crate::http::idempotency::{KeyRule, Reply, Versioned};
 use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/api/leads/{id}/convert").route(web::post().to(convert)))
@@ -41,6 +39,13 @@ struct ConvertOut {
     #[serde(flatten)]
     converted: Converted,
     conversion: Ids,
+}
+
+impl Versioned for ConvertOut {
+    /// The lead's: the conversion's `ETag` is the lead's new version.
+    fn version(&self) -> i64 {
+        self.converted.lead.version
+    }
 }
 
 /// The ids of one conversion.
@@ -81,34 +86,18 @@ struct Ids {
     security(("bearer" = [])),
 )]
 async fn convert(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
+    caller: Caller<SalesUp>,
     id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: ConvertIn = parse_json(&body)?;
-    let if_match = if_match_version(&req);
-    let id = id.into_inner();
-    let principal = caller.0.clone();
-    let actor = Actor {
-        principal_id: caller.id,
-        correlation_id: Some(correlation.0),
-    };
-    let request = ConvertRequest {
-        deal: input.deal.map(DealIn::into_input),
-    };
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Required,
-        move |txn| {
+    write: Write<ConvertIn>,
+) -> WriteResult {
+    let (id, actor) = (id.into_inner(), caller.actor());
+    let principal = caller.principal().clone();
+    write
+        .run(&caller, KeyRule::Required, move |txn, input, if_match| {
             Box::pin(async move {
+                let request = ConvertRequest {
+                    deal: input.deal.map(DealIn::into_input),
+                };
                 let converted =
                     conversion::convert(txn, id, request, &if_match, &principal, &actor).await?;
                 let ids = Ids {
@@ -117,18 +106,15 @@ async fn convert(
                     company_id: converted.company.as_ref().map(|c| c.id),
                     deal_id: converted.deal.as_ref().map(|d| d.id),
                 };
-                let etag = format!("\"{}\"", converted.lead.version);
                 let out = ConvertOut {
                     converted,
                     conversion: ids,
                 };
-                Ok(Reply::new(StatusCode::CREATED, &out)?
-                    .etag(etag)
+                Ok(Reply::tagged(StatusCode::CREATED, &out)?
                     .location(format!("/api/leads/{id}/conversion")))
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// The conversion of a lead.
@@ -147,11 +133,10 @@ async fn convert(
     security(("bearer" = [])),
 )]
 async fn get_conversion(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let found: Option<lead_conversion::Model> =
         conversion::find_conversion(&state.db, id.into_inner()).await?;
     let found = found.ok_or_else(|| ApiError::NotFound("this lead was not converted".into()))?;

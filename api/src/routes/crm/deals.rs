@@ -2,22 +2,22 @@
 //! A deal has no natural key, so creating one requires an `Idempotency-Key`.
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use domain::auth::Role;
 use domain::crm::deal::{self, DealFilter, DealInput, DealPatch, DealStage};
 use domain::crm::timeline::Subject;
 use domain::entities::deal as entity;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{PageParams, author, get_tagged, invalid, present, tagged, window};
-use crate::http::auth::{Authenticated, SALES_AND_UP};
-use crate::http::body::{parse_json, read_json_bytes};
-use crate::http::correlation::CorrelationId;
+use crate::http::auth::{Caller, SalesUp};
+use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, if_match_version};
+use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
+use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -63,13 +63,6 @@ impl DealIn {
     }
 }
 
-fn reply(
-    status: StatusCode,
-    deal: &entity::Model,
-) -> Result<crate::http::idempotency::Reply, ApiError> {
-    tagged(status, deal, deal.version)
-}
-
 /// Create an `open` deal.
 ///
 /// **Roles:** sales, ops, admin.
@@ -90,41 +83,30 @@ fn reply(
     ),
     security(("bearer" = [])),
 )]
-async fn create(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let mut input = parse_json::<DealIn>(&body)?.into_input();
-    if input.owner_id.is_none() {
-        if caller.role != Role::Sales {
-            return Err(invalid(
-                "owner_id",
-                "is required (an active sales principal)",
-            ));
+async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
+    let author = caller.author();
+    let write = write.read().await?.try_map(|input| {
+        let mut input = input.into_input();
+        if input.owner_id.is_none() {
+            if caller.role != Role::Sales {
+                return Err(ApiError::invalid(
+                    "owner_id",
+                    "is required (an active sales principal)",
+                ));
+            }
+            input.owner_id = Some(caller.id);
         }
-        input.owner_id = Some(caller.id);
-    }
-    let author = author(&caller, correlation);
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Required,
-        move |txn| {
+        Ok(input)
+    })?;
+    write
+        .run(&caller, KeyRule::Required, move |txn, input, _| {
             Box::pin(async move {
                 let deal = deal::create(txn, input, None, &author).await?;
                 let location = format!("/api/deals/{}", deal.id);
-                Ok(reply(StatusCode::CREATED, &deal)?.location(location))
+                Ok(Reply::tagged(StatusCode::CREATED, &deal)?.location(location))
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// One deal.
@@ -143,13 +125,12 @@ async fn create(
     security(("bearer" = [])),
 )]
 async fn get(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let deal = deal::find(&state.db, id.into_inner()).await?;
-    Ok(get_tagged(&deal, deal.version))
+    Ok(ok_tagged(&deal))
 }
 
 /// Fields to change; absent fields stay as they are, `null` clears a link.
@@ -171,6 +152,19 @@ struct PatchIn {
     company_id: Option<Option<i64>>,
 }
 
+impl From<PatchIn> for DealPatch {
+    fn from(input: PatchIn) -> Self {
+        Self {
+            name: input.name,
+            amount_cents: input.amount_cents,
+            currency: input.currency,
+            owner_id: input.owner_id,
+            contact_id: input.contact_id,
+            company_id: input.company_id,
+        }
+    }
+}
+
 /// Change a deal's name, amount, currency, owner or links.
 ///
 /// **Roles:** sales, ops, admin.
@@ -188,41 +182,16 @@ struct PatchIn {
     ),
     security(("bearer" = [])),
 )]
-async fn patch(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: PatchIn = parse_json(&body)?;
-    let if_match = if_match_version(&req);
-    let (id, author) = (id.into_inner(), author(&caller, correlation));
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
+    let (id, author) = (id.into_inner(), caller.author());
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let patch = DealPatch {
-                    name: input.name,
-                    amount_cents: input.amount_cents,
-                    currency: input.currency,
-                    owner_id: input.owner_id,
-                    contact_id: input.contact_id,
-                    company_id: input.company_id,
-                };
-                let deal = deal::update(txn, id, patch, &if_match, &author).await?;
-                reply(StatusCode::OK, &deal)
+                let deal = deal::update(txn, id, input.into(), &if_match, &author).await?;
+                Reply::tagged(StatusCode::OK, &deal)
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 /// A move of the deal stage machine.
@@ -258,37 +227,24 @@ struct TransitionIn {
     security(("bearer" = [])),
 )]
 async fn transition(
-    caller: Authenticated,
-    correlation: CorrelationId,
-    state: web::Data<AppState>,
-    req: HttpRequest,
+    caller: Caller<SalesUp>,
     id: web::Path<i64>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: TransitionIn = parse_json(&body)?;
-    let if_match = if_match_version(&req);
-    let (id, author) = (id.into_inner(), author(&caller, correlation));
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+    write: Write<TransitionIn>,
+) -> WriteResult {
+    let (id, author) = (id.into_inner(), caller.author());
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
                 let deal =
                     deal::transition(txn, id, input.to, input.reason, &if_match, &author).await?;
-                reply(StatusCode::OK, &deal)
+                Reply::tagged(StatusCode::OK, &deal)
             })
-        },
-    )
-    .await
+        })
+        .await
 }
 
 #[derive(Deserialize, IntoParams)]
-struct ListParams {
+struct Filter {
     /// Only deals in this stage.
     #[param(value_type = Option<DealStage>)]
     stage: Option<String>,
@@ -300,24 +256,6 @@ struct ListParams {
     company_id: Option<i64>,
     /// Case-insensitive text in the name.
     q: Option<String>,
-    /// Only records changed at or after this time (RFC 3339).
-    #[param(format = DateTime)]
-    updated_since: Option<String>,
-    /// `updated_at` (default) or `created_at`.
-    #[param(pattern = "^(updated_at|created_at)$")]
-    sort: Option<String>,
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// `next_cursor` of the previous page.
-    cursor: Option<String>,
-}
-
-/// A page of deals.
-#[derive(Serialize, ToSchema)]
-struct DealPage {
-    data: Vec<entity::Model>,
-    next_cursor: Option<String>,
 }
 
 /// List deals, newest first.
@@ -328,36 +266,35 @@ struct DealPage {
     path = "/api/deals",
     operation_id = "list_deals",
     tag = "crm",
-    params(ListParams),
-    responses((status = 200, description = "A page of deals", body = DealPage)),
+    params(Filter, WindowParams, ListParams),
+    responses((status = 200, description = "A page of deals", body = super::DealPage)),
     security(("bearer" = [])),
 )]
 async fn list(
-    caller: Authenticated,
+    caller: Caller<SalesUp>,
     state: web::Data<AppState>,
-    params: web::Query<ListParams>,
+    filter: web::Query<Filter>,
+    window: web::Query<WindowParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
-    let params = params.into_inner();
+    let window = list.into_inner().window(&window)?;
+    let params = filter.into_inner();
     let stage = params
         .stage
         .as_deref()
-        .map(|s| s.parse::<DealStage>().map_err(|e| invalid("stage", &e)))
+        .map(|s| {
+            s.parse::<DealStage>()
+                .map_err(|e| ApiError::invalid("stage", e))
+        })
         .transpose()?;
     let owner_id = match params.owner.as_deref() {
         None => None,
         Some("me") => Some(caller.id),
         Some(id) => Some(
             id.parse()
-                .map_err(|_| invalid("owner", "must be a principal id or 'me'"))?,
+                .map_err(|_| ApiError::invalid("owner", "must be a principal id or 'me'"))?,
         ),
     };
-    let window = window(
-        params.updated_since.as_deref(),
-        params.sort.as_deref(),
-        params.limit,
-        params.cursor,
-    )?;
     let filter = DealFilter {
         stage,
         owner_id,
@@ -365,11 +302,8 @@ async fn list(
         company_id: params.company_id,
         q: params.q,
     };
-    let page = deal::list(&state.db, &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(DealPage {
-        data: page.data,
-        next_cursor: page.next_cursor,
-    }))
+    let page = deal::list(state.reads.db(), &filter, &window).await?;
+    Ok(HttpResponse::Ok().json(Page::from(page)))
 }
 
 /// A deal's timeline, newest first.
@@ -380,21 +314,20 @@ async fn list(
     path = "/api/deals/{id}/activities",
     operation_id = "list_deal_activities",
     tag = "crm",
-    params(("id" = i64, Path, description = "The deal's id"), PageParams),
+    params(("id" = i64, Path, description = "The deal's id"), ListParams),
     responses(
-        (status = 200, description = "A page of the timeline", body = super::ActivityPage),
+        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
         (status = 404, description = "`/problems/not-found`: no such deal"),
     ),
     security(("bearer" = [])),
 )]
 async fn activities(
-    caller: Authenticated,
+    _: Caller<SalesUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
-    params: web::Query<PageParams>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(SALES_AND_UP)?;
     let id = id.into_inner();
     deal::find(&state.db, id).await?;
-    super::timeline_page(&state, Subject::Deal, id, &params).await
+    super::timeline_page(&state, Subject::Deal, id, list.into_inner()).await
 }

@@ -8,12 +8,12 @@ use domain::outbound::delivery::{self, DeliveryFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::auth::{Authenticated, OPS_AND_UP};
-use crate::http::body::{parse_json, read_json_bytes};
+use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
 use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
+use crate::http::write::{Write, WriteResult};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
@@ -83,18 +83,17 @@ fn check_state(state: &Option<String>) -> Result<(), ApiError> {
     security(("bearer" = [])),
 )]
 async fn list(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     params: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
     check_state(&params.state)?;
     let filter = DeliveryFilter {
         state: params.state.clone(),
         subscription_id: params.subscription_id,
     };
     let limit = domain::page::clamp_limit(params.limit);
-    let data = delivery::list(&state.db, &filter, limit, params.before).await?;
+    let data = delivery::list(state.reads.db(), &filter, limit, params.before).await?;
     let next_before = (data.len() as u64 == limit)
         .then(|| data.last().map(|d| d.id))
         .flatten();
@@ -120,12 +119,11 @@ async fn list(
     security(("bearer" = [])),
 )]
 async fn retry_one(
-    caller: Authenticated,
+    caller: Caller<OpsUp>,
     state: web::Data<AppState>,
     req: HttpRequest,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
     let id = id.into_inner();
     idempotency::run(&state, &caller, &req, b"", KeyRule::Optional, move |txn| {
         Box::pin(async move {
@@ -169,22 +167,9 @@ struct RetryManyIn {
     responses((status = 200, description = "How many matched and were retried", body = domain::outbound::delivery::RetryReport)),
     security(("bearer" = [])),
 )]
-async fn retry_many(
-    caller: Authenticated,
-    state: web::Data<AppState>,
-    req: HttpRequest,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
-    let body = read_json_bytes(&req, payload, state.http.max_body_bytes).await?;
-    let input: RetryManyIn = parse_json(&body)?;
-    idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+async fn retry_many(caller: Caller<OpsUp>, write: Write<RetryManyIn>) -> WriteResult {
+    write
+        .run(&caller, KeyRule::Optional, move |txn, input, _| {
             Box::pin(async move {
                 let filter = DeliveryFilter {
                     state: None,
@@ -193,7 +178,6 @@ async fn retry_many(
                 let report = delivery::retry_dead(txn, None, &filter, input.dry_run).await?;
                 Reply::new(StatusCode::OK, &report)
             })
-        },
-    )
-    .await
+        })
+        .await
 }

@@ -3,7 +3,6 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::{DateTime, Utc};
 use domain::FieldError;
-use domain::auth::Role;
 use domain::entities::inbox_event;
 use domain::inbound::inbox::InboxState;
 use domain::inbound::inbox::ops::{self, InboxFilter};
@@ -11,12 +10,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::auth::Authenticated;
+use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
+use crate::http::list::{Page, listed};
 use crate::http::state::AppState;
 
-const OPS: &[Role] = &[Role::Ops, Role::Admin];
 const DEFAULT_LIMIT: u64 = 50;
 const MAX_LIMIT: u64 = 200;
 
@@ -137,11 +136,8 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-/// A page of inbox events.
-#[derive(Serialize, ToSchema)]
-struct InboxPage {
-    data: Vec<InboxEventOut>,
-    next_cursor: Option<String>,
+listed! {
+    "A page of inbox events." type InboxPage = Page<InboxEventOut>;
 }
 
 fn parse_state(state: Option<&str>) -> Result<Option<InboxState>, ApiError> {
@@ -166,11 +162,10 @@ fn parse_state(state: Option<&str>) -> Result<Option<InboxState>, ApiError> {
     security(("bearer" = [])),
 )]
 async fn list_events(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     query: web::Query<ListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS)?;
     let q = query.into_inner();
     let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
     if !(1..=MAX_LIMIT).contains(&limit) {
@@ -194,13 +189,16 @@ async fn list_events(
         received_since: q.received_since,
         received_until: q.received_until,
     };
-    let events = ops::list(&state.db, &filter, before, limit).await?;
+    let events = ops::list(state.reads.db(), &filter, before, limit).await?;
     // A full page may have more after it; its last id continues the list.
     let next_cursor = (events.len() as u64 == limit)
         .then(|| events.last().map(|e| e.id.to_string()))
         .flatten();
-    let data: Vec<InboxEventOut> = events.into_iter().map(InboxEventOut::summary).collect();
-    Ok(HttpResponse::Ok().json(InboxPage { data, next_cursor }))
+    let page = Page {
+        data: events,
+        next_cursor,
+    };
+    Ok(HttpResponse::Ok().json(page.map(InboxEventOut::summary)))
 }
 
 /// One inbox event, with its kept headers and its body.
@@ -219,11 +217,10 @@ async fn list_events(
     security(("bearer" = [])),
 )]
 async fn get_event(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS)?;
     let id = id.into_inner();
     let event = ops::get(&state.db, id)
         .await?
@@ -253,11 +250,10 @@ async fn get_event(
     security(("bearer" = [])),
 )]
 async fn retry_event(
-    caller: Authenticated,
+    caller: Caller<OpsUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS)?;
     let id = id.into_inner();
     let event = ops::retry(&state.db, id, Utc::now())
         .await
@@ -313,12 +309,11 @@ struct BulkRetryOut {
     security(("bearer" = [])),
 )]
 async fn retry_matching(
-    caller: Authenticated,
+    caller: Caller<OpsUp>,
     state: web::Data<AppState>,
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS)?;
     let input: BulkRetryIn = read_json(&req, body, state.http.max_body_bytes).await?;
     let filter = InboxFilter {
         source: input.source,

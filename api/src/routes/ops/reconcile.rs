@@ -10,12 +10,13 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use domain::FieldError;
 use domain::entities::reconcile_run;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use crate::http::auth::{Authenticated, OPS_AND_UP};
+use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::{parse_json, read_bytes};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -83,13 +84,12 @@ fn location(id: i64) -> String {
     security(("bearer" = [])),
 )]
 async fn start(
-    caller: Authenticated,
+    caller: Caller<OpsUp>,
     state: web::Data<AppState>,
     req: HttpRequest,
     source: web::Path<String>,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
     let source = source.into_inner();
     let body = read_bytes(&req, payload, state.http.max_body_bytes).await?;
     let input: StartIn = if body.iter().all(u8::is_ascii_whitespace) {
@@ -186,11 +186,10 @@ fn start_error(err: StartError) -> ApiError {
     security(("bearer" = [])),
 )]
 async fn get(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
     let id = id.into_inner();
     let run = run::find(&state.db, id)
         .await?
@@ -199,18 +198,15 @@ async fn get(
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-struct ListParams {
+struct Filter {
+    /// Only runs of this source.
     source: Option<String>,
+    /// `running`, `done` or `failed`.
     state: Option<String>,
-    limit: Option<u64>,
-    cursor: Option<String>,
 }
 
-#[derive(Serialize, utoipa::ToSchema)]
-struct RunPage {
-    data: Vec<reconcile_run::Model>,
-    next_cursor: Option<String>,
+listed! {
+    "A page of reconcile runs." type RunPage = Page<reconcile_run::Model>;
 }
 
 /// Runs, newest first; `cursor` continues after the previous page's last run.
@@ -221,54 +217,32 @@ struct RunPage {
     path = "/api/ops/reconcile-runs",
     operation_id = "list_reconcile_runs",
     tag = "ops",
-    params(ListParams),
+    params(Filter, ListParams),
     responses((status = 200, description = "A page of runs", body = RunPage)),
     security(("bearer" = [])),
 )]
 async fn list(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    params: web::Query<ListParams>,
+    filter: web::Query<Filter>,
+    list: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
-    let params = params.into_inner();
-    if let Some(s) = &params.state
+    if let Some(s) = &filter.state
         && !run::STATES.contains(&s.as_str())
     {
-        return Err(ApiError::Validation(vec![FieldError::new(
+        return Err(ApiError::invalid(
             "state",
             "must be running, done or failed",
-        )]));
+        ));
     }
-    let limit = domain::page::clamp_limit(params.limit);
-    let before = params
-        .cursor
-        .as_deref()
-        .map(|c| {
-            c.parse::<i64>().map_err(|_| {
-                ApiError::Validation(vec![FieldError::new(
-                    "cursor",
-                    "is not a cursor this API returned",
-                )])
-            })
-        })
-        .transpose()?;
-    let mut runs = run::list(
-        &state.db,
-        params.source.as_deref(),
-        params.state.as_deref(),
-        before,
+    let limit = list.limit();
+    let runs = run::list(
+        state.reads.db(),
+        filter.source.as_deref(),
+        filter.state.as_deref(),
+        list.before_id()?,
         limit + 1,
     )
     .await?;
-    let next_cursor = if runs.len() as u64 > limit {
-        runs.truncate(limit as usize);
-        runs.last().map(|r| r.id.to_string())
-    } else {
-        None
-    };
-    Ok(HttpResponse::Ok().json(RunPage {
-        data: runs,
-        next_cursor,
-    }))
+    Ok(HttpResponse::Ok().json(Page::from_overfetch(runs, limit, |r| r.id)))
 }

@@ -2,7 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 
-use crate::http::auth::{Authenticated, OPS_AND_UP};
+use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -29,10 +29,6 @@ pub struct Api;
     responses((status = 200, description = "Per-source stats", body = domain::ops::stats::Stats)),
     security(("bearer" = [])),
 )]
-async fn stats(
-    caller: Authenticated,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
-    Ok(HttpResponse::Ok().json(domain::ops::stats::collect(&state.db).await?))
+async fn stats(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    Ok(HttpResponse::Ok().json(domain::ops::stats::collect(state.reads.db()).await?))
 }

@@ -2,7 +2,7 @@
 
 use actix_web::{HttpResponse, web};
 
-use crate::http::auth::{Authenticated, OPS_AND_UP};
+use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -33,13 +33,12 @@ pub struct Api;
     security(("bearer" = [])),
 )]
 async fn trace(
-    caller: Authenticated,
+    _: Caller<OpsUp>,
     state: web::Data<AppState>,
     correlation_id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    caller.require(OPS_AND_UP)?;
     let correlation_id = correlation_id.into_inner();
-    let trace = domain::ops::trace::collect(&state.db, &correlation_id)
+    let trace = domain::ops::trace::collect(state.reads.db(), &correlation_id)
         .await
         .map_err(|e| match e {
             domain::Error::NotFound => {
