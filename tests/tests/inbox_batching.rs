@@ -14,10 +14,9 @@ use api::config::HttpSettings;
 use chrono::Utc;
 use domain::entities::{inbox_event, lead};
 use domain::inbound::inbox::receive::{Delivery, receive};
-use leadpipe_tests::webhooks::{RunningWorkers, lead_event, now, standard_headers};
+use leadpipe_tests::webhooks::{RunningWorkers, ack_id, lead_event, now, standard_headers};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
-use serde_json::Value;
 use workers::WorkerSettings;
 
 on_both_backends!(
@@ -26,13 +25,6 @@ on_both_backends!(
     a_burst_past_the_backlog_limit_is_refused_and_processing_advances,
     a_stored_event_wakes_the_workers_without_polling,
 );
-
-async fn ack_id(response: reqwest::Response) -> i64 {
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 202, "{body}");
-    body["id"].as_i64().unwrap()
-}
 
 /// Every insert of the lead with this `source_ref` fails in the database.
 async fn poison(app: &TestApp, source_ref: &str) {
