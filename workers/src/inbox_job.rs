@@ -95,9 +95,11 @@ impl InboxProcessor {
                 }
                 Ok(Applied::LostClaim) => Ok(self.lost_claim()),
                 Err(error) => {
-                    let recorded =
+                    let recorded = {
+                        let _turn = domain::db::write_turn(&self.db).await;
                         record_failure(&self.db, &event, &error, &self.settings.retry, Utc::now())
-                            .await?;
+                            .await?
+                    };
                     Ok(self.failed(event.id, &event.source, &error, recorded).await)
                 }
             }
@@ -150,8 +152,10 @@ impl InboxProcessor {
                     let error = ProcessError::Transient(reason);
                     for event in &events {
                         count_attempt(&event.source, &Err(error.clone()));
-                        let recorded =
-                            record_failure(&self.db, event, &error, retry, Utc::now()).await?;
+                        let recorded = {
+                            let _turn = domain::db::write_turn(&self.db).await;
+                            record_failure(&self.db, event, &error, retry, Utc::now()).await?
+                        };
                         self.failed(event.id, &event.source, &error, recorded).await;
                     }
                 }
