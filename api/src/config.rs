@@ -109,6 +109,12 @@ pub struct HttpSettings {
     /// before it is limited (at least the rate).
     #[arg(long, env = "LEADPIPE_WEBHOOK_BURST", default_value_t = 1000)]
     pub webhook_burst: u32,
+    /// Admission control for webhooks: while this many inbox events are
+    /// unprocessed (received, failed or processing), `POST
+    /// /webhooks/{source}` answers 503 with Retry-After and stores nothing,
+    /// so senders slow down before the database saturates. 0: off.
+    #[arg(long, env = "LEADPIPE_INBOX_BACKLOG_LIMIT", default_value_t = 10_000)]
+    pub inbox_backlog_limit: u64,
     /// A PostgreSQL streaming replica for lists, searches, timelines,
     /// stats, traces and exports (`postgres://…`); unset, the primary
     /// serves every read.
@@ -143,6 +149,7 @@ impl HttpSettings {
             auth_fail_per_minute: 30,
             webhook_rate: 500,
             webhook_burst: 1000,
+            inbox_backlog_limit: 10_000,
             database_read_url: None,
             read_max_lag_secs: 5.0,
             keyring: Keyring::for_tests(),

@@ -52,6 +52,12 @@ impl Application {
             )
         });
         let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
+        // Workers in other processes learn of stored events by NOTIFY.
+        if db.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
+            tokio::spawn(workers::wake::announce(db.clone()));
+        }
+        let admission =
+            crate::http::admission::Admission::start(db.clone(), settings.inbox_backlog_limit);
         // Runs started over HTTP open secrets with the server's own keys.
         let reconcile = workers::reconcile::ReconcileSettings {
             keyring: settings.keyring.clone(),
@@ -96,6 +102,7 @@ impl Application {
         let imports = crate::http::imports::ImportTasks::on_current_runtime();
         let state = web::Data::new(AppState {
             imports: imports.clone(),
+            admission,
             reads,
             limits,
             gauges,

@@ -25,11 +25,12 @@ mod m20261130_000501_create_reconcile;
 mod m20261201_000601_inbox_body_hash;
 // Per-lead delivery order by outbox event.
 mod m20261201_000620_outbox_event_order_indexes;
-mod m20261201_000750_subscription_secret_rotation;
 // Sealed subscription secrets need a longer column.
 mod m20261201_000610_widen_subscription_secret;
+mod m20261201_000710_inbox_unfinished_index;
 mod m20261201_000730_create_erasure;
 mod m20261201_000740_create_reconcile_rejected;
+mod m20261201_000750_subscription_secret_rotation;
 mod m20261201_000760_inbox_processed_at_index;
 
 pub struct Migrator;
@@ -57,10 +58,11 @@ impl MigratorTrait for Migrator {
             Box::new(m20261130_000501_create_reconcile::Migration),
             Box::new(m20261201_000601_inbox_body_hash::Migration),
             Box::new(m20261201_000620_outbox_event_order_indexes::Migration),
-            Box::new(m20261201_000750_subscription_secret_rotation::Migration),
             Box::new(m20261201_000610_widen_subscription_secret::Migration),
+            Box::new(m20261201_000710_inbox_unfinished_index::Migration),
             Box::new(m20261201_000730_create_erasure::Migration),
             Box::new(m20261201_000740_create_reconcile_rejected::Migration),
+            Box::new(m20261201_000750_subscription_secret_rotation::Migration),
             Box::new(m20261201_000760_inbox_processed_at_index::Migration),
         ]
     }

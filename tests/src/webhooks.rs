@@ -118,6 +118,14 @@ pub fn hmac_base64_headers(secret: &str, header: &str, body: &[u8]) -> Headers {
     ]
 }
 
+/// The inbox id of a `202` webhook answer (a new event).
+pub async fn ack_id(response: reqwest::Response) -> i64 {
+    let status = response.status();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(status, 202, "{body}");
+    body["id"].as_i64().unwrap()
+}
+
 /// A Standard Webhooks-shaped lead event: `{type, data: {id, email, name, ...}}`.
 pub fn lead_event(source_ref: &str, email: &str, updated_at: &str) -> Vec<u8> {
     serde_json::to_vec(&json!({
@@ -190,6 +198,17 @@ impl TestApp {
     ) -> reqwest::Response {
         self.post_webhook(source, &standard_headers(key, msg_id, now(), body), body)
             .await
+    }
+
+    /// `POST /api/ops/inbox/{id}/retry` as ops.
+    pub async fn retry_inbox_event(&self, id: i64) -> reqwest::Response {
+        let ops = self.token(Role::Ops, None).await;
+        self.client
+            .post(self.url(&format!("/api/ops/inbox/{id}/retry")))
+            .bearer_auth(&ops)
+            .send()
+            .await
+            .unwrap()
     }
 
     pub async fn inbox_event(&self, id: i64) -> inbox_event::Model {

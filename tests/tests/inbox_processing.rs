@@ -11,7 +11,7 @@ use domain::entities::{activity, inbox_event, lead, outbox_event};
 use domain::inbound::inbox::process::claim;
 use domain::inbound::inbox::receive::{Delivery, receive};
 use domain::lead::ingest::Outcome;
-use leadpipe_tests::webhooks::{lead_event, now, standard_headers, standard_secret};
+use leadpipe_tests::webhooks::{ack_id, lead_event, now, standard_headers, standard_secret};
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::ConnectionTrait;
 use serde_json::{Value, json};
@@ -28,13 +28,6 @@ on_both_backends!(
     processing_an_event_twice_changes_nothing,
     finished_job_rows_are_pruned_after_their_retention,
 );
-
-async fn ack_id(response: reqwest::Response) -> i64 {
-    let status = response.status();
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(status, 202, "{body}");
-    body["id"].as_i64().unwrap()
-}
 
 /// Makes every lead insert fail with a database error until `end_outage`.
 async fn start_outage(app: &TestApp) {
@@ -110,13 +103,7 @@ async fn bad_record_is_dead_until_the_mapping_is_fixed_and_the_event_retried(bac
     assert_eq!(fixed.status(), 200);
     assert_eq!(fixed.json::<Value>().await.unwrap()["secret_count"], 1);
 
-    let retry = app
-        .client
-        .post(app.url(&format!("/api/ops/inbox/{id}/retry")))
-        .bearer_auth(&ops)
-        .send()
-        .await
-        .unwrap();
+    let retry = app.retry_inbox_event(id).await;
     assert_eq!(retry.status(), 202);
     let processed = app.wait_for_state(id, "processed").await;
     assert_eq!(processed.retries, 1);
@@ -376,6 +363,13 @@ async fn finished_job_rows_are_pruned_after_their_retention(backend: Backend) {
     let body = lead_event("form-21", "ada@example.com", "2026-11-30T10:00:00Z");
     let id = ack_id(app.post_standard("webform", &key, "msg_prune", &body).await).await;
     app.wait_for_state(id, "processed").await;
+    // A retry by ops queues a job (fresh events need none: a wake-up does).
+    let retried = app.retry_inbox_event(id).await;
+    assert_eq!(retried.status(), 202);
+    app.wait_for_event(id, "processed again", |e| {
+        e.state == "processed" && e.retries == 1
+    })
+    .await;
     // apalis marks the job done just after the attempt returns.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while finished_job_count(&app).await == 0 {

@@ -1,15 +1,18 @@
-//! The inbox job: one attempt at one event — claim, apply under a timeout,
-//! record the outcome, and queue the next attempt when a retry is due.
+//! Inbox processing: batches drained by this process's inbox workers (woken
+//! by a push, polling as the fallback, and by every apalis inbox job), and
+//! one attempt at one event for callers that name it.
 
 use std::sync::Arc;
 
 use apalis::prelude::{BoxDynError, Data};
 use chrono::{DateTime, Utc};
+use domain::inbound::inbox::batch::{Settled, apply_batch, claim_batch};
 use domain::inbound::inbox::process::{
     Applied, FailureRecorded, ProcessError, apply, claim, record_failure,
 };
 use domain::lead::ingest::Outcome;
 use sea_orm::{DatabaseConnection, DbErr};
+use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::queue::{InboxQueue, ProcessInboxEvent};
@@ -81,15 +84,7 @@ impl InboxProcessor {
                         timeout.as_millis()
                     )))
                 });
-                        let label = match &result {
-                Ok(Applied::Processed { .. }) => "processed",
-                Ok(Applied::Skipped) => "skipped",
-                Ok(Applied::LostClaim) => "lost_claim",
-                Err(ProcessError::Permanent(_)) => "permanent_error",
-                Err(ProcessError::Transient(_)) => "transient_error",
-            };
-            metrics::counter!("leadpipe_inbox_attempts_total", "source" => event.source.clone(), "result" => label)
-                .increment(1);
+            count_attempt(&event.source, &result);
             match result {
                 Ok(Applied::Processed { outcome, lead_id }) => {
                     tracing::info!(outcome = outcome.as_str(), lead_id, "inbox event processed");
@@ -100,38 +95,157 @@ impl InboxProcessor {
                     Ok(Step::Skipped)
                 }
                 Ok(Applied::LostClaim) => Ok(self.lost_claim()),
-                Err(error) => self.failed(&event, error).await,
+                Err(error) => {
+                    let recorded = {
+                        let _turn = domain::db::write_turn(&self.db).await;
+                        record_failure(&self.db, &event, &error, &self.settings.retry, Utc::now())
+                            .await?
+                    };
+                    Ok(self.failed(event.id, &event.source, &error, recorded).await)
+                }
             }
         }
         .instrument(span)
         .await
     }
 
+    /// Claims up to a batch of ready events and applies them in one
+    /// transaction; returns how many it claimed (0: nothing is ready).
+    pub async fn drain_once(&self) -> Result<usize, DbErr> {
+        let now = Utc::now();
+        let lease = self.settings.sweep.lease;
+        let events = claim_batch(
+            &self.db,
+            &self.worker,
+            now,
+            lease,
+            self.settings.batch_size as u64,
+        )
+        .await?;
+        if events.is_empty() {
+            return Ok(0);
+        }
+        let span = tracing::info_span!(
+            "inbox.batch",
+            size = events.len(),
+            path = tracing::field::Empty
+        );
+        async {
+            let timeout = self.settings.attempt_timeout;
+            let retry = &self.settings.retry;
+            match tokio::time::timeout(timeout, apply_batch(&self.db, &events, retry, now)).await {
+                Ok(Ok((settled, path))) => {
+                    tracing::Span::current().record("path", path.as_str());
+                    metrics::counter!("leadpipe_inbox_batches_total", "path" => path.as_str())
+                        .increment(1);
+                    metrics::histogram!("leadpipe_inbox_batch_size").record(events.len() as f64);
+                    for done in settled {
+                        self.report(done).await;
+                    }
+                }
+                // Nothing of the batch committed: every event counts a
+                // transient failure and is retried with backoff.
+                failed => {
+                    let reason = match failed {
+                        Ok(Err(error)) => format!("database error: {error}"),
+                        _ => format!("attempt timed out after {} ms", timeout.as_millis()),
+                    };
+                    let error = ProcessError::Transient(reason);
+                    for event in &events {
+                        count_attempt(&event.source, &Err(error.clone()));
+                        let recorded = {
+                            let _turn = domain::db::write_turn(&self.db).await;
+                            record_failure(&self.db, event, &error, retry, Utc::now()).await?
+                        };
+                        self.failed(event.id, &event.source, &error, recorded).await;
+                    }
+                }
+            }
+            Ok::<(), DbErr>(())
+        }
+        .instrument(span)
+        .await?;
+        crate::wake::leads_changed(&self.db);
+        Ok(events.len())
+    }
+
+    /// Drains until nothing is ready, then waits for a wake-up or the poll
+    /// interval; a batch in flight is finished before stopping.
+    pub(crate) async fn drain_loop(self: Arc<Self>, stop: watch::Receiver<bool>) {
+        let mut work = crate::wake::inbox_work(&self.db);
+        loop {
+            work.borrow_and_update();
+            loop {
+                if *stop.borrow() {
+                    return;
+                }
+                match self.drain_once().await {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "inbox batch failed; the sweeper and the next pass will retry");
+                        break;
+                    }
+                }
+            }
+            if !crate::wake::next(&mut work, self.settings.poll_interval, &stop).await {
+                return;
+            }
+        }
+    }
+
+    async fn report(&self, done: Settled) {
+        count_attempt(&done.source, &done.result);
+        match (done.result, done.recorded) {
+            (Ok(Applied::Processed { outcome, lead_id }), _) => tracing::debug!(
+                inbox_event_id = done.id,
+                outcome = outcome.as_str(),
+                lead_id,
+                "inbox event processed"
+            ),
+            (Ok(Applied::Skipped), _) => tracing::info!(
+                inbox_event_id = done.id,
+                "inbox event skipped: event type not allowed"
+            ),
+            (Ok(Applied::LostClaim), _) | (Err(_), None) => {
+                self.lost_claim();
+            }
+            (Err(error), Some(recorded)) => {
+                self.failed(done.id, &done.source, &error, recorded).await;
+            }
+        }
+    }
+
+    /// After a failure was recorded: queue the retry's job, or count the dead.
     async fn failed(
         &self,
-        event: &domain::entities::inbox_event::Model,
-        error: ProcessError,
-    ) -> Result<Step, DbErr> {
-        let recorded =
-            record_failure(&self.db, event, &error, &self.settings.retry, Utc::now()).await?;
-        Ok(match recorded {
+        id: i64,
+        source: &str,
+        error: &ProcessError,
+        recorded: FailureRecorded,
+    ) -> Step {
+        match recorded {
             FailureRecorded::RetryAt(at) => {
-                tracing::warn!(error = %error, retry_at = %at, "inbox event failed; will retry");
-                if let Err(push) = self.queue.push(event.id, Some(at)).await {
-                    // The event is `failed` with its due time: the sweeper
-                    // pushes it once that time has passed.
+                tracing::warn!(inbox_event_id = id, error = %error, retry_at = %at, "inbox event failed; will retry");
+                let pushed = {
+                    let _turn = domain::db::write_turn(&self.db).await;
+                    self.queue.push(id, Some(at)).await
+                };
+                if let Err(push) = pushed {
+                    // The event is `failed` with its due time: the poll and
+                    // the sweeper take it once that time has passed.
                     tracing::warn!(error = %push, "could not queue the retry; the sweeper will");
                 }
                 Step::RetryScheduled(at)
             }
             FailureRecorded::Dead => {
-                metrics::counter!("leadpipe_inbox_dead_total", "source" => event.source.clone())
+                metrics::counter!("leadpipe_inbox_dead_total", "source" => source.to_owned())
                     .increment(1);
-                tracing::warn!(reason = %error, "inbox event is dead");
+                tracing::warn!(inbox_event_id = id, reason = %error, "inbox event is dead");
                 Step::Dead(error.to_string())
             }
             FailureRecorded::LostClaim => self.lost_claim(),
-        })
+        }
     }
 
     fn lost_claim(&self) -> Step {
@@ -140,17 +254,26 @@ impl InboxProcessor {
     }
 }
 
-/// The apalis task function.
+fn count_attempt(source: &str, result: &Result<Applied, ProcessError>) {
+    let label = match result {
+        Ok(Applied::Processed { .. }) => "processed",
+        Ok(Applied::Skipped) => "skipped",
+        Ok(Applied::LostClaim) => "lost_claim",
+        Err(ProcessError::Permanent(_)) => "permanent_error",
+        Err(ProcessError::Transient(_)) => "transient_error",
+    };
+    metrics::counter!("leadpipe_inbox_attempts_total", "source" => source.to_owned(), "result" => label)
+        .increment(1);
+}
+
+/// The apalis task function: a job (a retry coming due, a sweeper or ops
+/// re-enqueue) drains one batch, which takes its event if it is ready.
 pub(crate) async fn run_job(
     job: ProcessInboxEvent,
     processor: Data<Arc<InboxProcessor>>,
 ) -> Result<(), BoxDynError> {
-    processor
-        .process(job.inbox_event_id)
-        .await
-        .map(|_| ())
-        .map_err(|e| {
-            tracing::warn!(inbox_event_id = job.inbox_event_id, error = %e, "inbox job failed");
-            e.into()
-        })
+    processor.drain_once().await.map(|_| ()).map_err(|e| {
+        tracing::warn!(inbox_event_id = job.inbox_event_id, error = %e, "inbox job failed");
+        e.into()
+    })
 }

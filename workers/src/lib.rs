@@ -3,9 +3,10 @@
 //! inside this crate: the API pushes jobs through [`queue::InboxQueue`] and
 //! runs workers through [`runtime::run`].
 //!
-//! Jobs carry only an inbox event id; the `inbox_event` row holds the state,
-//! so a job that runs twice, late or never costs nothing (see
-//! `domain::inbound::inbox`).
+//! The inbox row holds an event's state, so a batch or job that runs twice,
+//! late or never costs nothing (see `domain::inbound::inbox`). Inbox workers
+//! drain batches when woken ([`wake`]), on every poll, and on every apalis
+//! inbox job (retries, sweeper and ops re-enqueues).
 
 pub mod housekeeping;
 pub mod inbox_job;
@@ -20,6 +21,7 @@ pub mod settings;
 mod shutdown;
 pub mod storage;
 pub mod sweeper;
+pub mod wake;
 
 pub use queue::InboxQueue;
 pub use settings::WorkerSettings;

@@ -57,8 +57,11 @@ pub async fn run(
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
     let loops = [
         tokio::spawn(publisher.run(settings.poll_interval, stop.clone())),
-        tokio::spawn(until_stopped(
-            crate::lead_processor::run(db.clone(), settings.poll_interval),
+        // Finishes its batch on stop, so not wrapped in `until_stopped`.
+        tokio::spawn(crate::lead_processor::run(
+            db.clone(),
+            settings.poll_interval,
+            settings.batch_size as u64,
             stop.clone(),
         )),
         tokio::spawn(until_stopped(
@@ -79,12 +82,18 @@ pub async fn run(
 
     let base = worker_base_name();
     let processor = Arc::new(InboxProcessor::new(
-        db,
+        db.clone(),
         queue.clone(),
         settings.clone(),
         base.clone(),
     ));
-    tracing::info!(worker = %base, concurrency = settings.concurrency, "inbox worker starting");
+    tracing::info!(worker = %base, concurrency = settings.concurrency, batch = settings.batch_size, "inbox worker starting");
+    let mut drains: Vec<_> = (0..settings.concurrency)
+        .map(|_| tokio::spawn(processor.clone().drain_loop(stop.clone())))
+        .collect();
+    if db.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
+        drains.push(tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
+    }
     let mut restarts: u32 = 0;
     loop {
         // apalis refuses a name whose last heartbeat is recent, so every
@@ -108,6 +117,9 @@ pub async fn run(
         }
     }
     let _ = sweeper.await;
+    for task in drains {
+        let _ = task.await;
+    }
     for task in loops {
         let _ = task.await;
     }

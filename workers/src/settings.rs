@@ -12,8 +12,10 @@ use crate::reconcile::ReconcileSettings;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerSettings {
-    /// Inbox events processed at once by this process.
+    /// Inbox workers (batches in flight) in this process.
     pub concurrency: usize,
+    /// Most inbox events (and leads) one batch takes.
+    pub batch_size: usize,
     /// How often an idle worker looks for new jobs.
     pub poll_interval: Duration,
     pub retry: RetryPolicy,
@@ -36,6 +38,7 @@ impl Default for WorkerSettings {
     fn default() -> Self {
         Self {
             concurrency: 4,
+            batch_size: 100,
             poll_interval: Duration::from_millis(500),
             retry: RetryPolicy::default(),
             attempt_timeout: Duration::from_secs(30),
@@ -65,6 +68,7 @@ impl WorkerSettings {
     pub fn for_tests() -> Self {
         Self {
             concurrency: 4,
+            batch_size: 100,
             poll_interval: Duration::from_millis(50),
             retry: RetryPolicy {
                 base: Duration::from_millis(50),
@@ -103,6 +107,9 @@ impl WorkerSettings {
     pub fn validate(&self) -> Result<(), String> {
         if self.concurrency == 0 {
             return Err("worker concurrency must be at least 1".into());
+        }
+        if self.batch_size == 0 {
+            return Err("the inbox batch size must be at least 1".into());
         }
         if self.retry.max_attempts == 0 {
             return Err("max attempts must be at least 1".into());

@@ -9,10 +9,16 @@ use workers::WorkerSettings;
 
 #[derive(Debug, Clone, Args)]
 pub struct WorkerArgs {
-    /// Inbox events processed at once by this process.
+    /// Inbox workers in this process: batches of events (and of leads) in
+    /// flight at once.
     #[arg(long, env = "LEADPIPE_WORKER_CONCURRENCY", default_value_t = 4)]
     pub worker_concurrency: usize,
-    /// How often an idle worker polls for jobs.
+    /// Most inbox events one batch claims and writes in one transaction
+    /// (lead processing uses the same size).
+    #[arg(long, env = "LEADPIPE_INBOX_BATCH", default_value_t = 100)]
+    pub inbox_batch: usize,
+    /// How often an idle worker looks for work when no wake-up came (a
+    /// stored event wakes the workers at once; this is the fallback).
     #[arg(long, env = "LEADPIPE_WORKER_POLL_INTERVAL", default_value = "500ms", value_parser = parse_duration)]
     pub worker_poll_interval: Duration,
     /// Processing attempts per inbox event before it is `dead`.
@@ -90,6 +96,7 @@ impl WorkerArgs {
     ) -> WorkerSettings {
         WorkerSettings {
             concurrency: self.worker_concurrency,
+            batch_size: self.inbox_batch,
             poll_interval: self.worker_poll_interval,
             retry: RetryPolicy {
                 base: self.retry_base,

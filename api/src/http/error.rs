@@ -40,6 +40,7 @@ pub enum ProblemKind {
     Internal,
     Unavailable,
     SecretKeyMissing,
+    InboxBacklogFull,
 }
 
 /// One problem type: its `type` URI is `/problems/{slug}`.
@@ -221,6 +222,13 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         503,
         "a secret would be stored, but the server has no sealing key (`LEADPIPE_SECRET_KEY`)",
     ),
+    problem(
+        ProblemKind::InboxBacklogFull,
+        "inbox-backlog-full",
+        "Inbox backlog full",
+        503,
+        "webhook deliveries arrive faster than the workers process them: the unprocessed inbox backlog is at `LEADPIPE_INBOX_BACKLOG_LIMIT`; nothing was stored, retry after `Retry-After`",
+    ),
 ];
 
 // Every kind's row is at its own index, so `info` is a plain lookup.
@@ -237,7 +245,7 @@ const _: () = {
         );
         i += 1;
     }
-    assert!(ProblemKind::SecretKeyMissing as usize == PROBLEMS.len() - 1);
+    assert!(ProblemKind::InboxBacklogFull as usize == PROBLEMS.len() - 1);
 };
 
 impl ProblemKind {
@@ -336,6 +344,15 @@ pub enum ApiError {
          a development setup without confidentiality"
     )]
     SecretKeyMissing,
+    /// Admission control: the inbox backlog is at its limit.
+    #[error(
+        "the inbox holds {backlog} unprocessed events (limit {limit}); nothing was stored, retry after {retry_after} seconds"
+    )]
+    InboxBacklogFull {
+        backlog: u64,
+        limit: u64,
+        retry_after: u64,
+    },
     /// The cause is logged, never sent to the client.
     #[error("internal error")]
     Internal(String),
@@ -377,6 +394,7 @@ impl ApiError {
             Self::TooManyRequests { .. } => ProblemKind::TooManyRequests,
             Self::Unavailable => ProblemKind::Unavailable,
             Self::SecretKeyMissing => ProblemKind::SecretKeyMissing,
+            Self::InboxBacklogFull { .. } => ProblemKind::InboxBacklogFull,
             Self::Internal(_) => ProblemKind::Internal,
         }
     }
@@ -475,7 +493,9 @@ impl ResponseError for ApiError {
         if matches!(self, Self::Unavailable | Self::IdempotencyKeyInFlight) {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
         }
-        if let Self::TooManyRequests { retry_after, .. } = self {
+        if let Self::TooManyRequests { retry_after, .. }
+        | Self::InboxBacklogFull { retry_after, .. } = self
+        {
             response.insert_header((header::RETRY_AFTER, retry_after.to_string()));
         }
         response.body(self.problem_body())

@@ -4,6 +4,7 @@
 //! spools, the imports running in the background and the default response
 //! headers.
 
+pub mod admission;
 pub mod auth;
 pub mod body;
 pub mod body_limit;

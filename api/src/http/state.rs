@@ -26,6 +26,8 @@ pub struct AppState {
     pub limits: Arc<crate::http::rate_limit::Limits>,
     /// Imports started over HTTP, which a graceful stop waits for.
     pub imports: crate::http::imports::ImportTasks,
+    /// Refuses webhooks while the inbox backlog is at its limit.
+    pub admission: Arc<crate::http::admission::Admission>,
     /// The database gauges, refreshed in the background for `/metrics`.
     pub gauges: Arc<crate::http::metrics::Gauges>,
 }

@@ -583,6 +583,11 @@ mod tests {
             },
             ApiError::Unavailable,
             ApiError::SecretKeyMissing,
+            ApiError::InboxBacklogFull {
+                backlog: 1,
+                limit: 1,
+                retry_after: 1,
+            },
             ApiError::Internal(String::new()),
         ];
         for err in &all {
@@ -609,6 +614,7 @@ mod tests {
                 | ApiError::TooManyRequests { .. }
                 | ApiError::Unavailable
                 | ApiError::SecretKeyMissing
+                | ApiError::InboxBacklogFull { .. }
                 | ApiError::Internal(_) => {}
             }
         }

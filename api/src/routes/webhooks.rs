@@ -1,6 +1,7 @@
 //! `POST /webhooks/{source}`: verify the raw body's signature, store the
-//! event once per event id, answer. No lead work here — a job does it — so
-//! the sender gets its answer as soon as the inbox row is committed.
+//! event once per event id, answer, and wake the inbox workers. No lead work
+//! here, so the sender gets its answer as soon as the inbox row is
+//! committed.
 
 use actix_web::http::header;
 use actix_web::post;
@@ -79,8 +80,10 @@ struct Acknowledged {
 /// The raw body (at most `LEADPIPE_MAX_BODY_BYTES`) is verified, in constant
 /// time, before anything is parsed, then stored in the inbox once per event:
 /// a unique key on `(source, event_id)`. The answer goes out right after the
-/// inbox commit; a background job turns the event into a lead. Every
-/// delivery is safe to repeat.
+/// inbox commit; the inbox workers, woken at once, turn the event into a
+/// lead. Every delivery is safe to repeat. While the workers are behind by
+/// `LEADPIPE_INBOX_BACKLOG_LIMIT` events, deliveries are refused with 503
+/// and `Retry-After`.
 #[utoipa::path(
     operation_id = "receive_webhook",
     tag = "webhooks",
@@ -96,7 +99,7 @@ struct Acknowledged {
         (status = 413, description = "`/problems/payload-too-large`: the body is over `LEADPIPE_MAX_BODY_BYTES`"),
         (status = 429, description = "`/problems/too-many-requests`: more deliveries to this source name than `LEADPIPE_WEBHOOK_RATE` per second (after a burst of `LEADPIPE_WEBHOOK_BURST`); retry after `Retry-After`", headers(("Retry-After" = String))),
         (status = 500, description = "`/problems/internal`"),
-        (status = 503, description = "`/problems/unavailable`: the database is unreachable; the sender retries"),
+        (status = 503, description = "`/problems/unavailable`: the database is unreachable; or `/problems/inbox-backlog-full`: `LEADPIPE_INBOX_BACKLOG_LIMIT` events wait unprocessed, nothing was stored. The sender retries after `Retry-After`", headers(("Retry-After" = String))),
     ),
 )]
 #[post("/webhooks/{source}")]
@@ -113,6 +116,12 @@ async fn receive_webhook(
     if let Err(limited) = state.limits.webhook(&name) {
         count(UNKNOWN_SOURCE, "rejected", "rate_limited");
         return Err(limited);
+    }
+    // Before any work: while the workers are behind, a refused delivery is
+    // cheaper for the database than a stored one.
+    if let Err(full) = state.admission.check() {
+        count(UNKNOWN_SOURCE, "rejected", "backlog_full");
+        return Err(full);
     }
     let found = if is_valid_source_name(&name) {
         source::find(&state.db, &name, &state.http.keyring).await?
@@ -166,7 +175,10 @@ async fn receive_webhook(
         body: &body,
         correlation_id: Some(correlation.0),
     };
-    let received = receive(&state.db, &source, &delivery, Utc::now()).await?;
+    let received = {
+        let _turn = domain::db::write_turn(&state.db).await;
+        receive(&state.db, &source, &delivery, Utc::now()).await?
+    };
     let result = if received.duplicate {
         "duplicate"
     } else if received.state == InboxState::Skipped {
@@ -183,15 +195,10 @@ async fn receive_webhook(
         "webhook received"
     );
     if received.needs_processing() {
-        // After the commit and off the response path: a lost push leaves the
-        // event `received`, and the sweeper queues it.
-        let jobs = state.jobs.clone();
-        let id = received.id;
-        actix_web::rt::spawn(async move {
-            if let Err(error) = jobs.push(id, None).await {
-                tracing::warn!(%error, "inbox job not queued; the sweeper will");
-            }
-        });
+        // After the commit: the workers' poll and the sweeper find the
+        // event should the wake-up be lost.
+        state.admission.admitted();
+        workers::wake::event_stored(&state.db);
     }
     Ok(acknowledge(received))
 }

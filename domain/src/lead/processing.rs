@@ -55,21 +55,86 @@ pub async fn process_lead(
 ) -> Result<Processed, Error> {
     let _turn = crate::db::write_turn(db).await;
     let txn = begin_write(db).await?;
+    let done = process_lead_in(&txn, lead_id, correlation_id).await?;
+    txn.commit().await?;
+    Ok(done)
+}
+
+/// What [`process_batch`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BatchProcessed {
+    /// Leads taken from the backlog.
+    pub taken: usize,
+    /// Leads whose processing failed for good and were given up.
+    pub given_up: Vec<i64>,
+    /// The first transient error, if any; those leads stay in the backlog.
+    pub transient: Option<String>,
+}
+
+/// Processes up to `limit` leads from the backlog in one transaction, each
+/// under its own savepoint so one failing lead never undoes the others. On
+/// PostgreSQL the leads are taken `FOR UPDATE SKIP LOCKED`, so workers
+/// running at once share the backlog without waiting on each other; on
+/// SQLite the batch holds this process's write turn.
+pub async fn process_batch(db: &DatabaseConnection, limit: u64) -> Result<BatchProcessed, Error> {
+    let _turn = crate::db::write_turn(db).await;
+    let txn = begin_write(db).await?;
+    let mut query = lead::Entity::find()
+        .select_only()
+        .column(lead::Column::Id)
+        .filter(Expr::col(lead::Column::ProcessedVersion).lt(Expr::col(lead::Column::Version)))
+        .order_by_asc(lead::Column::Id)
+        .limit(limit);
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        query = query.lock_with_behavior(
+            sea_orm::sea_query::LockType::Update,
+            sea_orm::sea_query::LockBehavior::SkipLocked,
+        );
+    }
+    let ids: Vec<i64> = query.into_tuple().all(&txn).await?;
+    let mut done = BatchProcessed {
+        taken: ids.len(),
+        ..Default::default()
+    };
+    for lead_id in ids {
+        let savepoint = sea_orm::TransactionTrait::begin(&txn).await?;
+        match process_lead_in(&savepoint, lead_id, None).await {
+            Ok(_) => savepoint.commit().await?,
+            Err(err) => {
+                savepoint.rollback().await?;
+                if err.is_transient() {
+                    done.transient.get_or_insert_with(|| err.to_string());
+                } else {
+                    tracing::error!(lead_id, error = %err, "processing a lead failed for good; skipping it");
+                    give_up(&txn, lead_id).await?;
+                    done.given_up.push(lead_id);
+                }
+            }
+        }
+    }
+    txn.commit().await?;
+    Ok(done)
+}
+
+/// Processes one lead on the caller's transaction.
+pub async fn process_lead_in<C: ConnectionTrait>(
+    txn: &C,
+    lead_id: i64,
+    correlation_id: Option<String>,
+) -> Result<Processed, Error> {
     // Row-locked, so an ingest cannot slip a new version in between our read
     // and our marking it processed.
     let Some(lead) = lead::Entity::find_by_id(lead_id)
         .lock_exclusive()
-        .one(&txn)
+        .one(txn)
         .await?
     else {
-        txn.commit().await?;
         return Ok(Processed {
             skipped: true,
             ..Default::default()
         });
     };
     if lead.processed_version >= lead.version {
-        txn.commit().await?;
         return Ok(Processed {
             skipped: true,
             ..Default::default()
@@ -78,24 +143,23 @@ pub async fn process_lead(
     // Work done for a lead carries the correlation id of the change that caused it.
     let correlation_id = match correlation_id {
         Some(id) => Some(id),
-        None => latest_correlation_id(&txn, lead_id).await?,
+        None => latest_correlation_id(txn, lead_id).await?,
     };
     let open = lead.status.is_open();
     let assigned = if lead.owner_id.is_none() && open {
-        assign_round_robin(&txn, &lead, &correlation_id).await?
+        assign_round_robin(txn, &lead, &correlation_id).await?
     } else {
         None
     };
-    let new_duplicates = link_duplicates(&txn, &lead, &correlation_id).await?;
+    let new_duplicates = link_duplicates(txn, &lead, &correlation_id).await?;
     lead::Entity::update_many()
         .col_expr(
             lead::Column::ProcessedVersion,
             Expr::col(lead::Column::Version),
         )
         .filter(lead::Column::Id.eq(lead_id))
-        .exec(&txn)
+        .exec(txn)
         .await?;
-    txn.commit().await?;
     Ok(Processed {
         assigned_to: assigned,
         new_duplicates,

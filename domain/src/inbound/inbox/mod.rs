@@ -7,6 +7,7 @@
 //! error; retried with backoff) → … → `dead` (a permanent error, or too many
 //! attempts). `skipped`: an event type the source does not allow.
 
+pub mod batch;
 pub mod ops;
 pub mod process;
 pub mod receive;

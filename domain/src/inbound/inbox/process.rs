@@ -15,8 +15,9 @@ use super::InboxState;
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::error::Error;
 use crate::inbound::mapping::map_record;
-use crate::inbound::source;
+use crate::inbound::source::{self, Source};
 use crate::lead::ingest::{IngestContext, Origin, Outcome, ingest_in};
+use crate::lead::record::NewLead;
 use crate::retry::RetryPolicy;
 
 /// Why an attempt failed, and so what happens next.
@@ -92,8 +93,23 @@ pub async fn claim<C: ConnectionTrait>(
     now: DateTime<Utc>,
     lease: Duration,
 ) -> Result<Option<Model>, DbErr> {
+    let claimed = inbox_event::Entity::update_many()
+        .col_expr(Column::State, Expr::value(InboxState::Processing.as_str()))
+        .col_expr(Column::Attempts, Expr::col(Column::Attempts).add(1))
+        .col_expr(Column::LockedAt, Expr::value(now))
+        .col_expr(Column::LockedBy, Expr::value(worker))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .filter(Column::Id.eq(id))
+        .filter(claimable(now, lease))
+        .exec_with_returning(conn)
+        .await?;
+    Ok(claimed.into_iter().next())
+}
+
+/// `received`, `failed` and due, or `processing` under an expired lease.
+pub(super) fn claimable(now: DateTime<Utc>, lease: Duration) -> Condition {
     let lease_expired = now - chrono::Duration::from_std(lease).unwrap_or(chrono::TimeDelta::MAX);
-    let claimable = Condition::any()
+    Condition::any()
         .add(Column::State.eq(InboxState::Received.as_str()))
         .add(
             Condition::all()
@@ -108,18 +124,35 @@ pub async fn claim<C: ConnectionTrait>(
             Condition::all()
                 .add(Column::State.eq(InboxState::Processing.as_str()))
                 .add(Column::LockedAt.lte(lease_expired)),
-        );
-    let claimed = inbox_event::Entity::update_many()
-        .col_expr(Column::State, Expr::value(InboxState::Processing.as_str()))
-        .col_expr(Column::Attempts, Expr::col(Column::Attempts).add(1))
-        .col_expr(Column::LockedAt, Expr::value(now))
-        .col_expr(Column::LockedBy, Expr::value(worker))
-        .col_expr(Column::UpdatedAt, Expr::value(now))
-        .filter(Column::Id.eq(id))
-        .filter(claimable)
-        .exec_with_returning(conn)
-        .await?;
-    Ok(claimed.into_iter().next())
+        )
+}
+
+/// What an event needs before the write: nothing (its type is skipped), or
+/// its record ready for `ingest`.
+pub(super) enum Prepared {
+    Skip,
+    Ingest(NewLead),
+}
+
+/// Maps and normalises the event's record under its source (`None`: the
+/// source is gone). Every error here is permanent: the same body maps the
+/// same way next time.
+pub(super) fn prepare(source: Option<&Source>, event: &Model) -> Result<Prepared, ProcessError> {
+    let source = source
+        .ok_or_else(|| ProcessError::Permanent(format!("source '{}' is gone", event.source)))?;
+    if !source.allows(event.event_type.as_deref()) {
+        return Ok(Prepared::Skip);
+    }
+    let record = map_record(&source.name, &source.mapping, &event.body)
+        .map_err(|e| ProcessError::Permanent(format!("mapping: {e}")))?;
+    Ok(Prepared::Ingest(record.normalise()?))
+}
+
+pub(super) fn context_of(event: &Model) -> IngestContext {
+    IngestContext {
+        correlation_id: event.correlation_id.clone(),
+        author_id: None,
+    }
 }
 
 /// Maps the claimed event's record and ingests it; the lead, its timeline
@@ -127,45 +160,27 @@ pub async fn claim<C: ConnectionTrait>(
 /// at all.
 #[tracing::instrument(name = "inbox.apply", skip_all, fields(inbox_event_id = event.id, source = %event.source))]
 pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, ProcessError> {
-    let source = source::find_without_secrets(db, &event.source)
-        .await?
-        .ok_or_else(|| ProcessError::Permanent(format!("source '{}' is gone", event.source)))?;
+    let source = source::find_without_secrets(db, &event.source).await?;
     let now = Utc::now();
-    if !source.allows(event.event_type.as_deref()) {
-        let done = finish(db, event, InboxState::Skipped, None, now).await?;
-        return Ok(if done {
-            Applied::Skipped
-        } else {
-            Applied::LostClaim
-        });
-    }
-    let record = map_record(&source.name, &source.mapping, &event.body)
-        .map_err(|e| ProcessError::Permanent(format!("mapping: {e}")))?;
-    let new = record.normalise()?;
-
-    let ctx = IngestContext {
-        correlation_id: event.correlation_id.clone(),
-        author_id: None,
+    let new = match prepare(source.as_ref(), event)? {
+        Prepared::Skip => {
+            let done = finish(db, event, InboxState::Skipped, None, now).await?;
+            return Ok(if done {
+                Applied::Skipped
+            } else {
+                Applied::LostClaim
+            });
+        }
+        Prepared::Ingest(new) => new,
     };
     // Immediate on SQLite: the write path reads (tombstones) before it
     // writes, and a deferred transaction could not upgrade past a writer.
+    let _turn = crate::db::write_turn(db).await;
     let txn = crate::db::begin_write(db).await?;
-    let ingested = ingest_in(&txn, &new, Origin::Webhook, &ctx).await?;
-    let done = finish(
-        &txn,
-        event,
-        InboxState::Processed,
-        Some((ingested.outcome, ingested.lead_id())),
-        now,
-    )
-    .await?;
-    if !done {
+    let ingested = ingest_in(&txn, &new, Origin::Webhook, &context_of(event)).await?;
+    if !finish_ingested(&txn, event, &ingested, now).await? {
         txn.rollback().await?;
         return Ok(Applied::LostClaim);
-    }
-    if ingested.outcome == Outcome::Suppressed {
-        // The person was erased: their data must not stay here either.
-        crate::lead::erasure::blank_inbox_bodies(&txn, Column::Id.eq(event.id)).await?;
     }
     txn.commit().await?;
     Ok(Applied::Processed {
@@ -218,8 +233,28 @@ pub async fn record_failure<C: ConnectionTrait>(
     })
 }
 
+/// Ends an attempt that ingested its record: `processed` with the outcome;
+/// a suppressed event (its key was erased) keeps no body either. False when
+/// the claim was lost meanwhile.
+pub(super) async fn finish_ingested<C: ConnectionTrait>(
+    conn: &C,
+    event: &Model,
+    ingested: &crate::lead::ingest::Ingested,
+    now: DateTime<Utc>,
+) -> Result<bool, DbErr> {
+    let result = Some((ingested.outcome, ingested.lead_id()));
+    if !finish(conn, event, InboxState::Processed, result, now).await? {
+        return Ok(false);
+    }
+    if ingested.outcome == Outcome::Suppressed {
+        // The person was erased: their data must not stay here either.
+        crate::lead::erasure::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
+    }
+    Ok(true)
+}
+
 /// Ends a successful attempt; false when the claim was lost meanwhile.
-async fn finish<C: ConnectionTrait>(
+pub(super) async fn finish<C: ConnectionTrait>(
     conn: &C,
     event: &Model,
     state: InboxState,

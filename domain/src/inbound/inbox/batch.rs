@@ -1,0 +1,282 @@
+//! Processing many inbox events at once. A worker claims up to N ready
+//! events in one statement, maps them, and writes all their leads and all
+//! their outcomes in one transaction: one commit (one fsync) for the batch
+//! instead of several per event.
+//!
+//! A bad event never fails its batch. Mapping errors are settled before the
+//! write. Should the batched write itself fail (a row the database refuses),
+//! the batch is written again one event per savepoint, still in one
+//! transaction: the good events commit together and each failing one
+//! records its own error and takes its retry or dead path.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, Query};
+use sea_orm::{
+    ColumnTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
+    QueryFilter, TransactionTrait,
+};
+
+use super::InboxState;
+use super::process::{
+    Applied, FailureRecorded, Prepared, ProcessError, claimable, context_of, finish,
+    finish_ingested, prepare, record_failure,
+};
+use crate::entities::inbox_event::{self, Column, Model};
+use crate::inbound::source::{self, Source};
+use crate::lead::ingest::{IngestItem, Origin, ingest_in, ingest_many_in};
+use crate::retry::RetryPolicy;
+
+/// The outcome of one event of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    pub id: i64,
+    pub source: String,
+    pub result: Result<Applied, ProcessError>,
+    /// For a failure: what was recorded (retry at, dead, or lost claim).
+    pub recorded: Option<FailureRecorded>,
+}
+
+/// How a batch was written, for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchPath {
+    /// All events in one multi-row write.
+    Whole,
+    /// The multi-row write failed; one savepoint per event.
+    Split,
+}
+
+impl BatchPath {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Whole => "whole",
+            Self::Split => "split",
+        }
+    }
+}
+
+/// Claims up to `limit` ready events (oldest first) for `worker`, in one
+/// statement. On PostgreSQL the candidates are taken `FOR UPDATE SKIP
+/// LOCKED`, so workers claiming at once never wait for nor share an event;
+/// on SQLite the statement runs in this process's write turn (SQLite has one
+/// writer anyway). Each returned row counts this attempt in `attempts`.
+pub async fn claim_batch(
+    db: &DatabaseConnection,
+    worker: &str,
+    now: DateTime<Utc>,
+    lease: Duration,
+    limit: u64,
+) -> Result<Vec<Model>, DbErr> {
+    let mut candidates = Query::select();
+    candidates
+        .column(Column::Id)
+        .from(inbox_event::Entity)
+        // Implies the partial index's predicate, so the planner can use it.
+        .and_where(Column::State.is_in(UNFINISHED.map(InboxState::as_str)))
+        .cond_where(claimable(now, lease))
+        .order_by(Column::Id, sea_orm::Order::Asc)
+        .limit(limit);
+    if db.get_database_backend() == DbBackend::Postgres {
+        candidates.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+    }
+    let _turn = crate::db::write_turn(db).await;
+    let mut claimed = inbox_event::Entity::update_many()
+        .col_expr(Column::State, Expr::value(InboxState::Processing.as_str()))
+        .col_expr(Column::Attempts, Expr::col(Column::Attempts).add(1))
+        .col_expr(Column::LockedAt, Expr::value(now))
+        .col_expr(Column::LockedBy, Expr::value(worker))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .filter(Column::Id.in_subquery(candidates))
+        .filter(claimable(now, lease))
+        .exec_with_returning(db)
+        .await?;
+    claimed.sort_by_key(|e| e.id);
+    Ok(claimed)
+}
+
+/// States in which an event still waits for (or is in) an attempt.
+pub const UNFINISHED: [InboxState; 3] = [
+    InboxState::Received,
+    InboxState::Failed,
+    InboxState::Processing,
+];
+
+/// Events not yet finished: the backlog the workers have to work through.
+pub async fn backlog_size(db: &DatabaseConnection) -> Result<u64, DbErr> {
+    use sea_orm::PaginatorTrait;
+    inbox_event::Entity::find()
+        .filter(Column::State.is_in(UNFINISHED.map(InboxState::as_str)))
+        .count(db)
+        .await
+}
+
+/// Applies claimed events: every lead, timeline and outbox row and every
+/// event's outcome commit in one transaction. Returns each event's outcome
+/// and how the batch was written. An `Err` is the database failing outside
+/// any one event (begin, commit); the events then stay claimed until their
+/// lease runs out, or until the caller records the failure.
+pub async fn apply_batch(
+    db: &DatabaseConnection,
+    events: &[Model],
+    policy: &RetryPolicy,
+    now: DateTime<Utc>,
+) -> Result<(Vec<Settled>, BatchPath), DbErr> {
+    let mut sources: HashMap<&str, Option<Source>> = HashMap::new();
+    for event in events {
+        if !sources.contains_key(event.source.as_str()) {
+            let found = source::find_without_secrets(db, &event.source).await?;
+            sources.insert(event.source.as_str(), found);
+        }
+    }
+    let prepared: Vec<Result<Prepared, ProcessError>> = events
+        .iter()
+        .map(|e| prepare(sources.get(e.source.as_str()).and_then(Option::as_ref), e))
+        .collect();
+
+    let _turn = crate::db::write_turn(db).await;
+    let txn = crate::db::begin_write(db).await?;
+    match write_whole(&txn, events, &prepared, now).await {
+        Ok(Some(applied)) => {
+            let settled = settle(&txn, events, applied, policy, now).await?;
+            txn.commit().await?;
+            return Ok((settled, BatchPath::Whole));
+        }
+        // A lost claim (or a failing row) must not take the others with it.
+        Ok(None) | Err(_) => txn.rollback().await?,
+    }
+    let txn = crate::db::begin_write(db).await?;
+    let applied = write_split(&txn, events, prepared, now).await?;
+    let settled = settle(&txn, events, applied, policy, now).await?;
+    txn.commit().await?;
+    Ok((settled, BatchPath::Split))
+}
+
+/// One multi-row ingest for every event to ingest; `None` when any claim was
+/// lost (the caller rolls back and splits).
+async fn write_whole(
+    txn: &DatabaseTransaction,
+    events: &[Model],
+    prepared: &[Result<Prepared, ProcessError>],
+    now: DateTime<Utc>,
+) -> Result<Option<Vec<Result<Applied, ProcessError>>>, DbErr> {
+    let mut items = Vec::new();
+    let mut positions = Vec::new();
+    for (index, (event, prep)) in events.iter().zip(prepared).enumerate() {
+        if let Ok(Prepared::Ingest(new)) = prep {
+            items.push(IngestItem {
+                new: new.clone(),
+                origin: Origin::Webhook,
+                ctx: context_of(event),
+            });
+            positions.push(index);
+        }
+    }
+    let ingested = if items.is_empty() {
+        Vec::new()
+    } else {
+        ingest_many_in(txn, &items).await?
+    };
+    let mut applied: Vec<Result<Applied, ProcessError>> = prepared
+        .iter()
+        .map(|p| match p {
+            Err(error) => Err(error.clone()),
+            Ok(_) => Ok(Applied::Skipped),
+        })
+        .collect();
+    for (index, done) in positions.into_iter().zip(ingested) {
+        if !finish_ingested(txn, &events[index], &done, now).await? {
+            return Ok(None);
+        }
+        applied[index] = Ok(Applied::Processed {
+            outcome: done.outcome,
+            lead_id: done.lead_id(),
+        });
+    }
+    for (index, prep) in prepared.iter().enumerate() {
+        if matches!(prep, Ok(Prepared::Skip))
+            && !finish(txn, &events[index], InboxState::Skipped, None, now).await?
+        {
+            applied[index] = Ok(Applied::LostClaim);
+        }
+    }
+    Ok(Some(applied))
+}
+
+/// Each event under its own savepoint: a failing one is rolled back alone.
+async fn write_split(
+    txn: &DatabaseTransaction,
+    events: &[Model],
+    prepared: Vec<Result<Prepared, ProcessError>>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Result<Applied, ProcessError>>, DbErr> {
+    let mut applied = Vec::with_capacity(events.len());
+    for (event, prep) in events.iter().zip(prepared) {
+        let new = match prep {
+            Err(error) => {
+                applied.push(Err(error));
+                continue;
+            }
+            Ok(Prepared::Skip) => {
+                let done = finish(txn, event, InboxState::Skipped, None, now).await?;
+                applied.push(Ok(if done {
+                    Applied::Skipped
+                } else {
+                    Applied::LostClaim
+                }));
+                continue;
+            }
+            Ok(Prepared::Ingest(new)) => new,
+        };
+        let savepoint = txn.begin().await?;
+        let written = match ingest_in(&savepoint, &new, Origin::Webhook, &context_of(event)).await {
+            Ok(done) => finish_ingested(&savepoint, event, &done, now)
+                .await
+                .map(|kept| (kept, done)),
+            Err(error) => Err(error),
+        };
+        match written {
+            Ok((true, done)) => {
+                savepoint.commit().await?;
+                applied.push(Ok(Applied::Processed {
+                    outcome: done.outcome,
+                    lead_id: done.lead_id(),
+                }));
+            }
+            Ok((false, _)) => {
+                savepoint.rollback().await?;
+                applied.push(Ok(Applied::LostClaim));
+            }
+            Err(error) => {
+                savepoint.rollback().await?;
+                applied.push(Err(ProcessError::from(error)));
+            }
+        }
+    }
+    Ok(applied)
+}
+
+/// Records every failure in the batch's transaction.
+async fn settle(
+    txn: &DatabaseTransaction,
+    events: &[Model],
+    applied: Vec<Result<Applied, ProcessError>>,
+    policy: &RetryPolicy,
+    now: DateTime<Utc>,
+) -> Result<Vec<Settled>, DbErr> {
+    let mut settled = Vec::with_capacity(events.len());
+    for (event, result) in events.iter().zip(applied) {
+        let recorded = match &result {
+            Err(error) => Some(record_failure(txn, event, error, policy, now).await?),
+            Ok(_) => None,
+        };
+        settled.push(Settled {
+            id: event.id,
+            source: event.source.clone(),
+            result,
+            recorded,
+        });
+    }
+    Ok(settled)
+}

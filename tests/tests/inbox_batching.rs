@@ -1,0 +1,365 @@
+//! Batched inbox processing: a poisoned event fails alone, several workers
+//! share one backlog without taking an event twice, senders that outrun the
+//! workers are refused before processing starves, and a stored event wakes
+//! the workers without waiting for a poll.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use api::config::HttpSettings;
+use chrono::Utc;
+use domain::entities::{inbox_event, lead};
+use domain::inbound::inbox::receive::{Delivery, receive};
+use leadpipe_tests::webhooks::{RunningWorkers, ack_id, lead_event, now, standard_headers};
+use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
+use workers::WorkerSettings;
+
+on_both_backends!(
+    a_poisoned_event_fails_alone_while_its_batch_commits_together,
+    two_workers_drain_one_backlog_taking_each_event_once,
+    a_burst_past_the_backlog_limit_is_refused_and_processing_advances,
+    a_stored_event_wakes_the_workers_without_polling,
+);
+
+/// Every insert of the lead with this `source_ref` fails in the database.
+async fn poison(app: &TestApp, source_ref: &str) {
+    let statements = match app.backend {
+        Backend::Sqlite => vec![format!(
+            "CREATE TRIGGER poison BEFORE INSERT ON lead WHEN NEW.source_ref = '{source_ref}' \
+             BEGIN SELECT RAISE(ABORT, 'poisoned row'); END"
+        )],
+        Backend::Postgres => vec![
+            format!(
+                "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
+                 BEGIN IF NEW.source_ref = '{source_ref}' THEN \
+                 RAISE EXCEPTION 'poisoned row'; END IF; RETURN NEW; END $$"
+            ),
+            "CREATE TRIGGER poison BEFORE INSERT ON lead FOR EACH ROW EXECUTE FUNCTION poison()"
+                .to_owned(),
+        ],
+    };
+    for sql in statements {
+        app.db.execute_unprepared(&sql).await.unwrap();
+    }
+}
+
+async fn count_in_state(app: &TestApp, state: &str) -> u64 {
+    inbox_event::Entity::find()
+        .filter(inbox_event::Column::State.eq(state))
+        .count(&app.db)
+        .await
+        .unwrap()
+}
+
+async fn wait_until(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+async fn a_poisoned_event_fails_alone_while_its_batch_commits_together(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    poison(&app, "form-poison").await;
+    let mut ids = Vec::new();
+    for i in 0..9 {
+        if i == 4 {
+            let body = lead_event("form-poison", "bad@example.com", "2026-11-30T10:00:00Z");
+            ids.push(
+                ack_id(
+                    app.post_standard("webform", &key, "msg_poison", &body)
+                        .await,
+                )
+                .await,
+            );
+        }
+        let body = lead_event(
+            &format!("form-{i}"),
+            "ada@example.com",
+            "2026-11-30T10:00:00Z",
+        );
+        ids.push(
+            ack_id(
+                app.post_standard("webform", &key, &format!("msg_{i}"), &body)
+                    .await,
+            )
+            .await,
+        );
+    }
+    let poisoned = ids[4];
+
+    // Driven by hand, one batch per call, as a woken worker does.
+    let mut settings = WorkerSettings::for_tests();
+    settings.retry.max_attempts = 2;
+    let processor = app.processor(settings);
+    assert_eq!(processor.drain_once().await.unwrap(), 10);
+
+    let mut stamps = Vec::new();
+    for &id in ids.iter().filter(|&&id| id != poisoned) {
+        let event = app.inbox_event(id).await;
+        assert_eq!((event.state.as_str(), event.attempts), ("processed", 1));
+        stamps.push(event.processed_at.unwrap());
+    }
+    // One transaction wrote them all: one processing time.
+    stamps.dedup();
+    assert_eq!(stamps.len(), 1, "{stamps:?}");
+    assert_eq!(app.count(lead::Entity).await, 9);
+
+    let failed = app.inbox_event(poisoned).await;
+    assert_eq!((failed.state.as_str(), failed.attempts), ("failed", 1));
+    assert!(failed.last_error.unwrap().contains("poisoned row"));
+    let due = failed.next_attempt_at.unwrap();
+
+    // Its retry: the last attempt, so it is dead with its reason.
+    let wait = (due - Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(wait + Duration::from_millis(20)).await;
+    assert_eq!(processor.drain_once().await.unwrap(), 1);
+    let dead = app.inbox_event(poisoned).await;
+    assert_eq!((dead.state.as_str(), dead.attempts), ("dead", 2));
+    let reason = dead.last_error.unwrap();
+    assert!(reason.starts_with("gave up after 2 attempts: "), "{reason}");
+    assert!(reason.contains("poisoned row"), "{reason}");
+    assert_eq!(app.count(lead::Entity).await, 9);
+    assert_eq!(processor.drain_once().await.unwrap(), 0);
+}
+
+async fn two_workers_drain_one_backlog_taking_each_event_once(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    // 60 leads, each sent twice (a newer version second): 120 events.
+    let posts = (0..120).map(|i| {
+        let (lead, version) = (i % 60, i / 60);
+        let body = lead_event(
+            &format!("form-{lead}"),
+            &format!("v{version}-{lead}@example.com"),
+            &format!("2026-11-30T1{version}:00:00Z"),
+        );
+        let headers = standard_headers(&key, &format!("msg_{i}"), now(), &body);
+        let app = &app;
+        async move { ack_id(app.post_webhook("webform", &headers, &body).await).await }
+    });
+    let ids = futures::future::join_all(posts).await;
+    assert_eq!(ids.len(), 120);
+
+    // Two worker runtimes (as two processes would), small batches, so their
+    // claims interleave.
+    let mut settings = WorkerSettings::for_tests();
+    settings.batch_size = 7;
+    let first = RunningWorkers::start(app.db.clone(), settings.clone());
+    let second = RunningWorkers::start(app.db.clone(), settings);
+    wait_until(
+        "every event processed",
+        Duration::from_secs(20),
+        async || count_in_state(&app, "processed").await == 120,
+    )
+    .await;
+    first.stop().await;
+    second.stop().await;
+
+    let events = inbox_event::Entity::find().all(&app.db).await.unwrap();
+    // Exactly once each: one attempt, by one of the two workers.
+    assert!(
+        events.iter().all(|e| e.attempts == 1),
+        "an event was claimed twice"
+    );
+    let leads = lead::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(leads.len(), 60);
+    let mut changes: HashMap<i64, i64> = HashMap::new();
+    for event in &events {
+        if matches!(event.outcome.as_deref(), Some("created" | "updated")) {
+            *changes.entry(event.lead_id.unwrap()).or_default() += 1;
+        }
+    }
+    for lead in leads {
+        // The newer version won, whichever worker saw it first, and the
+        // version counts exactly the changes applied.
+        let n = lead.source_ref.trim_start_matches("form-");
+        assert_eq!(
+            lead.email.as_deref(),
+            Some(format!("v1-{n}@example.com").as_str())
+        );
+        assert_eq!(lead.version, changes[&lead.id], "lead {}", lead.source_ref);
+    }
+}
+
+async fn a_burst_past_the_backlog_limit_is_refused_and_processing_advances(backend: Backend) {
+    let mut app = TestApp::spawn_with(
+        backend,
+        HttpSettings {
+            inbox_backlog_limit: 30,
+            ..HttpSettings::for_tests()
+        },
+    )
+    .await;
+    let key = Arc::new(app.standard_source("webform").await);
+
+    // No workers yet: the backlog fills to the limit, then deliveries are
+    // refused and nothing more is stored. (A receipt racing the background
+    // count may be counted twice, so the refusal may come a little early.)
+    let mut filled = 0;
+    let refused = loop {
+        let body = lead_event(
+            &format!("form-{filled}"),
+            "ada@example.com",
+            "2026-11-30T10:00:00Z",
+        );
+        let response = app
+            .post_standard("webform", &key, &format!("msg_{filled}"), &body)
+            .await;
+        if response.status() != 202 || filled == 40 {
+            break response;
+        }
+        filled += 1;
+    };
+    assert!((25..=30).contains(&filled), "refused after {filled} events");
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let problem = assert_problem(refused, 503, "/problems/inbox-backlog-full").await;
+    assert!(
+        problem["detail"].as_str().unwrap().contains("limit 30"),
+        "{problem}"
+    );
+    assert_eq!(app.count(inbox_event::Entity).await, filled);
+
+    // Senders keep going as fast as they can while the workers run.
+    let sending = Arc::new(AtomicBool::new(true));
+    let (accepted, rejected) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let senders: Vec<_> = (0..4)
+        .map(|sender| {
+            let (client, url, key) = (
+                app.client.clone(),
+                app.url("/webhooks/webform"),
+                key.clone(),
+            );
+            let (sending, accepted, rejected) =
+                (sending.clone(), accepted.clone(), rejected.clone());
+            tokio::spawn(async move {
+                let mut i = 0;
+                while sending.load(Ordering::Relaxed) {
+                    i += 1;
+                    let body = lead_event(
+                        &format!("burst-{sender}-{i}"),
+                        "b@example.com",
+                        "2026-11-30T10:00:00Z",
+                    );
+                    let mut request = client.post(&url).body(body.clone());
+                    for (name, value) in
+                        standard_headers(&key, &format!("msg_b{sender}_{i}"), now(), &body)
+                    {
+                        request = request.header(name, value);
+                    }
+                    match request.send().await.unwrap().status().as_u16() {
+                        202 => accepted.fetch_add(1, Ordering::Relaxed),
+                        503 => rejected.fetch_add(1, Ordering::Relaxed),
+                        other => panic!("unexpected status {other}"),
+                    };
+                }
+            })
+        })
+        .collect();
+    app.start_workers(WorkerSettings::for_tests());
+    // Processing advances while the senders are still sending.
+    wait_until(
+        "processing advanced during the burst",
+        Duration::from_secs(20),
+        async || count_in_state(&app, "processed").await >= 60,
+    )
+    .await;
+    assert!(sending.load(Ordering::Relaxed));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    sending.store(false, Ordering::Relaxed);
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    assert!(
+        rejected.load(Ordering::Relaxed) > 0,
+        "the burst was never refused"
+    );
+    assert!(
+        accepted.load(Ordering::Relaxed) > 0,
+        "nothing was accepted once workers ran"
+    );
+    let metrics = app.metrics().await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("leadpipe_webhook_deliveries_total")
+                && l.contains("reason=\"backlog_full\"")),
+        "no backlog_full count in the metrics"
+    );
+    // Whatever was accepted is processed; nothing refused was stored.
+    let stored = app.count(inbox_event::Entity).await;
+    assert_eq!(stored, filled + accepted.load(Ordering::Relaxed));
+    wait_until("the backlog drained", Duration::from_secs(20), async || {
+        count_in_state(&app, "processed").await == stored
+    })
+    .await;
+    app.stop_workers().await;
+}
+
+async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
+    let mut app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let mut settings = WorkerSettings::for_tests();
+    // No poll, sweep or retry would find the event in time.
+    settings.poll_interval = Duration::from_secs(600);
+    settings.sweep_interval = Duration::from_secs(600);
+    settings.sweep.grace = Duration::from_secs(600);
+    app.start_workers(settings);
+    // The workers' first pass (at start) has found nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let body = lead_event("form-1", "ada@example.com", "2026-11-30T10:00:00Z");
+    let id = ack_id(app.post_standard("webform", &key, "msg_wake", &body).await).await;
+    wait_until(
+        "the event was processed",
+        Duration::from_secs(5),
+        async || app.inbox_event(id).await.state == "processed",
+    )
+    .await;
+
+    if backend == Backend::Postgres {
+        // Stored by another process (no in-process signal), announced by
+        // NOTIFY: the listener wakes the workers.
+        let source = domain::inbound::source::find(
+            &app.db,
+            "webform",
+            &domain::sealed::Keyring::for_tests(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        let body = lead_event("form-2", "ada@example.com", "2026-11-30T10:00:00Z");
+        let headers = standard_headers(&key, "msg_elsewhere", now(), &body);
+        let other = sea_orm::Database::connect(&app.database_url).await.unwrap();
+        let received = receive(
+            &other,
+            &source,
+            &Delivery {
+                headers: &headers,
+                body: &body,
+                correlation_id: None,
+            },
+            Utc::now(),
+        )
+        .await
+        .unwrap();
+        other
+            .execute_unprepared(&format!("NOTIFY {}", workers::wake::CHANNEL))
+            .await
+            .unwrap();
+        wait_until(
+            "the notified event was processed",
+            Duration::from_secs(5),
+            async || app.inbox_event(received.id).await.state == "processed",
+        )
+        .await;
+    }
+    app.stop_workers().await;
+}
