@@ -4,16 +4,15 @@
 //! endpoint (problem responses, correlation ids, Idempotency-Key headers).
 //!
 //! The operations come from the same registration that serves the routes
-//! (`crate::routes::configure`), so a route cannot be served undescribed.
+//! (`crate::routes::registered`, handed to `document`), so a route cannot be
+//! served undescribed.
 //! `api/openapi.json` is the committed copy. The `openapi` test fails when
 //! the served document differs from it, or when actix serves a route the
 //! document lacks; `LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests
 //! --test openapi` rewrites the file.
 
-use actix_web::get;
 use std::sync::OnceLock;
 
-use actix_web::HttpResponse;
 use utoipa::OpenApi as _;
 use utoipa::openapi::content::ContentBuilder;
 use utoipa::openapi::example::{Example, ExampleBuilder};
@@ -29,35 +28,17 @@ use utoipa::openapi::{
 };
 
 use crate::http::error::{PROBLEM_JSON, Problem, ProblemKind, ProblemType, problem_table_markdown};
-use crate::routes::Routes;
 
-pub fn configure(cfg: &mut Routes<'_>) {
-    cfg.service(serve);
-}
-
-/// This document: the OpenAPI 3.1 description of the API.
-///
-/// **Roles:** anyone (no token).
-///
-/// The same document is committed as `api/openapi.json`.
-#[utoipa::path(
-    operation_id = "openapi",
-    tag = "meta",
-    responses((status = 200, description = "The OpenAPI document", content_type = "application/json", body = Object)),
-)]
-#[get("/openapi.json")]
-async fn serve() -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(document())
-}
+/// The operations the routes register, and every schema they name.
+pub type Registered = (Paths, Vec<(String, RefOr<Schema>)>);
 
 /// The document as served: pretty-printed JSON and a final newline, built
-/// once per process.
-pub fn document() -> &'static str {
+/// once per process from what `registered` returns (the routes' own
+/// registration, `crate::routes::registered`).
+pub fn document(registered: fn() -> Registered) -> &'static str {
     static DOCUMENT: OnceLock<String> = OnceLock::new();
     DOCUMENT.get_or_init(|| {
-        let mut text = build()
+        let mut text = build(registered())
             .to_pretty_json()
             .unwrap_or_else(|err| format!("{{\"error\": \"{err}\"}}"));
         text.push('\n');
@@ -69,21 +50,9 @@ pub fn document() -> &'static str {
 #[openapi(components(schemas(Problem, ProblemType, domain::FieldError)))]
 struct Meta;
 
-/// The operations the routes register, and the schemas they name.
-fn registered() -> (Paths, Vec<(String, RefOr<Schema>)>) {
-    let mut parts = None;
-    let _ = actix_web::App::new().configure(|cfg| {
-        let mut routes = crate::routes::Routes::new(cfg);
-        crate::routes::configure(&mut routes, true);
-        parts = Some(routes.into_parts());
-    });
-    parts.unwrap_or_default()
-}
-
 /// Every operation the routes register, and the rules below.
-pub fn build() -> OpenApi {
+pub fn build((paths, schemas): Registered) -> OpenApi {
     let mut doc = Meta::openapi();
-    let (paths, schemas) = registered();
     doc.paths = paths;
     doc.components
         .get_or_insert_with(Default::default)
@@ -660,37 +629,5 @@ mod tests {
             !text.contains("{{"),
             "a placeholder was left in the description"
         );
-    }
-
-    /// The document keeps one schema of a name, so two handlers' types with
-    /// one name would silently share a schema.
-    #[test]
-    fn no_two_handlers_name_different_schemas_alike() {
-        let mut seen = std::collections::BTreeMap::new();
-        for (name, schema) in registered().1 {
-            let schema = serde_json::to_value(&schema).expect("schema serialises");
-            if let Some(earlier) = seen.insert(name.clone(), schema.clone()) {
-                assert_eq!(
-                    earlier, schema,
-                    "two different schemas are named {name}: rename one with #[schema(as = …)]"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn operation_ids_are_unique() {
-        let doc = build();
-        let mut seen = std::collections::HashSet::new();
-        for item in doc.paths.paths.values() {
-            for op in [&item.get, &item.post, &item.put, &item.patch, &item.delete]
-                .into_iter()
-                .flatten()
-            {
-                let id = op.operation_id.clone().unwrap_or_default();
-                assert!(!id.is_empty(), "an operation has no operationId");
-                assert!(seen.insert(id.clone()), "operationId {id} is used twice");
-            }
-        }
     }
 }

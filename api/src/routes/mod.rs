@@ -19,6 +19,7 @@ pub mod imports;
 pub mod lead_data;
 pub mod leads;
 pub mod metrics;
+pub mod openapi_json;
 pub mod ops;
 pub mod principals;
 pub mod sources;
@@ -67,7 +68,7 @@ impl<'a> Routes<'a> {
 /// so the order matters only between a literal segment and a parameter in
 /// one module (`/api/ops/inbox/retry` before `/api/ops/inbox/{id}`).
 pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
-    crate::openapi::configure(cfg);
+    openapi_json::configure(cfg);
     docs::configure(cfg);
     if metrics {
         metrics::configure(cfg);
@@ -90,4 +91,53 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     ops::inbox::configure(cfg);
     ops::reconcile_rejected::configure(cfg);
     ops::reconcile::configure(cfg);
+}
+
+/// The operations every route registers, and the schemas they name: what
+/// the OpenAPI document describes.
+pub fn registered() -> crate::openapi::Registered {
+    let mut parts = None;
+    let _ = actix_web::App::new().configure(|cfg| {
+        let mut routes = Routes::new(cfg);
+        configure(&mut routes, true);
+        parts = Some(routes.into_parts());
+    });
+    parts.unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The document keeps one schema of a name, so two handlers' types with
+    /// one name would silently share a schema.
+    #[test]
+    fn no_two_handlers_name_different_schemas_alike() {
+        let mut seen = std::collections::BTreeMap::new();
+        for (name, schema) in registered().1 {
+            let schema = serde_json::to_value(&schema).expect("schema serialises");
+            if let Some(earlier) = seen.insert(name.clone(), schema.clone()) {
+                assert_eq!(
+                    earlier, schema,
+                    "two different schemas are named {name}: rename one with #[schema(as = …)]"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn operation_ids_are_unique() {
+        let doc = crate::openapi::build(registered());
+        let mut seen = std::collections::HashSet::new();
+        for item in doc.paths.paths.values() {
+            for op in [&item.get, &item.post, &item.put, &item.patch, &item.delete]
+                .into_iter()
+                .flatten()
+            {
+                let id = op.operation_id.clone().unwrap_or_default();
+                assert!(!id.is_empty(), "an operation has no operationId");
+                assert!(seen.insert(id.clone()), "operationId {id} is used twice");
+            }
+        }
+    }
 }

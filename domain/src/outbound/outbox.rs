@@ -90,3 +90,17 @@ pub fn new_event(
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_subscribable_type_has_a_schema() {
+        let names: Vec<&str> = events::catalogue().iter().map(|e| e.name).collect();
+        assert_eq!(names, EVENT_TYPES);
+        for event in events::catalogue() {
+            assert_eq!(event.schema["type"], "object", "{}", event.name);
+        }
+    }
+}
