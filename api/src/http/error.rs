@@ -10,6 +10,8 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use domain::FieldError;
 use domain::lead::status::TransitionError;
+
+use crate::routes::leads::wire::LeadConversionOut;
 use serde::Serialize;
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
@@ -529,7 +531,8 @@ impl From<domain::Error> for ApiError {
             },
             domain::Error::AlreadyConverted(conversion) => Self::AlreadyConverted {
                 lead_id: conversion.lead_id,
-                conversion: serde_json::to_value(&*conversion).unwrap_or_default(),
+                conversion: serde_json::to_value(LeadConversionOut::from(*conversion))
+                    .unwrap_or_default(),
             },
             domain::Error::Sealed(domain::sealed::SealError::NoKey) => Self::SecretKeyMissing,
             domain::Error::Sealed(other) => Self::internal(other),

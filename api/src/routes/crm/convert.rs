@@ -4,7 +4,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
 use domain::crm::conversion::{self, ConvertRequest, Converted};
-use domain::entities::lead_conversion;
+use domain::entities::{company, contact, deal, lead_conversion};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -16,6 +16,8 @@ use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use crate::routes::leads::LeadOut;
+use crate::routes::leads::wire::LeadConversionOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(convert).service(get_conversion);
@@ -30,18 +32,43 @@ struct ConvertIn {
     deal: Option<DealIn>,
 }
 
+/// The records a conversion produced or linked.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Converted)]
+struct ConvertedOut {
+    lead: LeadOut,
+    contact: contact::Model,
+    contact_created: bool,
+    company: Option<company::Model>,
+    company_created: bool,
+    deal: Option<deal::Model>,
+}
+
+impl From<Converted> for ConvertedOut {
+    fn from(c: Converted) -> Self {
+        Self {
+            lead: c.lead.into(),
+            contact: c.contact,
+            contact_created: c.contact_created,
+            company: c.company,
+            company_created: c.company_created,
+            deal: c.deal,
+        }
+    }
+}
+
 /// The converted lead and the records it became.
 #[derive(Serialize, ToSchema)]
 struct ConvertOut {
     #[serde(flatten)]
-    converted: Converted,
+    converted: ConvertedOut,
     conversion: Ids,
 }
 
 impl Versioned for ConvertOut {
     /// The lead's: the conversion's `ETag` is the lead's new version.
     fn version(&self) -> i64 {
-        self.converted.lead.version
+        self.converted.lead.lead.version
     }
 }
 
@@ -103,7 +130,7 @@ async fn convert(
                     deal_id: converted.deal.as_ref().map(|d| d.id),
                 };
                 let out = ConvertOut {
-                    converted,
+                    converted: converted.into(),
                     conversion: ids,
                 };
                 Ok(Reply::tagged(StatusCode::CREATED, &out)?
@@ -121,7 +148,7 @@ async fn convert(
     tag = "crm",
     params(("id" = i64, Path, description = "The lead's id")),
     responses(
-        (status = 200, description = "The conversion's ids", body = lead_conversion::Model),
+        (status = 200, description = "The conversion's ids", body = LeadConversionOut),
         (status = 404, description = "`/problems/not-found`: no such lead, or it was not converted"),
     ),
     security(("bearer" = [])),
@@ -135,5 +162,5 @@ async fn get_conversion(
     let found: Option<lead_conversion::Model> =
         conversion::find_conversion(&state.db, id.into_inner()).await?;
     let found = found.ok_or_else(|| ApiError::NotFound("this lead was not converted".into()))?;
-    Ok(HttpResponse::Ok().json(found))
+    Ok(HttpResponse::Ok().json(LeadConversionOut::from(found)))
 }
