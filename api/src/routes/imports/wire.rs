@@ -66,3 +66,43 @@ impl From<import_run::Model> for ImportRun {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use serde_json::json;
+
+    use super::*;
+    use crate::routes::wire_check::assert_documented;
+
+    #[test]
+    fn a_run_shows_its_documented_fields_and_not_its_identity() {
+        let now = Utc::now();
+        let row = import_run::Model {
+            id: 1,
+            source: "web".into(),
+            file_name: Some("leads.csv".into()),
+            format: "csv".into(),
+            file_hash: "hash".into(),
+            identity: "internal-identity".into(),
+            mapping: json!({}),
+            dry_run: false,
+            state: "done".into(),
+            rows: 1,
+            created: 1,
+            updated: 0,
+            unchanged: 0,
+            stale: 0,
+            suppressed: 0,
+            rejected: 0,
+            bytes_total: Some(10),
+            bytes_read: 10,
+            error: None,
+            started_by: Some(3),
+            started_at: now,
+            updated_at: now,
+            finished_at: Some(now),
+        };
+        assert_documented(&ImportRun::from(row), &["internal-identity"]);
+    }
+}

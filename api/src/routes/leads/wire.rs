@@ -144,3 +144,83 @@ impl From<lead_erasure::Model> for ErasureRecordOut {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use domain::lead::status::LeadStatus;
+    use serde_json::json;
+
+    use super::*;
+    use crate::routes::wire_check::assert_documented;
+
+    #[test]
+    fn a_lead_shows_its_documented_fields_and_no_internal_column() {
+        let now = Utc::now();
+        let row = lead::Model {
+            id: 7,
+            source: "web".into(),
+            source_ref: "r-1".into(),
+            email: Some("ada@example.com".into()),
+            phone: Some("4471".into()),
+            name: Some("Ada".into()),
+            company: Some("Engines".into()),
+            payload: json!({"utm": "x"}),
+            content_hash: "internal-content-hash".into(),
+            source_updated_at: Some(now),
+            status: LeadStatus::New,
+            owner_id: Some(3),
+            version: 4,
+            processed_version: 987_654_321,
+            created_at: now,
+            updated_at: now,
+        };
+        assert_documented(
+            &LeadOut::from(&row),
+            &["internal-content-hash", "987654321"],
+        );
+    }
+
+    #[test]
+    fn timeline_conversion_and_erasure_records_show_their_documented_fields() {
+        let now = Utc::now();
+        assert_documented(
+            &ActivityOut::from(activity::Model {
+                id: 1,
+                lead_id: 7,
+                kind: "note".into(),
+                origin: Some("api".into()),
+                outcome: Some("created".into()),
+                author_id: Some(3),
+                detail: Some(json!({"text": "hi"})),
+                correlation_id: Some("c".into()),
+                created_at: now,
+            }),
+            &[],
+        );
+        assert_documented(
+            &LeadConversionOut::from(lead_conversion::Model {
+                lead_id: 7,
+                contact_id: 2,
+                company_id: Some(5),
+                deal_id: Some(6),
+                converted_by: 3,
+                correlation_id: Some("c".into()),
+                created_at: now,
+            }),
+            &[],
+        );
+        assert_documented(
+            &ErasureRecordOut::from(lead_erasure::Model {
+                id: 1,
+                lead_id: 7,
+                key_hash: "k".into(),
+                erased_by: Some(3),
+                reason: "asked".into(),
+                counts: json!({"lead": 1}),
+                erased_at: now,
+            }),
+            &[],
+        );
+    }
+}

@@ -88,3 +88,51 @@ impl From<outbox_delivery::Model> for OutboxDeliveryOut {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use serde_json::json;
+
+    use super::*;
+    use crate::routes::wire_check::assert_documented;
+
+    #[test]
+    fn outbox_events_and_deliveries_show_their_documented_fields() {
+        let now = Utc::now();
+        assert_documented(
+            &OutboxEventOut::from(outbox_event::Model {
+                id: 1,
+                event_id: "e".into(),
+                event_type: "lead.created".into(),
+                lead_id: Some(7),
+                payload: json!({}),
+                correlation_id: None,
+                target_subscription_id: None,
+                state: "published".into(),
+                created_at: now,
+                published_at: Some(now),
+            }),
+            &[],
+        );
+        assert_documented(
+            &OutboxDeliveryOut::from(outbox_delivery::Model {
+                id: 1,
+                outbox_event_id: 1,
+                subscription_id: 2,
+                lead_id: Some(7),
+                state: "delivered".into(),
+                attempts: 1,
+                next_attempt_at: now,
+                locked_until: None,
+                last_status: Some(200),
+                last_error: None,
+                last_duration_ms: Some(12),
+                delivered_at: Some(now),
+                created_at: now,
+                updated_at: now,
+            }),
+            &[],
+        );
+    }
+}

@@ -111,3 +111,62 @@ impl From<reconcile_rejected::Model> for ReconcileRejectedOut {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use serde_json::json;
+
+    use super::*;
+    use crate::routes::wire_check::assert_documented;
+
+    #[test]
+    fn a_run_shows_its_documented_fields_and_not_its_tick() {
+        let now = Utc::now();
+        let row = reconcile_run::Model {
+            id: 1,
+            source: "crm".into(),
+            state: "done".into(),
+            dry_run: false,
+            trigger: "cron".into(),
+            tick_key: Some("internal-tick".into()),
+            cursor_start: None,
+            cursor: Some("c2".into()),
+            pages: 1,
+            fetched: 2,
+            created: 1,
+            updated: 1,
+            unchanged: 0,
+            stale: 0,
+            suppressed: 0,
+            rejected: 0,
+            missed: 0,
+            error: None,
+            started_by: None,
+            started_at: now,
+            heartbeat_at: now,
+            finished_at: Some(now),
+        };
+        assert_documented(&ReconcileRunOut::from(&row), &["internal-tick"]);
+    }
+
+    #[test]
+    fn a_rejected_record_shows_its_documented_fields_and_not_its_hash() {
+        let now = Utc::now();
+        let row = reconcile_rejected::Model {
+            id: 1,
+            source: "crm".into(),
+            run_id: 1,
+            record: json!({"id": 5}),
+            record_sha256: "internal-sha".into(),
+            reason: "no email".into(),
+            state: "rejected".into(),
+            retries: 0,
+            lead_id: None,
+            created_at: now,
+            updated_at: now,
+            resolved_at: None,
+        };
+        assert_documented(&ReconcileRejectedOut::from(row), &["internal-sha"]);
+    }
+}
