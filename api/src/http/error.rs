@@ -10,11 +10,11 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use domain::FieldError;
 use domain::lead::status::TransitionError;
-
-use crate::routes::leads::wire::LeadConversionOut;
 use serde::Serialize;
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
+
+use crate::routes::leads::wire::LeadConversionOut;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 

@@ -122,7 +122,6 @@ macro_rules! versioned {
     )*};
 }
 versioned!(
-    domain::entities::lead::Model,
     domain::entities::company::Model,
     domain::entities::contact::Model,
     domain::entities::deal::Model
