@@ -518,6 +518,10 @@ mod tests {
             ApiError::InvalidSignature("x"),
             ApiError::Forbidden(String::new()),
             ApiError::NotFound(String::new()),
+            ApiError::MethodNotAllowed {
+                method: String::new(),
+                allow: String::new(),
+            },
             ApiError::Conflict(String::new()),
             ApiError::IllegalTransition {
                 from: String::new(),
@@ -569,6 +573,7 @@ mod tests {
                 | ApiError::InvalidSignature(_)
                 | ApiError::Forbidden(_)
                 | ApiError::NotFound(_)
+                | ApiError::MethodNotAllowed { .. }
                 | ApiError::Conflict(_)
                 | ApiError::IllegalTransition { .. }
                 | ApiError::IllegalStageMove { .. }
