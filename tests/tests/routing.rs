@@ -1,13 +1,82 @@
-//! What a request that no handler takes is answered: a wrong method on a
-//! known path is `405` with `Allow`, an unknown path `404`; both are
-//! problems.
+//! Who gets to which handler: every operation lets exactly the roles its
+//! OpenAPI `security` names past `403`; a request no handler takes is `405`
+//! with `Allow` on a known path, else `404`; all are problems.
 
 #![allow(clippy::unwrap_used)]
 
 use domain::auth::Role;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use serde_json::Value;
 
-on_both_backends!(a_wrong_method_on_a_known_path_is_405_with_allow);
+on_both_backends!(
+    a_wrong_method_on_a_known_path_is_405_with_allow,
+    every_operation_lets_exactly_its_documented_roles_past_403,
+);
+
+/// The document's roles come from each route's `security` scopes and the
+/// enforced ones from its handler's `Caller<R>`: calling every operation with
+/// a token of every role shows they agree. No body is sent, so an allowed
+/// caller stops at the body, a missing record or an empty result, never at
+/// `403`.
+async fn every_operation_lets_exactly_its_documented_roles_past_403(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let mut tokens = Vec::new();
+    for role in [Role::Intake, Role::Sales, Role::Ops, Role::Admin] {
+        let source = (role == Role::Intake).then_some("webform");
+        tokens.push((role.as_str(), app.token(role, source).await));
+    }
+    let doc: Value = app
+        .client
+        .get(app.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let mut checked = 0;
+    let mut mismatches = Vec::new();
+    for (template, item) in doc["paths"].as_object().unwrap() {
+        let path: String = template
+            .split('/')
+            .map(|s| if s.starts_with('{') { "1" } else { s })
+            .collect::<Vec<_>>()
+            .join("/");
+        for (method, op) in item.as_object().unwrap() {
+            let Some(documented) = op["security"][0]["bearer"].as_array() else {
+                continue;
+            };
+            let description = op["description"].as_str().unwrap_or("");
+            let line: Vec<&str> = documented.iter().map(|r| r.as_str().unwrap()).collect();
+            assert!(
+                description.starts_with(&format!("**Roles:** {}.", line.join(", "))),
+                "{method} {template}: the description starts with its roles"
+            );
+            for (role, token) in &tokens {
+                let response = app
+                    .client
+                    .request(method.to_uppercase().parse().unwrap(), app.url(&path))
+                    .bearer_auth(token)
+                    .send()
+                    .await
+                    .unwrap();
+                let passed = response.status() != 403;
+                if passed != line.contains(role) {
+                    mismatches.push(format!(
+                        "{method} {template}: {role} got {} (documented: {line:?})",
+                        response.status()
+                    ));
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        checked > 200,
+        "only {checked} calls: are operations secured?"
+    );
+    assert!(mismatches.is_empty(), "{mismatches:#?}");
+}
 
 async fn a_wrong_method_on_a_known_path_is_405_with_allow(backend: Backend) {
     let app = TestApp::spawn(backend).await;

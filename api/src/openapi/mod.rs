@@ -86,8 +86,8 @@ pub fn build((paths, schemas): Registered) -> OpenApi {
                         "`Authorization: Bearer <token>`. Tokens are created with `leadpipe token \
                          create --name N --role R [--source S]` and printed once; only their \
                          SHA-256 is stored. Roles: `intake` (posts leads for its one source), \
-                         `sales`, `ops`, `admin`; each operation's description says which may \
-                         call it. Missing, unknown or revoked token: `401`; a role that may not: \
+                         `sales`, `ops`, `admin`; each operation's `security` scopes list the \
+                         roles that may call it, and its description says so. Missing, unknown or revoked token: `401`; a role that may not: \
                          `403`.",
                     ))
                     .build(),
@@ -361,9 +361,16 @@ fn has_json_body(op: &Operation) -> bool {
 /// - operations with path parameters may answer `404`;
 /// - operations with `Idempotency-Key` may answer `400`, `409` (in flight)
 ///   and `422` (reused), and send `Idempotent-Replayed` on success;
-/// - named standard headers (`ETag`, `Location`, …) get their description.
+/// - named standard headers (`ETag`, `Location`, …) get their description;
+/// - the description starts with the `**Roles:**` the `security` scopes name.
 fn finish_operation(op: &mut Operation) {
     let secured = op.security.as_ref().is_some_and(|s| !s.is_empty());
+    if let Some(roles) = roles(op) {
+        op.description = Some(match op.description.take().filter(|d| !d.is_empty()) {
+            Some(rest) => format!("**Roles:** {roles}.\n\n{rest}"),
+            None => format!("**Roles:** {roles}."),
+        });
+    }
     let keyed = has_header_param(op, "Idempotency-Key");
     let mut wanted: Vec<u16> = Vec::new();
     if secured {
@@ -466,6 +473,20 @@ fn finish_operation(op: &mut Operation) {
             ))
             .build(),
     );
+}
+
+/// The roles that may call an operation: its `bearer` requirement's scopes,
+/// which each route writes once (`security(("bearer" = ["ops", "admin"]))`)
+/// and which a test checks against what its `Caller<R>` lets through.
+fn roles(op: &Operation) -> Option<String> {
+    let requirement = serde_json::to_value(op.security.as_ref()?.first()?).ok()?;
+    let scopes: Vec<&str> = requirement
+        .get(BEARER)?
+        .as_array()?
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    (!scopes.is_empty()).then(|| scopes.join(", "))
 }
 
 /// A parameter is absent or has a value; it is never `null` (which is how

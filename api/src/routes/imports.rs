@@ -111,8 +111,6 @@ async fn spool(
 
 /// Start a bulk import of a CSV or NDJSON file.
 ///
-/// **Roles:** ops, admin.
-///
 /// The body streams to a temporary file (at most `LEADPIPE_IMPORT_MAX_BYTES`,
 /// default 64 MiB), then runs in the background through the intake write
 /// path (origin `import`) in transactions of 500 rows; poll the run. Safe to
@@ -131,7 +129,7 @@ async fn spool(
         (status = 415, description = "`/problems/unsupported-media-type`: `Content-Type` is not `text/csv` or `application/x-ndjson`"),
         (status = 422, description = "`/problems/validation`: a bad mapping or query parameter, or a CSV without a `source_ref` column"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/imports")]
 async fn start(
@@ -198,8 +196,6 @@ async fn start(
 }
 
 /// One import run: state, counts, progress.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "get_import",
     tag = "imports",
@@ -208,7 +204,7 @@ async fn start(
         (status = 200, description = "The run", body = RunOut),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/imports/{id}")]
 async fn get(
@@ -225,14 +221,12 @@ listed! {
 }
 
 /// List import runs, newest first.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_imports",
     tag = "imports",
     params(ListParams),
     responses((status = 200, description = "A page of runs", body = ImportRunPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/imports")]
 async fn list(
@@ -248,8 +242,6 @@ async fn list(
 
 /// The per-row report of an import, as CSV.
 ///
-/// **Roles:** ops, admin.
-///
 /// Columns `row,line,source_ref,outcome,lead_id,reason`; `outcome` is
 /// `created`, `updated`, `unchanged`, `stale` or `rejected` (with the reason).
 #[utoipa::path(
@@ -260,7 +252,7 @@ async fn list(
         (status = 200, description = "The report, streamed", content_type = "text/csv", body = String),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/imports/{id}/report.csv")]
 async fn report_csv(

@@ -64,14 +64,12 @@ fn check_state(state: &Option<String>) -> Result<(), ApiError> {
 }
 
 /// List outgoing webhook deliveries, newest first.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_deliveries",
     tag = "ops",
     params(ListParams),
     responses((status = 200, description = "A page of deliveries", body = DeliveryPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/deliveries")]
 async fn list(
@@ -94,8 +92,6 @@ async fn list(
 
 /// Put one dead delivery back in line.
 ///
-/// **Roles:** ops, admin.
-///
 /// The same delivery with the same `webhook-id`, so a receiver that did get
 /// it after all can tell it is a repeat.
 #[utoipa::path(
@@ -106,7 +102,7 @@ async fn list(
         (status = 200, description = "Retried (`retried: 1`)", body = domain::outbound::delivery::RetryReport),
         (status = 409, description = "`/problems/conflict`: no such delivery, or it is not `dead`"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/deliveries/{id}/retry")]
 async fn retry_one(
@@ -145,8 +141,6 @@ struct RetryManyIn {
 
 /// Retry every dead delivery that matches.
 ///
-/// **Roles:** ops, admin.
-///
 /// With `dry_run` only counts them.
 #[utoipa::path(
     operation_id = "retry_deliveries",
@@ -154,7 +148,7 @@ struct RetryManyIn {
     params(IdempotencyKey),
     request_body = RetryManyIn,
     responses((status = 200, description = "How many matched and were retried", body = domain::outbound::delivery::RetryReport)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/deliveries/retry")]
 async fn retry_many(caller: Caller<OpsUp>, write: Write<RetryManyIn>) -> WriteResult {

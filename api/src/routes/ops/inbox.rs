@@ -148,14 +148,12 @@ fn parse_state(state: Option<&str>) -> Result<Option<InboxState>, ApiError> {
 }
 
 /// List inbox events (webhook deliveries, one per event), newest first.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_inbox_events",
     tag = "ops",
     params(ListQuery),
     responses((status = 200, description = "A page of events", body = InboxPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/inbox")]
 async fn list_events(
@@ -199,8 +197,6 @@ async fn list_events(
 }
 
 /// One inbox event, with its kept headers and its body.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "get_inbox_event",
     tag = "ops",
@@ -209,7 +205,7 @@ async fn list_events(
         (status = 200, description = "The event", body = InboxEventOut),
         (status = 404, description = "`/problems/not-found`: no such event"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/inbox/{id}")]
 async fn get_event(
@@ -226,8 +222,6 @@ async fn get_event(
 
 /// Send one event back for processing.
 ///
-/// **Roles:** ops, admin.
-///
 /// A `failed`, `dead`, `skipped` or `processed` event goes back to
 /// `received` with a fresh budget of attempts. The same row is reprocessed —
 /// same source, event id and natural-key upsert — so it never creates a
@@ -241,7 +235,7 @@ async fn get_event(
         (status = 404, description = "`/problems/not-found`: no such event"),
         (status = 409, description = "`/problems/conflict`: the event is already waiting or being processed"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/inbox/{id}/retry")]
 async fn retry_event(
@@ -302,8 +296,6 @@ struct BulkRetryOut {
 
 /// Retry every event that matches a filter.
 ///
-/// **Roles:** ops, admin.
-///
 /// Events are re-applied one at a time in the order they were received, so
 /// two events for one lead end with the later one on the lead; the answer
 /// says what each came to. `processed` events are refused unless
@@ -317,7 +309,7 @@ struct BulkRetryOut {
         (status = 200, description = "What matched and what re-applying it came to", body = BulkRetryOut),
         (status = 422, description = "`/problems/validation`: a state that cannot be retried, or `processed` without `include_processed`"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/inbox/retry")]
 async fn retry_matching(

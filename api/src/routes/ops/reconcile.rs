@@ -60,8 +60,6 @@ fn location(id: i64) -> String {
 /// Starts a run: `202 Accepted` with the run and `Location`; `409
 /// /problems/reconcile-running` (with `run_id`) while one is running.
 ///
-/// **Roles:** ops, admin.
-///
 /// Pages through the source's pull API from its cursor, each page through
 /// the same write path as webhooks in one transaction; records it had to
 /// create or update count as `missed`. An empty body starts a normal run.
@@ -75,7 +73,7 @@ fn location(id: i64) -> String {
         (status = 404, description = "`/problems/not-found`: no such source"),
         (status = 409, description = "`/problems/reconcile-running`: one is running; `run_id` names it"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/reconcile/{source}")]
 async fn start(
@@ -166,8 +164,6 @@ fn start_error(err: StartError) -> ApiError {
 }
 
 /// One reconcile run, with its counts so far.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "get_reconcile_run",
     tag = "ops",
@@ -176,7 +172,7 @@ fn start_error(err: StartError) -> ApiError {
         (status = 200, description = "The run", body = domain::entities::reconcile_run::Model),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/reconcile-runs/{id}")]
 async fn get(
@@ -204,14 +200,12 @@ listed! {
 }
 
 /// Runs, newest first; `cursor` continues after the previous page's last run.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_reconcile_runs",
     tag = "ops",
     params(Filter, ListParams),
     responses((status = 200, description = "A page of runs", body = RunPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/reconcile-runs")]
 async fn list(

@@ -14,8 +14,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
 
 /// Everything that carries one correlation id, in time order.
 ///
-/// **Roles:** ops, admin.
-///
 /// The leads the correlated work touched (as they are now), and its timeline
 /// entries, outbox events and their deliveries.
 #[utoipa::path(
@@ -26,7 +24,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
         (status = 200, description = "The trace", body = domain::ops::trace::Trace),
         (status = 404, description = "`/problems/not-found`: nothing carries this correlation id"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/trace/{correlation_id}")]
 async fn trace(
