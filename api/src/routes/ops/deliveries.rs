@@ -6,12 +6,13 @@ use actix_web::{get, post};
 use domain::FieldError;
 use domain::entities::outbox_delivery;
 use domain::outbound::delivery::{self, DeliveryFilter};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::list::{ListParams, Page, listed};
 use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
@@ -29,26 +30,22 @@ const STATES: &[&str] = &[
     delivery::DEAD,
 ];
 
+/// Which deliveries to list.
 #[derive(Deserialize, IntoParams)]
-struct ListParams {
+#[into_params(parameter_in = Query)]
+struct Filter {
     /// `pending`, `delivering`, `failed`, `delivered` or `dead`.
     #[param(pattern = "^(pending|delivering|failed|delivered|dead)$")]
     state: Option<String>,
     /// Only deliveries to this subscription.
     subscription_id: Option<i64>,
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// Continue below this delivery id (the last one of the previous page).
+    /// Deprecated (removed in the next release): use `cursor`. Continues
+    /// below this delivery id; ignored when `cursor` is given.
     before: Option<i64>,
 }
 
-/// A page of deliveries.
-#[derive(Serialize, ToSchema)]
-struct DeliveryPage {
-    data: Vec<outbox_delivery::Model>,
-    /// Pass as `before` for the next page; `null` on the last page.
-    next_before: Option<i64>,
+listed! {
+    "A page of deliveries." type DeliveryPage = Page<outbox_delivery::Model>;
 }
 
 fn check_state(state: &Option<String>) -> Result<(), ApiError> {
@@ -67,7 +64,7 @@ fn check_state(state: &Option<String>) -> Result<(), ApiError> {
 #[utoipa::path(
     operation_id = "list_deliveries",
     tag = "ops",
-    params(ListParams),
+    params(Filter, ListParams),
     responses((status = 200, description = "A page of deliveries", body = DeliveryPage)),
     security(("bearer" = ["ops", "admin"])),
 )]
@@ -75,19 +72,18 @@ fn check_state(state: &Option<String>) -> Result<(), ApiError> {
 async fn list(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    params: web::Query<ListParams>,
+    filter: web::Query<Filter>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    check_state(&params.state)?;
+    check_state(&filter.state)?;
+    let before = page.before_id()?.or(filter.before);
     let filter = DeliveryFilter {
-        state: params.state.clone(),
-        subscription_id: params.subscription_id,
+        state: filter.state.clone(),
+        subscription_id: filter.subscription_id,
     };
-    let limit = domain::page::clamp_limit(params.limit);
-    let data = delivery::list(state.reads.db(), &filter, limit, params.before).await?;
-    let next_before = (data.len() as u64 == limit)
-        .then(|| data.last().map(|d| d.id))
-        .flatten();
-    Ok(HttpResponse::Ok().json(DeliveryPage { data, next_before }))
+    let limit = page.limit();
+    let rows = delivery::list(state.reads.db(), &filter, limit + 1, before).await?;
+    Ok(HttpResponse::Ok().json(Page::from_overfetch(rows, limit, |d| d.id)))
 }
 
 /// Put one dead delivery back in line.
