@@ -124,10 +124,10 @@ impl Application {
                 .app_data(web::PathConfig::default().error_handler(|err, _| {
                     ApiError::NotFound(format!("no such resource: {err}")).into()
                 }))
-                .app_data(web::QueryConfig::default().error_handler(|err, _| {
-                    ApiError::Validation(vec![domain::FieldError::new("query", err.to_string())])
-                        .into()
-                }))
+                .app_data(
+                    web::QueryConfig::default()
+                        .error_handler(|err, _| ApiError::invalid("query", err.to_string()).into()),
+                )
                 .wrap(from_fn(crate::http::body_limit::middleware))
                 .wrap(from_fn(correlation::middleware))
                 .wrap(security_headers())

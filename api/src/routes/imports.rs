@@ -68,18 +68,7 @@ struct StartParams {
 }
 
 fn format_of(req: &HttpRequest) -> Result<Format, ApiError> {
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    match essence.as_str() {
+    match crate::http::body::media_type(req).as_str() {
         "text/csv" => Ok(Format::Csv),
         "application/x-ndjson" | "application/ndjson" | "application/jsonl" => Ok(Format::Ndjson),
         _ => Err(ApiError::UnsupportedImportType),
@@ -151,9 +140,7 @@ async fn start(
     }
     let format = format_of(&req)?;
     let params = web::Query::<StartParams>::from_query(req.query_string())
-        .map_err(|err| {
-            ApiError::Validation(vec![domain::FieldError::new("query", err.to_string())])
-        })?
+        .map_err(|err| ApiError::invalid("query", err.to_string()))?
         .into_inner();
     let mapping = Mapping::parse(params.map.as_deref().unwrap_or(""))?;
     // A malformed name is a validation error (422) from `prepare`, not a

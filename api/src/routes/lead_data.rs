@@ -267,7 +267,7 @@ async fn bulk_export(
         .as_deref()
         .unwrap_or("csv")
         .parse()
-        .map_err(|e: String| ApiError::Validation(vec![domain::FieldError::new("format", e)]))?;
+        .map_err(|e: String| ApiError::invalid("format", e))?;
     let pages = BulkExport::new(state.reads.db().clone(), filter, format);
     let body = futures::stream::try_unfold(pages, |mut pages| async move {
         match pages.next_chunk().await {

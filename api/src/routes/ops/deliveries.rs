@@ -3,7 +3,6 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use actix_web::{get, post};
-use domain::FieldError;
 use domain::entities::outbox_delivery;
 use domain::outbound::delivery::{self, DeliveryFilter};
 use serde::Deserialize;
@@ -12,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
@@ -48,18 +47,6 @@ listed! {
     "A page of deliveries." type DeliveryPage = Page<outbox_delivery::Model>;
 }
 
-fn check_state(state: &Option<String>) -> Result<(), ApiError> {
-    match state {
-        Some(s) if !STATES.contains(&s.as_str()) => {
-            Err(ApiError::Validation(vec![FieldError::new(
-                "state",
-                format!("must be one of {}", STATES.join(", ")),
-            )]))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// List outgoing webhook deliveries, newest first.
 #[utoipa::path(
     operation_id = "list_deliveries",
@@ -75,7 +62,7 @@ async fn list(
     filter: web::Query<Filter>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    check_state(&filter.state)?;
+    one_of("state", filter.state.as_deref(), STATES)?;
     let before = page.before_id()?.or(filter.before);
     let filter = DeliveryFilter {
         state: filter.state.clone(),

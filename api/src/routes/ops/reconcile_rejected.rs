@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::state::AppState;
 use crate::routes::Routes;
 
@@ -60,12 +60,11 @@ async fn list(
         source,
         state: wanted,
     } = filter.into_inner();
-    if wanted
-        .as_deref()
-        .is_some_and(|s| ![rejected::REJECTED, rejected::RESOLVED].contains(&s))
-    {
-        return Err(ApiError::invalid("state", "must be rejected or resolved"));
-    }
+    one_of(
+        "state",
+        wanted.as_deref(),
+        &[rejected::REJECTED, rejected::RESOLVED],
+    )?;
     let limit = page.limit();
     let filter = RejectedFilter {
         source,
