@@ -273,6 +273,7 @@ fn string_header(description: &str) -> utoipa::openapi::header::Header {
 }
 
 const X_REQUEST_ID: &str = "X-Request-Id";
+const PRECONDITION_FAILED_TEXT: &str = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one";
 const X_REQUEST_ID_TEXT: &str = "The correlation id of this request: the caller's `X-Request-Id` when acceptable, else a generated one.";
 
 /// Standard texts for headers a handler names without describing.
@@ -359,6 +360,7 @@ fn has_json_body(op: &Operation) -> bool {
 /// - operations with a JSON body may answer `400`, `413`, `415` and `422`,
 ///   operations with query parameters `422`;
 /// - operations with path parameters may answer `404`;
+/// - operations with `If-Match` may answer `412`;
 /// - operations with `Idempotency-Key` may answer `400`, `409` (in flight)
 ///   and `422` (reused), and send `Idempotent-Replayed` on success;
 /// - named standard headers (`ETag`, `Location`, …) get their description;
@@ -388,7 +390,17 @@ fn finish_operation(op: &mut Operation) {
     if keyed {
         wanted.extend([400, 409, 422]);
     }
+    let versioned = has_header_param(op, "If-Match");
     let responses = &mut op.responses.responses;
+    if versioned && !responses.contains_key("412") {
+        responses.insert(
+            "412".to_owned(),
+            ResponseBuilder::new()
+                .description(PRECONDITION_FAILED_TEXT)
+                .build()
+                .into(),
+        );
+    }
     for status in wanted {
         let code = status.to_string();
         if responses.contains_key(&code) {

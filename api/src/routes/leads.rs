@@ -266,7 +266,6 @@ struct TransitionIn {
         (status = 200, description = "The lead after the move", body = LeadOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
         (status = 409, description = "`/problems/illegal-transition`: the status machine forbids the move; `allowed` lists the legal targets."),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
@@ -310,7 +309,6 @@ struct LeadPatch {
     responses(
         (status = 200, description = "The lead after the change", body = LeadOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]

@@ -46,7 +46,6 @@ struct PatchIn {
     responses(
         (status = 200, description = "The subscription after the change", body = SubscriptionView, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
         (status = 422, description = "`/problems/validation`: an internal URL or an unknown event type"),
     ),
     security(("bearer" = ["admin"])),

@@ -159,7 +159,6 @@ impl From<PatchIn> for CompanyPatch {
         (status = 200, description = "The company after the change", body = CompanyOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such company"),
         (status = 409, description = "`/problems/conflict`: another company has this domain"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]

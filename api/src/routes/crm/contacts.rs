@@ -183,7 +183,6 @@ impl From<PatchIn> for ContactPatch {
         (status = 200, description = "The contact after the change", body = ContactOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such contact"),
         (status = 409, description = "`/problems/conflict`: another contact has this email"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]

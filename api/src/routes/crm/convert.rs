@@ -74,7 +74,6 @@ struct Ids {
             headers(("Location" = String), ("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
         (status = 409, description = "`/problems/illegal-transition` (the lead is not `qualified`; `allowed` lists its legal moves) or `/problems/already-converted` (`conversion` names the earlier conversion's ids)."),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]

@@ -163,7 +163,6 @@ impl From<PatchIn> for DealPatch {
     responses(
         (status = 200, description = "The deal after the change", body = entity::Model, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
@@ -204,7 +203,6 @@ struct TransitionIn {
         (status = 200, description = "The deal after the move", body = entity::Model, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
         (status = 409, description = "`/problems/illegal-transition`: the stage machine forbids the move; `allowed` lists the legal targets."),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
