@@ -5,10 +5,11 @@ use std::sync::Arc;
 
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
-use actix_web::{App, HttpServer, web};
+use actix_web::{App, HttpRequest, HttpServer, web};
 use sea_orm::DatabaseConnection;
 
 use crate::config::HttpSettings;
+use crate::http::allow::AllowedMethods;
 use crate::http::correlation;
 use crate::http::error::ApiError;
 use crate::http::security_headers::security_headers;
@@ -114,22 +115,29 @@ impl Application {
             http: Arc::new(settings),
             jobs,
         });
+        let allowed = Arc::new(AllowedMethods::from_paths(
+            &routes::registered_with(metrics_public).0,
+        ));
         let server = HttpServer::new(move || {
             App::new()
                 .app_data(state.clone())
                 .app_data(web::PathConfig::default().error_handler(|err, _| {
                     ApiError::NotFound(format!("no such resource: {err}")).into()
                 }))
-                .app_data(web::QueryConfig::default().error_handler(|err, _| {
-                    ApiError::Validation(vec![domain::FieldError::new("query", err.to_string())])
-                        .into()
-                }))
+                .app_data(
+                    web::QueryConfig::default()
+                        .error_handler(|err, _| ApiError::invalid("query", err.to_string()).into()),
+                )
                 .wrap(from_fn(crate::http::body_limit::middleware))
                 .wrap(from_fn(correlation::middleware))
                 .wrap(security_headers())
                 .configure(|cfg| routes::configure(&mut routes::Routes::new(cfg), metrics_public))
-                .default_service(web::to(|| async {
-                    Err::<actix_web::HttpResponse, _>(ApiError::NotFound("no such route".into()))
+                .default_service(web::to({
+                    let allowed = allowed.clone();
+                    move |req: HttpRequest| {
+                        let answer = no_route(&allowed, &req);
+                        async move { Err::<actix_web::HttpResponse, _>(answer) }
+                    }
                 }))
         })
         .listen(listener)?
@@ -166,5 +174,17 @@ impl Application {
             }
             None => self.server.await,
         }
+    }
+}
+
+/// What a request no route took is answered: `405` with `Allow` when its
+/// path is served with other methods, else `404`.
+fn no_route(allowed: &AllowedMethods, req: &HttpRequest) -> ApiError {
+    match allowed.allow(req.path()) {
+        Some(allow) => ApiError::MethodNotAllowed {
+            method: req.method().to_string(),
+            allow,
+        },
+        None => ApiError::NotFound("no such route".into()),
     }
 }

@@ -104,6 +104,7 @@ on_both_backends!(
     a_receiver_that_was_down_gets_everything_with_stable_ids,
     gone_disables_the_subscription,
     dead_deliveries_are_retried_by_ops_after_recovery,
+    deliveries_page_like_every_other_list,
     internal_addresses_are_refused,
     redirects_are_failures_not_followed,
     subscriptions_show_their_secret_once_and_need_admin,
@@ -322,6 +323,62 @@ async fn dead_deliveries_are_retried_by_ops_after_recovery(backend: Backend) {
     .await;
     assert_problem(
         t.app.get(&ops, "/api/ops/deliveries?state=lost").await,
+        422,
+        "/problems/validation",
+    )
+    .await;
+}
+
+async fn deliveries_page_like_every_other_list(backend: Backend) {
+    let t = Outbox::new(backend).await;
+    t.subscribe(json!([])).await;
+    t.receiver.answer(200);
+    for n in 0..3 {
+        t.lead(&format!("p-{n}"), "x").await;
+    }
+    let publisher = publisher(&t.app, 2, "127.0.0.1");
+    t.drain_until(&publisher, "three deliveries", async || {
+        t.deliveries("delivered").await == 3
+    })
+    .await;
+    let ops = t.app.token(Role::Ops, None).await;
+    let page = async |query: &str| -> Value {
+        let response = t
+            .app
+            .get(&ops, &format!("/api/ops/deliveries{query}"))
+            .await;
+        assert_eq!(response.status(), 200, "{query}");
+        response.json().await.unwrap()
+    };
+    let ids = |page: &Value| -> Vec<i64> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["id"].as_i64().unwrap())
+            .collect()
+    };
+
+    let all = page("").await;
+    let all_ids = ids(&all);
+    assert_eq!(all_ids.len(), 3);
+    assert!(all_ids.windows(2).all(|w| w[0] > w[1]), "newest first");
+    assert_eq!(all["next_cursor"], Value::Null, "one page, no cursor");
+    assert!(all.get("next_before").is_none());
+
+    let first = page("?limit=2").await;
+    assert_eq!(ids(&first), all_ids[..2]);
+    let cursor = first["next_cursor"].as_str().unwrap().to_owned();
+    let second = page(&format!("?limit=2&cursor={cursor}")).await;
+    assert_eq!(ids(&second), all_ids[2..]);
+    assert_eq!(second["next_cursor"], Value::Null);
+
+    // The old `before` still continues the list, for one release.
+    let old = page(&format!("?limit=2&before={}", all_ids[1])).await;
+    assert_eq!(ids(&old), all_ids[2..]);
+
+    assert_problem(
+        t.app.get(&ops, "/api/ops/deliveries?cursor=nonsense").await,
         422,
         "/problems/validation",
     )

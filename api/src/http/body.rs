@@ -3,11 +3,27 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, web};
-use domain::FieldError;
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
 
 use crate::http::error::ApiError;
+
+/// The request's media type without parameters, lower-cased (`""` when
+/// absent): `Application/JSON; charset=utf-8` is `application/json`.
+pub fn media_type(req: &HttpRequest) -> String {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// `application/json` or a `+json` type.
+pub fn is_json(media_type: &str) -> bool {
+    media_type == "application/json" || media_type.ends_with("+json")
+}
 
 pub async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,
@@ -24,18 +40,7 @@ pub async fn read_json_bytes(
     payload: web::Payload,
     limit: usize,
 ) -> Result<web::Bytes, ApiError> {
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    if essence != "application/json" && !essence.ends_with("+json") {
+    if !is_json(&media_type(req)) {
         return Err(ApiError::UnsupportedMediaType);
     }
     read_bytes(req, payload, limit).await
@@ -77,10 +82,7 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
         let inner = err.into_inner();
         if inner.is_data() {
             let field = if path == "." { "body".to_owned() } else { path };
-            ApiError::Validation(vec![FieldError::new(
-                field,
-                strip_position(&inner.to_string()),
-            )])
+            ApiError::invalid(&field, strip_position(&inner.to_string()))
         } else {
             ApiError::MalformedBody(format!("malformed JSON: {inner}"))
         }

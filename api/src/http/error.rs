@@ -28,6 +28,7 @@ pub enum ProblemKind {
     InvalidSignature,
     Forbidden,
     NotFound,
+    MethodNotAllowed,
     ReconcileRunning,
     Conflict,
     IllegalTransition,
@@ -125,6 +126,13 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "Not found",
         404,
         "no such resource or route (or a path parameter does not parse)",
+    ),
+    problem(
+        ProblemKind::MethodNotAllowed,
+        "method-not-allowed",
+        "Method not allowed",
+        405,
+        "the path exists but not with this method; `Allow` lists its methods",
     ),
     problem(
         ProblemKind::ReconcileRunning,
@@ -296,6 +304,10 @@ pub enum ApiError {
     Forbidden(String),
     #[error("{0}")]
     NotFound(String),
+    /// A known path asked with a method it is not served with; `allow` is
+    /// the `Allow` header's value.
+    #[error("{method} is not allowed on this path; allowed: {allow}")]
+    MethodNotAllowed { method: String, allow: String },
     #[error("{0}")]
     Conflict(String),
     #[error("cannot move a lead from '{from}' to '{to}'")]
@@ -383,6 +395,7 @@ impl ApiError {
             Self::InvalidSignature(_) => ProblemKind::InvalidSignature,
             Self::Forbidden(_) => ProblemKind::Forbidden,
             Self::NotFound(_) => ProblemKind::NotFound,
+            Self::MethodNotAllowed { .. } => ProblemKind::MethodNotAllowed,
             Self::Conflict(_) => ProblemKind::Conflict,
             Self::ReconcileRunning { .. } => ProblemKind::ReconcileRunning,
             Self::IllegalTransition { .. } => ProblemKind::IllegalTransition,
@@ -494,6 +507,9 @@ impl ResponseError for ApiError {
         }
         if matches!(self, Self::Unavailable | Self::IdempotencyKeyInFlight) {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
+        }
+        if let Self::MethodNotAllowed { allow, .. } = self {
+            response.insert_header((header::ALLOW, allow.clone()));
         }
         if let Self::TooManyRequests { retry_after, .. }
         | Self::InboxBacklogFull { retry_after, .. } = self

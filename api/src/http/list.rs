@@ -117,6 +117,18 @@ pub struct ListParams {
     pub cursor: Option<String>,
 }
 
+/// `422` naming `field` unless `value` is absent or one of `allowed`: the
+/// check of a list filter with a fixed set of values.
+pub fn one_of(field: &str, value: Option<&str>, allowed: &[&str]) -> Result<(), ApiError> {
+    match value {
+        Some(v) if !allowed.contains(&v) => Err(ApiError::invalid(
+            field,
+            format!("must be one of {}", allowed.join(", ")),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The time window of a list that can be read incrementally.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 pub struct WindowParams {

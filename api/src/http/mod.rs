@@ -5,6 +5,7 @@
 //! headers.
 
 pub mod admission;
+pub mod allow;
 pub mod auth;
 pub mod body;
 pub mod body_limit;

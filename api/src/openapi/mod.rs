@@ -86,8 +86,8 @@ pub fn build((paths, schemas): Registered) -> OpenApi {
                         "`Authorization: Bearer <token>`. Tokens are created with `leadpipe token \
                          create --name N --role R [--source S]` and printed once; only their \
                          SHA-256 is stored. Roles: `intake` (posts leads for its one source), \
-                         `sales`, `ops`, `admin`; each operation's description says which may \
-                         call it. Missing, unknown or revoked token: `401`; a role that may not: \
+                         `sales`, `ops`, `admin`; each operation's `security` scopes list the \
+                         roles that may call it, and its description says so. Missing, unknown or revoked token: `401`; a role that may not: \
                          `403`.",
                     ))
                     .build(),
@@ -273,6 +273,7 @@ fn string_header(description: &str) -> utoipa::openapi::header::Header {
 }
 
 const X_REQUEST_ID: &str = "X-Request-Id";
+const PRECONDITION_FAILED_TEXT: &str = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one";
 const X_REQUEST_ID_TEXT: &str = "The correlation id of this request: the caller's `X-Request-Id` when acceptable, else a generated one.";
 
 /// Standard texts for headers a handler names without describing.
@@ -359,11 +360,19 @@ fn has_json_body(op: &Operation) -> bool {
 /// - operations with a JSON body may answer `400`, `413`, `415` and `422`,
 ///   operations with query parameters `422`;
 /// - operations with path parameters may answer `404`;
+/// - operations with `If-Match` may answer `412`;
 /// - operations with `Idempotency-Key` may answer `400`, `409` (in flight)
 ///   and `422` (reused), and send `Idempotent-Replayed` on success;
-/// - named standard headers (`ETag`, `Location`, …) get their description.
+/// - named standard headers (`ETag`, `Location`, …) get their description;
+/// - the description starts with the `**Roles:**` the `security` scopes name.
 fn finish_operation(op: &mut Operation) {
     let secured = op.security.as_ref().is_some_and(|s| !s.is_empty());
+    if let Some(roles) = roles(op) {
+        op.description = Some(match op.description.take().filter(|d| !d.is_empty()) {
+            Some(rest) => format!("**Roles:** {roles}.\n\n{rest}"),
+            None => format!("**Roles:** {roles}."),
+        });
+    }
     let keyed = has_header_param(op, "Idempotency-Key");
     let mut wanted: Vec<u16> = Vec::new();
     if secured {
@@ -381,7 +390,17 @@ fn finish_operation(op: &mut Operation) {
     if keyed {
         wanted.extend([400, 409, 422]);
     }
+    let versioned = has_header_param(op, "If-Match");
     let responses = &mut op.responses.responses;
+    if versioned && !responses.contains_key("412") {
+        responses.insert(
+            "412".to_owned(),
+            ResponseBuilder::new()
+                .description(PRECONDITION_FAILED_TEXT)
+                .build()
+                .into(),
+        );
+    }
     for status in wanted {
         let code = status.to_string();
         if responses.contains_key(&code) {
@@ -468,6 +487,20 @@ fn finish_operation(op: &mut Operation) {
     );
 }
 
+/// The roles that may call an operation: its `bearer` requirement's scopes,
+/// which each route writes once (`security(("bearer" = ["ops", "admin"]))`)
+/// and which a test checks against what its `Caller<R>` lets through.
+fn roles(op: &Operation) -> Option<String> {
+    let requirement = serde_json::to_value(op.security.as_ref()?.first()?).ok()?;
+    let scopes: Vec<&str> = requirement
+        .get(BEARER)?
+        .as_array()?
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    (!scopes.is_empty()).then(|| scopes.join(", "))
+}
+
 /// A parameter is absent or has a value; it is never `null` (which is how
 /// utoipa renders an `Option`).
 fn non_null(schema: &mut RefOr<Schema>) {
@@ -518,6 +551,10 @@ mod tests {
             ApiError::InvalidSignature("x"),
             ApiError::Forbidden(String::new()),
             ApiError::NotFound(String::new()),
+            ApiError::MethodNotAllowed {
+                method: String::new(),
+                allow: String::new(),
+            },
             ApiError::Conflict(String::new()),
             ApiError::IllegalTransition {
                 from: String::new(),
@@ -569,6 +606,7 @@ mod tests {
                 | ApiError::InvalidSignature(_)
                 | ApiError::Forbidden(_)
                 | ApiError::NotFound(_)
+                | ApiError::MethodNotAllowed { .. }
                 | ApiError::Conflict(_)
                 | ApiError::IllegalTransition { .. }
                 | ApiError::IllegalStageMove { .. }

@@ -1,6 +1,6 @@
 //! `GET /docs`: a human-readable API reference rendered in the browser by
 //! RapiDoc from `GET /openapi.json`, the same document the tests check.
-//! RapiDoc (MIT) is vendored in `api/assets/rapidoc/` and compiled in: the
+//! RapiDoc (MIT) is vendored in `api/vendor/rapidoc/` and compiled in: the
 //! page loads nothing from another origin.
 
 use actix_web::HttpResponse;
@@ -9,7 +9,7 @@ use actix_web::http::header;
 
 use crate::routes::Routes;
 
-const RAPIDOC_JS: &str = include_str!("../../assets/rapidoc/rapidoc-min.js");
+const RAPIDOC_JS: &str = include_str!("../../vendor/rapidoc/rapidoc-min.js");
 
 const PAGE: &str = r#"<!doctype html>
 <html lang="en">

@@ -22,14 +22,12 @@ struct EventTypeList {
 
 /// Every event type a subscription may name, with the JSON Schema of its `data`.
 ///
-/// **Roles:** ops, admin (those who may read subscriptions).
-///
 /// A delivery's body is `{"type", "timestamp", "data"}`.
 #[utoipa::path(
     operation_id = "list_event_types",
     tag = "subscriptions",
     responses((status = 200, description = "Every event type", body = EventTypeList)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/event-types")]
 async fn list(_: Caller<OpsUp>) -> Result<HttpResponse, ApiError> {

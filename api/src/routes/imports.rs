@@ -73,18 +73,7 @@ struct StartParams {
 }
 
 fn format_of(req: &HttpRequest) -> Result<Format, ApiError> {
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    let essence = content_type
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    match essence.as_str() {
+    match crate::http::body::media_type(req).as_str() {
         "text/csv" => Ok(Format::Csv),
         "application/x-ndjson" | "application/ndjson" | "application/jsonl" => Ok(Format::Ndjson),
         _ => Err(ApiError::UnsupportedImportType),
@@ -116,8 +105,6 @@ async fn spool(
 
 /// Start a bulk import of a CSV or NDJSON file.
 ///
-/// **Roles:** ops, admin.
-///
 /// The body streams to a temporary file (at most `LEADPIPE_IMPORT_MAX_BYTES`,
 /// default 64 MiB), then runs in the background through the intake write
 /// path (origin `import`) in transactions of 500 rows; poll the run. Safe to
@@ -136,7 +123,7 @@ async fn spool(
         (status = 415, description = "`/problems/unsupported-media-type`: `Content-Type` is not `text/csv` or `application/x-ndjson`"),
         (status = 422, description = "`/problems/validation`: a bad mapping or query parameter, or a CSV without a `source_ref` column"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/imports")]
 async fn start(
@@ -158,9 +145,7 @@ async fn start(
     }
     let format = format_of(&req)?;
     let params = web::Query::<StartParams>::from_query(req.query_string())
-        .map_err(|err| {
-            ApiError::Validation(vec![domain::FieldError::new("query", err.to_string())])
-        })?
+        .map_err(|err| ApiError::invalid("query", err.to_string()))?
         .into_inner();
     let mapping = Mapping::parse(params.map.as_deref().unwrap_or(""))?;
     // A malformed name is a validation error (422) from `prepare`, not a
@@ -203,8 +188,6 @@ async fn start(
 }
 
 /// One import run: state, counts, progress.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "get_import",
     tag = "imports",
@@ -213,7 +196,7 @@ async fn start(
         (status = 200, description = "The run", body = RunOut),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/imports/{id}")]
 async fn get(
@@ -230,14 +213,12 @@ listed! {
 }
 
 /// List import runs, newest first.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_imports",
     tag = "imports",
     params(ListParams),
     responses((status = 200, description = "A page of runs", body = ImportRunPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/imports")]
 async fn list(
@@ -253,8 +234,6 @@ async fn list(
 
 /// The per-row report of an import, as CSV.
 ///
-/// **Roles:** ops, admin.
-///
 /// Columns `row,line,source_ref,outcome,lead_id,reason`; `outcome` is
 /// `created`, `updated`, `unchanged`, `stale` or `rejected` (with the reason).
 #[utoipa::path(
@@ -265,7 +244,7 @@ async fn list(
         (status = 200, description = "The report, streamed", content_type = "text/csv", body = String),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/imports/{id}/report.csv")]
 async fn report_csv(

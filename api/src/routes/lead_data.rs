@@ -54,8 +54,6 @@ struct ErasureOut {
 
 /// Erase a lead and everything stored about it, and bury its natural key.
 ///
-/// **Roles:** admin.
-///
 /// In one transaction: deletes the lead, its timeline and notes, its outbox
 /// events and deliveries, its import rows, stored idempotent responses that
 /// contain it, its duplicate hints and conversion record; empties the raw
@@ -78,7 +76,7 @@ struct ErasureOut {
         (status = 404, description = "`/problems/not-found`: no such lead, and none erased under this id"),
         (status = 422, description = "`/problems/validation`: no `reason`"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[delete("/api/leads/{id}")]
 async fn erase_lead(
@@ -104,8 +102,6 @@ async fn erase_lead(
 
 /// Lift a tombstone: the next arrival of that natural key creates a lead again.
 ///
-/// **Roles:** admin.
-///
 /// `key_hash` is the erasure record's `key_hash` (or `leadpipe lead
 /// unsuppress --source S --source-ref R`, which computes it).
 #[utoipa::path(
@@ -116,7 +112,7 @@ async fn erase_lead(
         (status = 204, description = "Lifted"),
         (status = 404, description = "`/problems/not-found`: no such tombstone"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[delete("/api/tombstones/{key_hash}")]
 async fn lift_tombstone(
@@ -173,7 +169,7 @@ struct SubjectExportOut {
 
 /// Everything stored about one lead, as one JSON document (subject access).
 ///
-/// **Roles:** admin (it includes raw webhook bodies and delivery records).
+/// It includes raw webhook bodies and delivery records.
 #[utoipa::path(
     operation_id = "export_lead",
     tag = "leads",
@@ -182,7 +178,7 @@ struct SubjectExportOut {
         (status = 200, description = "The lead's data", body = SubjectExportOut),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[get("/api/leads/{id}/export")]
 async fn subject_export(
@@ -246,8 +242,6 @@ struct FormatParam {
 
 /// Every lead the list filters match, streamed as CSV or NDJSON.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// Takes the filters of `GET /api/leads` (`limit` and `cursor` are ignored:
 /// the export walks every page). The body is streamed (chunked), one page
 /// of leads at a time, so memory stays flat whatever the count. CSV columns:
@@ -265,7 +259,7 @@ struct FormatParam {
         )),
         (status = 422, description = "`/problems/validation`: a bad filter or format"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/leads/export")]
 async fn bulk_export(
@@ -281,7 +275,7 @@ async fn bulk_export(
         .as_deref()
         .unwrap_or("csv")
         .parse()
-        .map_err(|e: String| ApiError::Validation(vec![domain::FieldError::new("format", e)]))?;
+        .map_err(|e: String| ApiError::invalid("format", e))?;
     let pages = BulkExport::new(state.reads.db().clone(), filter, format);
     let body = futures::stream::try_unfold(pages, |mut pages| async move {
         match pages.next_chunk().await {

@@ -90,8 +90,8 @@ impl Versioned for LeadDetail {
 
 /// Upsert a lead by the sender's natural key `(source, source_ref)`.
 ///
-/// **Roles:** intake (for its own source only), sales (source `manual`
-/// only), admin (any source).
+/// An intake token writes for its own source only, a sales token for source
+/// `manual` only, an admin token for any source.
 ///
 /// In one transaction: **created** (`201`, `Location`) — a new lead with
 /// status `new`; **updated** (`200`) — the record differs and is not older:
@@ -113,7 +113,7 @@ impl Versioned for LeadDetail {
             `{\"outcome\": \"suppressed\"}` alone when the key was erased (nothing written)",
             body = IngestOut, headers(("ETag" = String))),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["intake", "sales", "admin"])),
 )]
 #[post("/api/leads")]
 async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>) -> WriteResult {
@@ -192,8 +192,6 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
 }
 
 /// One lead, with its possible duplicates.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "get_lead",
     tag = "leads",
@@ -202,7 +200,7 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
         (status = 200, description = "The lead", body = LeadDetail, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/leads/{id}")]
 async fn get_lead(
@@ -232,8 +230,6 @@ struct TransitionIn {
 
 /// Move a lead along the status machine.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// `new → contacted → qualified`; any open status (`new`, `contacted`,
 /// `qualified`) → `lost` with a `reason`; `lost → new` (recycle). A
 /// `qualified` lead becomes `converted` (final) only through `POST
@@ -249,9 +245,8 @@ struct TransitionIn {
         (status = 200, description = "The lead after the move", body = LeadOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
         (status = 409, description = "`/problems/illegal-transition`: the status machine forbids the move; `allowed` lists the legal targets."),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[post("/api/leads/{id}/transitions")]
 async fn transition(
@@ -283,8 +278,6 @@ struct LeadPatch {
 
 /// Change a lead's owner.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// Only active `sales` principals may own leads (else `422`). Writes a
 /// timeline entry and the outbox event `lead.assigned`.
 #[utoipa::path(
@@ -295,9 +288,8 @@ struct LeadPatch {
     responses(
         (status = 200, description = "The lead after the change", body = LeadOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[patch("/api/leads/{id}")]
 async fn patch_lead(
@@ -329,8 +321,6 @@ struct NoteIn {
 
 /// Add a note to a lead's timeline.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// A note has no natural key, so `Idempotency-Key` is required. Writes the
 /// outbox event `lead.note_added`.
 #[utoipa::path(
@@ -342,7 +332,7 @@ struct NoteIn {
         (status = 201, description = "The timeline entry of the note", body = ActivityOut),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[post("/api/leads/{id}/notes")]
 async fn add_note(
@@ -415,8 +405,6 @@ listed! {
 
 /// List leads, filtered, newest first.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// Pages continue strictly after the last row of the previous page in
 /// `(timestamp, id)` order, so leads arriving while a client pages never
 /// shift a page.
@@ -425,7 +413,7 @@ listed! {
     tag = "leads",
     params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of leads", body = LeadPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/leads")]
 async fn list_leads(
@@ -448,8 +436,6 @@ async fn list_leads(
 
 /// A lead's timeline, newest first.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// Every intake call, status move, owner change, note, duplicate hint and
 /// conversion, with its author and correlation id.
 #[utoipa::path(
@@ -460,7 +446,7 @@ async fn list_leads(
         (status = 200, description = "A page of the timeline", body = LeadActivityPage),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/leads/{id}/activities")]
 async fn list_activities(

@@ -49,8 +49,7 @@ pub fn configure_open(cfg: &mut web::ServiceConfig) {
 
 /// Prometheus metrics.
 ///
-/// **Roles:** ops, admin (`Authorization: Bearer`). With
-/// `LEADPIPE_METRICS_BIND` set, `/metrics` is served on that address
+/// With `LEADPIPE_METRICS_BIND` set, `/metrics` is served on that address
 /// instead, without a token, and this listener answers `404`.
 ///
 /// Never queries the database: the gauges read from it (backlogs, ages) are
@@ -62,7 +61,7 @@ pub fn configure_open(cfg: &mut web::ServiceConfig) {
     responses(
         (status = 200, description = "The Prometheus text exposition format", content_type = "text/plain; version=0.0.4", body = String),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/metrics")]
 pub async fn scrape(

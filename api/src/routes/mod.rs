@@ -98,10 +98,15 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
 /// The operations every route registers, and the schemas they name: what
 /// the OpenAPI document describes.
 pub fn registered() -> crate::openapi::Registered {
+    registered_with(true)
+}
+
+/// What `configure(.., metrics)` registers.
+pub fn registered_with(metrics: bool) -> crate::openapi::Registered {
     let mut parts = None;
     let _ = actix_web::App::new().configure(|cfg| {
         let mut routes = Routes::new(cfg);
-        configure(&mut routes, true);
+        configure(&mut routes, metrics);
         parts = Some(routes.into_parts());
     });
     parts.unwrap_or_default()

@@ -44,13 +44,11 @@ impl PrincipalOut {
 }
 
 /// The caller.
-///
-/// **Roles:** any (intake, sales, ops, admin).
 #[utoipa::path(
     operation_id = "get_me",
     tag = "meta",
     responses((status = 200, description = "The principal the token belongs to", body = PrincipalOut)),
-    security(("bearer" = [])),
+    security(("bearer" = ["intake", "sales", "ops", "admin"])),
 )]
 #[get("/api/me")]
 async fn me(caller: Caller<AnyRole>) -> HttpResponse {
@@ -58,13 +56,11 @@ async fn me(caller: Caller<AnyRole>) -> HttpResponse {
 }
 
 /// Every principal's id, name and role, oldest first.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "list_principals",
     tag = "meta",
     responses((status = 200, description = "Every principal", body = Vec<PrincipalOut>)),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/principals")]
 async fn list(_: Caller<SalesUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {

@@ -25,13 +25,11 @@ struct SourceList {
 }
 
 /// List webhook sources, without secrets.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_sources",
     tag = "sources",
     responses((status = 200, description = "Every source", body = SourceList)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/sources")]
 async fn list_sources(
@@ -43,8 +41,6 @@ async fn list_sources(
 }
 
 /// One webhook source, without secrets.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "get_source",
     tag = "sources",
@@ -53,7 +49,7 @@ async fn list_sources(
         (status = 200, description = "The source", body = domain::inbound::source::SourceView),
         (status = 404, description = "`/problems/not-found`: no such source"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/sources/{name}")]
 async fn get_source(
@@ -70,8 +66,6 @@ async fn get_source(
 
 /// Create a webhook source, or replace the configuration of the one with this name.
 ///
-/// **Roles:** admin.
-///
 /// `secrets` are write-only (responses show `secret_count`) and stored
 /// sealed; omit them on a replace to keep the stored ones, which must then
 /// fit a new `scheme` (HMAC schemes: at least 16 bytes, never `whpk_`/`whsk_`
@@ -87,7 +81,7 @@ async fn get_source(
         (status = 201, description = "Created", body = domain::inbound::source::SourceView, headers(("Location" = String))),
         (status = 200, description = "The configuration was replaced", body = domain::inbound::source::SourceView),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[post("/api/sources")]
 async fn save_source(

@@ -45,8 +45,6 @@ struct CreatedOut {
 
 /// Subscribe a downstream system to our events.
 ///
-/// **Roles:** admin.
-///
 /// Deliveries are Standard Webhooks requests (`webhook-id`,
 /// `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of
 /// "{id}.{timestamp}.{body}">`) signed with the `secret` shown only in this
@@ -63,7 +61,7 @@ struct CreatedOut {
         (status = 201, description = "Created; the only response that shows the `secret`", body = CreatedOut,
             headers(("Location" = String))),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[post("/api/subscriptions")]
 async fn create(
@@ -103,13 +101,11 @@ struct SubscriptionList {
 }
 
 /// List subscriptions.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_subscriptions",
     tag = "subscriptions",
     responses((status = 200, description = "Every subscription", body = SubscriptionList)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/subscriptions")]
 async fn list(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -118,8 +114,6 @@ async fn list(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpRespon
 }
 
 /// Delete a subscription.
-///
-/// **Roles:** admin.
 #[utoipa::path(
     operation_id = "delete_subscription",
     tag = "subscriptions",
@@ -128,7 +122,7 @@ async fn list(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpRespon
         (status = 204, description = "Deleted"),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[delete("/api/subscriptions/{id}")]
 async fn delete(

@@ -38,8 +38,6 @@ struct PatchIn {
 }
 
 /// Change a subscription's URL, event types, description, or whether it is enabled.
-///
-/// **Roles:** admin.
 #[utoipa::path(
     operation_id = "patch_subscription",
     tag = "subscriptions",
@@ -48,10 +46,9 @@ struct PatchIn {
     responses(
         (status = 200, description = "The subscription after the change", body = SubscriptionView, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
         (status = 422, description = "`/problems/validation`: an internal URL or an unknown event type"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[patch("/api/subscriptions/{id}")]
 async fn patch(
@@ -105,8 +102,6 @@ struct RotatedOut {
 
 /// Rotate a subscription's signing secret.
 ///
-/// **Roles:** admin.
-///
 /// The new `whsec_` secret is shown only in this response (a replay of the
 /// same `Idempotency-Key` answers it from a sealed copy). Until
 /// `previous_secret_valid_until` every delivery's `webhook-signature`
@@ -122,7 +117,7 @@ struct RotatedOut {
         (status = 404, description = "`/problems/not-found`: no such subscription"),
         (status = 409, description = "`/problems/conflict`: rotated concurrently"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[post("/api/subscriptions/{id}/rotate-secret")]
 async fn rotate_secret(
@@ -159,8 +154,6 @@ struct TestOut {
 
 /// Send a subscription a signed `ping` event.
 ///
-/// **Roles:** admin.
-///
 /// Queued and delivered by the publisher like any event, to this
 /// subscription only, with the same signatures, address checks and retries;
 /// the delivery is recorded.
@@ -173,7 +166,7 @@ struct TestOut {
         (status = 404, description = "`/problems/not-found`: no such subscription"),
         (status = 409, description = "`/problems/conflict`: the subscription is disabled"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["admin"])),
 )]
 #[post("/api/subscriptions/{id}/test")]
 async fn send_test(

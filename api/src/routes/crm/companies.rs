@@ -68,8 +68,6 @@ struct CompanyIn {
 
 /// Create a company, or find the one that matches.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// Matched by its normalised domain or, without one, by its normalised
 /// name, through unique keys in the database: a repeat answers the existing
 /// company (`200`, `outcome: matched`) and never duplicates it.
@@ -84,7 +82,7 @@ struct CompanyIn {
         (status = 200, description = "An existing company matched (`outcome: matched`), unchanged", body = CompanyOut,
             headers(("Location" = String), ("ETag" = String))),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[post("/api/companies")]
 async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult {
@@ -110,8 +108,6 @@ async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult
 }
 
 /// One company.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "get_company",
     tag = "crm",
@@ -120,7 +116,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult
         (status = 200, description = "The company", body = CompanyOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such company"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/companies/{id}")]
 async fn get(
@@ -154,8 +150,6 @@ impl From<PatchIn> for CompanyPatch {
 }
 
 /// Change a company's name or domain.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "patch_company",
     tag = "crm",
@@ -165,9 +159,8 @@ impl From<PatchIn> for CompanyPatch {
         (status = 200, description = "The company after the change", body = CompanyOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such company"),
         (status = 409, description = "`/problems/conflict`: another company has this domain"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[patch("/api/companies/{id}")]
 async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
@@ -191,14 +184,12 @@ struct Filter {
 }
 
 /// List companies, newest first.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "list_companies",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of companies", body = super::CompanyPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/companies")]
 async fn list(
@@ -215,8 +206,6 @@ async fn list(
 }
 
 /// A company's timeline, newest first.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "list_company_activities",
     tag = "crm",
@@ -225,7 +214,7 @@ async fn list(
         (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
         (status = 404, description = "`/problems/not-found`: no such company"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/companies/{id}/activities")]
 async fn activities(

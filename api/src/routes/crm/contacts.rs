@@ -67,8 +67,6 @@ struct ContactIn {
 
 /// Create a contact, or find the one with the same email.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// A contact with the same normalised email is answered as it is (`200`,
 /// `outcome: matched`). A contact without an email cannot be matched, so
 /// creating one requires an `Idempotency-Key`.
@@ -83,7 +81,7 @@ struct ContactIn {
         (status = 200, description = "An existing contact matched (`outcome: matched`), unchanged", body = ContactOut,
             headers(("Location" = String), ("ETag" = String))),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[post("/api/contacts")]
 async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult {
@@ -124,8 +122,6 @@ async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult
 }
 
 /// One contact.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "get_contact",
     tag = "crm",
@@ -134,7 +130,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult
         (status = 200, description = "The contact", body = ContactOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such contact"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/contacts/{id}")]
 async fn get(
@@ -178,8 +174,6 @@ impl From<PatchIn> for ContactPatch {
 }
 
 /// Change a contact.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "patch_contact",
     tag = "crm",
@@ -189,9 +183,8 @@ impl From<PatchIn> for ContactPatch {
         (status = 200, description = "The contact after the change", body = ContactOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such contact"),
         (status = 409, description = "`/problems/conflict`: another contact has this email"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[patch("/api/contacts/{id}")]
 async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
@@ -217,14 +210,12 @@ struct Filter {
 }
 
 /// List contacts, newest first.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "list_contacts",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of contacts", body = super::ContactPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/contacts")]
 async fn list(
@@ -250,8 +241,6 @@ async fn list(
 }
 
 /// A contact's timeline, newest first.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "list_contact_activities",
     tag = "crm",
@@ -260,7 +249,7 @@ async fn list(
         (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
         (status = 404, description = "`/problems/not-found`: no such contact"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/contacts/{id}/activities")]
 async fn activities(

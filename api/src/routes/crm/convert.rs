@@ -84,8 +84,6 @@ struct Ids {
 
 /// Convert a `qualified` lead into a contact, a company and, when asked, a deal.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// In one transaction: the lead moves `qualified → converted`; the company
 /// is matched or created (by the email's domain unless free mail, else by
 /// the lead's `company`); the contact is matched by email or created; the
@@ -103,9 +101,8 @@ struct Ids {
             headers(("Location" = String), ("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
         (status = 409, description = "`/problems/illegal-transition` (the lead is not `qualified`; `allowed` lists its legal moves) or `/problems/already-converted` (`conversion` names the earlier conversion's ids)."),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[post("/api/leads/{id}/convert")]
 async fn convert(
@@ -141,8 +138,6 @@ async fn convert(
 }
 
 /// The conversion of a lead.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "get_lead_conversion",
     tag = "crm",
@@ -151,7 +146,7 @@ async fn convert(
         (status = 200, description = "The conversion's ids", body = LeadConversionOut),
         (status = 404, description = "`/problems/not-found`: no such lead, or it was not converted"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/leads/{id}/conversion")]
 async fn get_conversion(

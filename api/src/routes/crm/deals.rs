@@ -60,8 +60,6 @@ impl DealIn {
 
 /// Create an `open` deal.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// A deal has no natural key, so `Idempotency-Key` is required. The owner
 /// defaults to the caller when a `sales` principal (else `owner_id` is
 /// required); it must be an active `sales` principal.
@@ -74,7 +72,7 @@ impl DealIn {
         (status = 201, description = "The new deal", body = entity::Model,
             headers(("Location" = String), ("ETag" = String))),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[post("/api/deals")]
 async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
@@ -104,8 +102,6 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
 }
 
 /// One deal.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "get_deal",
     tag = "crm",
@@ -114,7 +110,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
         (status = 200, description = "The deal", body = entity::Model, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/deals/{id}")]
 async fn get(
@@ -159,8 +155,6 @@ impl From<PatchIn> for DealPatch {
 }
 
 /// Change a deal's name, amount, currency, owner or links.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "patch_deal",
     tag = "crm",
@@ -169,9 +163,8 @@ impl From<PatchIn> for DealPatch {
     responses(
         (status = 200, description = "The deal after the change", body = entity::Model, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[patch("/api/deals/{id}")]
 async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
@@ -199,8 +192,6 @@ struct TransitionIn {
 
 /// Close a deal: `won` or `lost`.
 ///
-/// **Roles:** sales, ops, admin.
-///
 /// A deal's stage is `open → won | lost`; a closed deal stays closed. Writes
 /// the outbox event `deal.stage_changed`.
 #[utoipa::path(
@@ -212,9 +203,8 @@ struct TransitionIn {
         (status = 200, description = "The deal after the move", body = entity::Model, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
         (status = 409, description = "`/problems/illegal-transition`: the stage machine forbids the move; `allowed` lists the legal targets."),
-        (status = 412, description = "`/problems/precondition-failed`: `If-Match` names an old version; `current_version` is the current one"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[post("/api/deals/{id}/transitions")]
 async fn transition(
@@ -250,14 +240,12 @@ struct Filter {
 }
 
 /// List deals, newest first.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "list_deals",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
     responses((status = 200, description = "A page of deals", body = super::DealPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/deals")]
 async fn list(
@@ -297,8 +285,6 @@ async fn list(
 }
 
 /// A deal's timeline, newest first.
-///
-/// **Roles:** sales, ops, admin.
 #[utoipa::path(
     operation_id = "list_deal_activities",
     tag = "crm",
@@ -307,7 +293,7 @@ async fn list(
         (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
         (status = 404, description = "`/problems/not-found`: no such deal"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/deals/{id}/activities")]
 async fn activities(

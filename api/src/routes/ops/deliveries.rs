@@ -5,14 +5,14 @@ pub mod wire;
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use actix_web::{get, post};
-use domain::FieldError;
 use domain::outbound::delivery::{self, DeliveryFilter};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
@@ -31,73 +31,52 @@ const STATES: &[&str] = &[
     delivery::DEAD,
 ];
 
+/// Which deliveries to list.
 #[derive(Deserialize, IntoParams)]
-struct ListParams {
+#[into_params(parameter_in = Query)]
+struct Filter {
     /// `pending`, `delivering`, `failed`, `delivered` or `dead`.
     #[param(pattern = "^(pending|delivering|failed|delivered|dead)$")]
     state: Option<String>,
     /// Only deliveries to this subscription.
     subscription_id: Option<i64>,
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// Continue below this delivery id (the last one of the previous page).
+    /// Deprecated (removed in the next release): use `cursor`. Continues
+    /// below this delivery id; ignored when `cursor` is given.
     before: Option<i64>,
 }
 
-/// A page of deliveries.
-#[derive(Serialize, ToSchema)]
-struct DeliveryPage {
-    data: Vec<OutboxDeliveryOut>,
-    /// Pass as `before` for the next page; `null` on the last page.
-    next_before: Option<i64>,
-}
-
-fn check_state(state: &Option<String>) -> Result<(), ApiError> {
-    match state {
-        Some(s) if !STATES.contains(&s.as_str()) => {
-            Err(ApiError::Validation(vec![FieldError::new(
-                "state",
-                format!("must be one of {}", STATES.join(", ")),
-            )]))
-        }
-        _ => Ok(()),
-    }
+listed! {
+    "A page of deliveries." type DeliveryPage = Page<OutboxDeliveryOut>;
 }
 
 /// List outgoing webhook deliveries, newest first.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_deliveries",
     tag = "ops",
-    params(ListParams),
+    params(Filter, ListParams),
     responses((status = 200, description = "A page of deliveries", body = DeliveryPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/deliveries")]
 async fn list(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    params: web::Query<ListParams>,
+    filter: web::Query<Filter>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    check_state(&params.state)?;
+    one_of("state", filter.state.as_deref(), STATES)?;
+    let before = page.before_id()?.or(filter.before);
     let filter = DeliveryFilter {
-        state: params.state.clone(),
-        subscription_id: params.subscription_id,
+        state: filter.state.clone(),
+        subscription_id: filter.subscription_id,
     };
-    let limit = domain::page::clamp_limit(params.limit);
-    let data = delivery::list(state.reads.db(), &filter, limit, params.before).await?;
-    let next_before = (data.len() as u64 == limit)
-        .then(|| data.last().map(|d| d.id))
-        .flatten();
-    let data = data.into_iter().map(OutboxDeliveryOut::from).collect();
-    Ok(HttpResponse::Ok().json(DeliveryPage { data, next_before }))
+    let limit = page.limit();
+    let rows = delivery::list(state.reads.db(), &filter, limit + 1, before).await?;
+    let rows: Vec<OutboxDeliveryOut> = rows.into_iter().map(OutboxDeliveryOut::from).collect();
+    Ok(HttpResponse::Ok().json(Page::from_overfetch(rows, limit, |d| d.id)))
 }
 
 /// Put one dead delivery back in line.
-///
-/// **Roles:** ops, admin.
 ///
 /// The same delivery with the same `webhook-id`, so a receiver that did get
 /// it after all can tell it is a repeat.
@@ -109,7 +88,7 @@ async fn list(
         (status = 200, description = "Retried (`retried: 1`)", body = domain::outbound::delivery::RetryReport),
         (status = 409, description = "`/problems/conflict`: no such delivery, or it is not `dead`"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/deliveries/{id}/retry")]
 async fn retry_one(
@@ -148,8 +127,6 @@ struct RetryManyIn {
 
 /// Retry every dead delivery that matches.
 ///
-/// **Roles:** ops, admin.
-///
 /// With `dry_run` only counts them.
 #[utoipa::path(
     operation_id = "retry_deliveries",
@@ -157,7 +134,7 @@ struct RetryManyIn {
     params(IdempotencyKey),
     request_body = RetryManyIn,
     responses((status = 200, description = "How many matched and were retried", body = domain::outbound::delivery::RetryReport)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/deliveries/retry")]
 async fn retry_many(caller: Caller<OpsUp>, write: Write<RetryManyIn>) -> WriteResult {

@@ -5,7 +5,6 @@ use std::collections::BTreeMap;
 use actix_web::{HttpRequest, HttpResponse, web};
 use actix_web::{get, post};
 use chrono::{DateTime, Utc};
-use domain::FieldError;
 use domain::entities::inbox_event;
 use domain::inbound::inbox::InboxState;
 use domain::inbound::inbox::ops::{self, BulkRetryRequest, InboxFilter};
@@ -17,12 +16,9 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
-use crate::http::list::{Page, listed};
+use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 use crate::routes::Routes;
-
-const DEFAULT_LIMIT: u64 = 50;
-const MAX_LIMIT: u64 = 200;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list_events)
@@ -116,7 +112,7 @@ impl InboxEventOut {
 }
 
 #[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 struct ListQuery {
     /// Only events of this source.
     source: Option<String>,
@@ -127,11 +123,6 @@ struct ListQuery {
     received_since: Option<DateTime<Utc>>,
     /// Received before (RFC 3339).
     received_until: Option<DateTime<Utc>>,
-    /// Page size, 1–200 (default 50).
-    #[param(minimum = 1, maximum = 200)]
-    limit: Option<u64>,
-    /// `next_cursor` of the previous page.
-    cursor: Option<String>,
 }
 
 listed! {
@@ -140,67 +131,39 @@ listed! {
 
 fn parse_state(state: Option<&str>) -> Result<Option<InboxState>, ApiError> {
     state
-        .map(|s| {
-            s.parse()
-                .map_err(|e: String| ApiError::Validation(vec![FieldError::new("state", e)]))
-        })
+        .map(|s| s.parse().map_err(|e: String| ApiError::invalid("state", e)))
         .transpose()
 }
 
 /// List inbox events (webhook deliveries, one per event), newest first.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_inbox_events",
     tag = "ops",
-    params(ListQuery),
+    params(ListQuery, ListParams),
     responses((status = 200, description = "A page of events", body = InboxPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/inbox")]
 async fn list_events(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
     query: web::Query<ListQuery>,
+    page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let q = query.into_inner();
-    let limit = q.limit.unwrap_or(DEFAULT_LIMIT);
-    if !(1..=MAX_LIMIT).contains(&limit) {
-        return Err(ApiError::Validation(vec![FieldError::new(
-            "limit",
-            "must be between 1 and 200",
-        )]));
-    }
-    let before = q
-        .cursor
-        .as_deref()
-        .map(|c| {
-            c.parse::<i64>().map_err(|_| {
-                ApiError::Validation(vec![FieldError::new("cursor", "is not a cursor we issued")])
-            })
-        })
-        .transpose()?;
     let filter = InboxFilter {
         source: q.source,
         state: parse_state(q.state.as_deref())?,
         received_since: q.received_since,
         received_until: q.received_until,
     };
-    let events = ops::list(state.reads.db(), &filter, before, limit).await?;
-    // A full page may have more after it; its last id continues the list.
-    let next_cursor = (events.len() as u64 == limit)
-        .then(|| events.last().map(|e| e.id.to_string()))
-        .flatten();
-    let page = Page {
-        data: events,
-        next_cursor,
-    };
+    let limit = page.limit();
+    let events = ops::list(state.reads.db(), &filter, page.before_id()?, limit + 1).await?;
+    let page = Page::from_overfetch(events, limit, |e| e.id);
     Ok(HttpResponse::Ok().json(page.map(InboxEventOut::summary)))
 }
 
 /// One inbox event, with its kept headers and its body.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "get_inbox_event",
     tag = "ops",
@@ -209,7 +172,7 @@ async fn list_events(
         (status = 200, description = "The event", body = InboxEventOut),
         (status = 404, description = "`/problems/not-found`: no such event"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/inbox/{id}")]
 async fn get_event(
@@ -226,8 +189,6 @@ async fn get_event(
 
 /// Send one event back for processing.
 ///
-/// **Roles:** ops, admin.
-///
 /// A `failed`, `dead`, `skipped` or `processed` event goes back to
 /// `received` with a fresh budget of attempts. The same row is reprocessed —
 /// same source, event id and natural-key upsert — so it never creates a
@@ -241,7 +202,7 @@ async fn get_event(
         (status = 404, description = "`/problems/not-found`: no such event"),
         (status = 409, description = "`/problems/conflict`: the event is already waiting or being processed"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/inbox/{id}/retry")]
 async fn retry_event(
@@ -302,8 +263,6 @@ struct BulkRetryOut {
 
 /// Retry every event that matches a filter.
 ///
-/// **Roles:** ops, admin.
-///
 /// Events are re-applied one at a time in the order they were received, so
 /// two events for one lead end with the later one on the lead; the answer
 /// says what each came to. `processed` events are refused unless
@@ -317,7 +276,7 @@ struct BulkRetryOut {
         (status = 200, description = "What matched and what re-applying it came to", body = BulkRetryOut),
         (status = 422, description = "`/problems/validation`: a state that cannot be retried, or `processed` without `include_processed`"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/inbox/retry")]
 async fn retry_matching(

@@ -8,18 +8,17 @@ use actix_web::{get, post};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use actix_web::http::{StatusCode, header};
+use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
-use domain::FieldError;
 use domain::entities::reconcile_run;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
 use serde::Deserialize;
 
 use crate::http::auth::{Caller, OpsUp};
-use crate::http::body::{parse_json, read_bytes};
+use crate::http::body::{is_json, media_type, parse_json, read_bytes};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::state::AppState;
 use crate::routes::Routes;
 pub use wire::ReconcileRunOut;
@@ -45,10 +44,10 @@ struct StartIn {
 impl StartIn {
     fn since(&self) -> Result<Option<Option<String>>, ApiError> {
         match (&self.since, self.from_start) {
-            (Some(_), true) => Err(ApiError::Validation(vec![FieldError::new(
+            (Some(_), true) => Err(ApiError::invalid(
                 "from_start",
                 "give either since or from_start, not both",
-            )])),
+            )),
             (Some(since), false) => Ok(Some(Some(since.clone()))),
             (None, true) => Ok(Some(None)),
             (None, false) => Ok(None),
@@ -63,8 +62,6 @@ fn location(id: i64) -> String {
 /// Starts a run: `202 Accepted` with the run and `Location`; `409
 /// /problems/reconcile-running` (with `run_id`) while one is running.
 ///
-/// **Roles:** ops, admin.
-///
 /// Pages through the source's pull API from its cursor, each page through
 /// the same write path as webhooks in one transaction; records it had to
 /// create or update count as `missed`. An empty body starts a normal run.
@@ -78,7 +75,7 @@ fn location(id: i64) -> String {
         (status = 404, description = "`/problems/not-found`: no such source"),
         (status = 409, description = "`/problems/reconcile-running`: one is running; `run_id` names it"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/reconcile/{source}")]
 async fn start(
@@ -93,16 +90,7 @@ async fn start(
     let input: StartIn = if body.iter().all(u8::is_ascii_whitespace) {
         StartIn::default()
     } else {
-        let is_json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.split(';').next())
-            .is_some_and(|v| {
-                let v = v.trim().to_ascii_lowercase();
-                v == "application/json" || v.ends_with("+json")
-            });
-        if !is_json {
+        if !is_json(&media_type(&req)) {
             return Err(ApiError::UnsupportedMediaType);
         }
         parse_json(&body)?
@@ -153,10 +141,10 @@ async fn start(
 fn start_error(err: StartError) -> ApiError {
     match err {
         StartError::NoSuchSource(name) => ApiError::NotFound(format!("no source '{name}'")),
-        StartError::NoPullUrl(_) => ApiError::Validation(vec![FieldError::new(
+        StartError::NoPullUrl(_) => ApiError::invalid(
             "source",
             "has no pull_url: set one on the source (POST /api/sources) to reconcile it",
-        )]),
+        ),
         StartError::Running(run) => ApiError::ReconcileRunning {
             run_id: run.id,
             message: format!(
@@ -170,8 +158,6 @@ fn start_error(err: StartError) -> ApiError {
 }
 
 /// One reconcile run, with its counts so far.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "get_reconcile_run",
     tag = "ops",
@@ -180,7 +166,7 @@ fn start_error(err: StartError) -> ApiError {
         (status = 200, description = "The run", body = ReconcileRunOut),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/reconcile-runs/{id}")]
 async fn get(
@@ -208,14 +194,12 @@ listed! {
 }
 
 /// Runs, newest first; `cursor` continues after the previous page's last run.
-///
-/// **Roles:** ops, admin.
 #[utoipa::path(
     operation_id = "list_reconcile_runs",
     tag = "ops",
     params(Filter, ListParams),
     responses((status = 200, description = "A page of runs", body = RunPage)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/reconcile-runs")]
 async fn list(
@@ -224,14 +208,7 @@ async fn list(
     filter: web::Query<Filter>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(s) = &filter.state
-        && !run::STATES.contains(&s.as_str())
-    {
-        return Err(ApiError::invalid(
-            "state",
-            "must be running, done or failed",
-        ));
-    }
+    one_of("state", filter.state.as_deref(), &run::STATES)?;
     let limit = page.limit();
     let runs = run::list(
         state.reads.db(),

@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::state::AppState;
 use crate::routes::Routes;
 use crate::routes::ops::reconcile::wire::ReconcileRejectedOut;
@@ -36,8 +36,6 @@ listed! {
 
 /// List the records reconcile rejected, newest first.
 ///
-/// **Roles:** ops, admin.
-///
 /// A record that does not map to a lead is kept with its source, run and
 /// reason while the run moves on; once the mapping is fixed,
 /// `POST /api/ops/reconcile/rejected/retry` re-applies it.
@@ -49,7 +47,7 @@ listed! {
         (status = 200, description = "A page of records", body = ReconcileRejectedPage),
         (status = 422, description = "`/problems/validation`: a bad state or cursor"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/reconcile/rejected")]
 async fn list(
@@ -62,12 +60,11 @@ async fn list(
         source,
         state: wanted,
     } = filter.into_inner();
-    if wanted
-        .as_deref()
-        .is_some_and(|s| ![rejected::REJECTED, rejected::RESOLVED].contains(&s))
-    {
-        return Err(ApiError::invalid("state", "must be rejected or resolved"));
-    }
+    one_of(
+        "state",
+        wanted.as_deref(),
+        &[rejected::REJECTED, rejected::RESOLVED],
+    )?;
     let limit = page.limit();
     let filter = RejectedFilter {
         source,
@@ -99,8 +96,6 @@ struct RetryOut {
 
 /// Re-apply the rejected records, after a mapping fix.
 ///
-/// **Roles:** ops, admin.
-///
 /// Each `rejected` record is mapped again by its source's current mapping
 /// and, if it now maps, written through the same write path as reconcile
 /// (origin `reconcile`) and marked `resolved` in the same transaction: a
@@ -110,7 +105,7 @@ struct RetryOut {
     tag = "ops",
     request_body = RetryIn,
     responses((status = 200, description = "What the retry came to", body = RetryOut)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/reconcile/rejected/retry")]
 async fn retry(

@@ -14,8 +14,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
 
 /// The pipeline per source: inbox states, duplicate rates, backlogs.
 ///
-/// **Roles:** ops, admin.
-///
 /// Computed from the tables, so every node answers the same. Windows count
 /// events first received in the window and all their deliveries; the
 /// duplicate rate is duplicates / deliveries.
@@ -23,7 +21,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "ops_stats",
     tag = "ops",
     responses((status = 200, description = "Per-source stats", body = domain::ops::stats::Stats)),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/stats")]
 async fn stats(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {

@@ -25,8 +25,6 @@ struct SeriesQuery {
 
 /// Inbox events received and processed, and the duplicate rate, per bucket.
 ///
-/// **Roles:** ops, admin.
-///
 /// Buckets are aligned to the clock (whole minutes, quarter hours); the
 /// last one is the current, still filling. Every bucket is present, with
 /// zeros where nothing happened.
@@ -38,7 +36,7 @@ struct SeriesQuery {
         (status = 200, description = "The series, oldest bucket first", body = series::Series),
         (status = 422, description = "`/problems/validation`: `window` is not `1h` or `24h`"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/stats/series")]
 async fn stats_series(

@@ -82,8 +82,6 @@ impl From<TraceEntry> for TraceEntryOut {
 
 /// Everything that carries one correlation id, in time order.
 ///
-/// **Roles:** ops, admin.
-///
 /// The leads the correlated work touched (as they are now), and its timeline
 /// entries, outbox events and their deliveries.
 #[utoipa::path(
@@ -94,7 +92,7 @@ impl From<TraceEntry> for TraceEntryOut {
         (status = 200, description = "The trace", body = TraceOut),
         (status = 404, description = "`/problems/not-found`: nothing carries this correlation id"),
     ),
-    security(("bearer" = [])),
+    security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/trace/{correlation_id}")]
 async fn trace(
