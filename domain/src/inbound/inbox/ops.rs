@@ -12,7 +12,7 @@ use sea_orm::{
 };
 
 use super::InboxState;
-use super::process::{Applied, FailureRecorded, apply, claim, record_failure};
+use super::process::{Applied, FailureRecorded, apply, record_failure};
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::error::Error;
 use crate::retry::RetryPolicy;
@@ -69,7 +69,7 @@ pub async fn retry<C: ConnectionTrait>(
     id: i64,
     now: DateTime<Utc>,
 ) -> Result<Model, Error> {
-    let reset = reset_for_retry(now)
+    let reset = reset_for_retry(now, None)
         .filter(Column::Id.eq(id))
         .filter(retryable())
         .exec_with_returning(conn)
@@ -165,17 +165,15 @@ pub async fn retry_matching(
     let allowed: Vec<&str> = states.iter().map(|s| s.as_str()).collect();
     for id in ids {
         let now = crate::clock::now();
-        // Reset only while it is still in a state the request takes: a job
-        // may have finished it meanwhile.
-        let reset = reset_for_retry(now)
+        // Reset and claimed in one statement, so a worker woken meanwhile
+        // cannot take the event between the two; and only while it is still
+        // in a state the request takes: a job may have finished it meanwhile.
+        let claimed = reset_for_retry(now, Some(BULK_RETRY_WORKER))
             .filter(Column::Id.eq(id))
             .filter(Column::State.is_in(allowed.clone()))
-            .exec(db)
+            .exec_with_returning(db)
             .await?;
-        if reset.rows_affected == 0 {
-            continue;
-        }
-        let Some(event) = claim(db, id, BULK_RETRY_WORKER, now, CLAIM_LEASE).await? else {
+        let Some(event) = claimed.into_iter().next() else {
             continue;
         };
         done.retried += 1;
@@ -215,10 +213,6 @@ pub fn historic_note(done: &BulkRetry, dry_run: bool) -> Option<String> {
     })
 }
 
-/// Our claim is only ever on events we have just reset, so the lease only
-/// matters to a sweeper that finds this process dead mid-retry.
-const CLAIM_LEASE: std::time::Duration = std::time::Duration::from_secs(300);
-
 fn retry_states(request: &BulkRetryRequest) -> Result<Vec<InboxState>, Error> {
     let states: Vec<InboxState> = match request.filter.state {
         Some(state) if !InboxState::RETRYABLE.contains(&state) => {
@@ -247,17 +241,26 @@ fn retryable() -> Condition {
     Condition::all().add(Column::State.is_in(InboxState::RETRYABLE.map(InboxState::as_str)))
 }
 
-fn reset_for_retry(now: DateTime<Utc>) -> sea_orm::UpdateMany<inbox_event::Entity> {
+/// A fresh budget: back to `received` for the workers, or (`claim_by`)
+/// straight to `processing` under that claimant, its first attempt counted.
+fn reset_for_retry(
+    now: DateTime<Utc>,
+    claim_by: Option<&str>,
+) -> sea_orm::UpdateMany<inbox_event::Entity> {
+    let state = match claim_by {
+        Some(_) => InboxState::Processing,
+        None => InboxState::Received,
+    };
     inbox_event::Entity::update_many()
-        .col_expr(Column::State, Expr::value(InboxState::Received.as_str()))
-        .col_expr(Column::Attempts, Expr::value(0))
+        .col_expr(Column::State, Expr::value(state.as_str()))
+        .col_expr(Column::Attempts, Expr::value(i32::from(claim_by.is_some())))
         .col_expr(Column::Retries, Expr::col(Column::Retries).add(1))
         .col_expr(
             Column::NextAttemptAt,
             Expr::value(Option::<DateTime<Utc>>::None),
         )
         .col_expr(Column::EnqueuedAt, Expr::value(now))
-        .col_expr(Column::LockedAt, Expr::value(Option::<DateTime<Utc>>::None))
-        .col_expr(Column::LockedBy, Expr::value(Option::<String>::None))
+        .col_expr(Column::LockedAt, Expr::value(claim_by.map(|_| now)))
+        .col_expr(Column::LockedBy, Expr::value(claim_by.map(str::to_owned)))
         .col_expr(Column::UpdatedAt, Expr::value(now))
 }
