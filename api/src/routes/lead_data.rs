@@ -8,7 +8,7 @@ use actix_web::{HttpResponse, web};
 use actix_web::{delete, get};
 use chrono::{DateTime, Utc};
 use domain::entities::{
-    activity, contact, lead_conversion, lead_erasure, outbox_delivery, outbox_event,
+    activity, lead_conversion, lead_erasure, outbox_delivery, outbox_event,
 };
 use domain::lead::erasure::{self, EraseRequest};
 use domain::lead::export::{self, BulkExport, Format};
@@ -167,7 +167,7 @@ struct SubjectExportOut {
     possible_duplicates: Vec<DuplicateOut>,
     conversion: Option<lead_conversion::Model>,
     /// The contact the lead was converted into.
-    contact: Option<contact::Model>,
+    contact: Option<crate::routes::crm::Contact>,
     exported_at: DateTime<Utc>,
 }
 
@@ -223,7 +223,7 @@ async fn subject_export(
             })
             .collect(),
         conversion: s.conversion,
-        contact: s.contact,
+        contact: s.contact.map(Into::into),
         exported_at: Utc::now(),
     };
     Ok(HttpResponse::Ok().json(out))

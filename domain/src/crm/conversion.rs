@@ -6,7 +6,6 @@
 
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
-use serde::Serialize;
 use serde_json::json;
 
 use crate::auth::{Principal, Role};
@@ -35,7 +34,7 @@ pub struct ConvertRequest {
 }
 
 /// The records a conversion produced or linked.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone)]
 pub struct Converted {
     pub lead: lead::Model,
     pub contact: contact_entity::Model,

@@ -3,12 +3,13 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
-use domain::crm::conversion::{self, ConvertRequest, Converted};
-use domain::entities::lead_conversion;
+use domain::crm::conversion::{self, ConvertRequest};
+use domain::entities::{lead, lead_conversion};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::deals::DealIn;
+use super::wire::{Company, Contact, DealOut};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, Versioned};
@@ -42,6 +43,30 @@ impl Versioned for ConvertOut {
     /// The lead's: the conversion's `ETag` is the lead's new version.
     fn version(&self) -> i64 {
         self.converted.lead.version
+    }
+}
+
+/// The records a conversion produced or linked.
+#[derive(Serialize, ToSchema)]
+struct Converted {
+    lead: lead::Model,
+    contact: Contact,
+    contact_created: bool,
+    company: Option<Company>,
+    company_created: bool,
+    deal: Option<DealOut>,
+}
+
+impl From<conversion::Converted> for Converted {
+    fn from(c: conversion::Converted) -> Self {
+        Self {
+            lead: c.lead,
+            contact: c.contact.into(),
+            contact_created: c.contact_created,
+            company: c.company.map(Company::from),
+            company_created: c.company_created,
+            deal: c.deal.map(DealOut::from),
+        }
     }
 }
 
@@ -103,7 +128,7 @@ async fn convert(
                     deal_id: converted.deal.as_ref().map(|d| d.id),
                 };
                 let out = ConvertOut {
-                    converted,
+                    converted: converted.into(),
                     conversion: ids,
                 };
                 Ok(Reply::tagged(StatusCode::CREATED, &out)?
