@@ -166,7 +166,14 @@ mod tests {
         let shown = keys(Company::from(company));
         assert_eq!(
             shown,
-            set(&["id", "name", "domain", "version", "created_at", "updated_at"])
+            set(&[
+                "id",
+                "name",
+                "domain",
+                "version",
+                "created_at",
+                "updated_at"
+            ])
         );
         let contact = contact::Model {
             id: 1,
