@@ -6,6 +6,7 @@ use domain::outbound::delivery::{self, DeliveryFilter};
 use sea_orm::DatabaseConnection;
 
 use super::output::OutputArgs;
+use crate::routes::ops::deliveries::wire::OutboxDeliveryOut;
 
 #[derive(Debug, Subcommand)]
 pub enum DeliveryCommand {
@@ -49,7 +50,12 @@ pub async fn run_delivery(db: &DatabaseConnection, command: DeliveryCommand) -> 
                 state,
                 subscription_id: subscription,
             };
-            let rows = delivery::list(db, &filter, limit.clamp(1, 1_000), None).await?;
+            let rows: Vec<OutboxDeliveryOut> =
+                delivery::list(db, &filter, limit.clamp(1, 1_000), None)
+                    .await?
+                    .into_iter()
+                    .map(OutboxDeliveryOut::from)
+                    .collect();
             output.print(
                 &rows,
                 &[

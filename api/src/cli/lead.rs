@@ -15,6 +15,7 @@ use domain::page::SortKey;
 use sea_orm::DatabaseConnection;
 
 use super::describe_missing;
+use crate::routes::leads::wire::ErasureRecordOut;
 
 #[derive(Debug, Subcommand)]
 pub enum LeadCommand {
@@ -58,7 +59,10 @@ pub async fn run_lead(db: &DatabaseConnection, command: LeadCommand) -> anyhow::
             if done.repeated {
                 eprintln!("lead {id} was already erased");
             }
-            println!("{}", serde_json::to_string(&done.audit)?);
+            println!(
+                "{}",
+                serde_json::to_string(&ErasureRecordOut::from(done.audit))?
+            );
         }
         LeadCommand::Unsuppress { source, source_ref } => {
             let hash = tombstone::key_hash(source.trim(), source_ref.trim());

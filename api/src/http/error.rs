@@ -14,6 +14,8 @@ use serde::Serialize;
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
+use crate::routes::leads::wire::LeadConversionOut;
+
 pub const PROBLEM_JSON: &str = "application/problem+json";
 
 /// A problem type of the API: one row of [`PROBLEMS`].
@@ -529,7 +531,8 @@ impl From<domain::Error> for ApiError {
             },
             domain::Error::AlreadyConverted(conversion) => Self::AlreadyConverted {
                 lead_id: conversion.lead_id,
-                conversion: serde_json::to_value(&*conversion).unwrap_or_default(),
+                conversion: serde_json::to_value(LeadConversionOut::from(*conversion))
+                    .unwrap_or_default(),
             },
             domain::Error::Sealed(domain::sealed::SealError::NoKey) => Self::SecretKeyMissing,
             domain::Error::Sealed(other) => Self::internal(other),

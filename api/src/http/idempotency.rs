@@ -123,7 +123,6 @@ macro_rules! versioned {
     )*};
 }
 pub(crate) use versioned;
-versioned!(domain::entities::lead::Model);
 
 /// `200` with a versioned record and its `ETag`, for a read.
 pub fn ok_tagged(body: &(impl Serialize + Versioned)) -> HttpResponse {

@@ -3,6 +3,8 @@
 //! in the background exactly as `leadpipe import` does; the client polls
 //! `GET /api/imports/{id}` and downloads `GET /api/imports/{id}/report.csv`.
 
+mod wire;
+
 use crate::http::spool::Spool;
 use crate::routes::Routes;
 use actix_web::{get, post};
@@ -37,7 +39,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[schema(as = ImportRunOut)]
 struct RunOut {
     #[serde(flatten)]
-    run: import_run::Model,
+    run: wire::ImportRun,
     /// `GET` it for the per-row report (CSV).
     report_url: String,
 }
@@ -45,7 +47,10 @@ struct RunOut {
 impl From<import_run::Model> for RunOut {
     fn from(run: import_run::Model) -> Self {
         let report_url = format!("/api/imports/{}/report.csv", run.id);
-        Self { run, report_url }
+        Self {
+            run: run.into(),
+            report_url,
+        }
     }
 }
 

@@ -7,7 +7,6 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use actix_web::{delete, get};
 use chrono::{DateTime, Utc};
-use domain::entities::{activity, lead_conversion, lead_erasure, outbox_delivery, outbox_event};
 use domain::lead::erasure::{self, EraseRequest};
 use domain::lead::export::{self, BulkExport, Format};
 use domain::lead::tombstone;
@@ -19,7 +18,9 @@ use crate::http::error::ApiError;
 use crate::http::list::WindowParams;
 use crate::http::state::AppState;
 use crate::routes::Routes;
+use crate::routes::leads::wire::{ActivityOut, ErasureRecordOut, LeadConversionOut};
 use crate::routes::leads::{Filter, LeadOut};
+use crate::routes::ops::deliveries::wire::{OutboxDeliveryOut, OutboxEventOut};
 use crate::routes::ops::inbox::InboxEventOut;
 
 /// Registered before `leads::configure`: the literal `/api/leads/export`
@@ -45,7 +46,7 @@ struct EraseParams {
 #[derive(Serialize, ToSchema)]
 #[schema(as = ErasureResult)]
 struct ErasureOut {
-    erasure: lead_erasure::Model,
+    erasure: ErasureRecordOut,
     /// True when the lead had already been erased by an earlier call.
     repeated: bool,
 }
@@ -95,7 +96,7 @@ async fn erase_lead(
     };
     let done = erasure::erase(&state.db, &request).await?;
     Ok(HttpResponse::Ok().json(ErasureOut {
-        erasure: done.audit,
+        erasure: done.audit.into(),
         repeated: done.repeated,
     }))
 }
@@ -154,16 +155,16 @@ struct DuplicateOut {
 struct SubjectExportOut {
     lead: LeadOut,
     /// The lead's timeline, notes included, oldest first.
-    timeline: Vec<activity::Model>,
+    timeline: Vec<ActivityOut>,
     /// Webhook events that became this lead, with headers and raw body.
     inbox_events: Vec<InboxEventOut>,
     /// Events about this lead for downstream systems.
-    outbox_events: Vec<outbox_event::Model>,
+    outbox_events: Vec<OutboxEventOut>,
     /// Their deliveries to subscriptions.
-    deliveries: Vec<outbox_delivery::Model>,
+    deliveries: Vec<OutboxDeliveryOut>,
     import_rows: Vec<ImportRowOut>,
     possible_duplicates: Vec<DuplicateOut>,
-    conversion: Option<lead_conversion::Model>,
+    conversion: Option<LeadConversionOut>,
     /// The contact the lead was converted into.
     contact: Option<crate::routes::crm::Contact>,
     exported_at: DateTime<Utc>,
@@ -190,15 +191,23 @@ async fn subject_export(
 ) -> Result<HttpResponse, ApiError> {
     let s = export::subject(&state.db, id.into_inner()).await?;
     let out = SubjectExportOut {
-        lead: LeadOut { lead: s.lead },
-        timeline: s.timeline,
+        lead: LeadOut::from(s.lead),
+        timeline: s.timeline.into_iter().map(ActivityOut::from).collect(),
         inbox_events: s
             .inbox_events
             .into_iter()
             .map(InboxEventOut::detail)
             .collect(),
-        outbox_events: s.outbox_events,
-        deliveries: s.deliveries,
+        outbox_events: s
+            .outbox_events
+            .into_iter()
+            .map(OutboxEventOut::from)
+            .collect(),
+        deliveries: s
+            .deliveries
+            .into_iter()
+            .map(OutboxDeliveryOut::from)
+            .collect(),
         import_rows: s
             .import_rows
             .into_iter()
@@ -220,7 +229,7 @@ async fn subject_export(
                 created_at: d.created_at,
             })
             .collect(),
-        conversion: s.conversion,
+        conversion: s.conversion.map(LeadConversionOut::from),
         contact: s.contact.map(Into::into),
         exported_at: Utc::now(),
     };

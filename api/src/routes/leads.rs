@@ -1,10 +1,12 @@
 //! `/api/leads`: intake upsert, the sales API (status, owner, notes) and reads.
 
+pub mod wire;
+
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
 use domain::auth::Role;
-use domain::entities::{activity, lead};
+use domain::entities::lead;
 use domain::lead::ingest::{self, IngestContext, Origin, Outcome};
 use domain::lead::query::{self, LeadFilter, OwnerFilter};
 use domain::lead::record::LeadRecord;
@@ -22,6 +24,8 @@ use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use wire::ActivityOut;
+pub use wire::LeadOut;
 
 /// The source of leads that sales staff create by hand.
 pub const MANUAL_SOURCE: &str = "manual";
@@ -34,31 +38,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(transition)
         .service(add_note)
         .service(list_activities);
-}
-
-/// A lead as the API shows it: in the OpenAPI document it *is* the `Lead`
-/// schema (a `$ref`, not a one-element `allOf` that client generators turn
-/// into a second copy of `Lead` and its inline models).
-#[derive(Serialize)]
-pub struct LeadOut {
-    #[serde(flatten)]
-    pub lead: lead::Model,
-}
-
-impl utoipa::PartialSchema for LeadOut {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
-        <lead::Model as utoipa::PartialSchema>::schema()
-    }
-}
-
-impl ToSchema for LeadOut {
-    fn name() -> std::borrow::Cow<'static, str> {
-        <lead::Model as ToSchema>::name()
-    }
-
-    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
-        <lead::Model as ToSchema>::schemas(schemas);
-    }
 }
 
 /// One lead with what only its own page shows.
@@ -88,7 +67,7 @@ struct SuppressedOut {
 }
 
 fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
-    Reply::tagged(StatusCode::OK, &LeadOut { lead })
+    Reply::tagged(StatusCode::OK, &LeadOut::from(lead))
 }
 
 impl Versioned for LeadOut {
@@ -196,7 +175,7 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     let created = done.outcome == Outcome::Created;
     let location = format!("/api/leads/{}", lead.id);
     let out = IngestOut {
-        lead: LeadOut { lead },
+        lead: LeadOut::from(lead),
         outcome: done.outcome,
     };
     let status = if created {
@@ -234,7 +213,7 @@ async fn get_lead(
     let lead = sales::find_lead(&state.db, id.into_inner()).await?;
     let possible_duplicates = domain::lead::processing::duplicates_of(&state.db, lead.id).await?;
     let detail = LeadDetail {
-        lead: LeadOut { lead },
+        lead: LeadOut::from(lead),
         possible_duplicates,
     };
     Ok(ok_tagged(&detail))
@@ -360,7 +339,7 @@ struct NoteIn {
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKeyRequired),
     request_body = NoteIn,
     responses(
-        (status = 201, description = "The timeline entry of the note", body = activity::Model),
+        (status = 201, description = "The timeline entry of the note", body = ActivityOut),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
     security(("bearer" = [])),
@@ -376,7 +355,7 @@ async fn add_note(
         .run(&caller, KeyRule::Required, move |txn, note, _| {
             Box::pin(async move {
                 let activity = sales::add_note(txn, id, &note.text, &actor).await?;
-                Reply::new(StatusCode::CREATED, &activity)
+                Reply::new(StatusCode::CREATED, &ActivityOut::from(activity))
             })
         })
         .await
@@ -431,7 +410,7 @@ impl Filter {
 
 listed! {
     "A page of leads." type LeadPage = Page<LeadOut>;
-    "A page of a lead's timeline." type LeadActivityPage = Page<activity::Model>;
+    "A page of a lead's timeline." type LeadActivityPage = Page<ActivityOut>;
 }
 
 /// List leads, filtered, newest first.
@@ -464,7 +443,7 @@ async fn list_leads(
         page.cursor.as_deref(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(|lead| LeadOut { lead })))
+    Ok(HttpResponse::Ok().json(Page::from(page).map(LeadOut::from)))
 }
 
 /// A lead's timeline, newest first.
@@ -494,5 +473,5 @@ async fn list_activities(
     sales::find_lead(state.reads.db(), id).await?;
     let page =
         query::list_activities(state.reads.db(), id, page.limit(), page.cursor.as_deref()).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page)))
+    Ok(HttpResponse::Ok().json(Page::from(page).map(ActivityOut::from)))
 }

@@ -1,7 +1,6 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "import_row")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]

@@ -1,9 +1,6 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
-use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
-#[schema(as = ImportRun)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "import_run")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -12,10 +9,8 @@ pub struct Model {
     pub file_name: Option<String>,
     pub format: String,
     pub file_hash: String,
-    #[serde(skip)]
     pub identity: String,
     #[sea_orm(column_type = "JsonBinary")]
-    #[schema(value_type = Object)]
     pub mapping: Json,
     pub dry_run: bool,
     pub state: String,
@@ -31,11 +26,8 @@ pub struct Model {
     pub bytes_read: i64,
     pub error: Option<String>,
     pub started_by: Option<i64>,
-    #[schema(value_type = String, format = DateTime)]
     pub started_at: ChronoDateTimeUtc,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: ChronoDateTimeUtc,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<ChronoDateTimeUtc>,
 }
 

@@ -1,9 +1,6 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
-use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
-#[schema(as = Lead)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "lead")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -16,11 +13,8 @@ pub struct Model {
     pub company: Option<String>,
     #[sea_orm(column_type = "JsonBinary")]
     /// Anything else the sender sent (an object).
-    #[schema(value_type = Object)]
     pub payload: Json,
-    #[serde(skip)]
     pub content_hash: String,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub source_updated_at: Option<ChronoDateTimeUtc>,
     pub status: crate::lead::status::LeadStatus,
     /// The owning `sales` principal, or `null`.
@@ -28,11 +22,8 @@ pub struct Model {
     /// Goes up with every change; the `ETag` is `"{version}"`.
     pub version: i64,
     /// The `version` the `process_lead` job last worked on.
-    #[serde(skip)]
     pub processed_version: i64,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: ChronoDateTimeUtc,
 }
 

@@ -1,9 +1,6 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
-use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
-#[schema(as = LeadConversion)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "lead_conversion")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
@@ -13,7 +10,6 @@ pub struct Model {
     pub deal_id: Option<i64>,
     pub converted_by: i64,
     pub correlation_id: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
 }
 

@@ -2,9 +2,8 @@ use sea_orm::entity::prelude::*;
 
 /// The audit record of one erasure: ids, who, when, why and how many rows
 /// each table lost. It holds no personal data.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "lead_erasure")]
-#[schema(as = Erasure)]
 pub struct Model {
     #[sea_orm(primary_key)]
     pub id: i64,
@@ -17,9 +16,7 @@ pub struct Model {
     pub reason: String,
     /// Rows removed or blanked, by table.
     #[sea_orm(column_type = "JsonBinary")]
-    #[schema(value_type = Object)]
     pub counts: Json,
-    #[schema(value_type = String, format = DateTime)]
     pub erased_at: ChronoDateTimeUtc,
 }
 

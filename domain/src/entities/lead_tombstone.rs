@@ -2,15 +2,13 @@ use sea_orm::entity::prelude::*;
 
 /// A natural key that must not come back after an erasure: the keyed hash of
 /// `(source, source_ref)` only, never the key itself.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize, utoipa::ToSchema)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "lead_tombstone")]
-#[schema(as = Tombstone)]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
     pub key_hash: String,
     pub lead_id: i64,
     pub erasure_id: Option<i64>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
 }
 

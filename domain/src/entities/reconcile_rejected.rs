@@ -1,10 +1,8 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
 
 /// A record a reconcile page could not map to a lead, kept with its reason
 /// so it can be re-applied once the mapping is fixed.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, utoipa::ToSchema)]
-#[schema(as = ReconcileRejected)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "reconcile_rejected")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -14,9 +12,7 @@ pub struct Model {
     pub run_id: i64,
     /// The record as the sender's pull API returned it.
     #[sea_orm(column_type = "JsonBinary")]
-    #[schema(value_type = Object)]
     pub record: Json,
-    #[serde(skip)]
     pub record_sha256: String,
     /// Why it did not map (field names and pointers, never values).
     pub reason: String,
@@ -25,11 +21,8 @@ pub struct Model {
     pub retries: i32,
     /// The lead it became, once resolved.
     pub lead_id: Option<i64>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: ChronoDateTimeUtc,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub resolved_at: Option<ChronoDateTimeUtc>,
 }
 

@@ -1,10 +1,8 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
 
 /// One reconcile run of a source: its range, its counts (committed page by
 /// page, so a running run shows progress), its state and error.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, utoipa::ToSchema)]
-#[schema(as = ReconcileRun)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "reconcile_run")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -13,7 +11,6 @@ pub struct Model {
     pub state: String,
     pub dry_run: bool,
     pub trigger: String,
-    #[serde(skip)]
     pub tick_key: Option<String>,
     pub cursor_start: Option<String>,
     /// The cursor after the last fully processed page.
@@ -30,11 +27,8 @@ pub struct Model {
     pub missed: i64,
     pub error: Option<String>,
     pub started_by: Option<i64>,
-    #[schema(value_type = String, format = DateTime)]
     pub started_at: ChronoDateTimeUtc,
-    #[schema(value_type = String, format = DateTime)]
     pub heartbeat_at: ChronoDateTimeUtc,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<ChronoDateTimeUtc>,
 }
 

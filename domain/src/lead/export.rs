@@ -13,6 +13,7 @@ use crate::entities::{
 use crate::error::Error;
 use crate::import::report::neutralise;
 use crate::lead::query::{self, LeadFilter};
+use crate::outbound::events::LeadSnapshot;
 
 /// Everything stored about one lead.
 #[derive(Debug, Clone)]
@@ -183,7 +184,7 @@ impl BulkExport {
             }
             Format::Ndjson => {
                 for lead in &page.data {
-                    serde_json::to_writer(&mut out, lead)
+                    serde_json::to_writer(&mut out, &LeadSnapshot::from(lead))
                         .map_err(|e| Error::Db(sea_orm::DbErr::Custom(e.to_string())))?;
                     out.push(b'\n');
                 }

@@ -17,6 +17,7 @@ use crate::error::Error;
 use crate::lead::activity::{ActivityKind, NewActivity};
 use crate::lead::record::{LeadRecord, NewLead};
 use crate::lead::tombstone;
+use crate::outbound::events::LeadSnapshot;
 use crate::outbound::outbox;
 
 /// Which door a record came through.
@@ -252,7 +253,8 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             } else {
                 outbox::LEAD_UPDATED
             };
-            let payload = serde_json::to_value(lead).map_err(|e| DbErr::Json(e.to_string()))?;
+            let payload = serde_json::to_value(LeadSnapshot::from(lead))
+                .map_err(|e| DbErr::Json(e.to_string()))?;
             events.push(outbox::new_event(
                 event_type,
                 Some(lead.id),

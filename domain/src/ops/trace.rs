@@ -11,8 +11,8 @@ use crate::error::Error;
 /// Bounds one trace; a correlation id that touched more is a bulk job.
 const MAX_ROWS: u64 = 1_000;
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// One correlated row, as stored; the API shows each through its wire type.
+#[derive(Debug, Clone)]
 pub enum TraceEntry {
     InboxEvent {
         at: DateTime<Utc>,
@@ -77,7 +77,7 @@ impl From<inbox_event::Model> for InboxSummary {
     }
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone)]
 pub struct Trace {
     pub correlation_id: String,
     /// The leads the correlated work touched, as they are now.

@@ -6,6 +6,7 @@ use serde::Serialize;
 use utoipa::openapi::{RefOr, Schema};
 
 use crate::crm::deal::stage::DealStage;
+use crate::entities::lead;
 use crate::lead::status::LeadStatus;
 
 /// A payload type and the event type it is sent as.
@@ -77,8 +78,56 @@ pub struct Ping {
     pub subscription_id: i64,
 }
 
-/// The lead as stored, for `lead.created` and `lead.updated`.
-pub type LeadSnapshot = crate::entities::lead::Model;
+// The lead as stored, for `lead.created` and `lead.updated`, for each line of
+// the NDJSON bulk export, and (as `LeadOut`) for the API. Built field by field
+// from the row, so a column kept for internal use never reaches the outside.
+// A plain comment: the `Lead` schema has no description.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = Lead)]
+pub struct LeadSnapshot {
+    pub id: i64,
+    pub source: String,
+    pub source_ref: String,
+    pub email: Option<String>,
+    pub phone: Option<String>,
+    pub name: Option<String>,
+    pub company: Option<String>,
+    /// Anything else the sender sent (an object).
+    #[schema(value_type = Object)]
+    pub payload: serde_json::Value,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub source_updated_at: Option<chrono::DateTime<chrono::Utc>>,
+    pub status: LeadStatus,
+    /// The owning `sales` principal, or `null`.
+    pub owner_id: Option<i64>,
+    /// Goes up with every change; the `ETag` is `"{version}"`.
+    pub version: i64,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: chrono::DateTime<chrono::Utc>,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: chrono::DateTime<chrono::Utc>,
+}
+
+impl From<&lead::Model> for LeadSnapshot {
+    fn from(m: &lead::Model) -> Self {
+        Self {
+            id: m.id,
+            source: m.source.clone(),
+            source_ref: m.source_ref.clone(),
+            email: m.email.clone(),
+            phone: m.phone.clone(),
+            name: m.name.clone(),
+            company: m.company.clone(),
+            payload: m.payload.clone(),
+            source_updated_at: m.source_updated_at,
+            status: m.status,
+            owner_id: m.owner_id,
+            version: m.version,
+            created_at: m.created_at,
+            updated_at: m.updated_at,
+        }
+    }
+}
 
 pub const LEAD_CREATED: &str = "lead.created";
 pub const LEAD_UPDATED: &str = "lead.updated";

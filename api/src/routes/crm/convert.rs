@@ -3,8 +3,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
-use domain::crm::conversion::{self, ConvertRequest};
-use domain::entities::{lead, lead_conversion};
+use domain::crm::conversion::{self, ConvertRequest, Converted};
+use domain::entities::lead_conversion;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -17,6 +17,8 @@ use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use crate::routes::leads::LeadOut;
+use crate::routes::leads::wire::LeadConversionOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(convert).service(get_conversion);
@@ -31,25 +33,11 @@ struct ConvertIn {
     deal: Option<DealIn>,
 }
 
-/// The converted lead and the records it became.
-#[derive(Serialize, ToSchema)]
-struct ConvertOut {
-    #[serde(flatten)]
-    converted: Converted,
-    conversion: Ids,
-}
-
-impl Versioned for ConvertOut {
-    /// The lead's: the conversion's `ETag` is the lead's new version.
-    fn version(&self) -> i64 {
-        self.converted.lead.version
-    }
-}
-
 /// The records a conversion produced or linked.
 #[derive(Serialize, ToSchema)]
-struct Converted {
-    lead: lead::Model,
+#[schema(as = Converted)]
+struct ConvertedOut {
+    lead: LeadOut,
     contact: Contact,
     contact_created: bool,
     company: Option<Company>,
@@ -57,16 +45,31 @@ struct Converted {
     deal: Option<DealOut>,
 }
 
-impl From<conversion::Converted> for Converted {
-    fn from(c: conversion::Converted) -> Self {
+impl From<Converted> for ConvertedOut {
+    fn from(c: Converted) -> Self {
         Self {
-            lead: c.lead,
+            lead: c.lead.into(),
             contact: c.contact.into(),
             contact_created: c.contact_created,
             company: c.company.map(Company::from),
             company_created: c.company_created,
             deal: c.deal.map(DealOut::from),
         }
+    }
+}
+
+/// The converted lead and the records it became.
+#[derive(Serialize, ToSchema)]
+struct ConvertOut {
+    #[serde(flatten)]
+    converted: ConvertedOut,
+    conversion: Ids,
+}
+
+impl Versioned for ConvertOut {
+    /// The lead's: the conversion's `ETag` is the lead's new version.
+    fn version(&self) -> i64 {
+        self.converted.lead.lead.version
     }
 }
 
@@ -146,7 +149,7 @@ async fn convert(
     tag = "crm",
     params(("id" = i64, Path, description = "The lead's id")),
     responses(
-        (status = 200, description = "The conversion's ids", body = lead_conversion::Model),
+        (status = 200, description = "The conversion's ids", body = LeadConversionOut),
         (status = 404, description = "`/problems/not-found`: no such lead, or it was not converted"),
     ),
     security(("bearer" = [])),
@@ -160,5 +163,5 @@ async fn get_conversion(
     let found: Option<lead_conversion::Model> =
         conversion::find_conversion(&state.db, id.into_inner()).await?;
     let found = found.ok_or_else(|| ApiError::NotFound("this lead was not converted".into()))?;
-    Ok(HttpResponse::Ok().json(found))
+    Ok(HttpResponse::Ok().json(LeadConversionOut::from(found)))
 }

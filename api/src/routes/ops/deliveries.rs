@@ -1,10 +1,11 @@
 //! `/api/ops/deliveries`: watching and repairing outgoing webhooks.
 
+pub mod wire;
+
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use actix_web::{get, post};
 use domain::FieldError;
-use domain::entities::outbox_delivery;
 use domain::outbound::delivery::{self, DeliveryFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -16,6 +17,7 @@ use crate::http::params::IdempotencyKey;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use wire::OutboxDeliveryOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list).service(retry_many).service(retry_one);
@@ -46,7 +48,7 @@ struct ListParams {
 /// A page of deliveries.
 #[derive(Serialize, ToSchema)]
 struct DeliveryPage {
-    data: Vec<outbox_delivery::Model>,
+    data: Vec<OutboxDeliveryOut>,
     /// Pass as `before` for the next page; `null` on the last page.
     next_before: Option<i64>,
 }
@@ -89,6 +91,7 @@ async fn list(
     let next_before = (data.len() as u64 == limit)
         .then(|| data.last().map(|d| d.id))
         .flatten();
+    let data = data.into_iter().map(OutboxDeliveryOut::from).collect();
     Ok(HttpResponse::Ok().json(DeliveryPage { data, next_before }))
 }
 

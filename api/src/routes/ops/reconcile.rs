@@ -2,6 +2,8 @@
 //! reconcile run and watch it (ops and admin). The run executes in the
 //! background; its row shows the counts page by page.
 
+pub mod wire;
+
 use actix_web::{get, post};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -20,6 +22,7 @@ use crate::http::idempotency::{self, KeyRule, Reply};
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 use crate::routes::Routes;
+pub use wire::ReconcileRunOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(start).service(list).service(get);
@@ -71,7 +74,7 @@ fn location(id: i64) -> String {
     params(("source" = String, Path, description = "The source's name")),
     request_body(content = Option<StartIn>, content_type = "application/json"),
     responses(
-        (status = 202, description = "The run, started; `Location` names it", body = domain::entities::reconcile_run::Model),
+        (status = 202, description = "The run, started; `Location` names it", body = ReconcileRunOut),
         (status = 404, description = "`/problems/not-found`: no such source"),
         (status = 409, description = "`/problems/reconcile-running`: one is running; `run_id` names it"),
     ),
@@ -126,7 +129,8 @@ async fn start(
         move |txn| {
             Box::pin(async move {
                 let run = run::start(txn, &start).await.map_err(start_error)?;
-                let reply = Reply::new(StatusCode::ACCEPTED, &run)?.location(location(run.id));
+                let reply = Reply::new(StatusCode::ACCEPTED, &ReconcileRunOut::from(&run))?
+                    .location(location(run.id));
                 *slot.borrow_mut() = Some(run);
                 Ok(reply)
             })
@@ -173,7 +177,7 @@ fn start_error(err: StartError) -> ApiError {
     tag = "ops",
     params(("id" = i64, Path, description = "The run's id")),
     responses(
-        (status = 200, description = "The run", body = domain::entities::reconcile_run::Model),
+        (status = 200, description = "The run", body = ReconcileRunOut),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
     security(("bearer" = [])),
@@ -188,7 +192,7 @@ async fn get(
     let run = run::find(&state.db, id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no reconcile run {id}")))?;
-    Ok(HttpResponse::Ok().json(run))
+    Ok(HttpResponse::Ok().json(ReconcileRunOut::from(&run)))
 }
 
 #[derive(Deserialize, utoipa::IntoParams)]
@@ -200,7 +204,7 @@ struct Filter {
 }
 
 listed! {
-    "A page of reconcile runs." type RunPage = Page<reconcile_run::Model>;
+    "A page of reconcile runs." type RunPage = Page<ReconcileRunOut>;
 }
 
 /// Runs, newest first; `cursor` continues after the previous page's last run.
@@ -237,5 +241,6 @@ async fn list(
         limit + 1,
     )
     .await?;
-    Ok(HttpResponse::Ok().json(Page::from_overfetch(runs, limit, |r| r.id)))
+    let page = Page::from_overfetch(runs, limit, |r| r.id).map(|r| ReconcileRunOut::from(&r));
+    Ok(HttpResponse::Ok().json(page))
 }

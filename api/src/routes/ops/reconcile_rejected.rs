@@ -3,7 +3,6 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use actix_web::{get, post};
-use domain::entities::reconcile_rejected;
 use domain::reconcile::rejected::{self, RejectedFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -14,6 +13,7 @@ use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 use crate::routes::Routes;
+use crate::routes::ops::reconcile::wire::ReconcileRejectedOut;
 
 /// Registered before `/api/ops/reconcile/{source}`, which would take the
 /// path otherwise.
@@ -31,7 +31,7 @@ struct Filter {
 }
 
 listed! {
-    "A page of rejected reconcile records." type ReconcileRejectedPage = Page<reconcile_rejected::Model>;
+    "A page of rejected reconcile records." type ReconcileRejectedPage = Page<ReconcileRejectedOut>;
 }
 
 /// List the records reconcile rejected, newest first.
@@ -74,7 +74,8 @@ async fn list(
         state: wanted,
     };
     let rows = rejected::list(state.reads.db(), &filter, page.before_id()?, limit + 1).await?;
-    Ok(HttpResponse::Ok().json(Page::from_overfetch(rows, limit, |r| r.id)))
+    let page = Page::from_overfetch(rows, limit, |r| r.id).map(ReconcileRejectedOut::from);
+    Ok(HttpResponse::Ok().json(page))
 }
 
 /// Which rejected records to retry: one source's, or all.

@@ -2,14 +2,82 @@
 
 use actix_web::get;
 use actix_web::{HttpResponse, web};
+use chrono::{DateTime, Utc};
+use domain::ops::trace::{InboxSummary, Trace, TraceEntry};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 use crate::routes::Routes;
+use crate::routes::leads::LeadOut;
+use crate::routes::leads::wire::ActivityOut;
+use crate::routes::ops::deliveries::wire::{OutboxDeliveryOut, OutboxEventOut};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(trace);
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Trace)]
+struct TraceOut {
+    correlation_id: String,
+    /// The leads the correlated work touched, as they are now.
+    leads: Vec<LeadOut>,
+    entries: Vec<TraceEntryOut>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[schema(as = TraceEntry)]
+enum TraceEntryOut {
+    InboxEvent {
+        at: DateTime<Utc>,
+        event: InboxSummary,
+    },
+    Activity {
+        at: DateTime<Utc>,
+        activity: ActivityOut,
+    },
+    OutboxEvent {
+        at: DateTime<Utc>,
+        event: OutboxEventOut,
+    },
+    Delivery {
+        at: DateTime<Utc>,
+        delivery: OutboxDeliveryOut,
+    },
+}
+
+impl From<Trace> for TraceOut {
+    fn from(t: Trace) -> Self {
+        Self {
+            correlation_id: t.correlation_id,
+            leads: t.leads.into_iter().map(LeadOut::from).collect(),
+            entries: t.entries.into_iter().map(TraceEntryOut::from).collect(),
+        }
+    }
+}
+
+impl From<TraceEntry> for TraceEntryOut {
+    fn from(e: TraceEntry) -> Self {
+        match e {
+            TraceEntry::InboxEvent { at, event } => Self::InboxEvent { at, event },
+            TraceEntry::Activity { at, activity } => Self::Activity {
+                at,
+                activity: activity.into(),
+            },
+            TraceEntry::OutboxEvent { at, event } => Self::OutboxEvent {
+                at,
+                event: event.into(),
+            },
+            TraceEntry::Delivery { at, delivery } => Self::Delivery {
+                at,
+                delivery: delivery.into(),
+            },
+        }
+    }
 }
 
 /// Everything that carries one correlation id, in time order.
@@ -23,7 +91,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     tag = "ops",
     params(("correlation_id" = String, Path, description = "An `X-Request-Id`")),
     responses(
-        (status = 200, description = "The trace", body = domain::ops::trace::Trace),
+        (status = 200, description = "The trace", body = TraceOut),
         (status = 404, description = "`/problems/not-found`: nothing carries this correlation id"),
     ),
     security(("bearer" = [])),
@@ -43,5 +111,5 @@ async fn trace(
             }
             other => other.into(),
         })?;
-    Ok(HttpResponse::Ok().json(trace))
+    Ok(HttpResponse::Ok().json(TraceOut::from(trace)))
 }

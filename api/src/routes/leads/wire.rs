@@ -1,0 +1,226 @@
+//! What the API shows of a lead and its records. Each type is built field by
+//! field from its row, so a column kept for internal use stays off the wire.
+
+use chrono::{DateTime, Utc};
+use domain::entities::{activity, lead, lead_conversion, lead_erasure};
+use domain::outbound::events::LeadSnapshot;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// A lead as the API shows it: the same shape a `lead.created` event carries
+/// (one definition, so the two cannot drift). In the OpenAPI document it
+/// *is* the `Lead` schema (a `$ref`, not a one-element `allOf` that client
+/// generators turn into a second copy of `Lead` and its inline models).
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct LeadOut {
+    pub lead: LeadSnapshot,
+}
+
+impl From<&lead::Model> for LeadOut {
+    fn from(m: &lead::Model) -> Self {
+        Self {
+            lead: LeadSnapshot::from(m),
+        }
+    }
+}
+
+impl From<lead::Model> for LeadOut {
+    fn from(m: lead::Model) -> Self {
+        Self::from(&m)
+    }
+}
+
+impl utoipa::PartialSchema for LeadOut {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        <LeadSnapshot as utoipa::PartialSchema>::schema()
+    }
+}
+
+impl ToSchema for LeadOut {
+    fn name() -> std::borrow::Cow<'static, str> {
+        <LeadSnapshot as ToSchema>::name()
+    }
+
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
+        <LeadSnapshot as ToSchema>::schemas(schemas);
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Activity)]
+pub struct ActivityOut {
+    pub id: i64,
+    pub lead_id: i64,
+    /// `ingest`, `note`, `status_changed`, `assigned`, `duplicate_hint` or `converted`.
+    pub kind: String,
+    /// `ingest`: the door — `api`, `webhook`, `reconcile` or `import`.
+    pub origin: Option<String>,
+    /// `ingest`: `created`, `updated`, `unchanged` or `stale`.
+    pub outcome: Option<String>,
+    /// The principal who did it, if a person did.
+    pub author_id: Option<i64>,
+    /// What changed, by kind: `{from, to, reason}`, `{text}`, `{from, to, by}`, ….
+    #[schema(value_type = Option<Object>)]
+    pub detail: Option<serde_json::Value>,
+    pub correlation_id: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<activity::Model> for ActivityOut {
+    fn from(m: activity::Model) -> Self {
+        Self {
+            id: m.id,
+            lead_id: m.lead_id,
+            kind: m.kind,
+            origin: m.origin,
+            outcome: m.outcome,
+            author_id: m.author_id,
+            detail: m.detail,
+            correlation_id: m.correlation_id,
+            created_at: m.created_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = LeadConversion)]
+pub struct LeadConversionOut {
+    pub lead_id: i64,
+    pub contact_id: i64,
+    pub company_id: Option<i64>,
+    pub deal_id: Option<i64>,
+    pub converted_by: i64,
+    pub correlation_id: Option<String>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<lead_conversion::Model> for LeadConversionOut {
+    fn from(m: lead_conversion::Model) -> Self {
+        Self {
+            lead_id: m.lead_id,
+            contact_id: m.contact_id,
+            company_id: m.company_id,
+            deal_id: m.deal_id,
+            converted_by: m.converted_by,
+            correlation_id: m.correlation_id,
+            created_at: m.created_at,
+        }
+    }
+}
+
+/// The audit record of one erasure: ids, who, when, why and how many rows
+/// each table lost. It holds no personal data.
+#[derive(Serialize, ToSchema)]
+#[schema(as = Erasure)]
+pub struct ErasureRecordOut {
+    pub id: i64,
+    /// The erased lead's id (the lead itself is gone).
+    pub lead_id: i64,
+    /// The tombstone's key: a keyed hash of `(source, source_ref)`.
+    pub key_hash: String,
+    /// The principal who erased it.
+    pub erased_by: Option<i64>,
+    pub reason: String,
+    /// Rows removed or blanked, by table.
+    #[schema(value_type = Object)]
+    pub counts: serde_json::Value,
+    #[schema(value_type = String, format = DateTime)]
+    pub erased_at: DateTime<Utc>,
+}
+
+impl From<lead_erasure::Model> for ErasureRecordOut {
+    fn from(m: lead_erasure::Model) -> Self {
+        Self {
+            id: m.id,
+            lead_id: m.lead_id,
+            key_hash: m.key_hash,
+            erased_by: m.erased_by,
+            reason: m.reason,
+            counts: m.counts,
+            erased_at: m.erased_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use domain::lead::status::LeadStatus;
+    use serde_json::json;
+
+    use super::*;
+    use crate::routes::wire_check::assert_documented;
+
+    #[test]
+    fn a_lead_shows_its_documented_fields_and_no_internal_column() {
+        let now = Utc::now();
+        let row = lead::Model {
+            id: 7,
+            source: "web".into(),
+            source_ref: "r-1".into(),
+            email: Some("ada@example.com".into()),
+            phone: Some("4471".into()),
+            name: Some("Ada".into()),
+            company: Some("Engines".into()),
+            payload: json!({"utm": "x"}),
+            content_hash: "internal-content-hash".into(),
+            source_updated_at: Some(now),
+            status: LeadStatus::New,
+            owner_id: Some(3),
+            version: 4,
+            processed_version: 987_654_321,
+            created_at: now,
+            updated_at: now,
+        };
+        assert_documented(
+            &LeadOut::from(&row),
+            &["internal-content-hash", "987654321"],
+        );
+    }
+
+    #[test]
+    fn timeline_conversion_and_erasure_records_show_their_documented_fields() {
+        let now = Utc::now();
+        assert_documented(
+            &ActivityOut::from(activity::Model {
+                id: 1,
+                lead_id: 7,
+                kind: "note".into(),
+                origin: Some("api".into()),
+                outcome: Some("created".into()),
+                author_id: Some(3),
+                detail: Some(json!({"text": "hi"})),
+                correlation_id: Some("c".into()),
+                created_at: now,
+            }),
+            &[],
+        );
+        assert_documented(
+            &LeadConversionOut::from(lead_conversion::Model {
+                lead_id: 7,
+                contact_id: 2,
+                company_id: Some(5),
+                deal_id: Some(6),
+                converted_by: 3,
+                correlation_id: Some("c".into()),
+                created_at: now,
+            }),
+            &[],
+        );
+        assert_documented(
+            &ErasureRecordOut::from(lead_erasure::Model {
+                id: 1,
+                lead_id: 7,
+                key_hash: "k".into(),
+                erased_by: Some(3),
+                reason: "asked".into(),
+                counts: json!({"lead": 1}),
+                erased_at: now,
+            }),
+            &[],
+        );
+    }
+}
