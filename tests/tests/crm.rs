@@ -104,6 +104,7 @@ on_both_backends!(
     lists_filter_and_page_with_cursors,
     only_sales_and_up_convert_and_a_key_is_required,
     concurrent_conversions_with_different_keys_convert_once,
+    concurrent_patches_without_if_match_each_get_their_own_version,
     a_caller_without_the_role_is_refused_before_its_body_is_read,
 );
 
@@ -670,6 +671,71 @@ async fn concurrent_conversions_with_different_keys_convert_once(backend: Backen
     assert_eq!(t.app.count(deal::Entity).await, 1);
     assert_eq!(t.app.count(contact::Entity).await, 1);
     assert_eq!(t.app.count(company::Entity).await, 1);
+}
+
+/// Without `If-Match` a PATCH re-reads and retries when it loses the
+/// compare-and-set: every `200` is its own version, none overwrites another
+/// unseen, and each has its timeline row; a writer that keeps losing gets `412`.
+async fn concurrent_patches_without_if_match_each_get_their_own_version(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let created = t
+        .post(
+            "/api/contacts",
+            &json!({"email": "race@patch.example"}),
+            None,
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let path = format!("/api/contacts/{id}");
+    let bodies: Vec<Value> = (0..8)
+        .map(|i| json!({"name": format!("Name {i}")}))
+        .collect();
+    let responses = futures::future::join_all(
+        bodies
+            .iter()
+            .map(|body| t.send(reqwest::Method::PATCH, &path, body, None, None, &t.sales)),
+    )
+    .await;
+    let mut versions = Vec::new();
+    for response in responses {
+        match response.status().as_u16() {
+            200 => {
+                let body: Value = response.json().await.unwrap();
+                versions.push(body["version"].as_i64().unwrap());
+            }
+            412 => {
+                assert_problem(response, 412, "/problems/precondition-failed").await;
+            }
+            other => panic!("unexpected {other}"),
+        }
+    }
+    versions.sort_unstable();
+    let expected: Vec<i64> = (2..2 + versions.len() as i64).collect();
+    assert_eq!(versions, expected, "one version per successful PATCH");
+    let stored = contact::Entity::find_by_id(id)
+        .one(&t.app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.version, 1 + versions.len() as i64);
+    let mut logged: Vec<i64> = crm_activity::Entity::find()
+        .filter(crm_activity::Column::SubjectType.eq("contact"))
+        .filter(crm_activity::Column::SubjectId.eq(id))
+        .filter(crm_activity::Column::Kind.eq("updated"))
+        .all(&t.app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|row| row.detail.unwrap()["version"].as_i64().unwrap())
+        .collect();
+    logged.sort_unstable();
+    assert_eq!(
+        logged, versions,
+        "one timeline row per write, with its version"
+    );
 }
 
 /// Roles are checked before the body is read or parsed: a caller without

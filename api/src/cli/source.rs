@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use domain::inbound::signature::{Scheme, generate_standard_secret};
-use domain::inbound::source::{self, Saved, SourceInput};
+use domain::inbound::source::{self, NewSource, Saved};
 use domain::outbound::net_guard::OutboundPolicy;
 use domain::sealed::Keyring;
 use sea_orm::DatabaseConnection;
 
 use super::describe;
+use crate::routes::sources::wire::{SourceIn, SourceOut};
 
 // Parsed once per run: the size of the variants does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -163,7 +164,7 @@ pub async fn run_source(
                 None if args.secrets.is_empty() => None,
                 None => Some(args.secrets),
             };
-            let input = SourceInput {
+            let input = SourceIn {
                 name: args.name,
                 scheme: args.scheme,
                 secrets,
@@ -187,9 +188,9 @@ pub async fn run_source(
                 pull_page_size: args.pull_page_size,
                 cron: args.cron,
             };
-            let (view, how) = source::upsert_with(db, input, outbound, keys)
-                .await
-                .map_err(describe)?;
+            let new = NewSource::parse(input.into(), outbound).map_err(describe)?;
+            let (saved, how) = source::upsert(db, new, keys).await.map_err(describe)?;
+            let view = SourceOut::from(saved);
             eprintln!(
                 "{} source '{}' ({}); webhook URL path: /webhooks/{}",
                 if how == Saved::Created {
@@ -208,8 +209,13 @@ pub async fn run_source(
             }
         }
         SourceCommand::List { output } => {
+            let sources: Vec<SourceOut> = source::list(db)
+                .await?
+                .into_iter()
+                .map(SourceOut::from)
+                .collect();
             output.print(
-                &source::list(db).await?,
+                &sources,
                 &["name", "scheme", "secret_count", "allowed_event_types"],
             )?;
         }

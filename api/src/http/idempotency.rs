@@ -112,20 +112,17 @@ pub trait Versioned {
     fn version(&self) -> i64;
 }
 
+/// `Versioned` for types with a `version` field.
 macro_rules! versioned {
     ($($model:ty),*) => {$(
-        impl Versioned for $model {
+        impl $crate::http::idempotency::Versioned for $model {
             fn version(&self) -> i64 {
                 self.version
             }
         }
     )*};
 }
-versioned!(
-    domain::entities::company::Model,
-    domain::entities::contact::Model,
-    domain::entities::deal::Model
-);
+pub(crate) use versioned;
 
 /// `200` with a versioned record and its `ETag`, for a read.
 pub fn ok_tagged(body: &(impl Serialize + Versioned)) -> HttpResponse {

@@ -7,7 +7,6 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use actix_web::{delete, get};
 use chrono::{DateTime, Utc};
-use domain::entities::contact;
 use domain::lead::erasure::{self, EraseRequest};
 use domain::lead::export::{self, BulkExport, Format};
 use domain::lead::tombstone;
@@ -163,7 +162,7 @@ struct SubjectExportOut {
     possible_duplicates: Vec<DuplicateOut>,
     conversion: Option<LeadConversionOut>,
     /// The contact the lead was converted into.
-    contact: Option<contact::Model>,
+    contact: Option<crate::routes::crm::Contact>,
     exported_at: DateTime<Utc>,
 }
 
@@ -227,7 +226,7 @@ async fn subject_export(
             })
             .collect(),
         conversion: s.conversion.map(LeadConversionOut::from),
-        contact: s.contact,
+        contact: s.contact.map(Into::into),
         exported_at: Utc::now(),
     };
     Ok(HttpResponse::Ok().json(out))

@@ -4,13 +4,17 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use actix_web::{get, post};
-use domain::inbound::source::{self, Saved, SourceInput};
+use domain::inbound::source::{self, NewSource, Saved};
 
 use crate::http::auth::{AdminOnly, Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 use crate::routes::Routes;
+
+pub mod wire;
+
+use wire::{SourceIn, SourceOut};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list_sources)
@@ -21,7 +25,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 /// Every source, without secrets.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 struct SourceList {
-    data: Vec<domain::inbound::source::SourceView>,
+    data: Vec<SourceOut>,
 }
 
 /// List webhook sources, without secrets.
@@ -37,7 +41,8 @@ async fn list_sources(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let sources = source::list(&state.db).await?;
-    Ok(HttpResponse::Ok().json(SourceList { data: sources }))
+    let data = sources.into_iter().map(SourceOut::from).collect();
+    Ok(HttpResponse::Ok().json(SourceList { data }))
 }
 
 /// One webhook source, without secrets.
@@ -46,7 +51,7 @@ async fn list_sources(
     tag = "sources",
     params(("name" = String, Path, description = "The source's name")),
     responses(
-        (status = 200, description = "The source", body = domain::inbound::source::SourceView),
+        (status = 200, description = "The source", body = SourceOut),
         (status = 404, description = "`/problems/not-found`: no such source"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -58,10 +63,10 @@ async fn get_source(
     name: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
-    let found = source::find_view(&state.db, &name)
+    let found = source::find_stored(&state.db, &name)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no source '{name}'")))?;
-    Ok(HttpResponse::Ok().json(found))
+    Ok(HttpResponse::Ok().json(SourceOut::from(found)))
 }
 
 /// Create a webhook source, or replace the configuration of the one with this name.
@@ -76,10 +81,10 @@ async fn get_source(
 #[utoipa::path(
     operation_id = "save_source",
     tag = "sources",
-    request_body = domain::inbound::source::SourceInput,
+    request_body = SourceIn,
     responses(
-        (status = 201, description = "Created", body = domain::inbound::source::SourceView, headers(("Location" = String))),
-        (status = 200, description = "The configuration was replaced", body = domain::inbound::source::SourceView),
+        (status = 201, description = "Created", body = SourceOut, headers(("Location" = String))),
+        (status = 200, description = "The configuration was replaced", body = SourceOut),
     ),
     security(("bearer" = ["admin"])),
 )]
@@ -90,14 +95,10 @@ async fn save_source(
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: SourceInput = read_json(&req, body, state.http.max_body_bytes).await?;
-    let (saved, how) = source::upsert_with(
-        &state.db,
-        input,
-        &state.http.outbound_policy(),
-        &state.http.keyring,
-    )
-    .await?;
+    let input: SourceIn = read_json(&req, body, state.http.max_body_bytes).await?;
+    let new = NewSource::parse(input.into(), &state.http.outbound_policy())?;
+    let (saved, how) = source::upsert(&state.db, new, &state.http.keyring).await?;
+    let saved = SourceOut::from(saved);
     tracing::info!(source = %saved.name, scheme = %saved.scheme, created = how == Saved::Created, "source saved");
     Ok(match how {
         Saved::Created => HttpResponse::Created()

@@ -1,17 +1,16 @@
 //! Companies, matched by normalised domain or, lacking one, normalised name.
 
 use sea_orm::sea_query::{OnConflict, Query};
-use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter,
-    SqlErr,
-};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
 
 use super::normalise;
+pub use super::record::Matched;
+use super::record::{self, Changed};
 use super::timeline::{self, Author, Subject};
 use crate::entities::company::{self, Column, Entity};
 use crate::error::Error;
-use crate::page::{self, KeyColumns, Page, Window};
+use crate::page::{self, Page, Window};
 use crate::precondition::IfMatch;
 
 pub const MAX_NAME_LEN: usize = 255;
@@ -54,13 +53,6 @@ impl CompanyInput {
     }
 }
 
-/// A record found by its match key, or created.
-#[derive(Debug, Clone)]
-pub struct Matched<T> {
-    pub model: T,
-    pub created: bool,
-}
-
 /// `INSERT .. ON CONFLICT (match_key) DO NOTHING RETURNING *`, then the
 /// existing row when the insert lost: concurrent callers converge on one company.
 pub async fn match_or_create<C: ConnectionTrait>(
@@ -91,38 +83,26 @@ pub async fn match_or_create<C: ConnectionTrait>(
         .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(OnConflict::column(Column::MatchKey).do_nothing().to_owned())
         .returning_all();
-    let stmt = conn.get_database_backend().build(&insert);
-    if let Some(created) = company::Model::find_by_statement(stmt).one(conn).await? {
+    let key = new.match_key.clone().into();
+    let found = record::insert_or_find::<Entity, _>(conn, &insert, Column::MatchKey, key).await?;
+    if found.created {
+        let created = &found.model;
+        let detail = json!({ "name": created.name, "domain": created.domain });
         timeline::record(
             conn,
             Subject::Company,
             created.id,
             "created",
-            json!({ "name": created.name, "domain": created.domain }),
+            detail,
             author,
         )
         .await?;
-        return Ok(Matched {
-            model: created,
-            created: true,
-        });
     }
-    let existing = Entity::find()
-        .filter(Column::MatchKey.eq(new.match_key.as_str()))
-        .one(conn)
-        .await?
-        .ok_or_else(|| DbErr::RecordNotFound("company vanished during upsert".into()))?;
-    Ok(Matched {
-        model: existing,
-        created: false,
-    })
+    Ok(found)
 }
 
 pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<company::Model, Error> {
-    Entity::find_by_id(id)
-        .one(conn)
-        .await?
-        .ok_or(Error::NotFound)
+    record::find::<Entity, _>(conn, id).await
 }
 
 /// A change to a company: fields left `None` stay as they are.
@@ -140,9 +120,7 @@ pub async fn update<C: ConnectionTrait>(
     if_match: &IfMatch,
     author: &Author,
 ) -> Result<company::Model, Error> {
-    for _ in 0..super::CAS_ROUNDS {
-        let current = find(conn, id).await?;
-        if_match.check(current.version)?;
+    let changed = record::change::<Entity, _>(conn, id, if_match, |current| {
         let next = CompanyInput {
             name: Some(patch.name.clone().unwrap_or_else(|| current.name.clone())),
             domain: match &patch.domain {
@@ -152,48 +130,35 @@ pub async fn update<C: ConnectionTrait>(
         }
         .validate()?;
         if next.name == current.name && next.domain == current.domain {
-            return Ok(current);
+            return Ok(Vec::new());
         }
-        let sets = vec![
-            (Column::Name, next.name.clone().into()),
-            (Column::Domain, next.domain.clone().into()),
-            (Column::MatchKey, next.match_key.clone().into()),
-        ];
-        let updated = super::update_if_version::<Entity, _>(
-            conn,
-            Column::Id,
-            Column::Version,
-            Column::UpdatedAt,
-            id,
-            current.version,
-            sets,
-        )
-        .await
-        .map_err(|e| match e {
-            Error::Db(db) if matches!(db.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-                Error::Conflict("another company already has this domain (or name)".into())
-            }
-            other => other,
-        })?;
-        let Some(updated) = updated else { continue };
-        timeline::record(
-            conn,
-            Subject::Company,
-            id,
-            "updated",
-            json!({
-                "from": { "name": current.name, "domain": current.domain },
-                "to": { "name": updated.name, "domain": updated.domain },
-            }),
-            author,
-        )
-        .await?;
-        return Ok(updated);
-    }
-    let current = find(conn, id).await?;
-    Err(Error::PreconditionFailed {
-        current: current.version,
+        Ok(vec![
+            (Column::Name, next.name.into()),
+            (Column::Domain, next.domain.into()),
+            (Column::MatchKey, next.match_key.into()),
+        ])
     })
+    .await
+    .map_err(record::taken(
+        "another company already has this domain (or name)",
+    ))?;
+    let (current, updated) = match changed {
+        Changed::No(current) => return Ok(current),
+        Changed::Yes { before, after } => (before, after),
+    };
+    timeline::record(
+        conn,
+        Subject::Company,
+        id,
+        "updated",
+        json!({
+            "from": { "name": current.name, "domain": current.domain },
+            "to": { "name": updated.name, "domain": updated.domain },
+        }),
+        author,
+    )
+    .await?;
+    Ok(updated)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -221,15 +186,5 @@ pub async fn list<C: ConnectionTrait>(
                 .add(page::matches(Column::Domain, &pattern)),
         );
     }
-    page::fetch(
-        conn,
-        query,
-        KeyColumns {
-            id: Column::Id,
-            created_at: Column::CreatedAt,
-            updated_at: Column::UpdatedAt,
-        },
-        window,
-    )
-    .await
+    record::list(conn, query, window).await
 }

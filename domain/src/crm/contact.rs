@@ -3,20 +3,17 @@
 //! Idempotency-Key for those).
 
 use sea_orm::sea_query::{OnConflict, Query};
-use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter,
-    SqlErr,
-};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
 use validator::ValidateEmail;
 
-use super::company::Matched;
 use super::normalise;
+use super::record::{self, Changed, Matched, Sets};
 use super::timeline::{self, Author, Subject};
 use crate::entities::contact::{self, Column, Entity};
 use crate::error::Error;
 use crate::lead::record::normalise_phone;
-use crate::page::{self, KeyColumns, Page, Window};
+use crate::page::{self, Page, Window};
 use crate::precondition::IfMatch;
 
 #[derive(Debug, Clone, Default)]
@@ -109,38 +106,26 @@ pub async fn match_or_create<C: ConnectionTrait>(
         .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(OnConflict::column(Column::Email).do_nothing().to_owned())
         .returning_all();
-    let stmt = conn.get_database_backend().build(&insert);
-    if let Some(created) = contact::Model::find_by_statement(stmt).one(conn).await? {
+    let key = new.email.clone().into();
+    let found = record::insert_or_find::<Entity, _>(conn, &insert, Column::Email, key).await?;
+    if found.created {
+        let created = &found.model;
+        let detail = json!({ "company_id": created.company_id });
         timeline::record(
             conn,
             Subject::Contact,
             created.id,
             "created",
-            json!({ "company_id": created.company_id }),
+            detail,
             author,
         )
         .await?;
-        return Ok(Matched {
-            model: created,
-            created: true,
-        });
     }
-    let existing = Entity::find()
-        .filter(Column::Email.eq(new.email.clone()))
-        .one(conn)
-        .await?
-        .ok_or_else(|| DbErr::RecordNotFound("contact vanished during upsert".into()))?;
-    Ok(Matched {
-        model: existing,
-        created: false,
-    })
+    Ok(found)
 }
 
 pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<contact::Model, Error> {
-    Entity::find_by_id(id)
-        .one(conn)
-        .await?
-        .ok_or(Error::NotFound)
+    record::find::<Entity, _>(conn, id).await
 }
 
 /// A change to a contact: `None` leaves a field alone, `Some(None)` clears it.
@@ -166,72 +151,39 @@ pub async fn update<C: ConnectionTrait>(
     if let Some(company_id) = patch.company_id {
         check_company(conn, company_id).await?;
     }
-    for _ in 0..super::CAS_ROUNDS {
-        let current = find(conn, id).await?;
-        if_match.check(current.version)?;
-        let mut sets = Vec::new();
-        if let Some(email) = &email
-            && *email != current.email
-        {
-            sets.push((Column::Email, email.clone().into()));
-        }
-        if let Some(name) = &name
-            && *name != current.name
-        {
-            sets.push((Column::Name, name.clone().into()));
-        }
-        if let Some(phone) = &phone
-            && *phone != current.phone
-        {
-            sets.push((Column::Phone, phone.clone().into()));
-        }
-        if let Some(company_id) = patch.company_id
-            && company_id != current.company_id
-        {
-            sets.push((Column::CompanyId, company_id.into()));
-        }
-        if sets.is_empty() {
-            return Ok(current);
-        }
-        let changed: Vec<String> = sets.iter().map(|(c, _)| column_name(*c)).collect();
-        let updated = super::update_if_version::<Entity, _>(
-            conn,
-            Column::Id,
-            Column::Version,
-            Column::UpdatedAt,
-            id,
-            current.version,
-            sets,
-        )
-        .await
-        .map_err(|e| match e {
-            Error::Db(db) if matches!(db.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-                Error::Conflict("another contact already has this email address".into())
-            }
-            other => other,
-        })?;
-        let Some(updated) = updated else { continue };
-        // Field names only: the timeline carries no personal data it need not.
-        timeline::record(
-            conn,
-            Subject::Contact,
-            id,
-            "updated",
-            json!({ "fields": changed, "version": updated.version }),
-            author,
-        )
-        .await?;
-        return Ok(updated);
-    }
-    let current = find(conn, id).await?;
-    Err(Error::PreconditionFailed {
-        current: current.version,
+    let mut changed = Vec::new();
+    let outcome = record::change::<Entity, _>(conn, id, if_match, |current| {
+        let mut sets = Sets::new();
+        sets.changed((Column::Email, "email"), email.as_ref(), &current.email)
+            .changed((Column::Name, "name"), name.as_ref(), &current.name)
+            .changed((Column::Phone, "phone"), phone.as_ref(), &current.phone)
+            .changed(
+                (Column::CompanyId, "company_id"),
+                patch.company_id.as_ref(),
+                &current.company_id,
+            );
+        changed = sets.fields;
+        Ok(sets.values)
     })
-}
-
-fn column_name(col: Column) -> String {
-    use sea_orm::Iden;
-    col.to_string()
+    .await
+    .map_err(record::taken(
+        "another contact already has this email address",
+    ))?;
+    let updated = match outcome {
+        Changed::No(current) => return Ok(current),
+        Changed::Yes { after, .. } => after,
+    };
+    // Field names only: the timeline carries no personal data it need not.
+    timeline::record(
+        conn,
+        Subject::Contact,
+        id,
+        "updated",
+        json!({ "fields": changed, "version": updated.version }),
+        author,
+    )
+    .await?;
+    Ok(updated)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -262,15 +214,5 @@ pub async fn list<C: ConnectionTrait>(
                 .add(page::matches(Column::Email, &pattern)),
         );
     }
-    page::fetch(
-        conn,
-        query,
-        KeyColumns {
-            id: Column::Id,
-            created_at: Column::CreatedAt,
-            updated_at: Column::UpdatedAt,
-        },
-        window,
-    )
-    .await
+    record::list(conn, query, window).await
 }

@@ -1,9 +1,6 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
-use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
-#[schema(as = Contact)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "contact")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -13,9 +10,7 @@ pub struct Model {
     pub phone: Option<String>,
     pub company_id: Option<i64>,
     pub version: i64,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: ChronoDateTimeUtc,
 }
 

@@ -1,9 +1,6 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
-use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
-#[schema(as = CrmActivity)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "crm_activity")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -13,10 +10,8 @@ pub struct Model {
     pub kind: String,
     pub author_id: Option<i64>,
     #[sea_orm(column_type = "JsonBinary", nullable)]
-    #[schema(value_type = Option<Object>)]
     pub detail: Option<Json>,
     pub correlation_id: Option<String>,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
 }
 

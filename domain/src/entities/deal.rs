@@ -1,9 +1,6 @@
 use sea_orm::entity::prelude::*;
-use serde::Serialize;
-use utoipa::ToSchema;
 
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, Serialize, ToSchema)]
-#[schema(as = Deal)]
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "deal")]
 pub struct Model {
     #[sea_orm(primary_key)]
@@ -17,12 +14,9 @@ pub struct Model {
     pub company_id: Option<i64>,
     pub lead_id: Option<i64>,
     pub lost_reason: Option<String>,
-    #[schema(value_type = Option<String>, format = DateTime)]
     pub closed_at: Option<ChronoDateTimeUtc>,
     pub version: i64,
-    #[schema(value_type = String, format = DateTime)]
     pub created_at: ChronoDateTimeUtc,
-    #[schema(value_type = String, format = DateTime)]
     pub updated_at: ChronoDateTimeUtc,
 }
 

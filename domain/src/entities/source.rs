@@ -1,7 +1,7 @@
 use sea_orm::entity::prelude::*;
 
 /// A webhook sender's configuration. No `Serialize`: `secrets` must never
-/// reach a response or a log line; see `crate::inbound::source::SourceView`.
+/// reach a response or a log line (the API builds what it shows field by field).
 #[derive(Clone, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "source")]
 pub struct Model {

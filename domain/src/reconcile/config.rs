@@ -1,6 +1,6 @@
 //! A source's pull API: where to `GET` its records, how to authenticate, how
 //! many per page, and when to reconcile by itself. Set through the source's
-//! configuration (`SourceInput`); the auth value is write-only, like the
+//! configuration (`SourceConfig`); the auth value is write-only, like the
 //! webhook secrets.
 
 use std::fmt;

@@ -6,10 +6,10 @@ use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
 use domain::crm::company::{self, CompanyFilter, CompanyInput, CompanyPatch};
 use domain::crm::timeline::Subject;
-use domain::entities::company as entity;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::wire::Company;
 use super::{MatchOutcome, matched};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::body::present;
@@ -33,16 +33,16 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[derive(Serialize, ToSchema)]
 struct CompanyOut {
     #[serde(flatten)]
-    company: entity::Model,
+    company: Company,
     /// Only in the answer to `POST /api/companies`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<MatchOutcome>,
 }
 
-impl From<entity::Model> for CompanyOut {
-    fn from(company: entity::Model) -> Self {
+impl From<domain::entities::company::Model> for CompanyOut {
+    fn from(company: domain::entities::company::Model) -> Self {
         Self {
-            company,
+            company: company.into(),
             outcome: None,
         }
     }
@@ -99,7 +99,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult
             Box::pin(async move {
                 let found = company::match_or_create(txn, &new, &author).await?;
                 matched(found, "/api/companies", |company, outcome| CompanyOut {
-                    company,
+                    company: company.into(),
                     outcome,
                 })
             })
@@ -202,7 +202,7 @@ async fn list(
     let window = page.into_inner().window(&window)?;
     let Filter { q, domain } = filter.into_inner();
     let page = company::list(state.reads.db(), &CompanyFilter { q, domain }, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page)))
+    Ok(HttpResponse::Ok().json(Page::from(page).map(Company::from)))
 }
 
 /// A company's timeline, newest first.

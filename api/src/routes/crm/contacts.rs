@@ -6,10 +6,10 @@ use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
 use domain::crm::contact::{self, ContactFilter, ContactInput, ContactPatch};
 use domain::crm::timeline::Subject;
-use domain::entities::contact as entity;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use super::wire::Contact;
 use super::{MatchOutcome, matched};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::body::present;
@@ -33,16 +33,16 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[derive(Serialize, ToSchema)]
 struct ContactOut {
     #[serde(flatten)]
-    contact: entity::Model,
+    contact: Contact,
     /// Only in the answer to `POST /api/contacts`.
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<MatchOutcome>,
 }
 
-impl From<entity::Model> for ContactOut {
-    fn from(contact: entity::Model) -> Self {
+impl From<domain::entities::contact::Model> for ContactOut {
+    fn from(contact: domain::entities::contact::Model) -> Self {
         Self {
-            contact,
+            contact: contact.into(),
             outcome: None,
         }
     }
@@ -113,7 +113,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult
             Box::pin(async move {
                 let found = contact::match_or_create(txn, &new, &author).await?;
                 matched(found, "/api/contacts", |contact, outcome| ContactOut {
-                    contact,
+                    contact: contact.into(),
                     outcome,
                 })
             })
@@ -237,7 +237,7 @@ async fn list(
         company_id,
     };
     let page = contact::list(state.reads.db(), &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page)))
+    Ok(HttpResponse::Ok().json(Page::from(page).map(Contact::from)))
 }
 
 /// A contact's timeline, newest first.

@@ -4,11 +4,12 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
 use domain::crm::conversion::{self, ConvertRequest, Converted};
-use domain::entities::{company, contact, deal, lead_conversion};
+use domain::entities::lead_conversion;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::deals::DealIn;
+use super::wire::{Company, Contact, DealOut};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, Versioned};
@@ -37,22 +38,22 @@ struct ConvertIn {
 #[schema(as = Converted)]
 struct ConvertedOut {
     lead: LeadOut,
-    contact: contact::Model,
+    contact: Contact,
     contact_created: bool,
-    company: Option<company::Model>,
+    company: Option<Company>,
     company_created: bool,
-    deal: Option<deal::Model>,
+    deal: Option<DealOut>,
 }
 
 impl From<Converted> for ConvertedOut {
     fn from(c: Converted) -> Self {
         Self {
             lead: c.lead.into(),
-            contact: c.contact,
+            contact: c.contact.into(),
             contact_created: c.contact_created,
-            company: c.company,
+            company: c.company.map(Company::from),
             company_created: c.company_created,
-            deal: c.deal,
+            deal: c.deal.map(DealOut::from),
         }
     }
 }

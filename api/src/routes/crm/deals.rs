@@ -7,10 +7,10 @@ use actix_web::{get, patch, post};
 use domain::auth::Role;
 use domain::crm::deal::{self, DealFilter, DealInput, DealPatch, DealStage};
 use domain::crm::timeline::Subject;
-use domain::entities::deal as entity;
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
+use super::wire::DealOut;
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::body::present;
 use crate::http::error::ApiError;
@@ -69,7 +69,7 @@ impl DealIn {
     params(IdempotencyKeyRequired),
     request_body = DealIn,
     responses(
-        (status = 201, description = "The new deal", body = entity::Model,
+        (status = 201, description = "The new deal", body = DealOut,
             headers(("Location" = String), ("ETag" = String))),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -95,7 +95,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
             Box::pin(async move {
                 let deal = deal::create(txn, input, None, &author).await?;
                 let location = format!("/api/deals/{}", deal.id);
-                Ok(Reply::tagged(StatusCode::CREATED, &deal)?.location(location))
+                Ok(Reply::tagged(StatusCode::CREATED, &DealOut::from(deal))?.location(location))
             })
         })
         .await
@@ -107,7 +107,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id")),
     responses(
-        (status = 200, description = "The deal", body = entity::Model, headers(("ETag" = String))),
+        (status = 200, description = "The deal", body = DealOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -119,7 +119,7 @@ async fn get(
     id: web::Path<i64>,
 ) -> Result<HttpResponse, ApiError> {
     let deal = deal::find(&state.db, id.into_inner()).await?;
-    Ok(ok_tagged(&deal))
+    Ok(ok_tagged(&DealOut::from(deal)))
 }
 
 /// Fields to change; absent fields stay as they are, `null` clears a link.
@@ -161,7 +161,7 @@ impl From<PatchIn> for DealPatch {
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
     request_body = PatchIn,
     responses(
-        (status = 200, description = "The deal after the change", body = entity::Model, headers(("ETag" = String))),
+        (status = 200, description = "The deal after the change", body = DealOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -173,7 +173,7 @@ async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
                 let deal = deal::update(txn, id, input.into(), &if_match, &author).await?;
-                Reply::tagged(StatusCode::OK, &deal)
+                Reply::tagged(StatusCode::OK, &DealOut::from(deal))
             })
         })
         .await
@@ -200,7 +200,7 @@ struct TransitionIn {
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
     request_body = TransitionIn,
     responses(
-        (status = 200, description = "The deal after the move", body = entity::Model, headers(("ETag" = String))),
+        (status = 200, description = "The deal after the move", body = DealOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
         (status = 409, description = "`/problems/illegal-transition`: the stage machine forbids the move; `allowed` lists the legal targets."),
     ),
@@ -218,7 +218,7 @@ async fn transition(
             Box::pin(async move {
                 let deal =
                     deal::transition(txn, id, input.to, input.reason, &if_match, &author).await?;
-                Reply::tagged(StatusCode::OK, &deal)
+                Reply::tagged(StatusCode::OK, &DealOut::from(deal))
             })
         })
         .await
@@ -281,7 +281,7 @@ async fn list(
         q: params.q,
     };
     let page = deal::list(state.reads.db(), &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page)))
+    Ok(HttpResponse::Ok().json(Page::from(page).map(DealOut::from)))
 }
 
 /// A deal's timeline, newest first.

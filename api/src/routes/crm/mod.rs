@@ -7,7 +7,6 @@ use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use domain::crm::company::Matched;
 use domain::crm::timeline::{self, Subject};
-use domain::entities::crm_activity;
 use domain::page::Keyed;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -22,6 +21,9 @@ mod companies;
 mod contacts;
 mod convert;
 mod deals;
+mod wire;
+
+pub use wire::Contact;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     convert::configure(cfg);
@@ -69,10 +71,10 @@ fn matched<M: Keyed, O: Serialize + Versioned>(
 
 listed! {
     "A page of a contact's, company's or deal's timeline."
-    type CrmActivityPage = Page<crm_activity::Model>;
-    "A page of companies." type CompanyPage = Page<domain::entities::company::Model>;
-    "A page of contacts." type ContactPage = Page<domain::entities::contact::Model>;
-    "A page of deals." type DealPage = Page<domain::entities::deal::Model>;
+    type CrmActivityPage = Page<wire::CrmActivity>;
+    "A page of companies." type CompanyPage = Page<wire::Company>;
+    "A page of contacts." type ContactPage = Page<wire::Contact>;
+    "A page of deals." type DealPage = Page<wire::DealOut>;
 }
 
 async fn timeline_page(
@@ -89,5 +91,5 @@ async fn timeline_page(
         params.cursor.as_deref(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(Page::from(page)))
+    Ok(HttpResponse::Ok().json(Page::from(page).map(wire::CrmActivity::from)))
 }

@@ -7,6 +7,7 @@ pub mod stage;
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use serde_json::json;
 
+use super::record::{self, Changed, Sets};
 use super::timeline::{self, Author, Subject};
 use crate::auth::Role;
 use crate::entities::deal::{self, Column, Entity};
@@ -14,7 +15,7 @@ use crate::entities::{company, contact, principal};
 use crate::error::Error;
 use crate::outbound::events::DealStageChanged;
 use crate::outbound::outbox;
-use crate::page::{self, KeyColumns, Page, Window};
+use crate::page::{self, Page, Window};
 use crate::precondition::IfMatch;
 
 pub use stage::{DealStage, IllegalStageMove};
@@ -151,10 +152,7 @@ pub async fn create<C: ConnectionTrait>(
 }
 
 pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<deal::Model, Error> {
-    Entity::find_by_id(id)
-        .one(conn)
-        .await?
-        .ok_or(Error::NotFound)
+    record::find::<Entity, _>(conn, id).await
 }
 
 /// Moves a deal to `won` or `lost`.
@@ -168,60 +166,43 @@ pub async fn transition<C: ConnectionTrait>(
 ) -> Result<deal::Model, Error> {
     let reason = super::clean(reason);
     super::check_len("reason", reason.as_deref(), MAX_REASON_LEN)?;
-    for _ in 0..super::CAS_ROUNDS {
-        let current = find(conn, id).await?;
-        if_match.check(current.version)?;
-        let from = current.stage;
-        from.check_move(to)?;
-        let sets = vec![
+    let outcome = record::change::<Entity, _>(conn, id, if_match, |current| {
+        current.stage.check_move(to)?;
+        let lost_reason = if to == DealStage::Lost {
+            reason.clone()
+        } else {
+            None
+        };
+        Ok(vec![
             (Column::Stage, to.as_str().into()),
             (Column::ClosedAt, Some(crate::clock::now()).into()),
-            (
-                Column::LostReason,
-                (if to == DealStage::Lost {
-                    reason.clone()
-                } else {
-                    None
-                })
-                .into(),
-            ),
-        ];
-        let Some(updated) = super::update_if_version::<Entity, _>(
-            conn,
-            Column::Id,
-            Column::Version,
-            Column::UpdatedAt,
-            id,
-            current.version,
-            sets,
-        )
-        .await?
-        else {
-            continue;
-        };
-        let detail = json!({ "from": from, "to": to, "reason": reason });
-        timeline::record(conn, Subject::Deal, id, "stage_changed", detail, author).await?;
-        let payload = DealStageChanged {
-            deal_id: id,
-            from,
-            to,
-            reason: reason.clone(),
-            lead_id: updated.lead_id,
-            version: updated.version,
-        };
-        outbox::enqueue_event(
-            conn,
-            updated.lead_id,
-            &payload,
-            author.correlation_id.clone(),
-        )
-        .await?;
-        return Ok(updated);
-    }
-    let current = find(conn, id).await?;
-    Err(Error::PreconditionFailed {
-        current: current.version,
+            (Column::LostReason, lost_reason.into()),
+        ])
     })
+    .await?;
+    // A move always sets its three columns, so it always writes.
+    let (from, updated) = match outcome {
+        Changed::No(current) => return Ok(current),
+        Changed::Yes { before, after } => (before.stage, after),
+    };
+    let detail = json!({ "from": from, "to": to, "reason": reason });
+    timeline::record(conn, Subject::Deal, id, "stage_changed", detail, author).await?;
+    let payload = DealStageChanged {
+        deal_id: id,
+        from,
+        to,
+        reason: reason.clone(),
+        lead_id: updated.lead_id,
+        version: updated.version,
+    };
+    outbox::enqueue_event(
+        conn,
+        updated.lead_id,
+        &payload,
+        author.correlation_id.clone(),
+    )
+    .await?;
+    Ok(updated)
 }
 
 /// A change to a deal's fields (not its stage): `None` leaves a field alone,
@@ -250,87 +231,53 @@ pub async fn update<C: ConnectionTrait>(
         check_owner(conn, owner_id).await?;
     }
     check_links(conn, patch.contact_id.flatten(), patch.company_id.flatten()).await?;
-    for _ in 0..super::CAS_ROUNDS {
-        let current = find(conn, id).await?;
-        if_match.check(current.version)?;
-        let mut sets: Vec<(Column, sea_orm::Value)> = Vec::new();
-        let mut fields: Vec<&str> = Vec::new();
-        if let Some(n) = &new_name
-            && *n != current.name
-        {
-            sets.push((Column::Name, n.clone().into()));
-            fields.push("name");
-        }
-        if let Some(a) = new_amount
-            && a != current.amount_cents
-        {
-            sets.push((Column::AmountCents, a.into()));
-            fields.push("amount_cents");
-        }
-        if let Some(c) = &new_currency
-            && *c != current.currency
-        {
-            sets.push((Column::Currency, c.clone().into()));
-            fields.push("currency");
-        }
-        for (value, stored, col, field) in [
-            (
-                patch.owner_id,
-                current.owner_id,
-                Column::OwnerId,
-                "owner_id",
-            ),
-            (
-                patch.contact_id,
-                current.contact_id,
-                Column::ContactId,
-                "contact_id",
-            ),
-            (
-                patch.company_id,
-                current.company_id,
-                Column::CompanyId,
-                "company_id",
-            ),
-        ] {
-            if let Some(v) = value
-                && v != stored
-            {
-                sets.push((col, v.into()));
-                fields.push(field);
-            }
-        }
-        if sets.is_empty() {
-            return Ok(current);
-        }
-        let Some(updated) = super::update_if_version::<Entity, _>(
-            conn,
-            Column::Id,
-            Column::Version,
-            Column::UpdatedAt,
-            id,
-            current.version,
-            sets,
-        )
-        .await?
-        else {
-            continue;
-        };
-        timeline::record(
-            conn,
-            Subject::Deal,
-            id,
-            "updated",
-            json!({ "fields": fields, "version": updated.version }),
-            author,
-        )
-        .await?;
-        return Ok(updated);
-    }
-    let current = find(conn, id).await?;
-    Err(Error::PreconditionFailed {
-        current: current.version,
+    let mut fields: Vec<&str> = Vec::new();
+    let outcome = record::change::<Entity, _>(conn, id, if_match, |current| {
+        let mut sets = Sets::new();
+        sets.changed((Column::Name, "name"), new_name.as_ref(), &current.name)
+            .changed(
+                (Column::AmountCents, "amount_cents"),
+                new_amount.as_ref(),
+                &current.amount_cents,
+            )
+            .changed(
+                (Column::Currency, "currency"),
+                new_currency.as_ref(),
+                &current.currency,
+            )
+            .changed(
+                (Column::OwnerId, "owner_id"),
+                patch.owner_id.as_ref(),
+                &current.owner_id,
+            )
+            .changed(
+                (Column::ContactId, "contact_id"),
+                patch.contact_id.as_ref(),
+                &current.contact_id,
+            )
+            .changed(
+                (Column::CompanyId, "company_id"),
+                patch.company_id.as_ref(),
+                &current.company_id,
+            );
+        fields = sets.fields;
+        Ok(sets.values)
     })
+    .await?;
+    let updated = match outcome {
+        Changed::No(current) => return Ok(current),
+        Changed::Yes { after, .. } => after,
+    };
+    timeline::record(
+        conn,
+        Subject::Deal,
+        id,
+        "updated",
+        json!({ "fields": fields, "version": updated.version }),
+        author,
+    )
+    .await?;
+    Ok(updated)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -364,17 +311,7 @@ pub async fn list<C: ConnectionTrait>(
     if let Some(q) = filter.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
         query = query.filter(page::matches(Column::Name, &page::like_pattern(q)));
     }
-    page::fetch(
-        conn,
-        query,
-        KeyColumns {
-            id: Column::Id,
-            created_at: Column::CreatedAt,
-            updated_at: Column::UpdatedAt,
-        },
-        window,
-    )
-    .await
+    record::list(conn, query, window).await
 }
 
 #[cfg(test)]

@@ -1,16 +1,16 @@
 //! Webhook sources: how each sender signs its deliveries, and where the event
 //! id, the event type and the lead record sit in them.
 //!
-//! Secrets are write-only: they go in through [`SourceInput`], are stored
+//! Secrets are write-only: they go in through [`SourceConfig`], are stored
 //! sealed (see [`crate::sealed`]), are opened into [`Source::scheme`] to
-//! verify signatures, and come out nowhere — [`SourceView`] carries only
-//! their count, and every `Debug` redacts them.
+//! verify signatures, and come out nowhere: what the API and CLI show is
+//! built from the stored row by the `api` crate, with only their count, and
+//! every `Debug` redacts them.
 //!
 //! Here: the source's types and its storage. What a source may be is decided
-//! in `validate`; what the API and CLI show of it is built in `view`.
+//! in `validate`, which parses a [`SourceConfig`] into a [`NewSource`].
 
 mod validate;
-mod view;
 
 use std::fmt;
 
@@ -20,19 +20,14 @@ use sea_orm::{
     ActiveValue::{NotSet, Set},
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
 };
-use serde::Deserialize;
 
 use crate::entities::source::{self, Column};
 use crate::error::Error;
 use crate::inbound::mapping::RecordMapping;
 use crate::inbound::signature::{Scheme, SchemeConfig, secret_problem};
-use crate::outbound::net_guard::OutboundPolicy;
 use crate::reconcile::config::{self as pull_config, PullConfig, SecretChange};
 use crate::sealed::{Keyring, Place};
-pub use validate::is_valid_pointer;
-use validate::{ValidInput, validate};
-pub use view::SourceView;
-use view::view;
+pub use validate::{NewSource, is_valid_pointer};
 
 pub const DEFAULT_RECORD_POINTER: &str = "/data";
 pub const DEFAULT_SOURCE_REF_POINTER: &str = "/id";
@@ -81,12 +76,12 @@ impl Source {
     }
 }
 
-/// A source to create, or the new configuration of an existing one. Omitted
+/// A source to create, or the new configuration of an existing one, as
+/// given: [`NewSource::parse`] checks it and fills in the defaults. Omitted
 /// fields take their defaults; omitted `secrets` keep the stored ones (a new
 /// source needs them).
-#[derive(Clone, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SourceInput {
+#[derive(Clone, Default)]
+pub struct SourceConfig {
     pub name: String,
     pub scheme: String,
     pub secrets: Option<Vec<String>>,
@@ -104,20 +99,17 @@ pub struct SourceInput {
     pub phone_pointer: Option<String>,
     pub company_pointer: Option<String>,
     pub updated_at_pointer: Option<String>,
-    /// Reconcile: the sender's pull API (`GET {pull_url}?since=…&limit=…`).
     pub pull_url: Option<String>,
-    /// A header sent with every pull (e.g. `authorization`)…
     pub pull_auth_header: Option<String>,
-    /// …and its value. Write-only; omitted on an update: the stored one stays.
+    /// Write-only, as `secrets`; `None` on an update keeps the stored one.
     pub pull_auth_secret: Option<String>,
     pub pull_page_size: Option<i64>,
-    /// When to reconcile by itself: cron with a seconds field (`0 */5 * * * *`).
     pub cron: Option<String>,
 }
 
-impl fmt::Debug for SourceInput {
+impl fmt::Debug for SourceConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SourceInput")
+        f.debug_struct("SourceConfig")
             .field("name", &self.name)
             .field("scheme", &self.scheme)
             .field(
@@ -139,25 +131,14 @@ pub enum Saved {
 }
 
 /// Creates the source, or replaces the configuration of the one with this
-/// name, in one statement (`INSERT .. ON CONFLICT (name) DO UPDATE`). A
-/// `pull_url` must pass the strict outbound policy; see [`upsert_with`].
+/// name, in one statement (`INSERT .. ON CONFLICT (name) DO UPDATE`). New
+/// secrets and pull auth values are sealed under `keys`. Returns the stored
+/// row: secrets sealed, for the caller to show without them.
 pub async fn upsert<C: ConnectionTrait>(
     conn: &C,
-    input: SourceInput,
+    valid: NewSource,
     keys: &Keyring,
-) -> Result<(SourceView, Saved), Error> {
-    upsert_with(conn, input, &OutboundPolicy::default(), keys).await
-}
-
-/// [`upsert`], checking a `pull_url` against `outbound` (its allow-list).
-/// New secrets and pull auth values are sealed under `keys`.
-pub async fn upsert_with<C: ConnectionTrait>(
-    conn: &C,
-    input: SourceInput,
-    outbound: &OutboundPolicy,
-    keys: &Keyring,
-) -> Result<(SourceView, Saved), Error> {
-    let valid = validate(input, outbound)?;
+) -> Result<(source::Model, Saved), Error> {
     let stored = source::Entity::find_by_id(valid.name.clone())
         .one(conn)
         .await?;
@@ -234,14 +215,14 @@ pub async fn upsert_with<C: ConnectionTrait>(
     } else {
         Saved::Updated
     };
-    Ok((view(&stored)?, saved))
+    Ok((stored, saved))
 }
 
 /// What a save must agree with in the stored source: the stored secrets must
 /// fit a new scheme, and a kept pull auth value must exist and keep going to
 /// the origin it was given for.
 fn check_against_stored(
-    valid: &ValidInput,
+    valid: &NewSource,
     stored: Option<&source::Model>,
     keys: &Keyring,
 ) -> Result<(), Error> {
@@ -318,25 +299,20 @@ pub async fn find_without_secrets<C: ConnectionTrait>(
         .transpose()
 }
 
-pub async fn find_view<C: ConnectionTrait>(
+/// The stored row, secrets sealed, for showing without them.
+pub async fn find_stored<C: ConnectionTrait>(
     conn: &C,
     name: &str,
-) -> Result<Option<SourceView>, DbErr> {
-    source::Entity::find_by_id(name.to_owned())
-        .one(conn)
-        .await?
-        .map(|m| view(&m))
-        .transpose()
+) -> Result<Option<source::Model>, DbErr> {
+    source::Entity::find_by_id(name.to_owned()).one(conn).await
 }
 
-pub async fn list<C: ConnectionTrait>(conn: &C) -> Result<Vec<SourceView>, DbErr> {
+/// Every stored row, by name; see [`find_stored`].
+pub async fn list<C: ConnectionTrait>(conn: &C) -> Result<Vec<source::Model>, DbErr> {
     source::Entity::find()
         .order_by_asc(Column::Name)
         .all(conn)
-        .await?
-        .iter()
-        .map(view)
-        .collect()
+        .await
 }
 
 /// The stored secrets, opened (legacy plaintext ones as they are).
@@ -382,7 +358,7 @@ fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, Db
         scheme: config,
         event_id: join(&model.event_id_header, &model.event_id_pointer),
         event_type: join(&model.event_type_header, &model.event_type_pointer),
-        allowed_event_types: allowed_types(model),
+        allowed_event_types: model.allowed_event_types(),
         mapping: RecordMapping {
             record: model.record_pointer.clone(),
             source_ref: model.source_ref_pointer.clone(),
@@ -410,21 +386,29 @@ fn join(header: &Option<String>, pointer: &Option<String>) -> Option<Locator> {
     }
 }
 
-fn allowed_types(model: &source::Model) -> Vec<String> {
-    model
-        .allowed_event_types
-        .clone()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default()
+impl source::Model {
+    /// Empty: every event type is processed.
+    pub fn allowed_event_types(&self) -> Vec<String> {
+        self.allowed_event_types
+            .clone()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default()
+    }
+
+    /// How many secrets are stored; the only thing shown of them.
+    pub fn secret_count(&self) -> usize {
+        self.secrets.as_array().map_or(0, Vec::len)
+    }
 }
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::outbound::net_guard::OutboundPolicy;
 
-    fn input(scheme: &str, secrets: &[&str]) -> SourceInput {
-        SourceInput {
+    fn input(scheme: &str, secrets: &[&str]) -> SourceConfig {
+        SourceConfig {
             name: "partner".into(),
             scheme: scheme.into(),
             secrets: Some(secrets.iter().map(|s| (*s).to_owned()).collect()),
@@ -435,8 +419,8 @@ mod tests {
     const HMAC: &str = "sixteen-byte-key";
     const STRIPE: &str = "whsec_stripe-signing-secret";
 
-    fn validate_strict(input: SourceInput) -> Result<ValidInput, Error> {
-        validate(input, &OutboundPolicy::default())
+    fn validate_strict(input: SourceConfig) -> Result<NewSource, Error> {
+        NewSource::parse(input, &OutboundPolicy::default())
     }
 
     fn fields(err: Error) -> Vec<String> {
@@ -607,18 +591,14 @@ mod tests {
     }
 
     #[test]
-    fn debug_and_view_never_show_secrets() {
+    fn debug_never_shows_secrets() {
         let i = input("github", &["super-secret-value"]);
         assert!(!format!("{i:?}").contains("super-secret-value"));
         let m = stored(serde_json::json!(["super-secret-value"]));
         assert!(!format!("{m:?}").contains("super-secret-value"));
         let s = to_source(&m, Some(&Keyring::none())).unwrap();
         assert!(!format!("{s:?}").contains("super-secret-value"));
-        let v = serde_json::to_string(&view(&m).unwrap()).unwrap();
-        assert!(!v.contains("super-secret-value"), "{v}");
-        assert!(!v.contains("pull-secret-value"), "{v}");
         assert!(!format!("{s:?}").contains("pull-secret-value"));
         assert!(!format!("{m:?}").contains("pull-secret-value"));
-        assert!(v.contains(r#""secret_count":1"#), "{v}");
     }
 }

@@ -1,13 +1,13 @@
-//! Checking a `SourceInput` and filling in its defaults: the one place that
-//! decides what a source may be, so what is stored is exactly what applies
-//! (and what `GET` shows).
+//! Parsing a `SourceConfig` into a `NewSource`, defaults filled in: the one
+//! place that decides what a source may be, so what is stored is exactly
+//! what applies (and what `GET` shows).
 
 use std::fmt;
 
 use chrono::Utc;
 use sea_orm::ActiveValue::{NotSet, Set};
 
-use super::{DEFAULT_RECORD_POINTER, DEFAULT_SOURCE_REF_POINTER, Locator, SourceInput};
+use super::{DEFAULT_RECORD_POINTER, DEFAULT_SOURCE_REF_POINTER, Locator, SourceConfig};
 use crate::entities::source;
 use crate::error::{Error, FieldError};
 use crate::inbound::mapping::RecordMapping;
@@ -22,9 +22,10 @@ const MAX_TOLERANCE_SECS: i64 = 24 * 3600;
 const MAX_SECRETS: usize = 8;
 const MAX_ALLOWED_TYPES: usize = 100;
 
-/// A validated input with every default filled in, so what is stored is
-/// exactly what applies (and what `GET` shows).
-pub(super) struct ValidInput {
+/// A source's configuration, checked, with every default filled in, so what
+/// is stored is exactly what applies (and what `GET` shows). Only
+/// [`NewSource::parse`] makes one.
+pub struct NewSource {
     pub(super) name: String,
     pub(super) scheme: Scheme,
     pub(super) secrets: Option<Vec<String>>,
@@ -37,16 +38,22 @@ pub(super) struct ValidInput {
     pub(super) pull: ValidPull,
 }
 
-impl fmt::Debug for ValidInput {
+impl fmt::Debug for NewSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ValidInput")
+        f.debug_struct("NewSource")
             .field("name", &self.name)
             .field("scheme", &self.scheme)
             .finish_non_exhaustive()
     }
 }
 
-impl ValidInput {
+impl NewSource {
+    /// Checks `config` (a `pull_url` against `outbound`, its allow-list)
+    /// and fills in the defaults; every problem found is reported at once.
+    pub fn parse(config: SourceConfig, outbound: &OutboundPolicy) -> Result<Self, Error> {
+        validate(config, outbound)
+    }
+
     pub(super) fn active_model(&self, now: chrono::DateTime<Utc>) -> source::ActiveModel {
         let (id_header, id_pointer) = split(self.event_id.clone());
         let (type_header, type_pointer) = split(self.event_type.clone());
@@ -93,7 +100,7 @@ fn split(locator: Option<Locator>) -> (Option<String>, Option<String>) {
     }
 }
 
-pub(super) fn validate(input: SourceInput, outbound: &OutboundPolicy) -> Result<ValidInput, Error> {
+fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource, Error> {
     let mut errors = Vec::new();
     let name = input.name.trim().to_owned();
     if !is_valid_source_name(&name) {
@@ -242,7 +249,7 @@ pub(super) fn validate(input: SourceInput, outbound: &OutboundPolicy) -> Result<
     );
 
     match scheme {
-        Some(scheme) if errors.is_empty() => Ok(ValidInput {
+        Some(scheme) if errors.is_empty() => Ok(NewSource {
             name,
             scheme,
             secrets,
