@@ -11,15 +11,19 @@ use std::collections::BTreeMap;
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, QueryFilter, Set,
+    EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set,
 };
 
 use crate::entities::{
     activity, contact, crm_activity, deal, idempotency_key, import_applied_row, import_row,
     import_run, inbox_event, lead, lead_conversion, lead_duplicate, lead_erasure, lead_tombstone,
-    outbox_delivery, outbox_event,
+    outbox_delivery, outbox_event, reconcile_rejected,
 };
 use crate::error::Error;
+use crate::inbound::inbox::InboxState;
+use crate::inbound::mapping::{record_in, source_ref_of};
+use crate::inbound::source;
+use crate::lead::ingest::Outcome;
 use crate::lead::tombstone;
 use crate::outbound::outbox;
 
@@ -158,6 +162,120 @@ pub async fn blank_inbox_bodies<C: ConnectionTrait>(
         .rows_affected)
 }
 
+/// Which inbox events and reconcile dead letters hold the person's record:
+/// those of the lead, and those whose natural key hash is the lead's (under
+/// any key of the ring), whether or not they ever made a lead. Rows that
+/// carry no hash (kept before the hash was, or whose key did not read at the
+/// time) are read with the source's current mapping, a bounded batch at a
+/// time: only the source's rows without a hash and without a lead.
+async fn person_rows<C: ConnectionTrait>(
+    txn: &C,
+    lead: &lead::Model,
+) -> Result<(Condition, Condition), DbErr> {
+    let hashes = tombstone::key_hashes(&lead.source, &lead.source_ref);
+    let mut inbox = Condition::any()
+        .add(inbox_event::Column::LeadId.eq(lead.id))
+        .add(inbox_event::Column::KeyHash.is_in(hashes.clone()));
+    let mut rejected = Condition::any()
+        .add(reconcile_rejected::Column::LeadId.eq(lead.id))
+        .add(reconcile_rejected::Column::KeyHash.is_in(hashes));
+    let Some(source) = source::find_without_secrets(txn, &lead.source).await? else {
+        return Ok((inbox, rejected));
+    };
+    let is_person = |record: Option<&serde_json::Value>| {
+        record.and_then(|r| source_ref_of(&source.mapping, r)).as_deref()
+            == Some(lead.source_ref.as_str())
+    };
+
+    let mut after = 0i64;
+    loop {
+        let batch = inbox_event::Entity::find()
+            .select_only()
+            .columns([inbox_event::Column::Id, inbox_event::Column::Body])
+            .filter(inbox_event::Column::Source.eq(lead.source.as_str()))
+            .filter(inbox_event::Column::KeyHash.is_null())
+            .filter(inbox_event::Column::LeadId.is_null())
+            .filter(inbox_event::Column::Body.ne(Vec::<u8>::new()))
+            .filter(inbox_event::Column::Id.gt(after))
+            .order_by_asc(inbox_event::Column::Id)
+            .limit(LEGACY_BATCH)
+            .into_tuple::<(i64, Vec<u8>)>()
+            .all(txn)
+            .await?;
+        let Some(&(last, _)) = batch.last() else {
+            break;
+        };
+        after = last;
+        for (id, body) in batch {
+            let document = serde_json::from_slice::<serde_json::Value>(&body).ok();
+            if is_person(document.as_ref().and_then(|d| record_in(&source.mapping, d))) {
+                inbox = inbox.add(inbox_event::Column::Id.eq(id));
+            }
+        }
+    }
+
+    let mut after = 0i64;
+    loop {
+        let batch = reconcile_rejected::Entity::find()
+            .select_only()
+            .columns([
+                reconcile_rejected::Column::Id,
+                reconcile_rejected::Column::Record,
+            ])
+            .filter(reconcile_rejected::Column::Source.eq(lead.source.as_str()))
+            .filter(reconcile_rejected::Column::KeyHash.is_null())
+            .filter(reconcile_rejected::Column::Id.gt(after))
+            .order_by_asc(reconcile_rejected::Column::Id)
+            .limit(LEGACY_BATCH)
+            .into_tuple::<(i64, serde_json::Value)>()
+            .all(txn)
+            .await?;
+        let Some(&(last, _)) = batch.last() else {
+            break;
+        };
+        after = last;
+        for (id, record) in batch {
+            if is_person(Some(&record)) {
+                rejected = rejected.add(reconcile_rejected::Column::Id.eq(id));
+            }
+        }
+    }
+    Ok((inbox, rejected))
+}
+
+/// Rows without a key hash read per statement by the fallback.
+const LEGACY_BATCH: u64 = 500;
+
+/// Blanks the events' bodies. Those still waiting for an attempt are settled
+/// as the tombstone now answers them (`processed`, `suppressed`), so no
+/// worker later reports an emptied body as a broken one.
+async fn forget_inbox_events<C: ConnectionTrait>(txn: &C, which: Condition) -> Result<u64, DbErr> {
+    let now = crate::clock::now();
+    inbox_event::Entity::update_many()
+        .col_expr(
+            inbox_event::Column::State,
+            Expr::value(InboxState::Processed.as_str()),
+        )
+        .col_expr(
+            inbox_event::Column::Outcome,
+            Expr::value(Outcome::Suppressed.as_str()),
+        )
+        .col_expr(
+            inbox_event::Column::NextAttemptAt,
+            Expr::value(Option::<chrono::DateTime<chrono::Utc>>::None),
+        )
+        .col_expr(inbox_event::Column::ProcessedAt, Expr::value(now))
+        .col_expr(inbox_event::Column::UpdatedAt, Expr::value(now))
+        .filter(which.clone())
+        .filter(inbox_event::Column::State.is_in([
+            InboxState::Received.as_str(),
+            InboxState::Failed.as_str(),
+        ]))
+        .exec(txn)
+        .await?;
+    blank_inbox_bodies(txn, which).await
+}
+
 /// Deletes or blanks every row holding the lead's data; rows per table.
 async fn remove_everything<C: ConnectionTrait>(
     txn: &C,
@@ -194,10 +312,14 @@ async fn remove_everything<C: ConnectionTrait>(
         .await?
         .rows_affected;
     counts.insert("activity", n);
-    counts.insert(
-        "inbox_event",
-        blank_inbox_bodies(txn, inbox_event::Column::LeadId.eq(id)).await?,
-    );
+    let (inbox, rejected) = person_rows(txn, lead).await?;
+    counts.insert("inbox_event", forget_inbox_events(txn, inbox).await?);
+    let n = reconcile_rejected::Entity::delete_many()
+        .filter(rejected)
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("reconcile_rejected", n);
 
     let runs_of_source = Query::select()
         .column(import_run::Column::Id)

@@ -184,10 +184,7 @@ fn map_records(
                 counts.rejected += 1;
                 // The reason names fields and pointers, never their values.
                 tracing::warn!(run_id = run.id, source = %source.name, index, %reason, "reconcile skipped a record that does not map to a lead; kept to retry");
-                rejected.push(Rejection {
-                    record: record.clone(),
-                    reason,
-                });
+                rejected.push(Rejection::new(source, record, reason));
             }
         }
     }
