@@ -25,6 +25,8 @@ on_both_backends!(
     a_concurrent_redelivery_never_resurrects_an_erased_lead,
     the_cli_erases_unsuppresses_and_exports,
     a_converted_contact_is_blanked_when_asked,
+    erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead,
+    a_reconcile_dry_run_predicts_suppressed_for_an_erased_key,
 );
 
 const EMAIL: &str = "ada@example.com";
@@ -95,13 +97,18 @@ async fn import_csv_with(app: &TestApp, token: &str, csv: &str, extra: &str) -> 
 
 /// Starts a reconcile of `source` over the ops API and waits for its end.
 async fn reconcile_run(app: &TestApp, ops: &str, source: &str) -> Value {
-    let started = app
+    reconcile_run_with(app, ops, source, None).await
+}
+
+async fn reconcile_run_with(app: &TestApp, ops: &str, source: &str, body: Option<Value>) -> Value {
+    let mut request = app
         .client
         .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(ops)
-        .send()
-        .await
-        .unwrap();
+        .bearer_auth(ops);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let started = request.send().await.unwrap();
     assert_eq!(started.status(), 202);
     let id = started.json::<Value>().await.unwrap()["id"].clone();
     for _ in 0..800 {
@@ -668,4 +675,165 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
         (&contact["email"], &contact["name"]),
         (&Value::Null, &Value::Null)
     );
+}
+
+/// `partner`, a standard-webhooks source pulling from `fake`; its signing key.
+async fn partner_source(app: &TestApp, admin: &str, fake: &FakeSource) -> Vec<u8> {
+    let key = app.standard_source("partner").await;
+    let saved = app
+        .save_source(
+            admin,
+            &json!({"name": "partner", "scheme": "standard-webhooks",
+                    "pull_url": fake.pull_url, "pull_page_size": 10}),
+        )
+        .await;
+    assert_eq!(saved.status(), 200, "{}", saved.text().await.unwrap());
+    key
+}
+
+/// Delivers `record` to `partner` as event `event_id`; the inbox row's id.
+async fn deliver(app: &TestApp, key: &[u8], event_id: &str, record: &Value) -> i64 {
+    let body = json!({"type": "lead.updated", "data": record}).to_string();
+    let response = app
+        .post_standard("partner", key, event_id, body.as_bytes())
+        .await;
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    response.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+}
+
+async fn process(app: &TestApp, id: i64) -> Step {
+    app.processor(WorkerSettings::for_tests())
+        .process(id)
+        .await
+        .unwrap()
+}
+
+/// What a sender's events can leave behind without ever making a lead — an
+/// event that fails validation after its key was read, one whose mapping
+/// fails, one not processed yet, reconcile records rejected, and such rows
+/// kept before their key hash was (no hash) — is erased with the lead.
+async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let ops = app.token(Role::Ops, None).await;
+    let fake = FakeSource::start(3).await.unwrap();
+    let key = partner_source(&app, &admin, &fake).await;
+    let person = fake.record(0);
+    let needles: Vec<String> = ["email", "name", "phone", "id"]
+        .map(|field| person[field].as_str().unwrap().to_owned())
+        .into();
+
+    // Maps, then fails validation (a timestamp far in the future): dead.
+    let mut future = person.clone();
+    future["updated_at"] = json!("2099-01-01T00:00:00Z");
+    let invalid = deliver(&app, &key, "evt-invalid", &future).await;
+    assert!(matches!(process(&app, invalid).await, Step::Dead(_)));
+    // Does not map at all (the email is not text), but its key reads: dead.
+    let mut unmappable = person.clone();
+    unmappable["email"] = json!({"address": person["email"]});
+    let broken = deliver(&app, &key, "evt-unmappable", &unmappable).await;
+    assert!(matches!(process(&app, broken).await, Step::Dead(_)));
+    // One kept before events carried their key hash.
+    let legacy = deliver(&app, &key, "evt-legacy", &unmappable).await;
+    assert!(matches!(process(&app, legacy).await, Step::Dead(_)));
+    // Received, not yet processed.
+    let waiting = deliver(&app, &key, "evt-waiting", &person).await;
+
+    // Reconcile rejects the person's record twice (two different records),
+    // and creates the other two.
+    fake.update(0, |r| r["updated_at"] = json!("2099-01-01T00:00:00Z"));
+    let run = reconcile_run(&app, &ops, "partner").await;
+    assert_eq!(run["state"], "done", "{run}");
+    assert_eq!((&run["created"], &run["rejected"]), (&json!(2), &json!(1)), "{run}");
+    fake.update(0, |r| {
+        r["updated_at"] = json!("2026-11-30T10:00:00Z");
+        r["email"] = json!({"address": person["email"]});
+    });
+    let run = reconcile_run(&app, &ops, "partner").await;
+    assert_eq!(run["rejected"], 1, "{run}");
+    let rejected = domain::entities::reconcile_rejected::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    for (table, id) in [("inbox_event", legacy), ("reconcile_rejected", rejected[0].id)] {
+        app.db
+            .execute_raw(Statement::from_string(
+                app.db.get_database_backend(),
+                format!("UPDATE {table} SET key_hash = NULL WHERE id = {id}"),
+            ))
+            .await
+            .unwrap();
+    }
+
+    // Then the person's lead is made, and erased.
+    let made = deliver(&app, &key, "evt-lead", &person).await;
+    let Step::Processed {
+        lead_id: Some(id), ..
+    } = process(&app, made).await
+    else {
+        panic!("the lead was not made")
+    };
+    for needle in &needles {
+        let found = tables_containing(&app, needle).await;
+        for table in ["inbox_event.body", "reconcile_rejected.record", "lead.email"] {
+            if table != "lead.email" || needle == &needles[0] {
+                assert!(found.contains(&table.to_owned()), "{needle}: {found:?}");
+            }
+        }
+    }
+    let body = erased(&app, &admin, id).await;
+    let counts = &body["erasure"]["counts"];
+    assert_eq!(counts["inbox_event"], 5, "{counts}");
+    assert_eq!(counts["reconcile_rejected"], 2, "{counts}");
+    for needle in &needles {
+        assert_eq!(
+            tables_containing(&app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is still stored"
+        );
+    }
+    // The waiting event is settled as the tombstone answers it; no worker
+    // later reports its emptied body as broken.
+    let event = app.inbox_event(waiting).await;
+    assert_eq!(
+        (event.state.as_str(), event.outcome.as_deref()),
+        ("processed", Some("suppressed"))
+    );
+    assert!(matches!(process(&app, waiting).await, Step::NothingToDo));
+    // The others stay leads; an erasure retried answers the same.
+    assert_eq!(leads_with_ref(&app, &fake.source_ref(1)).await.len(), 1);
+    let again = erased(&app, &admin, id).await;
+    assert_eq!(again["repeated"], true);
+    assert_eq!(again["erasure"], body["erasure"]);
+}
+
+/// A dry run answers an erased key as the real run does: `suppressed`.
+async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let ops = app.token(Role::Ops, None).await;
+    let fake = FakeSource::start(1).await.unwrap();
+    let key = partner_source(&app, &admin, &fake).await;
+    let made = deliver(&app, &key, "evt-lead", &fake.record(0)).await;
+    let Step::Processed {
+        lead_id: Some(id), ..
+    } = process(&app, made).await
+    else {
+        panic!("the lead was not made")
+    };
+    erased(&app, &admin, id).await;
+
+    let outcomes = |run: &Value| {
+        ["created", "updated", "unchanged", "suppressed", "missed"].map(|k| run[k].clone())
+    };
+    let dry = reconcile_run_with(&app, &ops, "partner", Some(json!({"dry_run": true}))).await;
+    assert_eq!((&dry["state"], &dry["dry_run"]), (&json!("done"), &json!(true)), "{dry}");
+    assert_eq!(outcomes(&dry), [0, 0, 0, 1, 0].map(|n| json!(n)), "{dry}");
+    assert!(leads_with_ref(&app, &fake.source_ref(0)).await.is_empty());
+
+    let real = reconcile_run(&app, &ops, "partner").await;
+    assert_eq!(real["state"], "done", "{real}");
+    assert_eq!(outcomes(&real), outcomes(&dry), "{real}");
+    assert!(leads_with_ref(&app, &fake.source_ref(0)).await.is_empty());
 }
