@@ -27,6 +27,7 @@ on_both_backends!(
     a_converted_contact_is_blanked_when_asked,
     erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead,
     a_reconcile_dry_run_predicts_suppressed_for_an_erased_key,
+    broken_records_of_an_erased_key_arriving_later_are_not_kept,
 );
 
 const EMAIL: &str = "ada@example.com";
@@ -836,4 +837,57 @@ async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Back
     assert_eq!(real["state"], "done", "{real}");
     assert_eq!(outcomes(&real), outcomes(&dry), "{real}");
     assert!(leads_with_ref(&app, &fake.source_ref(0)).await.is_empty());
+}
+
+/// After the erasure, a delivery or a pulled record of the key that cannot
+/// become a lead does not keep the person's data either: the dead event has
+/// no body, and reconcile answers `suppressed` instead of keeping a dead
+/// letter.
+async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let ops = app.token(Role::Ops, None).await;
+    let fake = FakeSource::start(1).await.unwrap();
+    let key = partner_source(&app, &admin, &fake).await;
+    let person = fake.record(0);
+    let made = deliver(&app, &key, "evt-lead", &person).await;
+    let Step::Processed {
+        lead_id: Some(id), ..
+    } = process(&app, made).await
+    else {
+        panic!("the lead was not made")
+    };
+    erased(&app, &admin, id).await;
+
+    let mut future = person.clone();
+    future["updated_at"] = json!("2099-01-01T00:00:00Z");
+    let late = deliver(&app, &key, "evt-late", &future).await;
+    assert!(matches!(process(&app, late).await, Step::Dead(_)));
+    let event = app.inbox_event(late).await;
+    assert_eq!(event.state, "dead");
+    assert!(event.body.is_empty());
+
+    fake.update(0, |r| r["updated_at"] = json!("2099-01-01T00:00:00Z"));
+    let dry = reconcile_run_with(&app, &ops, "partner", Some(json!({"dry_run": true}))).await;
+    let run = reconcile_run(&app, &ops, "partner").await;
+    for run in [&dry, &run] {
+        assert_eq!(
+            (&run["state"], &run["rejected"], &run["suppressed"]),
+            (&json!("done"), &json!(0), &json!(1)),
+            "{run}"
+        );
+    }
+    let kept = domain::entities::reconcile_rejected::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert!(kept.is_empty(), "{kept:?}");
+    for field in ["email", "name", "id"] {
+        let needle = person[field].as_str().unwrap();
+        assert_eq!(
+            tables_containing(&app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is stored again"
+        );
+    }
 }
