@@ -308,15 +308,7 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
 
     // A reconcile page with the key on it.
     let fake = FakeSource::start(3).await.unwrap();
-    let partner_key = app.standard_source("partner").await;
-    let saved = app
-        .save_source(
-            &admin,
-            &json!({"name": "partner", "scheme": "standard-webhooks",
-                    "pull_url": fake.pull_url, "pull_page_size": 10}),
-        )
-        .await;
-    assert_eq!(saved.status(), 200);
+    let partner_key = partner_source(&app, &admin, &fake).await;
     let (event_id, body) = fake.delivery(1);
     let response = app
         .post_standard("partner", &partner_key, &event_id, &body)
@@ -692,6 +684,59 @@ async fn partner_source(app: &TestApp, admin: &str, fake: &FakeSource) -> Vec<u8
     key
 }
 
+/// An app with `partner`, a standard-webhooks source pulling from a fake
+/// sender of `records` records.
+struct Partner {
+    app: TestApp,
+    admin: String,
+    ops: String,
+    fake: FakeSource,
+    key: Vec<u8>,
+}
+
+impl Partner {
+    async fn spawn(backend: Backend, records: usize) -> Self {
+        let app = TestApp::spawn(backend).await;
+        let admin = app.admin_token().await;
+        let ops = app.token(Role::Ops, None).await;
+        let fake = FakeSource::start(records).await.unwrap();
+        let key = partner_source(&app, &admin, &fake).await;
+        Self {
+            app,
+            admin,
+            ops,
+            fake,
+            key,
+        }
+    }
+
+    fn parts(&self) -> (&TestApp, &str, &str, &FakeSource, &[u8]) {
+        (&self.app, &self.admin, &self.ops, &self.fake, &self.key)
+    }
+
+    /// Delivers `record` as event `event_id` and processes it; the lead made.
+    async fn lead(&self, event_id: &str, record: &Value) -> i64 {
+        let event = deliver(&self.app, &self.key, event_id, record).await;
+        let step = process(&self.app, event).await;
+        let Step::Processed {
+            lead_id: Some(id), ..
+        } = step
+        else {
+            panic!("the lead was not made: {step:?}")
+        };
+        id
+    }
+}
+
+/// `record` dated far in the future: it maps, then fails validation.
+fn from_the_future(record: &Value) -> Value {
+    let mut future = record.clone();
+    future["updated_at"] = json!(FUTURE);
+    future
+}
+
+const FUTURE: &str = "2099-01-01T00:00:00Z";
+
 /// Delivers `record` to `partner` as event `event_id`; the inbox row's id.
 async fn deliver(app: &TestApp, key: &[u8], event_id: &str, record: &Value) -> i64 {
     let body = json!({"type": "lead.updated", "data": record}).to_string();
@@ -699,7 +744,9 @@ async fn deliver(app: &TestApp, key: &[u8], event_id: &str, record: &Value) -> i
         .post_standard("partner", key, event_id, body.as_bytes())
         .await;
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    response.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+    response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap()
 }
 
 async fn process(app: &TestApp, id: i64) -> Step {
@@ -714,19 +761,15 @@ async fn process(app: &TestApp, id: i64) -> Step {
 /// fails, one not processed yet, reconcile records rejected, and such rows
 /// kept before their key hash was (no hash) — is erased with the lead.
 async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let admin = app.admin_token().await;
-    let ops = app.token(Role::Ops, None).await;
-    let fake = FakeSource::start(3).await.unwrap();
-    let key = partner_source(&app, &admin, &fake).await;
+    let partner = Partner::spawn(backend, 3).await;
+    let (app, admin, ops, fake, key) = partner.parts();
     let person = fake.record(0);
     let needles: Vec<String> = ["email", "name", "phone", "id"]
         .map(|field| person[field].as_str().unwrap().to_owned())
         .into();
 
     // Maps, then fails validation (a timestamp far in the future): dead.
-    let mut future = person.clone();
-    future["updated_at"] = json!("2099-01-01T00:00:00Z");
+    let future = from_the_future(&person);
     let invalid = deliver(&app, &key, "evt-invalid", &future).await;
     assert!(matches!(process(&app, invalid).await, Step::Dead(_)));
     // Does not map at all (the email is not text), but its key reads: dead.
@@ -742,10 +785,14 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
 
     // Reconcile rejects the person's record twice (two different records),
     // and creates the other two.
-    fake.update(0, |r| r["updated_at"] = json!("2099-01-01T00:00:00Z"));
+    fake.update(0, |r| r["updated_at"] = json!(FUTURE));
     let run = reconcile_run(&app, &ops, "partner").await;
     assert_eq!(run["state"], "done", "{run}");
-    assert_eq!((&run["created"], &run["rejected"]), (&json!(2), &json!(1)), "{run}");
+    assert_eq!(
+        (&run["created"], &run["rejected"]),
+        (&json!(2), &json!(1)),
+        "{run}"
+    );
     fake.update(0, |r| {
         r["updated_at"] = json!("2026-11-30T10:00:00Z");
         r["email"] = json!({"address": person["email"]});
@@ -757,7 +804,10 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
         .await
         .unwrap();
     assert_eq!(rejected.len(), 2, "{rejected:?}");
-    for (table, id) in [("inbox_event", legacy), ("reconcile_rejected", rejected[0].id)] {
+    for (table, id) in [
+        ("inbox_event", legacy),
+        ("reconcile_rejected", rejected[0].id),
+    ] {
         app.db
             .execute_raw(Statement::from_string(
                 app.db.get_database_backend(),
@@ -768,16 +818,14 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     }
 
     // Then the person's lead is made, and erased.
-    let made = deliver(&app, &key, "evt-lead", &person).await;
-    let Step::Processed {
-        lead_id: Some(id), ..
-    } = process(&app, made).await
-    else {
-        panic!("the lead was not made")
-    };
+    let id = partner.lead("evt-lead", &person).await;
     for needle in &needles {
         let found = tables_containing(&app, needle).await;
-        for table in ["inbox_event.body", "reconcile_rejected.record", "lead.email"] {
+        for table in [
+            "inbox_event.body",
+            "reconcile_rejected.record",
+            "lead.email",
+        ] {
             if table != "lead.email" || needle == &needles[0] {
                 assert!(found.contains(&table.to_owned()), "{needle}: {found:?}");
             }
@@ -811,25 +859,20 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
 
 /// A dry run answers an erased key as the real run does: `suppressed`.
 async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let admin = app.admin_token().await;
-    let ops = app.token(Role::Ops, None).await;
-    let fake = FakeSource::start(1).await.unwrap();
-    let key = partner_source(&app, &admin, &fake).await;
-    let made = deliver(&app, &key, "evt-lead", &fake.record(0)).await;
-    let Step::Processed {
-        lead_id: Some(id), ..
-    } = process(&app, made).await
-    else {
-        panic!("the lead was not made")
-    };
-    erased(&app, &admin, id).await;
+    let partner = Partner::spawn(backend, 1).await;
+    let (app, admin, ops, fake, _) = partner.parts();
+    let id = partner.lead("evt-lead", &fake.record(0)).await;
+    erased(app, admin, id).await;
 
     let outcomes = |run: &Value| {
         ["created", "updated", "unchanged", "suppressed", "missed"].map(|k| run[k].clone())
     };
     let dry = reconcile_run_with(&app, &ops, "partner", Some(json!({"dry_run": true}))).await;
-    assert_eq!((&dry["state"], &dry["dry_run"]), (&json!("done"), &json!(true)), "{dry}");
+    assert_eq!(
+        (&dry["state"], &dry["dry_run"]),
+        (&json!("done"), &json!(true)),
+        "{dry}"
+    );
     assert_eq!(outcomes(&dry), [0, 0, 0, 1, 0].map(|n| json!(n)), "{dry}");
     assert!(leads_with_ref(&app, &fake.source_ref(0)).await.is_empty());
 
@@ -844,30 +887,20 @@ async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Back
 /// no body, and reconcile answers `suppressed` instead of keeping a dead
 /// letter.
 async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let admin = app.admin_token().await;
-    let ops = app.token(Role::Ops, None).await;
-    let fake = FakeSource::start(1).await.unwrap();
-    let key = partner_source(&app, &admin, &fake).await;
+    let partner = Partner::spawn(backend, 1).await;
+    let (app, admin, ops, fake, key) = partner.parts();
     let person = fake.record(0);
-    let made = deliver(&app, &key, "evt-lead", &person).await;
-    let Step::Processed {
-        lead_id: Some(id), ..
-    } = process(&app, made).await
-    else {
-        panic!("the lead was not made")
-    };
-    erased(&app, &admin, id).await;
+    let id = partner.lead("evt-lead", &person).await;
+    erased(app, admin, id).await;
 
-    let mut future = person.clone();
-    future["updated_at"] = json!("2099-01-01T00:00:00Z");
+    let future = from_the_future(&person);
     let late = deliver(&app, &key, "evt-late", &future).await;
     assert!(matches!(process(&app, late).await, Step::Dead(_)));
     let event = app.inbox_event(late).await;
     assert_eq!(event.state, "dead");
     assert!(event.body.is_empty());
 
-    fake.update(0, |r| r["updated_at"] = json!("2099-01-01T00:00:00Z"));
+    fake.update(0, |r| r["updated_at"] = json!(FUTURE));
     let dry = reconcile_run_with(&app, &ops, "partner", Some(json!({"dry_run": true}))).await;
     let run = reconcile_run(&app, &ops, "partner").await;
     for run in [&dry, &run] {

@@ -107,7 +107,8 @@ pub fn record_in<'a>(mapping: &RecordMapping, document: &'a Value) -> Option<&'a
 /// to map or validate, so the rows that keep such a record stay findable by
 /// an erasure without anyone reading their bodies.
 pub fn key_hash_of(source: &str, mapping: &RecordMapping, record: &Value) -> Option<String> {
-    source_ref_of(mapping, record).map(|source_ref| crate::lead::tombstone::key_hash(source, &source_ref))
+    source_ref_of(mapping, record)
+        .map(|source_ref| crate::lead::tombstone::key_hash(source, &source_ref))
 }
 
 /// A record object's `source_ref` by its pointer alone, trimmed; `None`

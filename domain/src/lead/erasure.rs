@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, QueryFilter, QueryOrder, QuerySelect, Set,
+    EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select, Set, TryGetable,
 };
 
 use crate::entities::{
@@ -183,68 +183,89 @@ async fn person_rows<C: ConnectionTrait>(
         return Ok((inbox, rejected));
     };
     let is_person = |record: Option<&serde_json::Value>| {
-        record.and_then(|r| source_ref_of(&source.mapping, r)).as_deref()
+        record
+            .and_then(|r| source_ref_of(&source.mapping, r))
+            .as_deref()
             == Some(lead.source_ref.as_str())
     };
 
-    let mut after = 0i64;
-    loop {
-        let batch = inbox_event::Entity::find()
-            .select_only()
-            .columns([inbox_event::Column::Id, inbox_event::Column::Body])
-            .filter(inbox_event::Column::Source.eq(lead.source.as_str()))
-            .filter(inbox_event::Column::KeyHash.is_null())
-            .filter(inbox_event::Column::LeadId.is_null())
-            .filter(inbox_event::Column::Body.ne(Vec::<u8>::new()))
-            .filter(inbox_event::Column::Id.gt(after))
-            .order_by_asc(inbox_event::Column::Id)
-            .limit(LEGACY_BATCH)
-            .into_tuple::<(i64, Vec<u8>)>()
-            .all(txn)
-            .await?;
-        let Some(&(last, _)) = batch.last() else {
-            break;
-        };
-        after = last;
-        for (id, body) in batch {
+    let events = inbox_event::Entity::find()
+        .filter(inbox_event::Column::Source.eq(lead.source.as_str()))
+        .filter(inbox_event::Column::KeyHash.is_null())
+        .filter(inbox_event::Column::LeadId.is_null())
+        .filter(inbox_event::Column::Body.ne(Vec::<u8>::new()));
+    let ids = matching_ids(
+        txn,
+        events,
+        (inbox_event::Column::Id, inbox_event::Column::Body),
+        |body: Vec<u8>| {
             let document = serde_json::from_slice::<serde_json::Value>(&body).ok();
-            if is_person(document.as_ref().and_then(|d| record_in(&source.mapping, d))) {
-                inbox = inbox.add(inbox_event::Column::Id.eq(id));
-            }
-        }
-    }
-
-    let mut after = 0i64;
-    loop {
-        let batch = reconcile_rejected::Entity::find()
-            .select_only()
-            .columns([
-                reconcile_rejected::Column::Id,
-                reconcile_rejected::Column::Record,
-            ])
-            .filter(reconcile_rejected::Column::Source.eq(lead.source.as_str()))
-            .filter(reconcile_rejected::Column::KeyHash.is_null())
-            .filter(reconcile_rejected::Column::Id.gt(after))
-            .order_by_asc(reconcile_rejected::Column::Id)
-            .limit(LEGACY_BATCH)
-            .into_tuple::<(i64, serde_json::Value)>()
-            .all(txn)
-            .await?;
-        let Some(&(last, _)) = batch.last() else {
-            break;
-        };
-        after = last;
-        for (id, record) in batch {
-            if is_person(Some(&record)) {
-                rejected = rejected.add(reconcile_rejected::Column::Id.eq(id));
-            }
-        }
-    }
+            is_person(
+                document
+                    .as_ref()
+                    .and_then(|d| record_in(&source.mapping, d)),
+            )
+        },
+    )
+    .await?;
+    inbox = inbox.add(inbox_event::Column::Id.is_in(ids));
+    let records = reconcile_rejected::Entity::find()
+        .filter(reconcile_rejected::Column::Source.eq(lead.source.as_str()))
+        .filter(reconcile_rejected::Column::KeyHash.is_null());
+    let ids = matching_ids(
+        txn,
+        records,
+        (
+            reconcile_rejected::Column::Id,
+            reconcile_rejected::Column::Record,
+        ),
+        |record: serde_json::Value| is_person(Some(&record)),
+    )
+    .await?;
+    rejected = rejected.add(reconcile_rejected::Column::Id.is_in(ids));
     Ok((inbox, rejected))
 }
 
 /// Rows without a key hash read per statement by the fallback.
 const LEGACY_BATCH: u64 = 500;
+
+/// The ids of `query`'s rows whose `data` column passes `is_match`, read a
+/// batch at a time in id order so memory stays bounded.
+async fn matching_ids<C, E, T>(
+    txn: &C,
+    query: Select<E>,
+    (id, data): (E::Column, E::Column),
+    is_match: impl Fn(T) -> bool,
+) -> Result<Vec<i64>, DbErr>
+where
+    C: ConnectionTrait,
+    E: EntityTrait,
+    T: TryGetable,
+{
+    let mut found = Vec::new();
+    let mut after = 0i64;
+    loop {
+        let batch: Vec<(i64, T)> = query
+            .clone()
+            .select_only()
+            .columns([id, data])
+            .filter(id.gt(after))
+            .order_by_asc(id)
+            .limit(LEGACY_BATCH)
+            .into_tuple()
+            .all(txn)
+            .await?;
+        let Some(last) = batch.last().map(|(row, _)| *row) else {
+            return Ok(found);
+        };
+        after = last;
+        found.extend(
+            batch
+                .into_iter()
+                .filter_map(|(row, value)| is_match(value).then_some(row)),
+        );
+    }
+}
 
 /// Blanks the events' bodies. Those still waiting for an attempt are settled
 /// as the tombstone now answers them (`processed`, `suppressed`), so no
@@ -267,10 +288,10 @@ async fn forget_inbox_events<C: ConnectionTrait>(txn: &C, which: Condition) -> R
         .col_expr(inbox_event::Column::ProcessedAt, Expr::value(now))
         .col_expr(inbox_event::Column::UpdatedAt, Expr::value(now))
         .filter(which.clone())
-        .filter(inbox_event::Column::State.is_in([
-            InboxState::Received.as_str(),
-            InboxState::Failed.as_str(),
-        ]))
+        .filter(
+            inbox_event::Column::State
+                .is_in([InboxState::Received.as_str(), InboxState::Failed.as_str()]),
+        )
         .exec(txn)
         .await?;
     blank_inbox_bodies(txn, which).await

@@ -9,8 +9,8 @@ use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use crate::entities::lead;
 use crate::lead::ingest::Outcome;
-use crate::lead::tombstone;
 use crate::lead::record::NewLead;
+use crate::lead::tombstone;
 
 /// The stored content a key would have after the records before it.
 struct Known {

@@ -20,8 +20,8 @@ use crate::entities::reconcile_rejected::{self, Column, Model};
 use crate::inbound::mapping::{key_hash_of, map_object, source_ref_of};
 use crate::inbound::source::{self, Source};
 use crate::lead::ingest::{IngestContext, Origin, ingest_in};
-use crate::lead::tombstone;
 use crate::lead::record::NewLead;
+use crate::lead::tombstone;
 
 pub const REJECTED: &str = "rejected";
 pub const RESOLVED: &str = "resolved";
