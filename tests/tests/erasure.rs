@@ -770,23 +770,23 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
 
     // Maps, then fails validation (a timestamp far in the future): dead.
     let future = from_the_future(&person);
-    let invalid = deliver(&app, &key, "evt-invalid", &future).await;
-    assert!(matches!(process(&app, invalid).await, Step::Dead(_)));
+    let invalid = deliver(app, key, "evt-invalid", &future).await;
+    assert!(matches!(process(app, invalid).await, Step::Dead(_)));
     // Does not map at all (the email is not text), but its key reads: dead.
     let mut unmappable = person.clone();
     unmappable["email"] = json!({"address": person["email"]});
-    let broken = deliver(&app, &key, "evt-unmappable", &unmappable).await;
-    assert!(matches!(process(&app, broken).await, Step::Dead(_)));
+    let broken = deliver(app, key, "evt-unmappable", &unmappable).await;
+    assert!(matches!(process(app, broken).await, Step::Dead(_)));
     // One kept before events carried their key hash.
-    let legacy = deliver(&app, &key, "evt-legacy", &unmappable).await;
-    assert!(matches!(process(&app, legacy).await, Step::Dead(_)));
+    let legacy = deliver(app, key, "evt-legacy", &unmappable).await;
+    assert!(matches!(process(app, legacy).await, Step::Dead(_)));
     // Received, not yet processed.
-    let waiting = deliver(&app, &key, "evt-waiting", &person).await;
+    let waiting = deliver(app, key, "evt-waiting", &person).await;
 
     // Reconcile rejects the person's record twice (two different records),
     // and creates the other two.
     fake.update(0, |r| r["updated_at"] = json!(FUTURE));
-    let run = reconcile_run(&app, &ops, "partner").await;
+    let run = reconcile_run(app, ops, "partner").await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(
         (&run["created"], &run["rejected"]),
@@ -797,7 +797,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
         r["updated_at"] = json!("2026-11-30T10:00:00Z");
         r["email"] = json!({"address": person["email"]});
     });
-    let run = reconcile_run(&app, &ops, "partner").await;
+    let run = reconcile_run(app, ops, "partner").await;
     assert_eq!(run["rejected"], 1, "{run}");
     let rejected = domain::entities::reconcile_rejected::Entity::find()
         .all(&app.db)
@@ -820,7 +820,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     // Then the person's lead is made, and erased.
     let id = partner.lead("evt-lead", &person).await;
     for needle in &needles {
-        let found = tables_containing(&app, needle).await;
+        let found = tables_containing(app, needle).await;
         for table in [
             "inbox_event.body",
             "reconcile_rejected.record",
@@ -831,13 +831,13 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
             }
         }
     }
-    let body = erased(&app, &admin, id).await;
+    let body = erased(app, admin, id).await;
     let counts = &body["erasure"]["counts"];
     assert_eq!(counts["inbox_event"], 5, "{counts}");
     assert_eq!(counts["reconcile_rejected"], 2, "{counts}");
     for needle in &needles {
         assert_eq!(
-            tables_containing(&app, needle).await,
+            tables_containing(app, needle).await,
             Vec::<String>::new(),
             "{needle} is still stored"
         );
@@ -849,10 +849,10 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
         (event.state.as_str(), event.outcome.as_deref()),
         ("processed", Some("suppressed"))
     );
-    assert!(matches!(process(&app, waiting).await, Step::NothingToDo));
+    assert!(matches!(process(app, waiting).await, Step::NothingToDo));
     // The others stay leads; an erasure retried answers the same.
-    assert_eq!(leads_with_ref(&app, &fake.source_ref(1)).await.len(), 1);
-    let again = erased(&app, &admin, id).await;
+    assert_eq!(leads_with_ref(app, &fake.source_ref(1)).await.len(), 1);
+    let again = erased(app, admin, id).await;
     assert_eq!(again["repeated"], true);
     assert_eq!(again["erasure"], body["erasure"]);
 }
@@ -867,19 +867,19 @@ async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Back
     let outcomes = |run: &Value| {
         ["created", "updated", "unchanged", "suppressed", "missed"].map(|k| run[k].clone())
     };
-    let dry = reconcile_run_with(&app, &ops, "partner", Some(json!({"dry_run": true}))).await;
+    let dry = reconcile_run_with(app, ops, "partner", Some(json!({"dry_run": true}))).await;
     assert_eq!(
         (&dry["state"], &dry["dry_run"]),
         (&json!("done"), &json!(true)),
         "{dry}"
     );
     assert_eq!(outcomes(&dry), [0, 0, 0, 1, 0].map(|n| json!(n)), "{dry}");
-    assert!(leads_with_ref(&app, &fake.source_ref(0)).await.is_empty());
+    assert!(leads_with_ref(app, &fake.source_ref(0)).await.is_empty());
 
-    let real = reconcile_run(&app, &ops, "partner").await;
+    let real = reconcile_run(app, ops, "partner").await;
     assert_eq!(real["state"], "done", "{real}");
     assert_eq!(outcomes(&real), outcomes(&dry), "{real}");
-    assert!(leads_with_ref(&app, &fake.source_ref(0)).await.is_empty());
+    assert!(leads_with_ref(app, &fake.source_ref(0)).await.is_empty());
 }
 
 /// After the erasure, a delivery or a pulled record of the key that cannot
@@ -894,15 +894,15 @@ async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Ba
     erased(app, admin, id).await;
 
     let future = from_the_future(&person);
-    let late = deliver(&app, &key, "evt-late", &future).await;
-    assert!(matches!(process(&app, late).await, Step::Dead(_)));
+    let late = deliver(app, key, "evt-late", &future).await;
+    assert!(matches!(process(app, late).await, Step::Dead(_)));
     let event = app.inbox_event(late).await;
     assert_eq!(event.state, "dead");
     assert!(event.body.is_empty());
 
     fake.update(0, |r| r["updated_at"] = json!(FUTURE));
-    let dry = reconcile_run_with(&app, &ops, "partner", Some(json!({"dry_run": true}))).await;
-    let run = reconcile_run(&app, &ops, "partner").await;
+    let dry = reconcile_run_with(app, ops, "partner", Some(json!({"dry_run": true}))).await;
+    let run = reconcile_run(app, ops, "partner").await;
     for run in [&dry, &run] {
         assert_eq!(
             (&run["state"], &run["rejected"], &run["suppressed"]),
@@ -918,7 +918,7 @@ async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Ba
     for field in ["email", "name", "id"] {
         let needle = person[field].as_str().unwrap();
         assert_eq!(
-            tables_containing(&app, needle).await,
+            tables_containing(app, needle).await,
             Vec::<String>::new(),
             "{needle} is stored again"
         );
