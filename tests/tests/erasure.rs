@@ -714,8 +714,9 @@ impl Partner {
         (&self.app, &self.admin, &self.ops, &self.fake, &self.key)
     }
 
-    /// Delivers `record` as event `event_id` and processes it; the lead made.
-    async fn lead(&self, event_id: &str, record: &Value) -> i64 {
+    /// Delivers `record` as event `event_id` and processes it; the inbox
+    /// row's id and the lead made.
+    async fn lead(&self, event_id: &str, record: &Value) -> (i64, i64) {
         let event = deliver(&self.app, &self.key, event_id, record).await;
         let step = process(&self.app, event).await;
         let Step::Processed {
@@ -724,7 +725,7 @@ impl Partner {
         else {
             panic!("the lead was not made: {step:?}")
         };
-        id
+        (event, id)
     }
 }
 
@@ -818,7 +819,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     }
 
     // Then the person's lead is made, and erased.
-    let id = partner.lead("evt-lead", &person).await;
+    let (made, id) = partner.lead("evt-lead", &person).await;
     for needle in &needles {
         let found = tables_containing(app, needle).await;
         for table in [
@@ -831,6 +832,21 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
             }
         }
     }
+    // The subject export shows the key's events that never made the lead.
+    let export: Value = app
+        .get(admin, &format!("/api/leads/{id}/export"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let exported: Vec<i64> = export["inbox_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(exported, [invalid, broken, waiting, made], "{export}");
+
     let body = erased(app, admin, id).await;
     let counts = &body["erasure"]["counts"];
     assert_eq!(counts["inbox_event"], 5, "{counts}");
@@ -861,7 +877,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
 async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Backend) {
     let partner = Partner::spawn(backend, 1).await;
     let (app, admin, ops, fake, _) = partner.parts();
-    let id = partner.lead("evt-lead", &fake.record(0)).await;
+    let (_, id) = partner.lead("evt-lead", &fake.record(0)).await;
     erased(app, admin, id).await;
 
     let outcomes = |run: &Value| {
@@ -890,7 +906,7 @@ async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Ba
     let partner = Partner::spawn(backend, 1).await;
     let (app, admin, ops, fake, key) = partner.parts();
     let person = fake.record(0);
-    let id = partner.lead("evt-lead", &person).await;
+    let (_, id) = partner.lead("evt-lead", &person).await;
     erased(app, admin, id).await;
 
     let future = from_the_future(&person);
