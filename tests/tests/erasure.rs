@@ -25,6 +25,9 @@ on_both_backends!(
     a_concurrent_redelivery_never_resurrects_an_erased_lead,
     the_cli_erases_unsuppresses_and_exports,
     a_converted_contact_is_blanked_when_asked,
+    erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead,
+    a_reconcile_dry_run_predicts_suppressed_for_an_erased_key,
+    broken_records_of_an_erased_key_arriving_later_are_not_kept,
 );
 
 const EMAIL: &str = "ada@example.com";
@@ -95,13 +98,18 @@ async fn import_csv_with(app: &TestApp, token: &str, csv: &str, extra: &str) -> 
 
 /// Starts a reconcile of `source` over the ops API and waits for its end.
 async fn reconcile_run(app: &TestApp, ops: &str, source: &str) -> Value {
-    let started = app
+    reconcile_run_with(app, ops, source, None).await
+}
+
+async fn reconcile_run_with(app: &TestApp, ops: &str, source: &str, body: Option<Value>) -> Value {
+    let mut request = app
         .client
         .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(ops)
-        .send()
-        .await
-        .unwrap();
+        .bearer_auth(ops);
+    if let Some(body) = body {
+        request = request.json(&body);
+    }
+    let started = request.send().await.unwrap();
     assert_eq!(started.status(), 202);
     let id = started.json::<Value>().await.unwrap()["id"].clone();
     for _ in 0..800 {
@@ -238,7 +246,8 @@ async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
         "{erasure}"
     );
 
-    for needle in [EMAIL, NAME, "7946", REF] {
+    // The phone as sent and as stored; a bare "7946" could match a timestamp.
+    for needle in [EMAIL, NAME, "7946 0000", "2079460000", REF] {
         assert_eq!(
             tables_containing(&app, needle).await,
             Vec::<String>::new(),
@@ -300,15 +309,7 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
 
     // A reconcile page with the key on it.
     let fake = FakeSource::start(3).await.unwrap();
-    let partner_key = app.standard_source("partner").await;
-    let saved = app
-        .save_source(
-            &admin,
-            &json!({"name": "partner", "scheme": "standard-webhooks",
-                    "pull_url": fake.pull_url, "pull_page_size": 10}),
-        )
-        .await;
-    assert_eq!(saved.status(), 200);
+    let partner_key = partner_source(&app, &admin, &fake).await;
     let (event_id, body) = fake.delivery(1);
     let response = app
         .post_standard("partner", &partner_key, &event_id, &body)
@@ -668,4 +669,275 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
         (&contact["email"], &contact["name"]),
         (&Value::Null, &Value::Null)
     );
+}
+
+/// `partner`, a standard-webhooks source pulling from `fake`; its signing key.
+async fn partner_source(app: &TestApp, admin: &str, fake: &FakeSource) -> Vec<u8> {
+    let key = app.standard_source("partner").await;
+    let saved = app
+        .save_source(
+            admin,
+            &json!({"name": "partner", "scheme": "standard-webhooks",
+                    "pull_url": fake.pull_url, "pull_page_size": 10}),
+        )
+        .await;
+    assert_eq!(saved.status(), 200, "{}", saved.text().await.unwrap());
+    key
+}
+
+/// An app with `partner`, a standard-webhooks source pulling from a fake
+/// sender of `records` records.
+struct Partner {
+    app: TestApp,
+    admin: String,
+    ops: String,
+    fake: FakeSource,
+    key: Vec<u8>,
+}
+
+impl Partner {
+    async fn spawn(backend: Backend, records: usize) -> Self {
+        let app = TestApp::spawn(backend).await;
+        let admin = app.admin_token().await;
+        let ops = app.token(Role::Ops, None).await;
+        let fake = FakeSource::start(records).await.unwrap();
+        let key = partner_source(&app, &admin, &fake).await;
+        Self {
+            app,
+            admin,
+            ops,
+            fake,
+            key,
+        }
+    }
+
+    fn parts(&self) -> (&TestApp, &str, &str, &FakeSource, &[u8]) {
+        (&self.app, &self.admin, &self.ops, &self.fake, &self.key)
+    }
+
+    /// Delivers `record` as event `event_id` and processes it; the inbox
+    /// row's id and the lead made.
+    async fn lead(&self, event_id: &str, record: &Value) -> (i64, i64) {
+        let event = deliver(&self.app, &self.key, event_id, record).await;
+        let step = process(&self.app, event).await;
+        let Step::Processed {
+            lead_id: Some(id), ..
+        } = step
+        else {
+            panic!("the lead was not made: {step:?}")
+        };
+        (event, id)
+    }
+}
+
+/// `record` dated far in the future: it maps, then fails validation.
+fn from_the_future(record: &Value) -> Value {
+    let mut future = record.clone();
+    future["updated_at"] = json!(FUTURE);
+    future
+}
+
+const FUTURE: &str = "2099-01-01T00:00:00Z";
+
+/// Delivers `record` to `partner` as event `event_id`; the inbox row's id.
+async fn deliver(app: &TestApp, key: &[u8], event_id: &str, record: &Value) -> i64 {
+    let body = json!({"type": "lead.updated", "data": record}).to_string();
+    let response = app
+        .post_standard("partner", key, event_id, body.as_bytes())
+        .await;
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap()
+}
+
+async fn process(app: &TestApp, id: i64) -> Step {
+    app.processor(WorkerSettings::for_tests())
+        .process(id)
+        .await
+        .unwrap()
+}
+
+/// What a sender's events can leave behind without ever making a lead — an
+/// event that fails validation after its key was read, one whose mapping
+/// fails, one not processed yet, reconcile records rejected, and such rows
+/// kept before their key hash was (no hash) — is erased with the lead.
+async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(backend: Backend) {
+    let partner = Partner::spawn(backend, 3).await;
+    let (app, admin, ops, fake, key) = partner.parts();
+    let person = fake.record(0);
+    let needles: Vec<String> = ["email", "name", "phone", "id"]
+        .map(|field| person[field].as_str().unwrap().to_owned())
+        .into();
+
+    // Maps, then fails validation (a timestamp far in the future): dead.
+    let future = from_the_future(&person);
+    let invalid = deliver(app, key, "evt-invalid", &future).await;
+    assert!(matches!(process(app, invalid).await, Step::Dead(_)));
+    // Does not map at all (the email is not text), but its key reads: dead.
+    let mut unmappable = person.clone();
+    unmappable["email"] = json!({"address": person["email"]});
+    let broken = deliver(app, key, "evt-unmappable", &unmappable).await;
+    assert!(matches!(process(app, broken).await, Step::Dead(_)));
+    // One kept before events carried their key hash.
+    let legacy = deliver(app, key, "evt-legacy", &unmappable).await;
+    assert!(matches!(process(app, legacy).await, Step::Dead(_)));
+    // Received, not yet processed.
+    let waiting = deliver(app, key, "evt-waiting", &person).await;
+
+    // Reconcile rejects the person's record twice (two different records),
+    // and creates the other two.
+    fake.update(0, |r| r["updated_at"] = json!(FUTURE));
+    let run = reconcile_run(app, ops, "partner").await;
+    assert_eq!(run["state"], "done", "{run}");
+    assert_eq!(
+        (&run["created"], &run["rejected"]),
+        (&json!(2), &json!(1)),
+        "{run}"
+    );
+    fake.update(0, |r| {
+        r["updated_at"] = json!("2026-11-30T10:00:00Z");
+        r["email"] = json!({"address": person["email"]});
+    });
+    let run = reconcile_run(app, ops, "partner").await;
+    assert_eq!(run["rejected"], 1, "{run}");
+    let rejected = domain::entities::reconcile_rejected::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(rejected.len(), 2, "{rejected:?}");
+    for (table, id) in [
+        ("inbox_event", legacy),
+        ("reconcile_rejected", rejected[0].id),
+    ] {
+        app.db
+            .execute_raw(Statement::from_string(
+                app.db.get_database_backend(),
+                format!("UPDATE {table} SET key_hash = NULL WHERE id = {id}"),
+            ))
+            .await
+            .unwrap();
+    }
+
+    // Then the person's lead is made, and erased.
+    let (made, id) = partner.lead("evt-lead", &person).await;
+    for needle in &needles {
+        let found = tables_containing(app, needle).await;
+        for table in [
+            "inbox_event.body",
+            "reconcile_rejected.record",
+            "lead.email",
+        ] {
+            if table != "lead.email" || needle == &needles[0] {
+                assert!(found.contains(&table.to_owned()), "{needle}: {found:?}");
+            }
+        }
+    }
+    // The subject export shows the key's events that never made the lead.
+    let export: Value = app
+        .get(admin, &format!("/api/leads/{id}/export"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let exported: Vec<i64> = export["inbox_events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(exported, [invalid, broken, waiting, made], "{export}");
+
+    let body = erased(app, admin, id).await;
+    let counts = &body["erasure"]["counts"];
+    assert_eq!(counts["inbox_event"], 5, "{counts}");
+    assert_eq!(counts["reconcile_rejected"], 2, "{counts}");
+    for needle in &needles {
+        assert_eq!(
+            tables_containing(app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is still stored"
+        );
+    }
+    // The waiting event is settled as the tombstone answers it; no worker
+    // later reports its emptied body as broken.
+    let event = app.inbox_event(waiting).await;
+    assert_eq!(
+        (event.state.as_str(), event.outcome.as_deref()),
+        ("processed", Some("suppressed"))
+    );
+    assert!(matches!(process(app, waiting).await, Step::NothingToDo));
+    // The others stay leads; an erasure retried answers the same.
+    assert_eq!(leads_with_ref(app, &fake.source_ref(1)).await.len(), 1);
+    let again = erased(app, admin, id).await;
+    assert_eq!(again["repeated"], true);
+    assert_eq!(again["erasure"], body["erasure"]);
+}
+
+/// A dry run answers an erased key as the real run does: `suppressed`.
+async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Backend) {
+    let partner = Partner::spawn(backend, 1).await;
+    let (app, admin, ops, fake, _) = partner.parts();
+    let (_, id) = partner.lead("evt-lead", &fake.record(0)).await;
+    erased(app, admin, id).await;
+
+    let outcomes = |run: &Value| {
+        ["created", "updated", "unchanged", "suppressed", "missed"].map(|k| run[k].clone())
+    };
+    let dry = reconcile_run_with(app, ops, "partner", Some(json!({"dry_run": true}))).await;
+    assert_eq!(
+        (&dry["state"], &dry["dry_run"]),
+        (&json!("done"), &json!(true)),
+        "{dry}"
+    );
+    assert_eq!(outcomes(&dry), [0, 0, 0, 1, 0].map(|n| json!(n)), "{dry}");
+    assert!(leads_with_ref(app, &fake.source_ref(0)).await.is_empty());
+
+    let real = reconcile_run(app, ops, "partner").await;
+    assert_eq!(real["state"], "done", "{real}");
+    assert_eq!(outcomes(&real), outcomes(&dry), "{real}");
+    assert!(leads_with_ref(app, &fake.source_ref(0)).await.is_empty());
+}
+
+/// After the erasure, a delivery or a pulled record of the key that cannot
+/// become a lead does not keep the person's data either: the dead event has
+/// no body, and reconcile answers `suppressed` instead of keeping a dead
+/// letter.
+async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Backend) {
+    let partner = Partner::spawn(backend, 1).await;
+    let (app, admin, ops, fake, key) = partner.parts();
+    let person = fake.record(0);
+    let (_, id) = partner.lead("evt-lead", &person).await;
+    erased(app, admin, id).await;
+
+    let future = from_the_future(&person);
+    let late = deliver(app, key, "evt-late", &future).await;
+    assert!(matches!(process(app, late).await, Step::Dead(_)));
+    let event = app.inbox_event(late).await;
+    assert_eq!(event.state, "dead");
+    assert!(event.body.is_empty());
+
+    fake.update(0, |r| r["updated_at"] = json!(FUTURE));
+    let dry = reconcile_run_with(app, ops, "partner", Some(json!({"dry_run": true}))).await;
+    let run = reconcile_run(app, ops, "partner").await;
+    for run in [&dry, &run] {
+        assert_eq!(
+            (&run["state"], &run["rejected"], &run["suppressed"]),
+            (&json!("done"), &json!(0), &json!(1)),
+            "{run}"
+        );
+    }
+    let kept = domain::entities::reconcile_rejected::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert!(kept.is_empty(), "{kept:?}");
+    for field in ["email", "name", "id"] {
+        let needle = person[field].as_str().unwrap();
+        assert_eq!(
+            tables_containing(app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is stored again"
+        );
+    }
 }

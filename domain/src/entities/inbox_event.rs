@@ -17,6 +17,10 @@ pub struct Model {
     /// SHA-256 of the raw body, kept only when the event id is not covered
     /// by the signature; unique per source, so a replay is a duplicate.
     pub body_sha256: Option<String>,
+    /// The tombstone-style keyed hash of the record's natural key, read on
+    /// receipt (`None`: not extractable, or received before it was kept), so
+    /// an erasure finds the person's events that never made a lead.
+    pub key_hash: Option<String>,
     pub state: String,
     /// How many times the sender delivered this event (1 + duplicates).
     pub deliveries: i32,

@@ -14,6 +14,9 @@ pub struct Model {
     #[sea_orm(column_type = "JsonBinary")]
     pub record: Json,
     pub record_sha256: String,
+    /// The keyed hash of the record's natural key, when its `source_ref`
+    /// could be read: how an erasure finds the person's dead letters.
+    pub key_hash: Option<String>,
     /// Why it did not map (field names and pointers, never values).
     pub reason: String,
     /// `rejected`, or `resolved` once a retry applied it.

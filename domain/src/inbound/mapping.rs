@@ -94,6 +94,34 @@ pub fn map_object(
     })
 }
 
+/// The record object in a delivery's parsed body, by the mapping's pointer.
+pub fn record_in<'a>(mapping: &RecordMapping, document: &'a Value) -> Option<&'a Value> {
+    document
+        .pointer(&mapping.record)
+        .filter(|record| record.is_object())
+}
+
+/// The tombstone key hash ([`crate::lead::tombstone::key_hash`]) of a record
+/// object's natural key, read by the `source_ref` pointer alone and trimmed
+/// as `normalise` does: known even when another field of the record fails
+/// to map or validate, so the rows that keep such a record stay findable by
+/// an erasure without anyone reading their bodies.
+pub fn key_hash_of(source: &str, mapping: &RecordMapping, record: &Value) -> Option<String> {
+    source_ref_of(mapping, record)
+        .map(|source_ref| crate::lead::tombstone::key_hash(source, &source_ref))
+}
+
+/// A record object's `source_ref` by its pointer alone, trimmed; `None`
+/// when it is missing, blank or not text.
+pub fn source_ref_of(mapping: &RecordMapping, record: &Value) -> Option<String> {
+    let source_ref = match record.pointer(&mapping.source_ref)? {
+        Value::String(s) => s.trim().to_owned(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    (!source_ref.is_empty()).then_some(source_ref)
+}
+
 fn timestamp(
     record: &Value,
     pointer: Option<&String>,
@@ -186,6 +214,27 @@ mod tests {
             map_record("s", &m, br#"{"data":{"id":1,"updated_at":"yesterday"}}"#),
             Err(MappingError::BadTimestamp(_))
         ));
+    }
+
+    #[test]
+    fn the_key_hash_is_read_even_when_another_field_does_not_map() {
+        let body: Value =
+            serde_json::from_str(r#"{"data":{"id":" 42 ","email":{"a":1}}}"#).unwrap();
+        let record = record_in(&mapping(), &body).unwrap();
+        assert!(map_object("s", &mapping(), record).is_err());
+        assert_eq!(
+            key_hash_of("s", &mapping(), record),
+            Some(crate::lead::tombstone::key_hash("s", "42"))
+        );
+        let numeric: Value = serde_json::from_str(r#"{"id":42}"#).unwrap();
+        assert_eq!(
+            key_hash_of("s", &mapping(), &numeric),
+            key_hash_of("s", &mapping(), record)
+        );
+        for none in [r#"{"email":"a@b.io"}"#, r#"{"id":"  "}"#, r#"{"id":[1]}"#] {
+            let record: Value = serde_json::from_str(none).unwrap();
+            assert_eq!(key_hash_of("s", &mapping(), &record), None, "{none}");
+        }
     }
 
     #[test]

@@ -11,15 +11,19 @@ use std::collections::BTreeMap;
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, QueryFilter, Set,
+    EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select, Set, TryGetable,
 };
 
 use crate::entities::{
     activity, contact, crm_activity, deal, idempotency_key, import_applied_row, import_row,
     import_run, inbox_event, lead, lead_conversion, lead_duplicate, lead_erasure, lead_tombstone,
-    outbox_delivery, outbox_event,
+    outbox_delivery, outbox_event, reconcile_rejected,
 };
 use crate::error::Error;
+use crate::inbound::inbox::InboxState;
+use crate::inbound::mapping::{record_in, source_ref_of};
+use crate::inbound::source;
+use crate::lead::ingest::Outcome;
 use crate::lead::tombstone;
 use crate::outbound::outbox;
 
@@ -158,6 +162,141 @@ pub async fn blank_inbox_bodies<C: ConnectionTrait>(
         .rows_affected)
 }
 
+/// Which inbox events and reconcile dead letters hold the person's record:
+/// those of the lead, and those whose natural key hash is the lead's (under
+/// any key of the ring), whether or not they ever made a lead. Rows that
+/// carry no hash (kept before the hash was, or whose key did not read at the
+/// time) are read with the source's current mapping, a bounded batch at a
+/// time: only the source's rows without a hash and without a lead.
+async fn person_rows<C: ConnectionTrait>(
+    txn: &C,
+    lead: &lead::Model,
+) -> Result<(Condition, Condition), DbErr> {
+    let hashes = tombstone::key_hashes(&lead.source, &lead.source_ref);
+    let mut inbox = Condition::any()
+        .add(inbox_event::Column::LeadId.eq(lead.id))
+        .add(inbox_event::Column::KeyHash.is_in(hashes.clone()));
+    let mut rejected = Condition::any()
+        .add(reconcile_rejected::Column::LeadId.eq(lead.id))
+        .add(reconcile_rejected::Column::KeyHash.is_in(hashes));
+    let Some(source) = source::find_without_secrets(txn, &lead.source).await? else {
+        return Ok((inbox, rejected));
+    };
+    let is_person = |record: Option<&serde_json::Value>| {
+        record
+            .and_then(|r| source_ref_of(&source.mapping, r))
+            .as_deref()
+            == Some(lead.source_ref.as_str())
+    };
+
+    let events = inbox_event::Entity::find()
+        .filter(inbox_event::Column::Source.eq(lead.source.as_str()))
+        .filter(inbox_event::Column::KeyHash.is_null())
+        .filter(inbox_event::Column::LeadId.is_null())
+        .filter(inbox_event::Column::Body.ne(Vec::<u8>::new()));
+    let ids = matching_ids(
+        txn,
+        events,
+        (inbox_event::Column::Id, inbox_event::Column::Body),
+        |body: Vec<u8>| {
+            let document = serde_json::from_slice::<serde_json::Value>(&body).ok();
+            is_person(
+                document
+                    .as_ref()
+                    .and_then(|d| record_in(&source.mapping, d)),
+            )
+        },
+    )
+    .await?;
+    inbox = inbox.add(inbox_event::Column::Id.is_in(ids));
+    let records = reconcile_rejected::Entity::find()
+        .filter(reconcile_rejected::Column::Source.eq(lead.source.as_str()))
+        .filter(reconcile_rejected::Column::KeyHash.is_null());
+    let ids = matching_ids(
+        txn,
+        records,
+        (
+            reconcile_rejected::Column::Id,
+            reconcile_rejected::Column::Record,
+        ),
+        |record: serde_json::Value| is_person(Some(&record)),
+    )
+    .await?;
+    rejected = rejected.add(reconcile_rejected::Column::Id.is_in(ids));
+    Ok((inbox, rejected))
+}
+
+/// Rows without a key hash read per statement by the fallback.
+const LEGACY_BATCH: u64 = 500;
+
+/// The ids of `query`'s rows whose `data` column passes `is_match`, read a
+/// batch at a time in id order so memory stays bounded.
+async fn matching_ids<C, E, T>(
+    txn: &C,
+    query: Select<E>,
+    (id, data): (E::Column, E::Column),
+    is_match: impl Fn(T) -> bool,
+) -> Result<Vec<i64>, DbErr>
+where
+    C: ConnectionTrait,
+    E: EntityTrait,
+    T: TryGetable,
+{
+    let mut found = Vec::new();
+    let mut after = 0i64;
+    loop {
+        let batch: Vec<(i64, T)> = query
+            .clone()
+            .select_only()
+            .columns([id, data])
+            .filter(id.gt(after))
+            .order_by_asc(id)
+            .limit(LEGACY_BATCH)
+            .into_tuple()
+            .all(txn)
+            .await?;
+        let Some(last) = batch.last().map(|(row, _)| *row) else {
+            return Ok(found);
+        };
+        after = last;
+        found.extend(
+            batch
+                .into_iter()
+                .filter_map(|(row, value)| is_match(value).then_some(row)),
+        );
+    }
+}
+
+/// Blanks the events' bodies. Those still waiting for an attempt are settled
+/// as the tombstone now answers them (`processed`, `suppressed`), so no
+/// worker later reports an emptied body as a broken one.
+async fn forget_inbox_events<C: ConnectionTrait>(txn: &C, which: Condition) -> Result<u64, DbErr> {
+    let now = crate::clock::now();
+    inbox_event::Entity::update_many()
+        .col_expr(
+            inbox_event::Column::State,
+            Expr::value(InboxState::Processed.as_str()),
+        )
+        .col_expr(
+            inbox_event::Column::Outcome,
+            Expr::value(Outcome::Suppressed.as_str()),
+        )
+        .col_expr(
+            inbox_event::Column::NextAttemptAt,
+            Expr::value(Option::<chrono::DateTime<chrono::Utc>>::None),
+        )
+        .col_expr(inbox_event::Column::ProcessedAt, Expr::value(now))
+        .col_expr(inbox_event::Column::UpdatedAt, Expr::value(now))
+        .filter(which.clone())
+        .filter(
+            inbox_event::Column::State
+                .is_in([InboxState::Received.as_str(), InboxState::Failed.as_str()]),
+        )
+        .exec(txn)
+        .await?;
+    blank_inbox_bodies(txn, which).await
+}
+
 /// Deletes or blanks every row holding the lead's data; rows per table.
 async fn remove_everything<C: ConnectionTrait>(
     txn: &C,
@@ -194,10 +333,14 @@ async fn remove_everything<C: ConnectionTrait>(
         .await?
         .rows_affected;
     counts.insert("activity", n);
-    counts.insert(
-        "inbox_event",
-        blank_inbox_bodies(txn, inbox_event::Column::LeadId.eq(id)).await?,
-    );
+    let (inbox, rejected) = person_rows(txn, lead).await?;
+    counts.insert("inbox_event", forget_inbox_events(txn, inbox).await?);
+    let n = reconcile_rejected::Entity::delete_many()
+        .filter(rejected)
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("reconcile_rejected", n);
 
     let runs_of_source = Query::select()
         .column(import_run::Column::Id)

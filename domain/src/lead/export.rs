@@ -3,7 +3,8 @@
 //! a time so memory stays flat however many leads there are.
 
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter, QueryOrder,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
+    QueryOrder,
 };
 
 use crate::entities::{
@@ -13,6 +14,7 @@ use crate::entities::{
 use crate::error::Error;
 use crate::import::report::neutralise;
 use crate::lead::query::{self, LeadFilter};
+use crate::lead::tombstone;
 use crate::outbound::events::LeadSnapshot;
 
 /// Everything stored about one lead.
@@ -39,8 +41,17 @@ pub async fn subject<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Result<Subje
         .order_by_asc(activity::Column::Id)
         .all(conn)
         .await?;
+    // Also the key's events that never made the lead (dead, waiting): what
+    // an erasure would empty.
     let inbox_events = inbox_event::Entity::find()
-        .filter(inbox_event::Column::LeadId.eq(lead_id))
+        .filter(
+            Condition::any()
+                .add(inbox_event::Column::LeadId.eq(lead_id))
+                .add(
+                    inbox_event::Column::KeyHash
+                        .is_in(tombstone::key_hashes(&lead.source, &lead.source_ref)),
+                ),
+        )
         .order_by_asc(inbox_event::Column::Id)
         .all(conn)
         .await?;

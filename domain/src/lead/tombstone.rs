@@ -61,6 +61,15 @@ pub fn key_hash(source: &str, source_ref: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The key's hashes under every key of the ring, current first: rows
+/// hashed before a key rotation still match.
+pub fn key_hashes(source: &str, source_ref: &str) -> Vec<String> {
+    keys()
+        .iter()
+        .map(|key| hash_with(key, source, source_ref))
+        .collect()
+}
+
 /// A PostgreSQL advisory lock id for a tombstone key.
 fn lock_id(hash: &str) -> i64 {
     let prefix = hash.get(..16).unwrap_or("0");

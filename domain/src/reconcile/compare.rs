@@ -1,5 +1,6 @@
 //! What `ingest` would answer for a page, without writing: the dry run's
-//! comparison, by the same rules as the upsert (content hash, staleness).
+//! comparison, by the same rules as the write path (tombstones, content
+//! hash, staleness).
 
 use std::collections::HashMap;
 
@@ -9,6 +10,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use crate::entities::lead;
 use crate::lead::ingest::Outcome;
 use crate::lead::record::NewLead;
+use crate::lead::tombstone;
 
 /// The stored content a key would have after the records before it.
 struct Known {
@@ -43,9 +45,19 @@ pub async fn predict<C: ConnectionTrait>(
             })
             .collect()
     };
+    // As the write path would: an erased key is answered before anything else.
+    let buried = tombstone::suppressed(
+        conn,
+        news.iter()
+            .map(|n| (n.source.as_str(), n.source_ref.as_str())),
+    )
+    .await?;
     Ok(news
         .iter()
         .map(|new| {
+            if buried.contains(&(new.source.clone(), new.source_ref.clone())) {
+                return Outcome::Suppressed;
+            }
             let outcome = outcome(new, known.get(&new.source_ref));
             if outcome.changed() {
                 let previous = known.get(&new.source_ref).and_then(|k| k.source_updated_at);

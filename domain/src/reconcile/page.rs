@@ -12,6 +12,7 @@ use crate::entities::source as source_entity;
 use crate::inbound::source::Source;
 use crate::lead::ingest::{self, IngestContext, IngestItem, Origin, Outcome};
 use crate::lead::record::NewLead;
+use crate::lead::tombstone;
 
 use super::rejected::Rejection;
 use super::run::{RUNNING, add};
@@ -134,6 +135,7 @@ pub async fn write(
         ..
     } = page;
     let txn = crate::db::begin_write(db).await?;
+    let rejected = without_buried(&txn, source, rejected, &mut counts).await?;
     if run.dry_run {
         for outcome in super::compare::predict(&txn, source, &news).await? {
             counts.count(outcome);
@@ -169,6 +171,36 @@ pub async fn write(
     Ok(counts)
 }
 
+/// Rejected records whose key was erased are `suppressed`, as a record that
+/// mapped would be, and are not kept: a dead letter would bring the
+/// person's data back.
+async fn without_buried<C: sea_orm::ConnectionTrait>(
+    txn: &C,
+    source: &str,
+    rejected: Vec<Rejection>,
+    counts: &mut PageCounts,
+) -> Result<Vec<Rejection>, DbErr> {
+    let buried = tombstone::suppressed(
+        txn,
+        rejected
+            .iter()
+            .filter_map(|r| r.source_ref.as_deref())
+            .map(|source_ref| (source, source_ref)),
+    )
+    .await?;
+    if buried.is_empty() {
+        return Ok(rejected);
+    }
+    let (gone, kept): (Vec<_>, Vec<_>) = rejected.into_iter().partition(|r| {
+        r.source_ref
+            .as_ref()
+            .is_some_and(|source_ref| buried.contains(&(source.to_owned(), source_ref.clone())))
+    });
+    counts.rejected -= gone.len() as i64;
+    counts.suppressed += gone.len() as i64;
+    Ok(kept)
+}
+
 fn map_records(
     run: &reconcile_run::Model,
     source: &Source,
@@ -184,10 +216,7 @@ fn map_records(
                 counts.rejected += 1;
                 // The reason names fields and pointers, never their values.
                 tracing::warn!(run_id = run.id, source = %source.name, index, %reason, "reconcile skipped a record that does not map to a lead; kept to retry");
-                rejected.push(Rejection {
-                    record: record.clone(),
-                    reason,
-                });
+                rejected.push(Rejection::new(source, record, reason));
             }
         }
     }

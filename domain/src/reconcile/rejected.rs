@@ -17,10 +17,11 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::entities::reconcile_rejected::{self, Column, Model};
-use crate::inbound::mapping::map_object;
+use crate::inbound::mapping::{key_hash_of, map_object, source_ref_of};
 use crate::inbound::source::{self, Source};
 use crate::lead::ingest::{IngestContext, Origin, ingest_in};
 use crate::lead::record::NewLead;
+use crate::lead::tombstone;
 
 pub const REJECTED: &str = "rejected";
 pub const RESOLVED: &str = "resolved";
@@ -30,6 +31,20 @@ pub const RESOLVED: &str = "resolved";
 pub struct Rejection {
     pub record: Value,
     pub reason: String,
+    /// The record's `source_ref`, when it could be read (see
+    /// [`source_ref_of`]): kept only as its keyed hash.
+    pub source_ref: Option<String>,
+}
+
+impl Rejection {
+    /// Why `record` does not map, with whatever key it has.
+    pub fn new(source: &Source, record: &Value, reason: String) -> Self {
+        Self {
+            record: record.clone(),
+            reason,
+            source_ref: source_ref_of(&source.mapping, record),
+        }
+    }
 }
 
 /// Maps one pulled record to a lead, or says why it does not map. The
@@ -81,6 +96,10 @@ pub async fn keep<C: ConnectionTrait>(
             run_id: Set(run_id),
             record: Set(r.record.clone()),
             record_sha256: Set(hash),
+            key_hash: Set(r
+                .source_ref
+                .as_deref()
+                .map(|source_ref| tombstone::key_hash(source, source_ref))),
             reason: Set(r.reason.clone()),
             state: Set(REJECTED.to_owned()),
             retries: Set(0),
@@ -95,6 +114,7 @@ pub async fn keep<C: ConnectionTrait>(
             OnConflict::columns([Column::Source, Column::RecordSha256])
                 .update_columns([
                     Column::RunId,
+                    Column::KeyHash,
                     Column::Reason,
                     Column::State,
                     Column::LeadId,
@@ -184,7 +204,8 @@ pub async fn retry(db: &DatabaseConnection, source: Option<&str>) -> Result<Retr
                 let found = source::find_without_secrets(db, &row.source).await?;
                 sources.insert(row.source.clone(), found);
             }
-            let mapped = match sources.get(&row.source).and_then(Option::as_ref) {
+            let source = sources.get(&row.source).and_then(Option::as_ref);
+            let mapped = match source {
                 Some(src) => map(src, &row.record),
                 None => Err(format!("source '{}' is gone", row.source)),
             };
@@ -197,8 +218,13 @@ pub async fn retry(db: &DatabaseConnection, source: Option<&str>) -> Result<Retr
                     }
                 }
                 Err(reason) => {
+                    // A fixed mapping may read the key where the old one could not.
+                    let key_hash = source
+                        .and_then(|src| key_hash_of(&src.name, &src.mapping, &row.record))
+                        .or_else(|| row.key_hash.clone());
                     reconcile_rejected::Entity::update_many()
                         .col_expr(Column::Reason, Expr::value(reason))
+                        .col_expr(Column::KeyHash, Expr::value(key_hash))
                         .col_expr(Column::Retries, Expr::col(Column::Retries).add(1))
                         .col_expr(Column::UpdatedAt, Expr::value(now))
                         .filter(Column::Id.eq(row.id))

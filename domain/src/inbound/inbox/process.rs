@@ -13,6 +13,7 @@ use sea_orm::{
 
 use super::InboxState;
 use crate::entities::inbox_event::{self, Column, Model};
+use crate::entities::lead_tombstone;
 use crate::error::Error;
 use crate::inbound::mapping::map_record;
 use crate::inbound::source::{self, Source};
@@ -229,8 +230,28 @@ pub async fn record_failure<C: ConnectionTrait>(
     Ok(match (updated.rows_affected, next_attempt_at) {
         (0, _) => FailureRecorded::LostClaim,
         (_, Some(at)) => FailureRecorded::RetryAt(at),
-        (_, None) => FailureRecorded::Dead,
+        (_, None) => {
+            forget_if_erased(conn, event).await?;
+            FailureRecorded::Dead
+        }
     })
+}
+
+/// A dead event of an erased key keeps no body: nothing will process it
+/// again, and the person's data must not come back through a broken
+/// delivery. Found by the key hash read on receipt.
+async fn forget_if_erased<C: ConnectionTrait>(conn: &C, event: &Model) -> Result<(), DbErr> {
+    let Some(hash) = &event.key_hash else {
+        return Ok(());
+    };
+    if lead_tombstone::Entity::find_by_id(hash.clone())
+        .one(conn)
+        .await?
+        .is_some()
+    {
+        crate::lead::erasure::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
+    }
+    Ok(())
 }
 
 /// Ends an attempt that ingested its record: `processed` with the outcome;

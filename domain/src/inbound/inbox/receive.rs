@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::InboxState;
 use crate::entities::inbox_event::{self, Column};
+use crate::inbound::mapping::{key_hash_of, record_in};
 use crate::inbound::signature::HeaderLookup;
 use crate::inbound::source::{Locator, Source};
 
@@ -83,7 +84,8 @@ pub async fn receive<C: ConnectionTrait>(
     delivery: &Delivery<'_>,
     now: DateTime<Utc>,
 ) -> Result<Received, DbErr> {
-    // Parsed only to find the id and type; the worker maps the record.
+    // Parsed only to find the id, the type and the natural key; the worker
+    // maps the record.
     let document: Option<Value> = serde_json::from_slice(delivery.body).ok();
     let (event_id, from) = event_identity(source, delivery, document.as_ref());
     let event_type = locate(
@@ -102,6 +104,11 @@ pub async fn receive<C: ConnectionTrait>(
     // replays a captured delivery; the signed body cannot.
     let body_sha256 = (from == EventIdFrom::Header && !source.event_id_is_signed())
         .then(|| hex::encode(Sha256::digest(delivery.body)));
+    // So an erasure finds this event even if it never makes a lead.
+    let key_hash = document
+        .as_ref()
+        .and_then(|document| record_in(&source.mapping, document))
+        .and_then(|record| key_hash_of(&source.name, &source.mapping, record));
 
     let mut insert = Query::insert();
     insert
@@ -114,6 +121,7 @@ pub async fn receive<C: ConnectionTrait>(
             Column::Headers,
             Column::Body,
             Column::BodySha256,
+            Column::KeyHash,
             Column::State,
             Column::Deliveries,
             Column::Attempts,
@@ -132,6 +140,7 @@ pub async fn receive<C: ConnectionTrait>(
             headers.into(),
             delivery.body.to_vec().into(),
             body_sha256.clone().into(),
+            key_hash.into(),
             state.as_str().into(),
             1i32.into(),
             0i32.into(),

@@ -159,6 +159,7 @@ mod tests {
             run_id: 1,
             record: json!({"id": 5}),
             record_sha256: "internal-sha".into(),
+            key_hash: Some("internal-key-hash".into()),
             reason: "no email".into(),
             state: "rejected".into(),
             retries: 0,
@@ -167,6 +168,6 @@ mod tests {
             updated_at: now,
             resolved_at: None,
         };
-        assert_documented(&ReconcileRejectedOut::from(row), &["internal-sha"]);
+        assert_documented(&ReconcileRejectedOut::from(row), &["internal-sha", "internal-key-hash"]);
     }
 }
