@@ -117,27 +117,29 @@ async fn commit_loop(
 
 async fn commit(db: &DatabaseConnection, batch: Vec<Job>) {
     metrics::histogram!("leadpipe_group_commit_batch_size").record(batch.len() as f64);
-    let items: Vec<IngestItem> = batch.iter().map(|j| j.item.clone()).collect();
+    // Moved apart, not cloned: a record's payload is most of its size.
+    let (items, replies): (Vec<IngestItem>, Vec<_>) =
+        batch.into_iter().map(|job| (job.item, job.reply)).unzip();
     match commit_items(db, &items).await {
         Ok(results) => {
-            for (job, result) in batch.into_iter().zip(results) {
-                let _ = job.reply.send(Ok(result));
+            for (reply, result) in replies.into_iter().zip(results) {
+                let _ = reply.send(Ok(result));
             }
         }
         // One bad row must not fail its neighbours: retry each on its own.
-        Err(err) if batch.len() > 1 => {
-            tracing::warn!(error = %err, size = batch.len(), "batch failed; committing its records one by one");
-            for job in batch {
-                let result = commit_items(db, std::slice::from_ref(&job.item))
+        Err(err) if items.len() > 1 => {
+            tracing::warn!(error = %err, size = items.len(), "batch failed; committing its records one by one");
+            for (item, reply) in items.iter().zip(replies) {
+                let result = commit_items(db, std::slice::from_ref(item))
                     .await
                     .map(|mut r| r.remove(0))
                     .map_err(Error::from);
-                let _ = job.reply.send(result);
+                let _ = reply.send(result);
             }
         }
         Err(err) => {
-            for job in batch {
-                let _ = job.reply.send(Err(Error::Db(clone_err(&err))));
+            for reply in replies {
+                let _ = reply.send(Err(Error::Db(clone_err(&err))));
             }
         }
     }

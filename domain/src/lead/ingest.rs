@@ -220,12 +220,18 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
 
     let mut activities = Vec::with_capacity(items.len());
     let mut events = Vec::new();
+    // Counted per batch, not per record: each `counter!` call looks its
+    // series up in the registry.
+    let mut tally: Vec<(Origin, Outcome, u64)> = Vec::new();
     for (item, done) in items.iter().zip(&results) {
-        metrics::counter!("leadpipe_ingest_total", "origin" => item.origin.as_str(), "outcome" => done.outcome.as_str())
-            .increment(1);
+        match tally
+            .iter_mut()
+            .find(|(origin, outcome, _)| *origin == item.origin && *outcome == done.outcome)
+        {
+            Some((_, _, n)) => *n += 1,
+            None => tally.push((item.origin, done.outcome, 1)),
+        }
         let Some(lead) = &done.lead else {
-            metrics::counter!("leadpipe_ingest_suppressed_total", "origin" => item.origin.as_str())
-                .increment(1);
             continue;
         };
         let detail = match done.outcome {
@@ -261,6 +267,14 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                 payload,
                 item.ctx.correlation_id.clone(),
             ));
+        }
+    }
+    for (origin, outcome, n) in tally {
+        metrics::counter!("leadpipe_ingest_total", "origin" => origin.as_str(), "outcome" => outcome.as_str())
+            .increment(n);
+        if outcome == Outcome::Suppressed {
+            metrics::counter!("leadpipe_ingest_suppressed_total", "origin" => origin.as_str())
+                .increment(n);
         }
     }
     if !activities.is_empty() {
