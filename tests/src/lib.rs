@@ -227,6 +227,19 @@ impl TestApp {
     }
 }
 
+/// Polls `done` every 25 ms until it holds; panics naming `what` after `limit`.
+pub async fn wait_until(
+    what: &str,
+    limit: std::time::Duration,
+    mut done: impl AsyncFnMut() -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
 pub async fn fresh_postgres_database() -> String {
     let admin = std::env::var("LEADPIPE_TEST_PG_URL").expect(
         "LEADPIPE_TEST_PG_URL is not set: run the tests with scripts/test, which starts a \

@@ -12,7 +12,7 @@ use chrono::Utc;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure};
 use leadpipe_tests::webhooks::RunningWorkers;
-use leadpipe_tests::{Backend, TestApp, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
 use serde_json::{Value, json};
 use workers::WorkerSettings;
@@ -106,14 +106,6 @@ async fn lead_jobs(app: &TestApp) -> i64 {
         .unwrap()
         .unwrap();
     row.try_get("", "n").unwrap()
-}
-
-async fn wait_until(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 async fn a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed(backend: Backend) {

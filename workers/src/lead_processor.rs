@@ -90,26 +90,15 @@ impl LeadProcessor {
     /// change (a wake-up from the inbox workers) or the poll interval, until
     /// `stop`; a batch in flight is finished first.
     pub(crate) async fn drain_loop(self: Arc<Self>, stop: watch::Receiver<bool>) {
-        let mut work = crate::wake::lead_work(&self.db);
-        loop {
-            work.borrow_and_update();
-            loop {
-                if *stop.borrow() {
-                    return;
-                }
-                match self.drain_once().await {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(error) => {
-                        tracing::warn!(%error, "lead processing batch failed; the next pass will retry");
-                        break;
-                    }
-                }
-            }
-            if !crate::wake::next(&mut work, self.settings.poll_interval, &stop).await {
-                return;
-            }
-        }
+        let work = crate::wake::lead_work(&self.db);
+        crate::wake::drain(
+            "lead processing",
+            work,
+            self.settings.poll_interval,
+            stop,
+            || self.drain_once(),
+        )
+        .await;
     }
 }
 

@@ -198,6 +198,16 @@ pub async fn process_batch(
     Ok(Batch { settled, path })
 }
 
+/// What a failure row records beside its lead.
+const KEPT: [F; 6] = [
+    F::Version,
+    F::State,
+    F::Attempts,
+    F::LastError,
+    F::NextAttemptAt,
+    F::UpdatedAt,
+];
+
 /// Counts a failed attempt at the lead's current version (a newer version
 /// starts again at one) and decides its retry or its death.
 async fn record_failure<C: ConnectionTrait>(
@@ -220,15 +230,7 @@ async fn record_failure<C: ConnectionTrait>(
     let mut upsert = Query::insert();
     upsert
         .into_table(failure::Entity)
-        .columns([
-            F::LeadId,
-            F::Version,
-            F::State,
-            F::Attempts,
-            F::LastError,
-            F::NextAttemptAt,
-            F::UpdatedAt,
-        ])
+        .columns([F::LeadId].into_iter().chain(KEPT))
         .values([
             lead.id.into(),
             lead.version.into(),
@@ -241,14 +243,7 @@ async fn record_failure<C: ConnectionTrait>(
         .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(
             OnConflict::column(F::LeadId)
-                .update_columns([
-                    F::Version,
-                    F::State,
-                    F::Attempts,
-                    F::LastError,
-                    F::NextAttemptAt,
-                    F::UpdatedAt,
-                ])
+                .update_columns(KEPT)
                 .to_owned(),
         );
     conn.execute(&upsert).await?;
