@@ -157,12 +157,12 @@ where
 
 /// One apalis worker on either backend's storage of `$queue`.
 macro_rules! apalis_worker {
-    ($name:expr, $kind:ident, $queue:expr, $settings:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr) => {{
+    ($name:expr, $kind:ident, $queue:expr, $poll:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr) => {{
         let stopped = async move {
             stopped($stop).await;
             Ok::<(), WorkerError>(())
         };
-        let ticker = Ticker::new($settings.poll_interval);
+        let ticker = Ticker::new($poll);
         match $queue {
             $kind::Sqlite(storage) => {
                 WorkerBuilder::new($name)
@@ -198,7 +198,7 @@ async fn run_inbox_worker(
         name,
         InboxQueue,
         queue,
-        settings,
+        settings.poll_interval,
         concurrency,
         processor,
         crate::inbox_job::run_job,
@@ -214,11 +214,13 @@ async fn run_lead_worker(
     stop: watch::Receiver<bool>,
 ) -> Result<(), WorkerError> {
     // One lead job at a time per process: a job drains the whole backlog.
+    // Its jobs are retries and sweeps, which the lead loop's own poll also
+    // finds, so it looks for them at the sweep's pace, not the poll's.
     apalis_worker!(
         name,
         LeadQueue,
         queue,
-        settings,
+        settings.sweep_interval,
         1,
         processor,
         crate::lead_processor::run_job,

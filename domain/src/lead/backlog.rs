@@ -15,14 +15,16 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
 };
 
 use crate::db::BatchPath;
 use crate::entities::lead;
 use crate::entities::lead_processing_failure::{self as failure, Column as F};
 use crate::error::Error;
-use crate::lead::processing::{latest_correlation_ids, mark_processed, sales_staff, work_on};
+use crate::lead::processing::{
+    latest_correlation_ids, mark_processed, may_have_duplicates, sales_staff, work_on,
+};
 use crate::retry::{Decision, ProcessError, RetryPolicy};
 
 /// Failure states.
@@ -128,14 +130,21 @@ pub async fn process_batch(
     let staff = sales_staff(&txn).await?;
     let correlations = latest_correlation_ids(&txn, &ids).await?;
     let correlation = |id: i64| correlations.get(&id).cloned().flatten();
+    let shared = may_have_duplicates(&txn, &leads).await?;
 
     // The whole batch under one savepoint; the split path only if it fails.
     let whole = txn.begin().await?;
     let mut written = Ok(());
     for lead in &leads {
-        written = work_on(&whole, lead, &correlation(lead.id), &staff)
-            .await
-            .map(|_| ());
+        written = work_on(
+            &whole,
+            lead,
+            &correlation(lead.id),
+            &staff,
+            shared.contains(&lead.id),
+        )
+        .await
+        .map(|_| ());
         if written.is_err() {
             break;
         }
@@ -151,7 +160,10 @@ pub async fn process_batch(
         let mut results = Vec::with_capacity(leads.len());
         for lead in &leads {
             let one = txn.begin().await?;
-            let done = match work_on(&one, lead, &correlation(lead.id), &staff).await {
+            let correlation_id = correlation(lead.id);
+            let shared = shared.contains(&lead.id);
+            let worked = work_on(&one, lead, &correlation_id, &staff, shared).await;
+            let done = match worked {
                 Ok(_) => mark_processed(&one, &[lead.id]).await.map_err(Error::from),
                 Err(error) => Err(error),
             };
@@ -294,15 +306,24 @@ pub async fn counts<C: ConnectionTrait>(conn: &C) -> Result<Counts, DbErr> {
         .one(conn)
         .await?
         .unwrap_or((0, None));
-    let in_state = |state: &'static str| {
-        failure::Entity::find()
-            .filter(F::State.eq(state))
-            .count(conn)
+    let by_state: Vec<(String, i64)> = failure::Entity::find()
+        .select_only()
+        .column(F::State)
+        .column_as(Expr::col(F::LeadId).count(), "n")
+        .group_by(F::State)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let in_state = |state: &str| {
+        by_state
+            .iter()
+            .find(|(s, _)| s == state)
+            .map_or(0, |(_, n)| *n)
     };
     Ok(Counts {
         backlog,
-        failed: i64::try_from(in_state(FAILED).await?).unwrap_or(i64::MAX),
-        dead: i64::try_from(in_state(DEAD).await?).unwrap_or(i64::MAX),
+        failed: in_state(FAILED),
+        dead: in_state(DEAD),
         oldest,
     })
 }

@@ -4,7 +4,7 @@
 //! records the lead version it processed and does nothing for a version it
 //! has seen, and every write is conditional.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{
@@ -92,26 +92,32 @@ pub async fn process_lead_in<C: ConnectionTrait>(
         None => latest_correlation_id(txn, lead_id).await?,
     };
     let staff = sales_staff(txn).await?;
-    let done = work_on(txn, &lead, &correlation_id, &staff).await?;
+    let done = work_on(txn, &lead, &correlation_id, &staff, true).await?;
     mark_processed(txn, &[lead_id]).await?;
     Ok(done)
 }
 
 /// The work itself, on a lead read under a lock (or the write turn):
-/// assignment of an open unowned lead among `staff`, and duplicate hints.
-/// The caller marks the version processed.
+/// assignment of an open unowned lead among `staff`, and duplicate hints
+/// (searched for only if `may_have_duplicates`). The caller marks the
+/// version processed.
 pub(crate) async fn work_on<C: ConnectionTrait>(
     txn: &C,
     lead: &lead::Model,
     correlation_id: &Option<String>,
     staff: &[i64],
+    may_have_duplicates: bool,
 ) -> Result<Processed, Error> {
     let assigned = if lead.owner_id.is_none() && lead.status.is_open() {
         assign_round_robin(txn, lead, correlation_id, staff).await?
     } else {
         None
     };
-    let new_duplicates = link_duplicates(txn, lead, correlation_id).await?;
+    let new_duplicates = if may_have_duplicates {
+        link_duplicates(txn, lead, correlation_id).await?
+    } else {
+        0
+    };
     Ok(Processed {
         assigned_to: assigned,
         new_duplicates,
@@ -130,6 +136,47 @@ pub(crate) async fn mark_processed<C: ConnectionTrait>(conn: &C, ids: &[i64]) ->
         .exec(conn)
         .await?;
     Ok(())
+}
+
+/// Which of `leads` may have duplicates: those whose email or phone more
+/// than one lead has. Two statements for the batch, so the leads with a
+/// contact of their own (most) skip the search.
+pub(crate) async fn may_have_duplicates<C: ConnectionTrait>(
+    conn: &C,
+    leads: &[lead::Model],
+) -> Result<HashSet<i64>, DbErr> {
+    let emails = shared_values(conn, lead::Column::Email, leads.iter().map(|l| &l.email)).await?;
+    let phones = shared_values(conn, lead::Column::Phone, leads.iter().map(|l| &l.phone)).await?;
+    let shared = |value: &Option<String>, set: &HashSet<String>| {
+        value.as_ref().is_some_and(|v| set.contains(v))
+    };
+    Ok(leads
+        .iter()
+        .filter(|l| shared(&l.email, &emails) || shared(&l.phone, &phones))
+        .map(|l| l.id)
+        .collect())
+}
+
+/// The values among `values` that more than one lead has in `column`.
+async fn shared_values<'a, C: ConnectionTrait>(
+    conn: &C,
+    column: lead::Column,
+    values: impl Iterator<Item = &'a Option<String>>,
+) -> Result<HashSet<String>, DbErr> {
+    let values: HashSet<&str> = values.filter_map(|v| v.as_deref()).collect();
+    if values.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let shared: Vec<String> = lead::Entity::find()
+        .select_only()
+        .column(column)
+        .filter(column.is_in(values))
+        .group_by(column)
+        .having(Expr::col(lead::Column::Id).count().gt(1))
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(shared.into_iter().collect())
 }
 
 /// Active sales staff, in turn order.
