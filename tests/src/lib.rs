@@ -218,6 +218,18 @@ impl TestApp {
         E::find().count(&self.db).await.unwrap()
     }
 
+    /// The lead with this `source_ref` (any source); panics if none.
+    pub async fn lead_by_ref(&self, source_ref: &str) -> domain::entities::lead::Model {
+        use domain::entities::lead;
+        use sea_orm::{ColumnTrait, QueryFilter};
+        lead::Entity::find()
+            .filter(lead::Column::SourceRef.eq(source_ref))
+            .one(&self.db)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
     /// Runs raw SQL written for both backends (no placeholders).
     pub async fn exec(&self, sql: &str) {
         self.db

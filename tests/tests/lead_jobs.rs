@@ -62,15 +62,6 @@ async fn post_leads(app: &TestApp, refs: impl IntoIterator<Item = String>) {
     }
 }
 
-async fn lead_by_ref(app: &TestApp, source_ref: &str) -> lead::Model {
-    lead::Entity::find()
-        .filter(lead::Column::SourceRef.eq(source_ref))
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
 async fn unprocessed(app: &TestApp) -> Vec<String> {
     lead::Entity::find()
         .all(&app.db)
@@ -134,7 +125,7 @@ async fn a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed(bac
     assert_eq!(processor.drain_once().await.unwrap(), 9);
     assert_eq!(unprocessed(&app).await, ["form-bad"]);
 
-    let bad = lead_by_ref(&app, "form-bad").await;
+    let bad = app.lead_by_ref("form-bad").await;
     let failed = lead_processing_failure::Entity::find_by_id(bad.id)
         .one(&app.db)
         .await
