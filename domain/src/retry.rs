@@ -4,7 +4,11 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use rand::Rng;
+use sea_orm::DbErr;
+
+use crate::error::Error;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
@@ -43,6 +47,71 @@ impl RetryPolicy {
     pub fn exhausted(&self, attempts: u32) -> bool {
         attempts >= self.max_attempts
     }
+
+    /// What follows failed attempt number `attempts`: `dead` for a permanent
+    /// error or when the attempts are used up, else a retry after a jittered
+    /// backoff.
+    pub fn decide(&self, error: &ProcessError, attempts: u32, now: DateTime<Utc>) -> Decision {
+        match error {
+            ProcessError::Permanent(reason) => Decision::Dead(reason.clone()),
+            ProcessError::Transient(reason) if self.exhausted(attempts) => {
+                Decision::Dead(format!("gave up after {attempts} attempts: {reason}"))
+            }
+            ProcessError::Transient(_) => {
+                let delay = self.delay(attempts, None);
+                Decision::RetryAt(
+                    now + chrono::Duration::from_std(delay).unwrap_or(chrono::TimeDelta::MAX),
+                )
+            }
+        }
+    }
+}
+
+/// What [`RetryPolicy::decide`] decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    RetryAt(DateTime<Utc>),
+    /// With the reason to keep.
+    Dead(String),
+}
+
+/// Why an attempt failed, and so what happens next.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProcessError {
+    /// The same event will fail the same way: `dead` at once.
+    #[error("{0}")]
+    Permanent(String),
+    /// May succeed later (database trouble, a timeout): retried with backoff.
+    #[error("{0}")]
+    Transient(String),
+}
+
+impl From<DbErr> for ProcessError {
+    /// Database errors are retried: the record already passed validation, so
+    /// a failing write is trouble with the database, not with the event. A
+    /// database error that never clears still ends in `dead` after the
+    /// attempts run out.
+    fn from(err: DbErr) -> Self {
+        Self::Transient(format!("database error: {err}"))
+    }
+}
+
+impl From<Error> for ProcessError {
+    fn from(err: Error) -> Self {
+        match err {
+            Error::Invalid(fields) => Self::Permanent(format!(
+                "invalid record: {}",
+                fields
+                    .iter()
+                    .map(|f| format!("{} {}", f.field, f.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
+            Error::Db(db) => db.into(),
+            // Everything else is a judgement on the record, not on the moment.
+            other => Self::Permanent(other.to_string()),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -76,6 +145,35 @@ mod tests {
         let p = RetryPolicy::default();
         let distinct: std::collections::HashSet<_> = (0..50).map(|_| p.delay(8, None)).collect();
         assert!(distinct.len() > 10);
+    }
+
+    #[test]
+    fn classification() {
+        let invalid: ProcessError =
+            Error::Invalid(vec![crate::FieldError::new("source_ref", "is required")]).into();
+        assert_eq!(
+            invalid,
+            ProcessError::Permanent("invalid record: source_ref is required".into())
+        );
+        let db: ProcessError = Error::Db(DbErr::Custom("connection reset".into())).into();
+        assert!(matches!(db, ProcessError::Transient(_)));
+    }
+
+    #[test]
+    fn a_transient_error_retries_until_the_attempts_run_out() {
+        let p = RetryPolicy {
+            max_attempts: 2,
+            ..Default::default()
+        };
+        let now = Utc::now();
+        let busy = ProcessError::Transient("busy".into());
+        assert!(matches!(p.decide(&busy, 1, now), Decision::RetryAt(at) if at >= now));
+        assert_eq!(
+            p.decide(&busy, 2, now),
+            Decision::Dead("gave up after 2 attempts: busy".into())
+        );
+        let bad = ProcessError::Permanent("bad".into());
+        assert_eq!(p.decide(&bad, 1, now), Decision::Dead("bad".into()));
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod m20261201_000740_create_reconcile_rejected;
 mod m20261201_000750_subscription_secret_rotation;
 mod m20261201_000760_inbox_processed_at_index;
 mod m20261201_000810_natural_key_hash;
+mod m20261201_000830_lead_processing_failure;
 
 pub struct Migrator;
 
@@ -66,6 +67,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000750_subscription_secret_rotation::Migration),
             Box::new(m20261201_000760_inbox_processed_at_index::Migration),
             Box::new(m20261201_000810_natural_key_hash::Migration),
+            Box::new(m20261201_000830_lead_processing_failure::Migration),
         ]
     }
 }

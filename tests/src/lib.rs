@@ -218,12 +218,37 @@ impl TestApp {
         E::find().count(&self.db).await.unwrap()
     }
 
+    /// The lead with this `source_ref` (any source); panics if none.
+    pub async fn lead_by_ref(&self, source_ref: &str) -> domain::entities::lead::Model {
+        use domain::entities::lead;
+        use sea_orm::{ColumnTrait, QueryFilter};
+        lead::Entity::find()
+            .filter(lead::Column::SourceRef.eq(source_ref))
+            .one(&self.db)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
     /// Runs raw SQL written for both backends (no placeholders).
     pub async fn exec(&self, sql: &str) {
         self.db
             .execute_raw(Statement::from_string(self.db.get_database_backend(), sql))
             .await
             .unwrap();
+    }
+}
+
+/// Polls `done` every 25 ms until it holds; panics naming `what` after `limit`.
+pub async fn wait_until(
+    what: &str,
+    limit: std::time::Duration,
+    mut done: impl AsyncFnMut() -> bool,
+) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done().await {
+        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
 }
 

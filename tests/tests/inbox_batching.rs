@@ -15,7 +15,7 @@ use chrono::Utc;
 use domain::entities::{inbox_event, lead};
 use domain::inbound::inbox::receive::{Delivery, receive};
 use leadpipe_tests::webhooks::{RunningWorkers, ack_id, lead_event, now, standard_headers};
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use workers::WorkerSettings;
 
@@ -54,14 +54,6 @@ async fn count_in_state(app: &TestApp, state: &str) -> u64 {
         .count(&app.db)
         .await
         .unwrap()
-}
-
-async fn wait_until(what: &str, limit: Duration, mut done: impl AsyncFnMut() -> bool) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
 }
 
 async fn a_poisoned_event_fails_alone_while_its_batch_commits_together(backend: Backend) {

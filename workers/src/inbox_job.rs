@@ -172,26 +172,11 @@ impl InboxProcessor {
     /// Drains until nothing is ready, then waits for a wake-up or the poll
     /// interval; a batch in flight is finished before stopping.
     pub(crate) async fn drain_loop(self: Arc<Self>, stop: watch::Receiver<bool>) {
-        let mut work = crate::wake::inbox_work(&self.db);
-        loop {
-            work.borrow_and_update();
-            loop {
-                if *stop.borrow() {
-                    return;
-                }
-                match self.drain_once().await {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(error) => {
-                        tracing::warn!(%error, "inbox batch failed; the sweeper and the next pass will retry");
-                        break;
-                    }
-                }
-            }
-            if !crate::wake::next(&mut work, self.settings.poll_interval, &stop).await {
-                return;
-            }
-        }
+        let work = crate::wake::inbox_work(&self.db);
+        crate::wake::drain("inbox", work, self.settings.poll_interval, stop, || {
+            self.drain_once()
+        })
+        .await;
     }
 
     async fn report(&self, done: Settled) {

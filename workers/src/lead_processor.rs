@@ -1,48 +1,151 @@
-//! Processes every lead whose current version has not been processed, in
-//! batches. The backlog is a partial index over the lead table, so a lead is
-//! never forgotten even if no wake-up reached a worker; several workers may
-//! run at once (see `domain::lead::processing::process_batch`).
+//! Lead processing (assignment, duplicate hints) for every lead whose current
+//! version is unprocessed, in batches (`domain::lead::backlog`). The lead
+//! table is the backlog, so a lead is never forgotten even if no wake-up or
+//! job reached a worker; several workers may run at once.
+//!
+//! Driven like the inbox: a loop per worker process, woken after each inbox
+//! batch (polling as the fallback), and the apalis `ProcessLeads` job for
+//! what is not pushed in-process: a failed lead's retry coming due, and the
+//! sweeper's re-enqueue of leads nothing took.
 
-use std::time::Duration;
+use std::sync::Arc;
 
+use apalis::prelude::{BoxDynError, Data};
+use chrono::Utc;
+use domain::lead::backlog::{Batch, process_batch};
+use domain::retry::{Decision, RetryPolicy};
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
+use tracing::Instrument;
 
-/// Processes one batch of up to `limit` leads; returns how many it took.
+use crate::queue::{LeadJobCause, LeadQueue, ProcessLeads};
+use crate::settings::WorkerSettings;
+
+/// Batches one job drains at most, so a job under a steady stream of leads
+/// still ends (the loops and the next job carry on).
+const BATCHES_PER_JOB: usize = 100;
+
+/// Processes one batch of up to `limit` leads with the default retry policy;
+/// returns how many it took. For callers without a queue (the tests, by
+/// hand): a failed lead's retry is found by the loops and the sweeper.
 pub async fn run_once(db: &DatabaseConnection, limit: u64) -> Result<usize, domain::Error> {
-    let done = domain::lead::processing::process_batch(db, limit).await?;
-    metrics::counter!("leadpipe_leads_processed_total").increment(done.taken as u64);
-    if let Some(error) = done.transient {
-        tracing::warn!(%error, "some leads could not be processed; they stay in the backlog");
-        // Those leads are still first in the backlog: pause before retrying.
-        if done.taken > 0 && done.given_up.len() < done.taken {
-            return Err(domain::Error::Db(sea_orm::DbErr::Custom(error)));
-        }
-    }
-    Ok(done.taken)
+    let batch = process_batch(db, limit, &RetryPolicy::default(), Utc::now()).await?;
+    report(&batch);
+    Ok(batch.taken())
 }
 
-/// Runs batches while the backlog has leads, then waits for leads to change
-/// (a wake-up from the inbox workers) or for `idle`, until `stop`.
-pub async fn run(db: DatabaseConnection, idle: Duration, batch: u64, stop: watch::Receiver<bool>) {
-    let mut work = crate::wake::lead_work(&db);
-    loop {
-        work.borrow_and_update();
-        loop {
-            if *stop.borrow() {
-                return;
-            }
-            match run_once(&db, batch).await {
-                Ok(n) if n > 0 => {}
-                Ok(_) => break,
-                Err(err) => {
-                    tracing::warn!(error = %err, "lead processing pass failed; retrying");
-                    break;
+pub struct LeadProcessor {
+    db: DatabaseConnection,
+    queue: LeadQueue,
+    settings: WorkerSettings,
+}
+
+impl LeadProcessor {
+    pub fn new(db: DatabaseConnection, queue: LeadQueue, settings: WorkerSettings) -> Self {
+        Self {
+            db,
+            queue,
+            settings,
+        }
+    }
+
+    /// Processes one batch; returns how many leads it took (0: none ready).
+    pub async fn drain_once(&self) -> Result<usize, domain::Error> {
+        let span = tracing::info_span!("lead.batch", size = tracing::field::Empty);
+        async {
+            let batch = process_batch(
+                &self.db,
+                self.settings.batch_size as u64,
+                &self.settings.retry,
+                Utc::now(),
+            )
+            .await?;
+            tracing::Span::current().record("size", batch.taken());
+            report(&batch);
+            if let Some(at) = batch.next_retry() {
+                // One job for the batch's retries: the earliest runs them all.
+                if let Err(error) = self.queue.push(LeadJobCause::Retry, Some(at)).await {
+                    tracing::warn!(%error, "could not queue the lead retry; the loops and the sweeper will");
                 }
             }
+            Ok(batch.taken())
         }
-        if !crate::wake::next(&mut work, idle, &stop).await {
-            return;
+        .instrument(span)
+        .await
+    }
+
+    /// Drains until nothing is ready (at most `batches`); returns the leads taken.
+    async fn drain(&self, batches: usize) -> Result<usize, domain::Error> {
+        let mut taken = 0;
+        for _ in 0..batches {
+            match self.drain_once().await? {
+                0 => break,
+                n => taken += n,
+            }
+        }
+        Ok(taken)
+    }
+
+    /// Runs batches while the backlog has leads, then waits for leads to
+    /// change (a wake-up from the inbox workers) or the poll interval, until
+    /// `stop`; a batch in flight is finished first.
+    pub(crate) async fn drain_loop(self: Arc<Self>, stop: watch::Receiver<bool>) {
+        let work = crate::wake::lead_work(&self.db);
+        crate::wake::drain(
+            "lead processing",
+            work,
+            self.settings.poll_interval,
+            stop,
+            || self.drain_once(),
+        )
+        .await;
+    }
+}
+
+/// Metrics and logs of one batch.
+fn report(batch: &Batch) {
+    if batch.taken() == 0 {
+        return;
+    }
+    metrics::counter!("leadpipe_leads_processed_total").increment(batch.taken() as u64);
+    metrics::counter!("leadpipe_lead_processing_batches_total", "path" => batch.path.as_str())
+        .increment(1);
+    metrics::histogram!("leadpipe_lead_processing_batch_size").record(batch.taken() as f64);
+    for settled in &batch.settled {
+        let result = match &settled.result {
+            Ok(()) => "processed",
+            Err(domain::retry::ProcessError::Permanent(_)) => "permanent_error",
+            Err(domain::retry::ProcessError::Transient(_)) => "transient_error",
+        };
+        metrics::counter!("leadpipe_lead_processing_attempts_total", "result" => result)
+            .increment(1);
+        match (&settled.result, &settled.decision) {
+            (Err(error), Some(Decision::RetryAt(at))) => {
+                tracing::warn!(lead_id = settled.lead_id, %error, retry_at = %at, "lead processing failed; will retry");
+            }
+            (Err(_), Some(Decision::Dead(reason))) => {
+                metrics::counter!("leadpipe_lead_processing_dead_total").increment(1);
+                tracing::warn!(lead_id = settled.lead_id, %reason, "lead processing is dead");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The apalis task function: a job (a retry coming due, a sweeper
+/// re-enqueue) drains the backlog of whatever is ready.
+pub(crate) async fn run_job(
+    job: ProcessLeads,
+    processor: Data<Arc<LeadProcessor>>,
+) -> Result<(), BoxDynError> {
+    match processor.drain(BATCHES_PER_JOB).await {
+        Ok(taken) => {
+            tracing::debug!(cause = ?job.cause, taken, "lead processing job done");
+            Ok(())
+        }
+        Err(error) => {
+            tracing::warn!(cause = ?job.cause, %error, "lead processing job failed");
+            Err(error.into())
         }
     }
 }

@@ -1,6 +1,6 @@
-//! Pushing inbox jobs. A push is never inside the inbox transaction (sea-orm
-//! does not expose its sqlx transaction), so a lost push is expected and the
-//! sweeper covers it.
+//! Pushing jobs. A push is never inside the transaction that wrote the work
+//! (sea-orm does not expose its sqlx transaction), so a lost push is
+//! expected and the sweeper covers it.
 
 use std::time::SystemTime;
 
@@ -16,6 +16,7 @@ use crate::storage::StorageError;
 /// Named explicitly: apalis defaults to the Rust type path, and a rename
 /// would strand queued jobs.
 pub const PROCESS_INBOX_EVENT: &str = "leadpipe.process-inbox-event";
+pub const PROCESS_LEADS: &str = "leadpipe.process-leads";
 
 /// The job: process one inbox event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,68 +24,132 @@ pub struct ProcessInboxEvent {
     pub inbox_event_id: i64,
 }
 
-/// The inbox job queue, in the database the app already uses.
-#[derive(Clone)]
-pub enum InboxQueue {
-    Sqlite(SqliteStorage<ProcessInboxEvent>),
-    Postgres(PostgresStorage<ProcessInboxEvent>),
+/// The job: drain the lead-processing backlog. One job covers every lead
+/// ready when it runs, so a burst costs no job row per lead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessLeads {
+    pub cause: LeadJobCause,
 }
 
-impl std::fmt::Debug for InboxQueue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Sqlite(_) => "InboxQueue::Sqlite",
-            Self::Postgres(_) => "InboxQueue::Postgres",
-        })
-    }
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeadJobCause {
+    /// A failed lead's retry comes due.
+    Retry,
+    /// The sweeper found leads nothing took.
+    Sweep,
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("could not push the job for inbox event {id}: {cause}")]
+#[error("could not push the job for {what}: {cause}")]
 pub struct PushError {
-    pub id: i64,
+    what: String,
     cause: String,
 }
 
-impl InboxQueue {
-    /// Shares `db`'s pool, so jobs and data use the same connections.
-    pub fn for_connection(db: &DatabaseConnection) -> Result<Self, StorageError> {
-        match db.get_database_backend() {
-            DatabaseBackend::Sqlite => Ok(Self::Sqlite(
-                SqliteStorage::new(db.get_sqlite_connection_pool())
-                    .with_config(apalis_sqlite::Config::default().queue(PROCESS_INBOX_EVENT)),
-            )),
-            DatabaseBackend::Postgres => Ok(Self::Postgres(
-                PostgresStorage::new(db.get_postgres_connection_pool())
-                    .with_config(apalis_postgres::Config::default().queue(PROCESS_INBOX_EVENT)),
-            )),
-            other => Err(StorageError::Unsupported(other)),
+/// A job queue in the database the app already uses, one per job type.
+macro_rules! job_queue {
+    ($(#[$doc:meta])* $queue:ident, $job:ty, $name:expr) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub enum $queue {
+            Sqlite(SqliteStorage<$job>),
+            Postgres(PostgresStorage<$job>),
         }
-    }
 
+        impl std::fmt::Debug for $queue {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(match self {
+                    Self::Sqlite(_) => concat!(stringify!($queue), "::Sqlite"),
+                    Self::Postgres(_) => concat!(stringify!($queue), "::Postgres"),
+                })
+            }
+        }
+
+        impl $queue {
+            /// Shares `db`'s pool, so jobs and data use the same connections.
+            pub fn for_connection(db: &DatabaseConnection) -> Result<Self, StorageError> {
+                match db.get_database_backend() {
+                    DatabaseBackend::Sqlite => Ok(Self::Sqlite(
+                        SqliteStorage::new(db.get_sqlite_connection_pool())
+                            .with_config(apalis_sqlite::Config::default().queue($name)),
+                    )),
+                    DatabaseBackend::Postgres => Ok(Self::Postgres(
+                        PostgresStorage::new(db.get_postgres_connection_pool())
+                            .with_config(apalis_postgres::Config::default().queue($name)),
+                    )),
+                    other => Err(StorageError::Unsupported(other)),
+                }
+            }
+
+            /// Queues `job`, not before `not_before` (default: now). The
+            /// rows it works on decide about retries, so the job runs once.
+            async fn enqueue(
+                &self,
+                job: $job,
+                not_before: Option<DateTime<Utc>>,
+            ) -> Result<(), String> {
+                let mut task = TaskBuilder::new(job).max_attempts(1);
+                if let Some(at) = not_before {
+                    task = task.run_at_timestamp(ceil_unix_secs(at));
+                }
+                let task = task.build();
+                match self {
+                    Self::Sqlite(storage) => storage
+                        .clone()
+                        .push_task(task)
+                        .await
+                        .map_err(|e| e.to_string()),
+                    Self::Postgres(storage) => storage
+                        .clone()
+                        .push_task(task)
+                        .await
+                        .map_err(|e| e.to_string()),
+                }
+            }
+        }
+    };
+}
+
+job_queue!(
+    /// The inbox job queue.
+    InboxQueue,
+    ProcessInboxEvent,
+    PROCESS_INBOX_EVENT
+);
+job_queue!(
+    /// The lead-processing job queue.
+    LeadQueue,
+    ProcessLeads,
+    PROCESS_LEADS
+);
+
+impl InboxQueue {
     /// Queues processing of event `id`, not before `not_before` (default: now).
     pub async fn push(&self, id: i64, not_before: Option<DateTime<Utc>>) -> Result<(), PushError> {
-        let mut task = TaskBuilder::new(ProcessInboxEvent { inbox_event_id: id })
-            // The inbox row decides about retries; a job that failed to
-            // even claim its event is re-pushed by the sweeper.
-            .max_attempts(1);
-        if let Some(at) = not_before {
-            task = task.run_at_timestamp(ceil_unix_secs(at));
-        }
-        let task = task.build();
-        let failed = |cause: String| PushError { id, cause };
-        match self {
-            Self::Sqlite(storage) => storage
-                .clone()
-                .push_task(task)
-                .await
-                .map_err(|e| failed(e.to_string())),
-            Self::Postgres(storage) => storage
-                .clone()
-                .push_task(task)
-                .await
-                .map_err(|e| failed(e.to_string())),
-        }
+        // A job that failed to even claim its event is re-pushed by the sweeper.
+        self.enqueue(ProcessInboxEvent { inbox_event_id: id }, not_before)
+            .await
+            .map_err(|cause| PushError {
+                what: format!("inbox event {id}"),
+                cause,
+            })
+    }
+}
+
+impl LeadQueue {
+    /// Queues a drain of the lead backlog, not before `not_before`.
+    pub async fn push(
+        &self,
+        cause: LeadJobCause,
+        not_before: Option<DateTime<Utc>>,
+    ) -> Result<(), PushError> {
+        self.enqueue(ProcessLeads { cause }, not_before)
+            .await
+            .map_err(|cause| PushError {
+                what: "lead processing".into(),
+                cause,
+            })
     }
 }
 

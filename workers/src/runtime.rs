@@ -1,5 +1,6 @@
-//! The worker role of `leadpipe serve` and `leadpipe work`: the apalis worker
-//! for inbox jobs plus the sweeper, until shutdown.
+//! The worker role of `leadpipe serve` and `leadpipe work`: the batch loops,
+//! the apalis workers for inbox and lead-processing jobs, the sweeper and the
+//! other background loops, until shutdown.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -10,9 +11,10 @@ use apalis::prelude::{BackendExt, WorkerBuilder, WorkerError};
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 
-use crate::inbox_job::{InboxProcessor, run_job};
+use crate::inbox_job::InboxProcessor;
+use crate::lead_processor::LeadProcessor;
 use crate::poll::Ticker;
-use crate::queue::InboxQueue;
+use crate::queue::{InboxQueue, LeadQueue};
 use crate::settings::WorkerSettings;
 use crate::shutdown::{stopped, until_stopped};
 use crate::storage::StorageError;
@@ -36,6 +38,7 @@ pub async fn run(
 ) -> Result<(), RuntimeError> {
     settings.validate().map_err(RuntimeError::Settings)?;
     let queue = InboxQueue::for_connection(&db)?;
+    let lead_queue = LeadQueue::for_connection(&db)?;
     let (stop_tx, stop) = watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -45,25 +48,19 @@ pub async fn run(
     let sweeper = tokio::spawn(sweeper::run(
         db.clone(),
         queue.clone(),
+        lead_queue.clone(),
         settings.sweep,
         settings.sweep_interval,
         stop.clone(),
     ));
     // The loops whose state lives wholly in their tables: outbox publishing,
-    // lead processing, housekeeping. Stopped with the rest.
+    // housekeeping, reconcile. Stopped with the rest.
     let publisher = crate::publisher::Publisher::new(db.clone(), settings.publisher.clone())
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
     let reconciler = crate::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
     let loops = [
         tokio::spawn(publisher.run(settings.poll_interval, stop.clone())),
-        // Finishes its batch on stop, so not wrapped in `until_stopped`.
-        tokio::spawn(crate::lead_processor::run(
-            db.clone(),
-            settings.poll_interval,
-            settings.batch_size as u64,
-            stop.clone(),
-        )),
         tokio::spawn(until_stopped(
             crate::housekeeping::run(
                 db.clone(),
@@ -88,34 +85,37 @@ pub async fn run(
         base.clone(),
     ));
     tracing::info!(worker = %base, concurrency = settings.concurrency, batch = settings.batch_size, "inbox worker starting");
+    let leads = Arc::new(LeadProcessor::new(
+        db.clone(),
+        lead_queue.clone(),
+        settings.clone(),
+    ));
     let mut drains: Vec<_> = (0..settings.concurrency)
         .map(|_| tokio::spawn(processor.clone().drain_loop(stop.clone())))
         .collect();
+    drains.push(tokio::spawn(leads.clone().drain_loop(stop.clone())));
     if db.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
         drains.push(tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
     }
-    let mut restarts: u32 = 0;
-    loop {
-        // apalis refuses a name whose last heartbeat is recent, so every
-        // (re)start registers a new one.
-        let name = format!("{base}-{restarts}");
-        let result = run_worker(&name, &queue, &settings, processor.clone(), stop.clone()).await;
-        if *stop.borrow() {
-            break;
-        }
-        match result {
-            Ok(()) => tracing::warn!(worker = %name, "inbox worker stopped; restarting"),
-            Err(error) => {
-                tracing::error!(worker = %name, %error, "inbox worker failed; restarting")
-            }
-        }
-        restarts = restarts.saturating_add(1);
-        let pause = Duration::from_secs(1u64 << restarts.min(5));
-        tokio::select! {
-            () = tokio::time::sleep(pause) => {}
-            () = stopped(stop.clone()) => break,
-        }
-    }
+    let inbox_jobs = supervise(&base, "inbox", stop.clone(), |name| {
+        run_inbox_worker(
+            name,
+            queue.clone(),
+            settings.clone(),
+            processor.clone(),
+            stop.clone(),
+        )
+    });
+    let lead_jobs = supervise(&base, "leads", stop.clone(), |name| {
+        run_lead_worker(
+            name,
+            lead_queue.clone(),
+            settings.clone(),
+            leads.clone(),
+            stop.clone(),
+        )
+    });
+    tokio::join!(inbox_jobs, lead_jobs);
     let _ = sweeper.await;
     for task in drains {
         let _ = task.await;
@@ -127,45 +127,105 @@ pub async fn run(
     Ok(())
 }
 
-async fn run_worker(
-    name: &str,
-    queue: &InboxQueue,
-    settings: &WorkerSettings,
+/// Runs the apalis worker `start` makes until shutdown; a worker whose
+/// backend fails (the database went away) is restarted under a new name
+/// after a pause, since apalis refuses a name whose last heartbeat is recent.
+async fn supervise<F, W>(base: &str, kind: &str, stop: watch::Receiver<bool>, mut start: F)
+where
+    F: FnMut(String) -> W,
+    W: Future<Output = Result<(), WorkerError>>,
+{
+    let mut restarts: u32 = 0;
+    loop {
+        let name = format!("{base}-{kind}-{restarts}");
+        let result = start(name.clone()).await;
+        if *stop.borrow() {
+            break;
+        }
+        match result {
+            Ok(()) => tracing::warn!(worker = %name, "job worker stopped; restarting"),
+            Err(error) => tracing::error!(worker = %name, %error, "job worker failed; restarting"),
+        }
+        restarts = restarts.saturating_add(1);
+        let pause = Duration::from_secs(1u64 << restarts.min(5));
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = stopped(stop.clone()) => break,
+        }
+    }
+}
+
+/// One apalis worker on either backend's storage of `$queue`.
+macro_rules! apalis_worker {
+    ($name:expr, $kind:ident, $queue:expr, $poll:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr) => {{
+        let stopped = async move {
+            stopped($stop).await;
+            Ok::<(), WorkerError>(())
+        };
+        let ticker = Ticker::new($poll);
+        match $queue {
+            $kind::Sqlite(storage) => {
+                WorkerBuilder::new($name)
+                    .backend(storage.poll_with_strategy(ticker))
+                    .concurrency($concurrency)
+                    .data($data)
+                    .build($job)
+                    .run_until(stopped)
+                    .await
+            }
+            $kind::Postgres(storage) => {
+                WorkerBuilder::new($name)
+                    .backend(storage.poll_with_strategy(ticker))
+                    .concurrency($concurrency)
+                    .data($data)
+                    .build($job)
+                    .run_until(stopped)
+                    .await
+            }
+        }
+    }};
+}
+
+async fn run_inbox_worker(
+    name: String,
+    queue: InboxQueue,
+    settings: WorkerSettings,
     processor: Arc<InboxProcessor>,
     stop: watch::Receiver<bool>,
 ) -> Result<(), WorkerError> {
-    let stopped = async move {
-        stopped(stop).await;
-        Ok::<(), WorkerError>(())
-    };
-    match queue {
-        InboxQueue::Sqlite(storage) => {
-            WorkerBuilder::new(name)
-                .backend(
-                    storage
-                        .clone()
-                        .poll_with_strategy(Ticker::new(settings.poll_interval)),
-                )
-                .concurrency(settings.concurrency)
-                .data(processor)
-                .build(run_job)
-                .run_until(stopped)
-                .await
-        }
-        InboxQueue::Postgres(storage) => {
-            WorkerBuilder::new(name)
-                .backend(
-                    storage
-                        .clone()
-                        .poll_with_strategy(Ticker::new(settings.poll_interval)),
-                )
-                .concurrency(settings.concurrency)
-                .data(processor)
-                .build(run_job)
-                .run_until(stopped)
-                .await
-        }
-    }
+    let concurrency = settings.concurrency;
+    apalis_worker!(
+        name,
+        InboxQueue,
+        queue,
+        settings.poll_interval,
+        concurrency,
+        processor,
+        crate::inbox_job::run_job,
+        stop
+    )
+}
+
+async fn run_lead_worker(
+    name: String,
+    queue: LeadQueue,
+    settings: WorkerSettings,
+    processor: Arc<LeadProcessor>,
+    stop: watch::Receiver<bool>,
+) -> Result<(), WorkerError> {
+    // One lead job at a time per process: a job drains the whole backlog.
+    // Its jobs are retries and sweeps, which the lead loop's own poll also
+    // finds, so it looks for them at the sweep's pace, not the poll's.
+    apalis_worker!(
+        name,
+        LeadQueue,
+        queue,
+        settings.sweep_interval,
+        1,
+        processor,
+        crate::lead_processor::run_job,
+        stop
+    )
 }
 
 /// `leadpipe-<host>-<pid>-<random>`: unique per live process, and per

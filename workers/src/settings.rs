@@ -104,6 +104,15 @@ impl WorkerSettings {
         }
     }
 
+    /// Connections the workers of one process use at most at once: the
+    /// inbox loops, the lead loop, the two job workers, the publisher's
+    /// fan-out and claims, the sweeper, housekeeping and reconcile.
+    pub fn connections_wanted(&self) -> u32 {
+        u32::try_from(self.concurrency)
+            .unwrap_or(u32::MAX)
+            .saturating_add(8)
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.concurrency == 0 {
             return Err("worker concurrency must be at least 1".into());

@@ -1,5 +1,7 @@
 //! Re-enqueues inbox events that no job will process (see
-//! `domain::inbound::inbox::sweep`). Safe on any number of processes at once.
+//! `domain::inbound::inbox::sweep`), and queues a lead-processing job when
+//! leads waited longer than the grace with nothing taking them. Safe on any
+//! number of processes at once.
 
 use std::time::Duration;
 
@@ -8,7 +10,7 @@ use domain::inbound::inbox::sweep::{SweepRules, take_stranded};
 use sea_orm::{DatabaseConnection, DbErr};
 use tokio::sync::watch;
 
-use crate::queue::InboxQueue;
+use crate::queue::{InboxQueue, LeadJobCause, LeadQueue};
 
 /// One pass; returns how many events were re-enqueued.
 pub async fn sweep_once(
@@ -28,10 +30,32 @@ pub async fn sweep_once(
     Ok(ids.len())
 }
 
+/// One pass over the lead backlog: one job, however many leads are
+/// stranded, which drains them all; true when it queued one.
+pub async fn sweep_leads_once(
+    db: &DatabaseConnection,
+    queue: &LeadQueue,
+    rules: &SweepRules,
+) -> Result<bool, DbErr> {
+    if !domain::lead::backlog::stranded(db, Utc::now(), rules.grace).await? {
+        return Ok(false);
+    }
+    match queue.push(LeadJobCause::Sweep, None).await {
+        Ok(()) => tracing::info!("queued processing of stranded leads"),
+        Err(error) => {
+            tracing::warn!(%error, "sweeper could not queue lead processing; next pass will")
+        }
+    }
+    // This process's loops take them at once; the job is for any process.
+    crate::wake::leads_changed(db);
+    Ok(true)
+}
+
 /// Sweeps every `interval` until `stop` turns true.
 pub async fn run(
     db: DatabaseConnection,
     queue: InboxQueue,
+    leads: LeadQueue,
     rules: SweepRules,
     interval: Duration,
     stop: watch::Receiver<bool>,
@@ -45,6 +69,9 @@ pub async fn run(
             _ = ticks.tick() => {
                 if let Err(error) = sweep_once(&db, &queue, &rules).await {
                     tracing::warn!(%error, "inbox sweep failed; retrying next interval");
+                }
+                if let Err(error) = sweep_leads_once(&db, &leads, &rules).await {
+                    tracing::warn!(%error, "lead backlog sweep failed; retrying next interval");
                 }
             }
             () = &mut stopped => break,

@@ -271,9 +271,19 @@ pub async fn run() -> anyhow::Result<()> {
             if no_workers {
                 app.run_until_stopped().await?;
             } else {
+                // On PostgreSQL the workers get connections of their own, so
+                // receipts holding every pooled connection cannot starve
+                // processing. (SQLite has one writer, taken in turns anyway.)
+                let worker_conn = match storage::Backend::of(&db.database_url)? {
+                    storage::Backend::Postgres => {
+                        storage::open(&db.database_url, settings.connections_wanted(), false)
+                            .await?
+                    }
+                    storage::Backend::Sqlite => conn,
+                };
                 // actix stops on SIGINT/SIGTERM by itself; the workers get
                 // the same signals and finish their in-flight jobs.
-                let work = workers::runtime::run(conn, settings, shutdown_signal());
+                let work = workers::runtime::run(worker_conn, settings, shutdown_signal());
                 let (served, worked) = tokio::join!(app.run_until_stopped(), work);
                 served?;
                 worked?;

@@ -258,6 +258,25 @@ impl Gauges {
             "Leads whose current version the lead processor has not handled yet",
             [(String::new(), stats.leads_processing_backlog as f64)],
         );
+        let processing = &stats.lead_processing;
+        family(
+            out,
+            "leadpipe_lead_processing_failures",
+            "gauge",
+            "Leads whose processing failed, by state: failed (will retry) or dead (given up)",
+            [("failed", processing.failed), ("dead", processing.dead)]
+                .map(|(state, n)| (format!("{{state=\"{state}\"}}"), n as f64)),
+        );
+        family(
+            out,
+            "leadpipe_lead_processing_oldest_unprocessed_age_seconds",
+            "gauge",
+            "Age of the change of the lead longest waiting for processing",
+            [(
+                String::new(),
+                aged(processing.oldest_unprocessed_age_seconds),
+            )],
+        );
     }
 }
 

@@ -7,6 +7,7 @@
 //! one place.
 
 pub mod activity;
+pub mod backlog;
 pub mod erasure;
 pub mod export;
 pub mod group_commit;

@@ -4,6 +4,8 @@
 //! records the lead version it processed and does nothing for a version it
 //! has seen, and every write is conditional.
 
+use std::collections::{HashMap, HashSet};
+
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
@@ -60,62 +62,6 @@ pub async fn process_lead(
     Ok(done)
 }
 
-/// What [`process_batch`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct BatchProcessed {
-    /// Leads taken from the backlog.
-    pub taken: usize,
-    /// Leads whose processing failed for good and were given up.
-    pub given_up: Vec<i64>,
-    /// The first transient error, if any; those leads stay in the backlog.
-    pub transient: Option<String>,
-}
-
-/// Processes up to `limit` leads from the backlog in one transaction, each
-/// under its own savepoint so one failing lead never undoes the others. On
-/// PostgreSQL the leads are taken `FOR UPDATE SKIP LOCKED`, so workers
-/// running at once share the backlog without waiting on each other; on
-/// SQLite the batch holds this process's write turn.
-pub async fn process_batch(db: &DatabaseConnection, limit: u64) -> Result<BatchProcessed, Error> {
-    let _turn = crate::db::write_turn(db).await;
-    let txn = begin_write(db).await?;
-    let mut query = lead::Entity::find()
-        .select_only()
-        .column(lead::Column::Id)
-        .filter(Expr::col(lead::Column::ProcessedVersion).lt(Expr::col(lead::Column::Version)))
-        .order_by_asc(lead::Column::Id)
-        .limit(limit);
-    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
-        query = query.lock_with_behavior(
-            sea_orm::sea_query::LockType::Update,
-            sea_orm::sea_query::LockBehavior::SkipLocked,
-        );
-    }
-    let ids: Vec<i64> = query.into_tuple().all(&txn).await?;
-    let mut done = BatchProcessed {
-        taken: ids.len(),
-        ..Default::default()
-    };
-    for lead_id in ids {
-        let savepoint = sea_orm::TransactionTrait::begin(&txn).await?;
-        match process_lead_in(&savepoint, lead_id, None).await {
-            Ok(_) => savepoint.commit().await?,
-            Err(err) => {
-                savepoint.rollback().await?;
-                if err.is_transient() {
-                    done.transient.get_or_insert_with(|| err.to_string());
-                } else {
-                    tracing::error!(lead_id, error = %err, "processing a lead failed for good; skipping it");
-                    give_up(&txn, lead_id).await?;
-                    done.given_up.push(lead_id);
-                }
-            }
-        }
-    }
-    txn.commit().await?;
-    Ok(done)
-}
-
 /// Processes one lead on the caller's transaction.
 pub async fn process_lead_in<C: ConnectionTrait>(
     txn: &C,
@@ -145,21 +91,33 @@ pub async fn process_lead_in<C: ConnectionTrait>(
         Some(id) => Some(id),
         None => latest_correlation_id(txn, lead_id).await?,
     };
-    let open = lead.status.is_open();
-    let assigned = if lead.owner_id.is_none() && open {
-        assign_round_robin(txn, &lead, &correlation_id).await?
+    let staff = sales_staff(txn).await?;
+    let done = work_on(txn, &lead, &correlation_id, &staff, true).await?;
+    mark_processed(txn, &[lead_id]).await?;
+    Ok(done)
+}
+
+/// The work itself, on a lead read under a lock (or the write turn):
+/// assignment of an open unowned lead among `staff`, and duplicate hints
+/// (searched for only if `may_have_duplicates`). The caller marks the
+/// version processed.
+pub(crate) async fn work_on<C: ConnectionTrait>(
+    txn: &C,
+    lead: &lead::Model,
+    correlation_id: &Option<String>,
+    staff: &[i64],
+    may_have_duplicates: bool,
+) -> Result<Processed, Error> {
+    let assigned = if lead.owner_id.is_none() && lead.status.is_open() {
+        assign_round_robin(txn, lead, correlation_id, staff).await?
     } else {
         None
     };
-    let new_duplicates = link_duplicates(txn, &lead, &correlation_id).await?;
-    lead::Entity::update_many()
-        .col_expr(
-            lead::Column::ProcessedVersion,
-            Expr::col(lead::Column::Version),
-        )
-        .filter(lead::Column::Id.eq(lead_id))
-        .exec(txn)
-        .await?;
+    let new_duplicates = if may_have_duplicates {
+        link_duplicates(txn, lead, correlation_id).await?
+    } else {
+        0
+    };
     Ok(Processed {
         assigned_to: assigned,
         new_duplicates,
@@ -167,20 +125,105 @@ pub async fn process_lead_in<C: ConnectionTrait>(
     })
 }
 
+/// Marks the current versions of `ids` processed, in one statement.
+pub(crate) async fn mark_processed<C: ConnectionTrait>(conn: &C, ids: &[i64]) -> Result<(), DbErr> {
+    lead::Entity::update_many()
+        .col_expr(
+            lead::Column::ProcessedVersion,
+            Expr::col(lead::Column::Version),
+        )
+        .filter(lead::Column::Id.is_in(ids.iter().copied()))
+        .exec(conn)
+        .await?;
+    Ok(())
+}
+
+/// Which of `leads` may have duplicates: those whose email or phone more
+/// than one lead has. Two statements for the batch, so the leads with a
+/// contact of their own (most) skip the search.
+pub(crate) async fn may_have_duplicates<C: ConnectionTrait>(
+    conn: &C,
+    leads: &[lead::Model],
+) -> Result<HashSet<i64>, DbErr> {
+    let emails = shared_values(conn, lead::Column::Email, leads.iter().map(|l| &l.email)).await?;
+    let phones = shared_values(conn, lead::Column::Phone, leads.iter().map(|l| &l.phone)).await?;
+    let shared = |value: &Option<String>, set: &HashSet<String>| {
+        value.as_ref().is_some_and(|v| set.contains(v))
+    };
+    Ok(leads
+        .iter()
+        .filter(|l| shared(&l.email, &emails) || shared(&l.phone, &phones))
+        .map(|l| l.id)
+        .collect())
+}
+
+/// The values among `values` that more than one lead has in `column`.
+async fn shared_values<'a, C: ConnectionTrait>(
+    conn: &C,
+    column: lead::Column,
+    values: impl Iterator<Item = &'a Option<String>>,
+) -> Result<HashSet<String>, DbErr> {
+    let values: HashSet<&str> = values.filter_map(|v| v.as_deref()).collect();
+    if values.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let shared: Vec<String> = lead::Entity::find()
+        .select_only()
+        .column(column)
+        .filter(column.is_in(values))
+        .group_by(column)
+        .having(Expr::col(lead::Column::Id).count().gt(1))
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(shared.into_iter().collect())
+}
+
+/// Active sales staff, in turn order.
+pub(crate) async fn sales_staff<C: ConnectionTrait>(conn: &C) -> Result<Vec<i64>, DbErr> {
+    principal::Entity::find()
+        .select_only()
+        .column(principal::Column::Id)
+        .filter(principal::Column::Role.eq(Role::Sales.as_str()))
+        .filter(principal::Column::Active.eq(true))
+        .order_by_asc(principal::Column::Id)
+        .into_tuple::<i64>()
+        .all(conn)
+        .await
+}
+
 async fn latest_correlation_id<C: ConnectionTrait>(
     txn: &C,
     lead_id: i64,
 ) -> Result<Option<String>, DbErr> {
-    let latest: Option<Option<String>> = activity_entity::Entity::find()
+    Ok(latest_correlation_ids(txn, &[lead_id])
+        .await?
+        .remove(&lead_id)
+        .flatten())
+}
+
+/// The correlation id of each lead's latest ingest, in two statements
+/// whatever the number of leads.
+pub(crate) async fn latest_correlation_ids<C: ConnectionTrait>(
+    txn: &C,
+    lead_ids: &[i64],
+) -> Result<HashMap<i64, Option<String>>, DbErr> {
+    let latest = Query::select()
+        .expr(Expr::col(activity_entity::Column::Id).max())
+        .from(activity_entity::Entity)
+        .and_where(activity_entity::Column::LeadId.is_in(lead_ids.iter().copied()))
+        .and_where(activity_entity::Column::Kind.eq(ActivityKind::Ingest.as_str()))
+        .group_by_col(activity_entity::Column::LeadId)
+        .to_owned();
+    let rows: Vec<(i64, Option<String>)> = activity_entity::Entity::find()
         .select_only()
+        .column(activity_entity::Column::LeadId)
         .column(activity_entity::Column::CorrelationId)
-        .filter(activity_entity::Column::LeadId.eq(lead_id))
-        .filter(activity_entity::Column::Kind.eq(ActivityKind::Ingest.as_str()))
-        .order_by_desc(activity_entity::Column::Id)
+        .filter(activity_entity::Column::Id.in_subquery(latest))
         .into_tuple()
-        .one(txn)
+        .all(txn)
         .await?;
-    Ok(latest.flatten())
+    Ok(rows.into_iter().collect())
 }
 
 /// Takes the next turn and gives the lead to whoever it falls on. The turn
@@ -190,16 +233,8 @@ async fn assign_round_robin<C: ConnectionTrait>(
     txn: &C,
     lead: &lead::Model,
     correlation_id: &Option<String>,
+    staff: &[i64],
 ) -> Result<Option<i64>, Error> {
-    let staff: Vec<i64> = principal::Entity::find()
-        .select_only()
-        .column(principal::Column::Id)
-        .filter(principal::Column::Role.eq(Role::Sales.as_str()))
-        .filter(principal::Column::Active.eq(true))
-        .order_by_asc(principal::Column::Id)
-        .into_tuple::<i64>()
-        .all(txn)
-        .await?;
     if staff.is_empty() {
         return Ok(None);
     }
@@ -343,20 +378,6 @@ async fn link_duplicates<C: ConnectionTrait>(
         }
     }
     Ok(linked)
-}
-
-/// Marks a lead's current version processed without doing the work: for a
-/// lead whose processing fails for good, so it cannot block the backlog.
-pub async fn give_up<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Result<(), DbErr> {
-    lead::Entity::update_many()
-        .col_expr(
-            lead::Column::ProcessedVersion,
-            Expr::col(lead::Column::Version),
-        )
-        .filter(lead::Column::Id.eq(lead_id))
-        .exec(conn)
-        .await?;
-    Ok(())
 }
 
 /// A lead from another source with the same normalised email or phone:

@@ -81,6 +81,21 @@ pub struct SubscriptionStats {
     pub avg_latency_ms: Option<f64>,
 }
 
+/// Lead processing (assignment, duplicate hints): its queue and its failures.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct LeadProcessingStats {
+    /// Leads whose current version waits to be processed, those waiting for
+    /// a retry included.
+    pub backlog: i64,
+    /// Leads whose last attempt failed; retried with backoff.
+    pub failed: i64,
+    /// Lead versions given up after a permanent error or too many attempts;
+    /// the lead is processed again when it changes.
+    pub dead: i64,
+    /// Age of the longest-waiting lead's change, in seconds.
+    pub oldest_unprocessed_age_seconds: Option<f64>,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Stats {
     pub generated_at: DateTime<Utc>,
@@ -88,7 +103,9 @@ pub struct Stats {
     pub outbox: OutboxStats,
     /// Per subscription, over the last day.
     pub subscriptions: Vec<SubscriptionStats>,
+    /// The same as `lead_processing.backlog`.
     pub leads_processing_backlog: i64,
+    pub lead_processing: LeadProcessingStats,
 }
 
 fn age(now: DateTime<Utc>, since: Option<DateTime<Utc>>) -> Option<f64> {
@@ -226,6 +243,7 @@ async fn collect_with<C: ConnectionTrait>(conn: &C, with_windows: bool) -> Resul
         }
     }
 
+    let processing = crate::lead::backlog::counts(conn).await?;
     Ok(Stats {
         generated_at: now,
         sources: sources.into_values().collect(),
@@ -235,7 +253,13 @@ async fn collect_with<C: ConnectionTrait>(conn: &C, with_windows: bool) -> Resul
         } else {
             Vec::new()
         },
-        leads_processing_backlog: processing_backlog(conn).await?,
+        leads_processing_backlog: processing.backlog,
+        lead_processing: LeadProcessingStats {
+            backlog: processing.backlog,
+            failed: processing.failed,
+            dead: processing.dead,
+            oldest_unprocessed_age_seconds: age(now, processing.oldest),
+        },
     })
 }
 
@@ -356,15 +380,4 @@ async fn subscriptions<C: ConnectionTrait>(
             stats
         })
         .collect())
-}
-
-async fn processing_backlog<C: ConnectionTrait>(conn: &C) -> Result<i64, DbErr> {
-    Ok(lead::Entity::find()
-        .select_only()
-        .column_as(Expr::col(lead::Column::Id).count(), "n")
-        .filter(Expr::col(lead::Column::ProcessedVersion).lt(Expr::col(lead::Column::Version)))
-        .into_tuple::<i64>()
-        .one(conn)
-        .await?
-        .unwrap_or(0))
 }

@@ -39,23 +39,7 @@ pub struct Settled {
     pub recorded: Option<FailureRecorded>,
 }
 
-/// How a batch was written, for metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchPath {
-    /// All events in one multi-row write.
-    Whole,
-    /// The multi-row write failed; one savepoint per event.
-    Split,
-}
-
-impl BatchPath {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Whole => "whole",
-            Self::Split => "split",
-        }
-    }
-}
+pub use crate::db::BatchPath;
 
 /// Claims up to `limit` ready events (oldest first) for `worker`, in one
 /// statement. On PostgreSQL the candidates are taken `FOR UPDATE SKIP

@@ -14,51 +14,13 @@ use sea_orm::{
 use super::InboxState;
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::entities::lead_tombstone;
-use crate::error::Error;
 use crate::inbound::mapping::map_record;
 use crate::inbound::source::{self, Source};
 use crate::lead::ingest::{IngestContext, Origin, Outcome, ingest_in};
 use crate::lead::record::NewLead;
-use crate::retry::RetryPolicy;
+use crate::retry::{Decision, RetryPolicy};
 
-/// Why an attempt failed, and so what happens next.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ProcessError {
-    /// The same event will fail the same way: `dead` at once.
-    #[error("{0}")]
-    Permanent(String),
-    /// May succeed later (database trouble, a timeout): retried with backoff.
-    #[error("{0}")]
-    Transient(String),
-}
-
-impl From<DbErr> for ProcessError {
-    /// Database errors are retried: the record already passed validation, so
-    /// a failing write is trouble with the database, not with the event. A
-    /// database error that never clears still ends in `dead` after the
-    /// attempts run out.
-    fn from(err: DbErr) -> Self {
-        Self::Transient(format!("database error: {err}"))
-    }
-}
-
-impl From<Error> for ProcessError {
-    fn from(err: Error) -> Self {
-        match err {
-            Error::Invalid(fields) => Self::Permanent(format!(
-                "invalid record: {}",
-                fields
-                    .iter()
-                    .map(|f| format!("{} {}", f.field, f.message))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            )),
-            Error::Db(db) => db.into(),
-            // Everything else is a judgement on the record, not on the moment.
-            other => Self::Permanent(other.to_string()),
-        }
-    }
-}
+pub use crate::retry::ProcessError;
 
 /// What a successful attempt did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -200,18 +162,9 @@ pub async fn record_failure<C: ConnectionTrait>(
     now: DateTime<Utc>,
 ) -> Result<FailureRecorded, DbErr> {
     let attempt = u32::try_from(event.attempts).unwrap_or(0);
-    let (state, last_error, next_attempt_at) = match error {
-        ProcessError::Permanent(reason) => (InboxState::Dead, reason.clone(), None),
-        ProcessError::Transient(reason) if policy.exhausted(attempt) => (
-            InboxState::Dead,
-            format!("gave up after {attempt} attempts: {reason}"),
-            None,
-        ),
-        ProcessError::Transient(reason) => {
-            let delay = policy.delay(attempt, None);
-            let at = now + chrono::Duration::from_std(delay).unwrap_or(chrono::TimeDelta::MAX);
-            (InboxState::Failed, reason.clone(), Some(at))
-        }
+    let (state, last_error, next_attempt_at) = match policy.decide(error, attempt, now) {
+        Decision::Dead(reason) => (InboxState::Dead, reason, None),
+        Decision::RetryAt(at) => (InboxState::Failed, error.to_string(), Some(at)),
     };
     let updated = owned(inbox_event::Entity::update_many(), event)
         .col_expr(Column::State, Expr::value(state.as_str()))
@@ -313,21 +266,4 @@ fn owned(
         .filter(Column::Id.eq(event.id))
         .filter(Column::State.eq(InboxState::Processing.as_str()))
         .filter(Column::Attempts.eq(event.attempts))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn classification() {
-        let invalid: ProcessError =
-            Error::Invalid(vec![crate::FieldError::new("source_ref", "is required")]).into();
-        assert_eq!(
-            invalid,
-            ProcessError::Permanent("invalid record: source_ref is required".into())
-        );
-        let db: ProcessError = Error::Db(DbErr::Custom("connection reset".into())).into();
-        assert!(matches!(db, ProcessError::Transient(_)));
-    }
 }

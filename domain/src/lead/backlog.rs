@@ -1,0 +1,329 @@
+//! The lead-processing backlog, worked through in batches: a worker claims up
+//! to N leads whose current version is unprocessed in one statement (`FOR
+//! UPDATE SKIP LOCKED` on PostgreSQL, so any number of workers share it and
+//! none takes a lead twice; on SQLite inside the process's write turn), does
+//! their work (`processing`) and marks them processed in one transaction.
+//!
+//! Like the inbox, a bad lead never fails its batch: should the batch fail,
+//! it is redone one savepoint per lead, and each failing lead records its
+//! failure in `lead_processing_failure` with the inbox's classification and
+//! backoff (`retry`): retried after a jittered delay, `dead` with its reason
+//! when the error is permanent or the attempts run out. A dead version stays
+//! out of the backlog until the lead changes again.
+
+use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
+    QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+};
+
+use crate::db::BatchPath;
+use crate::entities::lead;
+use crate::entities::lead_processing_failure::{self as failure, Column as F};
+use crate::error::Error;
+use crate::lead::processing::{
+    latest_correlation_ids, mark_processed, may_have_duplicates, sales_staff, work_on,
+};
+use crate::retry::{Decision, ProcessError, RetryPolicy};
+
+/// Failure states.
+pub const FAILED: &str = "failed";
+pub const DEAD: &str = "dead";
+
+/// One lead of a batch: processed, or failed with what was decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    pub lead_id: i64,
+    pub result: Result<(), ProcessError>,
+    /// For a failure: its retry time, or dead with the reason kept.
+    pub decision: Option<Decision>,
+}
+
+/// What one batch did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Batch {
+    pub settled: Vec<Settled>,
+    pub path: BatchPath,
+}
+
+impl Batch {
+    /// Leads taken from the backlog.
+    pub fn taken(&self) -> usize {
+        self.settled.len()
+    }
+
+    /// The earliest retry the batch scheduled.
+    pub fn next_retry(&self) -> Option<DateTime<Utc>> {
+        self.settled
+            .iter()
+            .filter_map(|s| match s.decision {
+                Some(Decision::RetryAt(at)) => Some(at),
+                _ => None,
+            })
+            .min()
+    }
+}
+
+/// The leads a worker may take at `now`: the current version unprocessed,
+/// not given up at this version, and no retry pending after `now` (`None`:
+/// whatever their retry time).
+fn waiting(now: Option<DateTime<Utc>>) -> Condition {
+    let mut held_back = Condition::any().add(
+        Condition::all()
+            .add(Expr::col((failure::Entity, F::State)).eq(DEAD))
+            .add(
+                Expr::col((failure::Entity, F::Version))
+                    .equals((lead::Entity, lead::Column::Version)),
+            ),
+    );
+    if let Some(now) = now {
+        held_back = held_back.add(
+            Condition::all()
+                .add(Expr::col((failure::Entity, F::State)).eq(FAILED))
+                .add(Expr::col((failure::Entity, F::NextAttemptAt)).gt(now)),
+        );
+    }
+    let held_back = Query::select()
+        .expr(Expr::val(1))
+        .from(failure::Entity)
+        .and_where(Expr::col((failure::Entity, F::LeadId)).equals((lead::Entity, lead::Column::Id)))
+        .cond_where(held_back)
+        .to_owned();
+    Condition::all()
+        // The partial index `lead_unprocessed_idx`'s predicate.
+        .add(
+            Expr::col((lead::Entity, lead::Column::ProcessedVersion))
+                .lt(Expr::col((lead::Entity, lead::Column::Version))),
+        )
+        .add(Expr::exists(held_back).not())
+}
+
+/// Claims up to `limit` waiting leads, processes them and records every
+/// outcome in one transaction. An `Err` is the database failing outside any
+/// one lead (begin, claim, commit): nothing was recorded and the leads stay
+/// in the backlog.
+pub async fn process_batch(
+    db: &DatabaseConnection,
+    limit: u64,
+    policy: &RetryPolicy,
+    now: DateTime<Utc>,
+) -> Result<Batch, Error> {
+    let _turn = crate::db::write_turn(db).await;
+    let txn = crate::db::begin_write(db).await?;
+    let mut claim = lead::Entity::find()
+        .filter(waiting(Some(now)))
+        .order_by_asc(lead::Column::Id)
+        .limit(limit);
+    if db.get_database_backend() == DbBackend::Postgres {
+        claim = claim.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
+    }
+    let leads = claim.all(&txn).await?;
+    if leads.is_empty() {
+        txn.commit().await?;
+        return Ok(Batch {
+            settled: Vec::new(),
+            path: BatchPath::Whole,
+        });
+    }
+    let ids: Vec<i64> = leads.iter().map(|l| l.id).collect();
+    let staff = sales_staff(&txn).await?;
+    let correlations = latest_correlation_ids(&txn, &ids).await?;
+    let correlation = |id: i64| correlations.get(&id).cloned().flatten();
+    let shared = may_have_duplicates(&txn, &leads).await?;
+
+    // The whole batch under one savepoint; the split path only if it fails.
+    let whole = txn.begin().await?;
+    let mut written = Ok(());
+    for lead in &leads {
+        written = work_on(
+            &whole,
+            lead,
+            &correlation(lead.id),
+            &staff,
+            shared.contains(&lead.id),
+        )
+        .await
+        .map(|_| ());
+        if written.is_err() {
+            break;
+        }
+    }
+    if written.is_ok() {
+        written = mark_processed(&whole, &ids).await.map_err(Error::from);
+    }
+    let (results, path) = if written.is_ok() {
+        whole.commit().await?;
+        (vec![Ok(()); leads.len()], BatchPath::Whole)
+    } else {
+        whole.rollback().await?;
+        let mut results = Vec::with_capacity(leads.len());
+        for lead in &leads {
+            let one = txn.begin().await?;
+            let correlation_id = correlation(lead.id);
+            let shared = shared.contains(&lead.id);
+            let worked = work_on(&one, lead, &correlation_id, &staff, shared).await;
+            let done = match worked {
+                Ok(_) => mark_processed(&one, &[lead.id]).await.map_err(Error::from),
+                Err(error) => Err(error),
+            };
+            match done {
+                Ok(()) => {
+                    one.commit().await?;
+                    results.push(Ok(()));
+                }
+                Err(error) => {
+                    one.rollback().await?;
+                    results.push(Err(ProcessError::from(error)));
+                }
+            }
+        }
+        (results, BatchPath::Split)
+    };
+
+    let done: Vec<i64> = leads
+        .iter()
+        .zip(&results)
+        .filter(|(_, r)| r.is_ok())
+        .map(|(l, _)| l.id)
+        .collect();
+    if !done.is_empty() {
+        // A processed lead has nothing left to retry or give up on.
+        failure::Entity::delete_many()
+            .filter(F::LeadId.is_in(done))
+            .exec(&txn)
+            .await?;
+    }
+    let mut settled = Vec::with_capacity(leads.len());
+    for (lead, result) in leads.iter().zip(results) {
+        let decision = match &result {
+            Err(error) => Some(record_failure(&txn, lead, error, policy, now).await?),
+            Ok(()) => None,
+        };
+        settled.push(Settled {
+            lead_id: lead.id,
+            result,
+            decision,
+        });
+    }
+    txn.commit().await?;
+    Ok(Batch { settled, path })
+}
+
+/// What a failure row records beside its lead.
+const KEPT: [F; 6] = [
+    F::Version,
+    F::State,
+    F::Attempts,
+    F::LastError,
+    F::NextAttemptAt,
+    F::UpdatedAt,
+];
+
+/// Counts a failed attempt at the lead's current version (a newer version
+/// starts again at one) and decides its retry or its death.
+async fn record_failure<C: ConnectionTrait>(
+    conn: &C,
+    lead: &lead::Model,
+    error: &ProcessError,
+    policy: &RetryPolicy,
+    now: DateTime<Utc>,
+) -> Result<Decision, DbErr> {
+    let before = failure::Entity::find_by_id(lead.id).one(conn).await?;
+    let attempts = match before {
+        Some(f) if f.version == lead.version && f.state == FAILED => f.attempts.saturating_add(1),
+        _ => 1,
+    };
+    let decision = policy.decide(error, u32::try_from(attempts).unwrap_or(0), now);
+    let (state, last_error, next_attempt_at) = match &decision {
+        Decision::RetryAt(at) => (FAILED, error.to_string(), Some(*at)),
+        Decision::Dead(reason) => (DEAD, reason.clone(), None),
+    };
+    let mut upsert = Query::insert();
+    upsert
+        .into_table(failure::Entity)
+        .columns([F::LeadId].into_iter().chain(KEPT))
+        .values([
+            lead.id.into(),
+            lead.version.into(),
+            state.into(),
+            attempts.into(),
+            last_error.into(),
+            next_attempt_at.into(),
+            now.into(),
+        ])
+        .map_err(|e| DbErr::Custom(e.to_string()))?
+        .on_conflict(
+            OnConflict::column(F::LeadId)
+                .update_columns(KEPT)
+                .to_owned(),
+        );
+    conn.execute(&upsert).await?;
+    Ok(decision)
+}
+
+/// Whether a lead has waited longer than `grace` with nothing taking it: it
+/// changed (or its retry came due) more than `grace` ago and is still
+/// waiting. The sweeper then queues a job.
+pub async fn stranded<C: ConnectionTrait>(
+    conn: &C,
+    now: DateTime<Utc>,
+    grace: std::time::Duration,
+) -> Result<bool, DbErr> {
+    let before = now - chrono::Duration::from_std(grace).unwrap_or(chrono::TimeDelta::MAX);
+    let found = lead::Entity::find()
+        .select_only()
+        .column(lead::Column::Id)
+        .filter(waiting(Some(before)))
+        .filter(lead::Column::UpdatedAt.lte(before))
+        .limit(1)
+        .into_tuple::<i64>()
+        .one(conn)
+        .await?;
+    Ok(found.is_some())
+}
+
+/// The backlog at a glance, for ops.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counts {
+    /// Leads waiting to be processed (those waiting for a retry included).
+    pub backlog: i64,
+    /// Leads whose last attempt failed and will be retried.
+    pub failed: i64,
+    /// Lead versions given up.
+    pub dead: i64,
+    /// When the longest-waiting lead changed.
+    pub oldest: Option<DateTime<Utc>>,
+}
+
+pub async fn counts<C: ConnectionTrait>(conn: &C) -> Result<Counts, DbErr> {
+    let (backlog, oldest): (i64, Option<DateTime<Utc>>) = lead::Entity::find()
+        .select_only()
+        .column_as(Expr::col(lead::Column::Id).count(), "n")
+        .column_as(Expr::col(lead::Column::UpdatedAt).min(), "oldest")
+        .filter(waiting(None))
+        .into_tuple()
+        .one(conn)
+        .await?
+        .unwrap_or((0, None));
+    let by_state: Vec<(String, i64)> = failure::Entity::find()
+        .select_only()
+        .column(F::State)
+        .column_as(Expr::col(F::LeadId).count(), "n")
+        .group_by(F::State)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let in_state = |state: &str| {
+        by_state
+            .iter()
+            .find(|(s, _)| s == state)
+            .map_or(0, |(_, n)| *n)
+    };
+    Ok(Counts {
+        backlog,
+        failed: in_state(FAILED),
+        dead: in_state(DEAD),
+        oldest,
+    })
+}

@@ -1,0 +1,267 @@
+//! Lead processing as batched jobs: a failing lead retries and dies alone
+//! while its batch is processed, visible to ops; two workers share one
+//! backlog without processing a lead twice; a lead nothing took is found by
+//! the sweep and queued as an apalis job.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::Utc;
+use domain::auth::Role;
+use domain::entities::{activity, lead, lead_processing_failure};
+use leadpipe_tests::webhooks::RunningWorkers;
+use leadpipe_tests::{Backend, TestApp, on_both_backends, wait_until};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
+use serde_json::{Value, json};
+use workers::WorkerSettings;
+use workers::lead_processor::LeadProcessor;
+use workers::queue::{LeadQueue, PROCESS_LEADS};
+
+on_both_backends!(
+    a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed,
+    two_workers_drain_one_lead_backlog_processing_each_lead_once,
+    a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job,
+);
+
+/// Marking the lead with this `source_ref` processed fails in the database.
+async fn poison(app: &TestApp, source_ref: &str) {
+    let statements = match app.backend {
+        Backend::Sqlite => vec![format!(
+            "CREATE TRIGGER poison BEFORE UPDATE OF processed_version ON lead \
+             WHEN NEW.source_ref = '{source_ref}' AND NEW.processed_version <> OLD.processed_version \
+             BEGIN SELECT RAISE(ABORT, 'poisoned lead'); END"
+        )],
+        Backend::Postgres => vec![
+            "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
+             BEGIN RAISE EXCEPTION 'poisoned lead'; END $$"
+                .to_owned(),
+            format!(
+                "CREATE TRIGGER poison BEFORE UPDATE ON lead FOR EACH ROW \
+                 WHEN (NEW.source_ref = '{source_ref}' AND NEW.processed_version <> OLD.processed_version) \
+                 EXECUTE FUNCTION poison()"
+            ),
+        ],
+    };
+    for sql in statements {
+        app.exec(&sql).await;
+    }
+}
+
+async fn post_leads(app: &TestApp, refs: impl IntoIterator<Item = String>) {
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    for source_ref in refs {
+        let response = app
+            .post_lead(
+                &intake,
+                &json!({"source": "webform", "source_ref": source_ref, "email": format!("{source_ref}@example.com")}),
+            )
+            .await;
+        assert_eq!(response.status(), 201, "POST /api/leads {source_ref}");
+    }
+}
+
+async fn unprocessed(app: &TestApp) -> Vec<String> {
+    lead::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.processed_version < l.version)
+        .map(|l| l.source_ref)
+        .collect()
+}
+
+async fn lead_processing_stats(app: &TestApp) -> Value {
+    let ops = app.token(Role::Ops, None).await;
+    let response = app.get(&ops, "/api/ops/stats").await;
+    assert_eq!(response.status(), 200);
+    let stats: Value = response.json().await.unwrap();
+    stats["lead_processing"].clone()
+}
+
+/// Rows of the lead-processing queue in apalis's own table.
+async fn lead_jobs(app: &TestApp) -> i64 {
+    let table = match app.backend {
+        Backend::Sqlite => "Jobs",
+        Backend::Postgres => "apalis.jobs",
+    };
+    let row = app
+        .db
+        .query_one_raw(Statement::from_string(
+            app.db.get_database_backend(),
+            format!("SELECT count(*) AS n FROM {table} WHERE job_type = '{PROCESS_LEADS}'"),
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    row.try_get("", "n").unwrap()
+}
+
+async fn a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    poison(&app, "form-bad").await;
+    post_leads(
+        &app,
+        (0..9).map(|i| {
+            if i == 4 {
+                "form-bad".to_owned()
+            } else {
+                format!("form-{i}")
+            }
+        }),
+    )
+    .await;
+
+    // Driven by hand, one batch per call, as a woken worker does.
+    let mut settings = WorkerSettings::for_tests();
+    settings.retry.max_attempts = 2;
+    let processor = LeadProcessor::new(
+        app.db.clone(),
+        LeadQueue::for_connection(&app.db).unwrap(),
+        settings,
+    );
+    assert_eq!(processor.drain_once().await.unwrap(), 9);
+    assert_eq!(unprocessed(&app).await, ["form-bad"]);
+
+    let bad = app.lead_by_ref("form-bad").await;
+    let failed = lead_processing_failure::Entity::find_by_id(bad.id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((failed.state.as_str(), failed.attempts), ("failed", 1));
+    assert!(failed.last_error.contains("poisoned lead"), "{failed:?}");
+    let stats = lead_processing_stats(&app).await;
+    assert_eq!(
+        (&stats["backlog"], &stats["failed"], &stats["dead"]),
+        (&json!(1), &json!(1), &json!(0)),
+        "{stats}"
+    );
+    // Its retry went to the job queue.
+    assert_eq!(lead_jobs(&app).await, 1);
+    // Not taken again before it is due.
+    let due = failed.next_attempt_at.unwrap();
+    if due > Utc::now() + chrono::Duration::milliseconds(20) {
+        assert_eq!(processor.drain_once().await.unwrap(), 0);
+    }
+
+    // Its retry: the last attempt, so it is dead with its reason.
+    let wait = (due - Utc::now()).to_std().unwrap_or_default();
+    tokio::time::sleep(wait + Duration::from_millis(20)).await;
+    assert_eq!(processor.drain_once().await.unwrap(), 1);
+    let dead = lead_processing_failure::Entity::find_by_id(bad.id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((dead.state.as_str(), dead.attempts), ("dead", 2));
+    assert!(
+        dead.last_error.starts_with("gave up after 2 attempts: ")
+            && dead.last_error.contains("poisoned lead"),
+        "{}",
+        dead.last_error
+    );
+    // Given up: out of the backlog, counted dead, never taken again.
+    assert_eq!(processor.drain_once().await.unwrap(), 0);
+    let stats = lead_processing_stats(&app).await;
+    assert_eq!(
+        (&stats["backlog"], &stats["failed"], &stats["dead"]),
+        (&json!(0), &json!(0), &json!(1)),
+        "{stats}"
+    );
+    wait_until(
+        "the dead lead in the metrics",
+        Duration::from_secs(5),
+        async || {
+            app.metrics()
+                .await
+                .lines()
+                .any(|l| l == "leadpipe_lead_processing_failures{state=\"dead\"} 1")
+        },
+    )
+    .await;
+}
+
+async fn two_workers_drain_one_lead_backlog_processing_each_lead_once(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let staff = [
+        app.token(Role::Sales, None).await,
+        app.token(Role::Sales, None).await,
+    ];
+    assert_eq!(staff.len(), 2);
+    post_leads(&app, (0..120).map(|i| format!("form-{i}"))).await;
+
+    // Two worker runtimes (as two processes would), small batches, so their
+    // claims interleave.
+    let mut settings = WorkerSettings::for_tests();
+    settings.batch_size = 7;
+    let first = RunningWorkers::start(app.db.clone(), settings.clone());
+    let second = RunningWorkers::start(app.db.clone(), settings);
+    wait_until(
+        "every lead processed",
+        Duration::from_secs(30),
+        async || unprocessed(&app).await.is_empty(),
+    )
+    .await;
+    first.stop().await;
+    second.stop().await;
+
+    // Each lead was assigned once: one turn, one timeline entry, and the
+    // turns alternate between the two sales staff.
+    let assigned = activity::Entity::find()
+        .filter(activity::Column::Kind.eq("assigned"))
+        .all(&app.db)
+        .await
+        .unwrap();
+    let mut per_lead: HashMap<i64, usize> = HashMap::new();
+    for entry in &assigned {
+        *per_lead.entry(entry.lead_id).or_default() += 1;
+    }
+    assert_eq!(per_lead.len(), 120);
+    assert!(
+        per_lead.values().all(|&n| n == 1),
+        "a lead was processed twice"
+    );
+    let turn: i64 = app
+        .db
+        .query_one_raw(Statement::from_string(
+            app.db.get_database_backend(),
+            "SELECT turn FROM assignment_cursor WHERE pool = 'sales'",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get("", "turn")
+        .unwrap();
+    assert_eq!(turn, 120);
+    let mut owners: HashMap<i64, usize> = HashMap::new();
+    for lead in lead::Entity::find().all(&app.db).await.unwrap() {
+        *owners.entry(lead.owner_id.unwrap()).or_default() += 1;
+    }
+    assert_eq!(owners.values().copied().collect::<Vec<_>>(), [60, 60]);
+}
+
+async fn a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job(backend: Backend) {
+    let mut app = TestApp::spawn(backend).await;
+    let mut settings = WorkerSettings::for_tests();
+    // No poll would find the lead in time: only the sweep.
+    settings.poll_interval = Duration::from_secs(600);
+    settings.sweep_interval = Duration::from_millis(200);
+    settings.sweep.grace = Duration::from_millis(300);
+    app.start_workers(settings);
+    // The workers' first pass (at start) has found nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Written through the API: nothing wakes lead processing for it.
+    post_leads(&app, ["form-1".to_owned()]).await;
+    wait_until(
+        "the lead was processed",
+        Duration::from_secs(10),
+        async || unprocessed(&app).await.is_empty(),
+    )
+    .await;
+    assert!(lead_jobs(&app).await >= 1, "the sweep queued no job");
+    app.stop_workers().await;
+}
