@@ -340,8 +340,14 @@ impl Publisher {
     async fn settle_loop(self, mut rx: mpsc::Receiver<ToSettle>, settled: Arc<Notify>) {
         let mut batch = Vec::with_capacity(SETTLE_BATCH);
         while rx.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
+            let started = std::time::Instant::now();
             self.settle(batch.iter().map(|(c, (r, t))| (c, r, *t)))
                 .await;
+            tracing::debug!(
+                settled = batch.len(),
+                took_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "outbox settle"
+            );
             batch.clear();
             settled.notify_one();
         }
