@@ -32,6 +32,7 @@ mod m20261201_000730_create_erasure;
 mod m20261201_000740_create_reconcile_rejected;
 mod m20261201_000750_subscription_secret_rotation;
 mod m20261201_000760_inbox_processed_at_index;
+mod m20261201_000840_outbox_delivery_unsettled_index;
 
 pub struct Migrator;
 
@@ -64,6 +65,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000740_create_reconcile_rejected::Migration),
             Box::new(m20261201_000750_subscription_secret_rotation::Migration),
             Box::new(m20261201_000760_inbox_processed_at_index::Migration),
+            Box::new(m20261201_000840_outbox_delivery_unsettled_index::Migration),
         ]
     }
 }

@@ -200,6 +200,12 @@ pub async fn claim_due(
                         .and(Expr::col((d.clone(), outbox_delivery::Column::LockedUntil)).lt(now)),
                 ),
         )
+        // The partial index's predicate, as literals: PostgreSQL cannot
+        // prove it from bound parameters, and without the index a claim
+        // walks every settled delivery before the first due one.
+        .and_where(Expr::cust(format!(
+            "\"d\".\"state\" IN ('{PENDING}', '{FAILED}', '{DELIVERING}')"
+        )))
         .and_where(
             Expr::col((d.clone(), outbox_delivery::Column::SubscriptionId))
                 .in_subquery(active_subscriptions),
