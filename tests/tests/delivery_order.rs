@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use domain::auth::Role;
-use domain::entities::outbox_event;
+use domain::entities::{outbox_delivery, outbox_event};
 use domain::outbound::delivery;
 use domain::outbound::net_guard::OutboundPolicy;
 use leadpipe_tests::receiver::Receiver;
@@ -23,6 +23,8 @@ on_both_backends!(
     concurrent_publishers_deliver_each_lead_in_outbox_order,
     parallel_delivery_keeps_each_leads_order,
     the_per_subscription_limit_holds,
+    a_claim_queued_past_its_lease_is_not_sent,
+    stopping_hands_back_what_was_claimed_but_not_sent,
 );
 
 fn publisher(app: &TestApp) -> Publisher {
@@ -205,19 +207,101 @@ async fn the_per_subscription_limit_holds(backend: Backend) {
     }
 }
 
+/// A publisher claims ahead of its requests. With one request at a time to
+/// a slow receiver, claims wait in its queue past their lease (7 s here);
+/// such a claim is not sent, because once its lease lapsed it is claimed
+/// again and sent under the new lease: each event still arrives exactly
+/// once, in order, one at a time.
+async fn a_claim_queued_past_its_lease_is_not_sent(backend: Backend) {
+    const LEADS: usize = 24;
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let receiver = Receiver::start().await;
+    receiver.delay(Duration::from_millis(400));
+    subscribe(&app, &admin, &receiver).await;
+    write_versions(&app, &intake, LEADS, 1).await;
+    let events = outbox_event::Entity::find().all(&app.db).await.unwrap();
+
+    let mut settings = settings(1, 1);
+    settings.request_timeout = Duration::from_secs(1);
+    let publisher = Publisher::new(app.db.clone(), settings).unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(publisher.run(Duration::from_millis(5), stop_rx));
+    wait_accepted(&receiver, LEADS).await;
+    stop_tx.send(true).unwrap();
+    running.await.unwrap();
+
+    assert_each_lead_in_outbox_order(&events, &receiver, LEADS);
+    assert_eq!(receiver.max_in_flight(), 1);
+}
+
+/// Stopped while most of what it claimed is still queued, a publisher
+/// sends none of it and hands it back: the rows are pending again (not
+/// held under a lease nobody will use), and the next publisher delivers
+/// them at once, well before that lease would have run out.
+async fn stopping_hands_back_what_was_claimed_but_not_sent(backend: Backend) {
+    const LEADS: usize = 10;
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let receiver = Receiver::start().await;
+    receiver.delay(Duration::from_millis(300));
+    subscribe(&app, &admin, &receiver).await;
+    write_versions(&app, &intake, LEADS, 1).await;
+
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(publisher_with(&app, 1, 1).run(Duration::from_millis(5), stop_rx));
+    let started = Instant::now();
+    while receiver.received().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "nothing sent");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    stop_tx.send(true).unwrap();
+    running.await.unwrap();
+
+    let sent = receiver.received().len();
+    assert!(sent < LEADS, "all {sent} were sent before the stop");
+    let rows = outbox_delivery::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(rows.len(), LEADS);
+    let delivered = rows
+        .iter()
+        .filter(|r| r.state == delivery::DELIVERED)
+        .count();
+    assert_eq!(delivered, sent, "what was sent is settled");
+    for row in rows.iter().filter(|r| r.state != delivery::DELIVERED) {
+        assert_eq!(row.state, delivery::PENDING, "delivery {}", row.id);
+        assert_eq!(row.locked_until, None, "delivery {}", row.id);
+        assert_eq!(row.attempts, 0, "delivery {}", row.id);
+    }
+
+    // Lease here: 5 s × 2 + 5 s. The rest goes out well before that.
+    receiver.delay(Duration::ZERO);
+    let restarted = Instant::now();
+    let next = publisher(&app);
+    while receiver.accepted().len() < LEADS {
+        assert!(
+            restarted.elapsed() < Duration::from_secs(5),
+            "handed-back deliveries waited for their lease"
+        );
+        next.run_once().await.unwrap();
+    }
+    assert_eq!(receiver.received().len(), LEADS, "nothing is sent twice");
+}
+
+fn settings(concurrency: usize, per_subscription: usize) -> PublisherSettings {
+    PublisherSettings {
+        request_timeout: Duration::from_secs(5),
+        outbound: OutboundPolicy::from_list("127.0.0.1"),
+        keyring: domain::sealed::Keyring::for_tests(),
+        concurrency,
+        per_subscription,
+        ..PublisherSettings::default()
+    }
+}
+
 fn publisher_with(app: &TestApp, concurrency: usize, per_subscription: usize) -> Publisher {
-    Publisher::new(
-        app.db.clone(),
-        PublisherSettings {
-            request_timeout: Duration::from_secs(5),
-            outbound: OutboundPolicy::from_list("127.0.0.1"),
-            keyring: domain::sealed::Keyring::for_tests(),
-            concurrency,
-            per_subscription,
-            ..PublisherSettings::default()
-        },
-    )
-    .unwrap()
+    Publisher::new(app.db.clone(), settings(concurrency, per_subscription)).unwrap()
 }
 
 /// `versions` events for each of `leads` leads (one create, then updates),

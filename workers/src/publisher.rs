@@ -22,7 +22,7 @@ use domain::sealed::Keyring;
 use futures::StreamExt;
 use sea_orm::{DatabaseConnection, DbBackend};
 use serde_json::json;
-use tokio::sync::{Notify, Semaphore, mpsc};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::outbound::{Dns, error_detail, refusal, without_url};
@@ -31,6 +31,9 @@ use crate::outbound::{Dns, error_detail, refusal, without_url};
 const FAN_OUT_BATCH: u64 = 500;
 /// Attempts settled per transaction, at most.
 const SETTLE_BATCH: usize = 256;
+/// Deliveries claimed per statement, at most, whatever `batch` says: the
+/// queue ahead of the requests holds two claims.
+const MAX_CLAIM: usize = 1_000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PublisherSettings {
@@ -128,7 +131,9 @@ impl Publisher {
 
     /// How long a claim holds a delivery: a claimed delivery may wait for
     /// its subscription's slot behind the rest of a full publisher before
-    /// its own request, so well past that.
+    /// its own request, so well past that. A claim that waited in the queue
+    /// longer than its lease allows is not sent (`lease_covers_a_request`):
+    /// a slow receiver costs claims again, never a second request in flight.
     fn lease(&self) -> Duration {
         let waits = self
             .settings
@@ -147,9 +152,10 @@ impl Publisher {
         let results: Vec<ToSettle> = futures::stream::iter(claimed)
             .map(|claim| async move {
                 let result = self.attempt_in_slot(&claim).await;
-                (claim, result)
+                result.map(|result| (claim, result))
             })
             .buffer_unordered(self.settings.concurrency.max(1))
+            .filter_map(std::future::ready)
             .collect()
             .await;
         let mut delivered = 0;
@@ -169,63 +175,120 @@ impl Publisher {
         })
     }
 
-    /// Delivers until stopped: claims whenever requests finish or attempts
-    /// settle and there is room, so up to `concurrency` requests are in
-    /// flight while work is due; polls every `idle` when there is none.
-    /// A request frees its slot when answered; its settlement is written
-    /// behind it, in batches, and a lead's next event is claimable once
-    /// that is committed.
+    /// Delivers until stopped. A claimer fills a bounded queue ahead of the
+    /// requests (one statement for up to `batch` deliveries, the next claim
+    /// prepared while requests are in flight), so claim round trips overlap
+    /// the requests instead of gating them; up to `concurrency` requests are
+    /// in flight while work is due. A request frees its slot when answered;
+    /// its settlement is written behind it, in batches, and a lead's next
+    /// event is claimable once that is committed. Polls every `idle` when
+    /// nothing is due.
     ///
-    /// On stop it claims nothing more and waits for the requests in flight:
-    /// a delivery whose request went out is always recorded, so a graceful
-    /// shutdown sends nothing twice.
-    pub async fn run(self, idle: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
-        let capacity = self.settings.concurrency.max(1);
+    /// On stop it claims nothing more, hands back what it claimed but did
+    /// not send, and waits for the requests in flight: a delivery whose
+    /// request went out is always recorded, so a graceful shutdown sends
+    /// nothing twice.
+    pub async fn run(self, idle: Duration, stop: watch::Receiver<bool>) {
+        let batch = self.claim_size();
         let (settle_tx, settle_rx) = mpsc::channel::<ToSettle>(SETTLE_BATCH);
         let settled = Arc::new(Notify::new());
         let settler = tokio::spawn(self.clone().settle_loop(settle_rx, settled.clone()));
+        // Room for the claim being queued and the next one: memory stays
+        // bounded at two claims' worth.
+        let (ahead_tx, mut ahead) = mpsc::channel::<Claimed>(batch * 2);
+        let claimer = tokio::spawn(
+            self.clone()
+                .claim_loop(ahead_tx, idle, settled, stop.clone()),
+        );
+        let slots = Arc::new(Semaphore::new(self.settings.concurrency.max(1)));
         let mut in_flight = JoinSet::new();
+        let mut stopping = stop;
+        loop {
+            let stopped = async {
+                let _ = stopping.wait_for(|stop| *stop).await;
+            };
+            let next = async {
+                // Never closed; the permit is taken before the claim so a
+                // claim leaves the queue only when it can go.
+                let permit = slots.clone().acquire_owned().await.ok();
+                ahead.recv().await.map(|claim| (permit, claim))
+            };
+            let (permit, claim) = tokio::select! {
+                biased;
+                () = stopped => break,
+                next = next => match next {
+                    Some(next) => next,
+                    None => break,
+                },
+            };
+            in_flight.spawn(self.clone().deliver(claim, permit, settle_tx.clone()));
+            while in_flight.try_join_next().is_some() {}
+        }
+        // The claimer ends at stop; what it queued was never sent.
+        let _ = claimer.await;
+        let mut unsent = Vec::new();
+        while let Ok(claim) = ahead.try_recv() {
+            unsent.push(claim);
+        }
+        if let Err(err) = delivery::release(&self.db, &unsent).await {
+            tracing::warn!(error = %err, claims = unsent.len(), "could not hand back claimed deliveries; their leases will lapse");
+        }
+        while in_flight.join_next().await.is_some() {}
+        drop(settle_tx);
+        let _ = settler.await;
+    }
+
+    /// Deliveries claimed per statement.
+    fn claim_size(&self) -> usize {
+        usize::try_from(self.settings.batch)
+            .unwrap_or(usize::MAX)
+            .clamp(1, MAX_CLAIM)
+    }
+
+    /// Claims whenever the queue has room for a whole claim, until stopped;
+    /// when less than a claim was due, waits for a settlement (a lead's
+    /// next event may then be due), a new event, or `idle`.
+    async fn claim_loop(
+        self,
+        ahead: mpsc::Sender<Claimed>,
+        idle: Duration,
+        settled: Arc<Notify>,
+        mut stop: watch::Receiver<bool>,
+    ) {
+        let batch = self.claim_size();
         while !*stop.borrow_and_update() {
-            let room = capacity.saturating_sub(in_flight.len());
-            let (more, claimed) = match self.feed(room).await {
+            let room = tokio::select! {
+                room = ahead.reserve_many(batch) => match room {
+                    Ok(room) => room,
+                    Err(_) => break,
+                },
+                changed = stop.changed() => if changed.is_err() { break } else { continue },
+            };
+            let started = std::time::Instant::now();
+            let (more, claimed) = match self.feed(batch).await {
                 Ok(fed) => fed,
                 Err(err) => {
                     tracing::warn!(error = %err, "outbox pass failed; retrying");
                     (false, Vec::new())
                 }
             };
-            for claim in claimed {
-                in_flight.spawn(self.clone().deliver(claim, settle_tx.clone()));
+            tracing::debug!(
+                claimed = claimed.len(),
+                took_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "outbox claim"
+            );
+            for (slot, claim) in room.zip(claimed) {
+                slot.send(claim);
             }
-            if more && in_flight.len() < capacity {
+            if more {
                 continue;
             }
-            // Nothing more is due until requests finish, attempts settle
-            // (a lead's next event may then be due), new events arrive, or
-            // stop. When full, refill only once half the slots are free: one
-            // claim for many deliveries rather than one per request.
-            let low_water = if more { capacity / 2 } else { capacity };
-            let busy = !in_flight.is_empty();
-            let has_room = in_flight.len() < low_water;
-            let wake = async {
-                loop {
-                    match in_flight.join_next().await {
-                        Some(_) if in_flight.len() >= low_water.max(1) => {}
-                        _ => break,
-                    }
-                }
-                while in_flight.try_join_next().is_some() {}
-            };
             tokio::select! {
-                () = wake, if busy => {}
-                () = settled.notified(), if has_room => {}
+                () = settled.notified() => {}
                 () = tokio::time::sleep(idle) => {}
                 changed = stop.changed() => if changed.is_err() { break },
             }
         }
-        while in_flight.join_next().await.is_some() {}
-        drop(settle_tx);
-        let _ = settler.await;
     }
 
     /// Fans out, and claims up to `room` due deliveries. `more` when either
@@ -242,7 +305,7 @@ impl Publisher {
         let fan_out = delivery::fan_out(&self.db, FAN_OUT_BATCH);
         // Side by side on PostgreSQL: a claim takes what earlier fan-outs
         // committed, so it need not wait for this one. SQLite has one
-        // writer: there the second would only sleep in the busy handler.
+        // writer: there the second would only wait for the first.
         let (fanned_out, claimed) = if self.db.get_database_backend() == DbBackend::Sqlite {
             let fanned_out = fan_out.await;
             (fanned_out, claim.await)
@@ -255,9 +318,18 @@ impl Publisher {
         Ok((more, claimed))
     }
 
-    /// One request, its result handed to the settler.
-    async fn deliver(self, claim: Claimed, settle: mpsc::Sender<ToSettle>) {
-        let result = self.attempt_in_slot(&claim).await;
+    /// One request, its result handed to the settler; a claim whose lease
+    /// could run out before the receiver answers is not sent (it lapses and
+    /// is claimed again), so no delivery is ever in flight twice.
+    async fn deliver(
+        self,
+        claim: Claimed,
+        _permit: Option<OwnedSemaphorePermit>,
+        settle: mpsc::Sender<ToSettle>,
+    ) {
+        let Some(result) = self.attempt_in_slot(&claim).await else {
+            return;
+        };
         // Fails only once the settler is gone, which it is not before
         // every delivery task has ended.
         let _ = settle.send((claim, result)).await;
@@ -268,8 +340,14 @@ impl Publisher {
     async fn settle_loop(self, mut rx: mpsc::Receiver<ToSettle>, settled: Arc<Notify>) {
         let mut batch = Vec::with_capacity(SETTLE_BATCH);
         while rx.recv_many(&mut batch, SETTLE_BATCH).await > 0 {
+            let started = std::time::Instant::now();
             self.settle(batch.iter().map(|(c, (r, t))| (c, r, *t)))
                 .await;
+            tracing::debug!(
+                settled = batch.len(),
+                took_ms = started.elapsed().as_secs_f64() * 1000.0,
+                "outbox settle"
+            );
             batch.clear();
             settled.notify_one();
         }
@@ -305,11 +383,18 @@ impl Publisher {
         event_type = %claim.event.event_type,
         correlation_id = claim.event.correlation_id.as_deref().unwrap_or(""),
     ))]
-    async fn attempt_in_slot(&self, claim: &Claimed) -> Attempted {
+    async fn attempt_in_slot(&self, claim: &Claimed) -> Option<Attempted> {
         let slot = self.slots.of(claim.subscription.id);
         // The semaphore is never closed; without a permit, send anyway
         // rather than strand the claim.
         let _permit = slot.acquire_owned().await.ok();
+        if !self.lease_covers_a_request(claim) {
+            tracing::debug!(
+                delivery_id = claim.delivery.id,
+                "lease too short for a request; left to lapse"
+            );
+            return None;
+        }
         // Timed from the slot on: the receiver's latency, not our queue.
         let started = std::time::Instant::now();
         let result = self.attempt(claim).await;
@@ -320,7 +405,22 @@ impl Publisher {
         let ok = matches!(&result, AttemptResult::Answered { status, .. } if (200..300).contains(status));
         metrics::counter!("leadpipe_subscription_attempts_total", "subscription_id" => subscription, "outcome" => if ok { "success" } else { "failure" })
             .increment(1);
-        (result, took)
+        Some((result, took))
+    }
+
+    /// Whether the claim's lease outlasts a request that starts now (with a
+    /// second to spare for clocks and the settlement).
+    fn lease_covers_a_request(&self, claim: &Claimed) -> bool {
+        let needed = chrono::Duration::from_std(self.settings.request_timeout)
+            .unwrap_or(chrono::Duration::MAX)
+            .checked_add(&chrono::Duration::seconds(1))
+            .unwrap_or(chrono::Duration::MAX);
+        match claim.delivery.locked_until {
+            Some(until) => domain::clock::now()
+                .checked_add_signed(needed)
+                .is_some_and(|by| by < until),
+            None => false,
+        }
     }
 
     async fn attempt(&self, claim: &Claimed) -> AttemptResult {

@@ -6,10 +6,13 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Alias, Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query};
+use sea_orm::sea_query::{
+    Alias, CommonTableExpression, Expr, ExprTrait, JoinType, LockBehavior, LockType, OnConflict,
+    Query, WithClause,
+};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
+    FromQueryResult, IdenStatic, Iterable, QueryFilter, QueryOrder, QuerySelect,
 };
 use serde::Serialize;
 
@@ -35,6 +38,7 @@ const PERMANENT_ATTEMPTS: u32 = 3;
 /// subscription. Safe to run on several workers at once: events are claimed
 /// with `SKIP LOCKED` and deliveries are unique per (event, subscription).
 pub async fn fan_out(db: &DatabaseConnection, limit: u64) -> Result<usize, DbErr> {
+    let _turn = crate::db::write_turn(db).await;
     let txn = begin_write(db).await?;
     let events = outbox_event::Entity::find()
         .filter(outbox_event::Column::State.eq(outbox::PENDING))
@@ -196,6 +200,12 @@ pub async fn claim_due(
                         .and(Expr::col((d.clone(), outbox_delivery::Column::LockedUntil)).lt(now)),
                 ),
         )
+        // The partial index's predicate, as literals: PostgreSQL cannot
+        // prove it from bound parameters, and without the index a claim
+        // walks every settled delivery before the first due one.
+        .and_where(Expr::cust(format!(
+            "\"d\".\"state\" IN ('{PENDING}', '{FAILED}', '{DELIVERING}')"
+        )))
         .and_where(
             Expr::col((d.clone(), outbox_delivery::Column::SubscriptionId))
                 .in_subquery(active_subscriptions),
@@ -214,15 +224,100 @@ pub async fn claim_due(
         .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
         .to_owned();
 
-    let txn = begin_write(db).await?;
-    let deliveries = outbox_delivery::Entity::update_many()
-        .col_expr(outbox_delivery::Column::State, Expr::val(DELIVERING))
-        .col_expr(outbox_delivery::Column::LockedUntil, Expr::val(lease_until))
-        .col_expr(outbox_delivery::Column::UpdatedAt, Expr::val(now))
-        .filter(outbox_delivery::Column::Id.in_subquery(due))
-        .exec_with_returning(&txn)
-        .await?;
-    txn.commit().await?;
+    let claim = Query::update()
+        .table(outbox_delivery::Entity)
+        .value(outbox_delivery::Column::State, DELIVERING)
+        .value(outbox_delivery::Column::LockedUntil, lease_until)
+        .value(outbox_delivery::Column::UpdatedAt, now)
+        .and_where(Expr::col(outbox_delivery::Column::Id).in_subquery(due))
+        .returning_all()
+        .to_owned();
+    let mut claimed = if db.get_database_backend() == DbBackend::Postgres {
+        claim_with_context(db, claim).await?
+    } else {
+        claim_then_look_up(db, claim).await?
+    };
+    claimed.sort_by_key(|c| (c.delivery.outbox_event_id, c.delivery.id));
+    Ok(claimed)
+}
+
+/// PostgreSQL: the claim and what a request needs (the event, the
+/// subscription with its sealed secret) in one statement, one round trip
+/// and no explicit transaction: the publisher claims many times a second,
+/// and on a busy machine each round trip costs milliseconds.
+async fn claim_with_context(
+    db: &DatabaseConnection,
+    claim: sea_orm::sea_query::UpdateStatement,
+) -> Result<Vec<Claimed>, DbErr> {
+    let c = Alias::new("claimed");
+    let e = Alias::new("e");
+    let s = Alias::new("s");
+    let mut select = Query::select();
+    select
+        .column((c.clone(), sea_orm::sea_query::Asterisk))
+        .from(c.clone())
+        .join_as(
+            JoinType::InnerJoin,
+            outbox_event::Entity,
+            e.clone(),
+            Expr::col((e.clone(), outbox_event::Column::Id))
+                .equals((c.clone(), outbox_delivery::Column::OutboxEventId)),
+        )
+        .join_as(
+            JoinType::InnerJoin,
+            subscription::Entity,
+            s.clone(),
+            Expr::col((s.clone(), subscription::Column::Id))
+                .equals((c.clone(), outbox_delivery::Column::SubscriptionId)),
+        );
+    for col in outbox_event::Column::iter() {
+        select.expr_as(
+            Expr::col((e.clone(), col)),
+            Alias::new(format!("{EVENT}{}", col.as_str())),
+        );
+    }
+    for col in subscription::Column::iter() {
+        select.expr_as(
+            Expr::col((s.clone(), col)),
+            Alias::new(format!("{SUBSCRIPTION}{}", col.as_str())),
+        );
+    }
+    let cte = CommonTableExpression::new()
+        .query(claim)
+        .table_name(c)
+        .to_owned();
+    let statement = select.with(WithClause::new().cte(cte).to_owned());
+    let rows = db.query_all(&statement).await?;
+    rows.iter()
+        .map(|row| {
+            Ok(Claimed {
+                delivery: outbox_delivery::Model::from_query_result(row, "")?,
+                event: outbox_event::Model::from_query_result(row, EVENT)?,
+                subscription: subscription::Model::from_query_result(row, SUBSCRIPTION)?,
+            })
+        })
+        .collect()
+}
+
+/// Column prefixes of the event's and the subscription's columns in a claim.
+const EVENT: &str = "e_";
+const SUBSCRIPTION: &str = "s_";
+
+/// SQLite (no data-changing statement in `WITH`): the claim in this
+/// process's write turn, then its events and subscriptions side by side.
+async fn claim_then_look_up(
+    db: &DatabaseConnection,
+    claim: sea_orm::sea_query::UpdateStatement,
+) -> Result<Vec<Claimed>, DbErr> {
+    let deliveries = {
+        let _turn = crate::db::write_turn(db).await;
+        let txn = begin_write(db).await?;
+        let rows = txn.query_all(&claim).await?;
+        txn.commit().await?;
+        rows.iter()
+            .map(|row| outbox_delivery::Model::from_query_result(row, ""))
+            .collect::<Result<Vec<_>, _>>()?
+    };
     if deliveries.is_empty() {
         return Ok(Vec::new());
     }
@@ -236,26 +331,55 @@ pub async fn claim_due(
             .filter(subscription::Column::Id.is_in(sub_ids))
             .all(db),
     )?;
-    let mut claimed: Vec<Claimed> = deliveries
+    let events: HashMap<i64, outbox_event::Model> = events.into_iter().map(|e| (e.id, e)).collect();
+    let subs: HashMap<i64, subscription::Model> = subs.into_iter().map(|s| (s.id, s)).collect();
+    Ok(deliveries
         .into_iter()
         .filter_map(|delivery| {
-            let event = events
-                .iter()
-                .find(|e| e.id == delivery.outbox_event_id)?
-                .clone();
-            let subscription = subs
-                .iter()
-                .find(|s| s.id == delivery.subscription_id)?
-                .clone();
             Some(Claimed {
+                event: events.get(&delivery.outbox_event_id)?.clone(),
+                subscription: subs.get(&delivery.subscription_id)?.clone(),
                 delivery,
-                event,
-                subscription,
             })
         })
-        .collect();
-    claimed.sort_by_key(|c| (c.delivery.outbox_event_id, c.delivery.id));
-    Ok(claimed)
+        .collect())
+}
+
+/// Hands back claims that were never sent (a publisher stopping with
+/// claims queued): each goes back to the state it was claimed from, due
+/// again at once rather than after its lease. Fenced like a settlement.
+pub async fn release(db: &DatabaseConnection, claims: &[Claimed]) -> Result<(), DbErr> {
+    if claims.is_empty() {
+        return Ok(());
+    }
+    // A delivery never tried was pending; one tried before had failed.
+    let mut groups: HashMap<(Option<DateTime<Utc>>, &str), Vec<i64>> = HashMap::new();
+    for claim in claims {
+        let state = if claim.delivery.attempts == 0 {
+            PENDING
+        } else {
+            FAILED
+        };
+        groups
+            .entry((claim.delivery.locked_until, state))
+            .or_default()
+            .push(claim.delivery.id);
+    }
+    let now = clock::now();
+    let _turn = crate::db::write_turn(db).await;
+    let txn = begin_write(db).await?;
+    for ((locked_until, state), ids) in groups {
+        let update = outbox_delivery::Entity::update_many()
+            .col_expr(outbox_delivery::Column::State, Expr::val(state))
+            .col_expr(
+                outbox_delivery::Column::LockedUntil,
+                Expr::val(Option::<DateTime<Utc>>::None),
+            )
+            .col_expr(outbox_delivery::Column::UpdatedAt, Expr::val(now))
+            .filter(outbox_delivery::Column::Id.is_in(ids));
+        fenced(update, locked_until).exec(&txn).await?;
+    }
+    txn.commit().await
 }
 
 /// What one attempt to deliver produced.
@@ -371,6 +495,7 @@ pub async fn record_attempts(
         .collect();
     // Delivered, grouped by (lease, status): one UPDATE per group.
     let mut delivered: HashMap<DeliveredGroup, Vec<(i64, i32)>> = HashMap::new();
+    let _turn = crate::db::write_turn(db).await;
     let txn = begin_write(db).await?;
     for ((claimed, result, took), settlement) in attempts.iter().zip(&settlements) {
         let (last_status, last_error) = describe(result);
