@@ -168,6 +168,9 @@ mod tests {
             updated_at: now,
             resolved_at: None,
         };
-        assert_documented(&ReconcileRejectedOut::from(row), &["internal-sha", "internal-key-hash"]);
+        assert_documented(
+            &ReconcileRejectedOut::from(row),
+            &["internal-sha", "internal-key-hash"],
+        );
     }
 }
