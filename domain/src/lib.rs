@@ -38,6 +38,7 @@ pub mod db;
 pub mod entities;
 pub mod error;
 pub mod idempotency;
+pub mod ids;
 pub mod import;
 pub mod inbound;
 pub mod lead;

@@ -7,6 +7,7 @@ use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
 use domain::auth::Role;
 use domain::entities::lead;
+use domain::ids::PrincipalId;
 use domain::lead::ingest::{self, IngestContext, Origin, Outcome};
 use domain::lead::query::{self, LeadFilter, OwnerFilter};
 use domain::lead::record::LeadRecord;
@@ -302,7 +303,10 @@ async fn patch_lead(
         .run(&caller, KeyRule::Optional, move |txn, patch, if_match| {
             Box::pin(async move {
                 let lead = match patch.owner_id {
-                    Some(owner_id) => sales::assign(txn, id, owner_id, &if_match, &actor).await?,
+                    Some(owner_id) => {
+                        let owner_id = owner_id.map(PrincipalId);
+                        sales::assign(txn, id, owner_id, &if_match, &actor).await?
+                    }
                     None => sales::find_lead(txn, id).await?,
                 };
                 lead_reply(lead)

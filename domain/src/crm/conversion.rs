@@ -17,6 +17,7 @@ use crate::crm::timeline::{self, Author, Subject};
 use crate::entities::{company as company_entity, contact as contact_entity, deal as deal_entity};
 use crate::entities::{lead, lead_conversion};
 use crate::error::Error;
+use crate::ids::{CompanyId, ContactId, LeadId, PrincipalId};
 use crate::lead::activity::{self, ActivityKind, NewActivity};
 use crate::lead::sales::{Actor, find_lead};
 use crate::lead::status::LeadStatus;
@@ -80,7 +81,8 @@ pub async fn convert<C: ConnectionTrait>(
             if input.owner_id.is_none() {
                 input.owner_id = lead
                     .owner_id
-                    .or((caller.role == Role::Sales).then_some(caller.id));
+                    .or((caller.role == Role::Sales).then_some(caller.id))
+                    .map(PrincipalId);
             }
             if input.owner_id.is_none() {
                 return Err(Error::invalid(
@@ -88,10 +90,10 @@ pub async fn convert<C: ConnectionTrait>(
                     "is required: the lead has no owner to inherit",
                 ));
             }
-            input.contact_id = Some(contact.model.id);
-            input.company_id = company_id;
+            input.contact_id = Some(ContactId(contact.model.id));
+            input.company_id = company_id.map(CompanyId);
             Some(
-                deal::create(conn, input, Some(lead.id), &author)
+                deal::create(conn, input, Some(LeadId(lead.id)), &author)
                     .await
                     .map_err(prefix_fields("deal"))?,
             )

@@ -2,6 +2,7 @@
 //! These are the human-owned fields that no ingest ever touches. Each change
 //! writes its timeline row and outbox event in the caller's transaction.
 
+use crate::ids::PrincipalId;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use serde_json::json;
@@ -135,10 +136,11 @@ pub async fn transition<C: ConnectionTrait>(
 pub async fn assign<C: ConnectionTrait>(
     conn: &C,
     lead_id: i64,
-    owner_id: Option<i64>,
+    owner_id: Option<PrincipalId>,
     if_match: &IfMatch,
     actor: &Actor,
 ) -> Result<lead::Model, Error> {
+    let owner_id = owner_id.map(i64::from);
     if let Some(owner_id) = owner_id {
         let owner = principal::Entity::find_by_id(owner_id).one(conn).await?;
         if !owner.is_some_and(|o| o.active && o.role == Role::Sales.as_str()) {

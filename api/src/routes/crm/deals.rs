@@ -7,6 +7,7 @@ use actix_web::{get, patch, post};
 use domain::auth::Role;
 use domain::crm::deal::{self, DealFilter, DealInput, DealPatch, DealStage};
 use domain::crm::timeline::Subject;
+use domain::ids::{CompanyId, ContactId, PrincipalId};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -51,9 +52,9 @@ impl DealIn {
             name: self.name,
             amount_cents: self.amount_cents,
             currency: self.currency,
-            owner_id: self.owner_id,
-            contact_id: self.contact_id,
-            company_id: self.company_id,
+            owner_id: self.owner_id.map(PrincipalId),
+            contact_id: self.contact_id.map(ContactId),
+            company_id: self.company_id.map(CompanyId),
         }
     }
 }
@@ -86,7 +87,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
                     "is required (an active sales principal)",
                 ));
             }
-            input.owner_id = Some(caller.id);
+            input.owner_id = Some(PrincipalId(caller.id));
         }
         Ok(input)
     })?;
@@ -147,9 +148,9 @@ impl From<PatchIn> for DealPatch {
             name: input.name,
             amount_cents: input.amount_cents,
             currency: input.currency,
-            owner_id: input.owner_id,
-            contact_id: input.contact_id,
-            company_id: input.company_id,
+            owner_id: input.owner_id.map(|id| id.map(PrincipalId)),
+            contact_id: input.contact_id.map(|id| id.map(ContactId)),
+            company_id: input.company_id.map(|id| id.map(CompanyId)),
         }
     }
 }
@@ -275,9 +276,9 @@ async fn list(
     };
     let filter = DealFilter {
         stage,
-        owner_id,
-        contact_id: params.contact_id,
-        company_id: params.company_id,
+        owner_id: owner_id.map(PrincipalId),
+        contact_id: params.contact_id.map(ContactId),
+        company_id: params.company_id.map(CompanyId),
         q: params.q,
     };
     let page = deal::list(state.reads.db(), &filter, &window).await?;

@@ -20,6 +20,8 @@ use crate::precondition::IfMatch;
 
 pub use stage::{DealStage, IllegalStageMove};
 
+use crate::ids::{CompanyId, ContactId, LeadId, PrincipalId};
+
 pub const DEAL_STAGE_CHANGED: &str = outbox::DEAL_STAGE_CHANGED;
 pub const MAX_REASON_LEN: usize = 1000;
 
@@ -28,9 +30,9 @@ pub struct DealInput {
     pub name: Option<String>,
     pub amount_cents: Option<i64>,
     pub currency: Option<String>,
-    pub owner_id: Option<i64>,
-    pub contact_id: Option<i64>,
-    pub company_id: Option<i64>,
+    pub owner_id: Option<PrincipalId>,
+    pub contact_id: Option<ContactId>,
+    pub company_id: Option<CompanyId>,
 }
 
 /// Three upper-case letters (ISO 4217 form; `eur` is accepted as `EUR`).
@@ -63,8 +65,8 @@ fn name(raw: Option<String>) -> Result<String, Error> {
 }
 
 /// Only active `sales` principals own deals, as they own leads.
-pub async fn check_owner<C: ConnectionTrait>(conn: &C, owner_id: i64) -> Result<(), Error> {
-    let owner = principal::Entity::find_by_id(owner_id).one(conn).await?;
+pub async fn check_owner<C: ConnectionTrait>(conn: &C, owner_id: PrincipalId) -> Result<(), Error> {
+    let owner = principal::Entity::find_by_id(owner_id.0).one(conn).await?;
     if owner.is_some_and(|o| o.active && o.role == Role::Sales.as_str()) {
         Ok(())
     } else {
@@ -77,15 +79,15 @@ pub async fn check_owner<C: ConnectionTrait>(conn: &C, owner_id: i64) -> Result<
 
 async fn check_links<C: ConnectionTrait>(
     conn: &C,
-    contact_id: Option<i64>,
-    company_id: Option<i64>,
+    contact_id: Option<ContactId>,
+    company_id: Option<CompanyId>,
 ) -> Result<(), Error> {
-    if let Some(id) = contact_id
+    if let Some(ContactId(id)) = contact_id
         && contact::Entity::find_by_id(id).one(conn).await?.is_none()
     {
         return Err(Error::invalid("contact_id", "no such contact"));
     }
-    if let Some(id) = company_id
+    if let Some(CompanyId(id)) = company_id
         && company::Entity::find_by_id(id).one(conn).await?.is_none()
     {
         return Err(Error::invalid("company_id", "no such company"));
@@ -97,7 +99,7 @@ async fn check_links<C: ConnectionTrait>(
 pub async fn create<C: ConnectionTrait>(
     conn: &C,
     input: DealInput,
-    lead_id: Option<i64>,
+    lead_id: Option<LeadId>,
     author: &Author,
 ) -> Result<deal::Model, Error> {
     let name = name(input.name)?;
@@ -122,10 +124,10 @@ pub async fn create<C: ConnectionTrait>(
         stage: Set(DealStage::Open),
         amount_cents: Set(amount_cents),
         currency: Set(currency),
-        owner_id: Set(input.owner_id),
-        contact_id: Set(input.contact_id),
-        company_id: Set(input.company_id),
-        lead_id: Set(lead_id),
+        owner_id: Set(input.owner_id.map(i64::from)),
+        contact_id: Set(input.contact_id.map(i64::from)),
+        company_id: Set(input.company_id.map(i64::from)),
+        lead_id: Set(lead_id.map(i64::from)),
         lost_reason: Set(None),
         closed_at: Set(None),
         version: Set(1),
@@ -212,9 +214,9 @@ pub struct DealPatch {
     pub name: Option<String>,
     pub amount_cents: Option<i64>,
     pub currency: Option<String>,
-    pub owner_id: Option<Option<i64>>,
-    pub contact_id: Option<Option<i64>>,
-    pub company_id: Option<Option<i64>>,
+    pub owner_id: Option<Option<PrincipalId>>,
+    pub contact_id: Option<Option<ContactId>>,
+    pub company_id: Option<Option<CompanyId>>,
 }
 
 pub async fn update<C: ConnectionTrait>(
@@ -231,6 +233,10 @@ pub async fn update<C: ConnectionTrait>(
         check_owner(conn, owner_id).await?;
     }
     check_links(conn, patch.contact_id.flatten(), patch.company_id.flatten()).await?;
+    // As stored, to compare with the current row.
+    let new_owner = patch.owner_id.map(|o| o.map(i64::from));
+    let new_contact = patch.contact_id.map(|c| c.map(i64::from));
+    let new_company = patch.company_id.map(|c| c.map(i64::from));
     let mut fields: Vec<&str> = Vec::new();
     let outcome = record::change::<Entity, _>(conn, id, if_match, |current| {
         let mut sets = Sets::new();
@@ -247,17 +253,17 @@ pub async fn update<C: ConnectionTrait>(
             )
             .changed(
                 (Column::OwnerId, "owner_id"),
-                patch.owner_id.as_ref(),
+                new_owner.as_ref(),
                 &current.owner_id,
             )
             .changed(
                 (Column::ContactId, "contact_id"),
-                patch.contact_id.as_ref(),
+                new_contact.as_ref(),
                 &current.contact_id,
             )
             .changed(
                 (Column::CompanyId, "company_id"),
-                patch.company_id.as_ref(),
+                new_company.as_ref(),
                 &current.company_id,
             );
         fields = sets.fields;
@@ -283,9 +289,9 @@ pub async fn update<C: ConnectionTrait>(
 #[derive(Debug, Clone, Default)]
 pub struct DealFilter {
     pub stage: Option<DealStage>,
-    pub owner_id: Option<i64>,
-    pub contact_id: Option<i64>,
-    pub company_id: Option<i64>,
+    pub owner_id: Option<PrincipalId>,
+    pub contact_id: Option<ContactId>,
+    pub company_id: Option<CompanyId>,
     /// Case-insensitive text in the name.
     pub q: Option<String>,
 }
