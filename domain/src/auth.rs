@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::entities::principal;
 use crate::error::Error;
+use crate::ids::PrincipalId;
 use crate::lead::record::is_valid_source_name;
 
 const TOKEN_PREFIX: &str = "lp_";
@@ -172,6 +173,22 @@ pub struct PrincipalListing {
 }
 
 /// Every principal, oldest first.
+/// Only active `sales` principals own leads and deals.
+pub async fn check_sales_owner<C: ConnectionTrait>(
+    conn: &C,
+    owner_id: PrincipalId,
+) -> Result<(), Error> {
+    let owner = principal::Entity::find_by_id(owner_id.0).one(conn).await?;
+    if owner.is_some_and(|o| o.active && o.role == Role::Sales.as_str()) {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "owner_id",
+            "must be the id of an active sales principal",
+        ))
+    }
+}
+
 pub async fn list_principals<C: ConnectionTrait>(conn: &C) -> Result<Vec<PrincipalListing>, DbErr> {
     use sea_orm::QueryOrder;
     principal::Entity::find()

@@ -7,9 +7,9 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 use serde_json::json;
 
-use crate::auth::Role;
+use crate::auth::check_sales_owner;
 use crate::clock;
-use crate::entities::{activity as activity_entity, lead, principal};
+use crate::entities::{activity as activity_entity, lead};
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
 use crate::lead::status::LeadStatus;
@@ -140,16 +140,10 @@ pub async fn assign<C: ConnectionTrait>(
     if_match: &IfMatch,
     actor: &Actor,
 ) -> Result<lead::Model, Error> {
-    let owner_id = owner_id.map(i64::from);
     if let Some(owner_id) = owner_id {
-        let owner = principal::Entity::find_by_id(owner_id).one(conn).await?;
-        if !owner.is_some_and(|o| o.active && o.role == Role::Sales.as_str()) {
-            return Err(Error::invalid(
-                "owner_id",
-                "must be the id of an active sales principal",
-            ));
-        }
+        check_sales_owner(conn, owner_id).await?;
     }
+    let owner_id = owner_id.map(i64::from);
     for _ in 0..3 {
         let lead = find_lead(conn, lead_id).await?;
         if_match.check(lead.version)?;

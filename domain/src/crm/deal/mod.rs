@@ -9,9 +9,9 @@ use serde_json::json;
 
 use super::record::{self, Changed, Sets};
 use super::timeline::{self, Author, Subject};
-use crate::auth::Role;
+use crate::auth::check_sales_owner;
 use crate::entities::deal::{self, Column, Entity};
-use crate::entities::{company, contact, principal};
+use crate::entities::{company, contact};
 use crate::error::Error;
 use crate::outbound::events::DealStageChanged;
 use crate::outbound::outbox;
@@ -64,19 +64,6 @@ fn name(raw: Option<String>) -> Result<String, Error> {
     Ok(name)
 }
 
-/// Only active `sales` principals own deals, as they own leads.
-pub async fn check_owner<C: ConnectionTrait>(conn: &C, owner_id: PrincipalId) -> Result<(), Error> {
-    let owner = principal::Entity::find_by_id(owner_id.0).one(conn).await?;
-    if owner.is_some_and(|o| o.active && o.role == Role::Sales.as_str()) {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            "owner_id",
-            "must be the id of an active sales principal",
-        ))
-    }
-}
-
 async fn check_links<C: ConnectionTrait>(
     conn: &C,
     contact_id: Option<ContactId>,
@@ -115,7 +102,7 @@ pub async fn create<C: ConnectionTrait>(
             .ok_or_else(|| Error::invalid("currency", "is required"))?,
     )?;
     if let Some(owner_id) = input.owner_id {
-        check_owner(conn, owner_id).await?;
+        check_sales_owner(conn, owner_id).await?;
     }
     check_links(conn, input.contact_id, input.company_id).await?;
     let now = crate::clock::now();
@@ -230,7 +217,7 @@ pub async fn update<C: ConnectionTrait>(
     let new_amount = patch.amount_cents.map(amount).transpose()?;
     let new_currency = patch.currency.as_deref().map(currency).transpose()?;
     if let Some(Some(owner_id)) = patch.owner_id {
-        check_owner(conn, owner_id).await?;
+        check_sales_owner(conn, owner_id).await?;
     }
     check_links(conn, patch.contact_id.flatten(), patch.company_id.flatten()).await?;
     // As stored, to compare with the current row.
