@@ -22,6 +22,7 @@ use crate::routes::leads::wire::{ActivityOut, ErasureRecordOut, LeadConversionOu
 use crate::routes::leads::{Filter, LeadOut};
 use crate::routes::ops::deliveries::wire::{OutboxDeliveryOut, OutboxEventOut};
 use crate::routes::ops::inbox::InboxEventOut;
+use crate::routes::ops::reconcile::wire::ReconcileRejectedOut;
 
 /// Registered before `leads::configure`: the literal `/api/leads/export`
 /// must win over `/api/leads/{id}`.
@@ -154,6 +155,9 @@ struct SubjectExportOut {
     timeline: Vec<ActivityOut>,
     /// Webhook events that became this lead, with headers and raw body.
     inbox_events: Vec<InboxEventOut>,
+    /// Records pulled by reconcile for this lead's key that could not be
+    /// mapped, with the record as the sender returned it.
+    reconcile_rejected: Vec<ReconcileRejectedOut>,
     /// Events about this lead for downstream systems.
     outbox_events: Vec<OutboxEventOut>,
     /// Their deliveries to subscriptions.
@@ -193,6 +197,11 @@ async fn subject_export(
             .inbox_events
             .into_iter()
             .map(InboxEventOut::detail)
+            .collect(),
+        reconcile_rejected: s
+            .reconcile_rejected
+            .into_iter()
+            .map(ReconcileRejectedOut::from)
             .collect(),
         outbox_events: s
             .outbox_events

@@ -9,7 +9,7 @@ use sea_orm::{
 
 use crate::entities::{
     activity, contact, import_row, inbox_event, lead, lead_conversion, lead_duplicate,
-    outbox_delivery, outbox_event,
+    outbox_delivery, outbox_event, reconcile_rejected,
 };
 use crate::error::Error;
 use crate::import::report::neutralise;
@@ -23,6 +23,8 @@ pub struct Subject {
     pub lead: lead::Model,
     pub timeline: Vec<activity::Model>,
     pub inbox_events: Vec<inbox_event::Model>,
+    /// Pulled records of the key that reconcile could not map.
+    pub reconcile_rejected: Vec<reconcile_rejected::Model>,
     pub outbox_events: Vec<outbox_event::Model>,
     pub deliveries: Vec<outbox_delivery::Model>,
     pub import_rows: Vec<import_row::Model>,
@@ -41,18 +43,25 @@ pub async fn subject<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Result<Subje
         .order_by_asc(activity::Column::Id)
         .all(conn)
         .await?;
-    // Also the key's events that never made the lead (dead, waiting): what
-    // an erasure would empty.
+    // Also the key's events and pulled records that never made the lead
+    // (dead, waiting, rejected): what an erasure would empty.
+    let key_hashes = tombstone::key_hashes(&lead.source, &lead.source_ref);
     let inbox_events = inbox_event::Entity::find()
         .filter(
             Condition::any()
                 .add(inbox_event::Column::LeadId.eq(lead_id))
-                .add(
-                    inbox_event::Column::KeyHash
-                        .is_in(tombstone::key_hashes(&lead.source, &lead.source_ref)),
-                ),
+                .add(inbox_event::Column::KeyHash.is_in(key_hashes.clone())),
         )
         .order_by_asc(inbox_event::Column::Id)
+        .all(conn)
+        .await?;
+    let reconcile_rejected = reconcile_rejected::Entity::find()
+        .filter(
+            Condition::any()
+                .add(reconcile_rejected::Column::LeadId.eq(lead_id))
+                .add(reconcile_rejected::Column::KeyHash.is_in(key_hashes)),
+        )
+        .order_by_asc(reconcile_rejected::Column::Id)
         .all(conn)
         .await?;
     let outbox_events = outbox_event::Entity::find()
@@ -86,6 +95,7 @@ pub async fn subject<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Result<Subje
         lead,
         timeline,
         inbox_events,
+        reconcile_rejected,
         outbox_events,
         deliveries,
         import_rows,
