@@ -396,8 +396,9 @@ async fn concurrent_retries_process_each_dead_lead_once_on_postgres() {
         let body: Value = response.json().await.unwrap();
         match status {
             200 => {
-                assert_eq!(body["results"]["processed"], body["retried"], "{body}");
-                retried += body["retried"].as_u64().unwrap();
+                let processed = body["results"]["processed"].as_u64().unwrap_or(0);
+                assert_eq!(body["retried"].as_u64(), Some(processed), "{body}");
+                retried += processed;
             }
             409 => {}
             other => panic!("{other}: {body}"),
