@@ -66,10 +66,12 @@ pub struct RetryReport {
     /// The retried leads by outcome: `processed`, `failed` (the workers
     /// retry it later) or `dead`.
     pub results: BTreeMap<String, u64>,
+    /// The batches processed, for the workers' metrics.
+    pub batches: Vec<Batch>,
 }
 
 impl RetryReport {
-    fn add(&mut self, batch: &Batch) {
+    fn add(&mut self, batch: Batch) {
         self.retried += batch.taken() as u64;
         for settled in &batch.settled {
             let outcome = match &settled.decision {
@@ -79,6 +81,7 @@ impl RetryReport {
             };
             *self.results.entry(outcome.to_owned()).or_default() += 1;
         }
+        self.batches.push(batch);
     }
 }
 
@@ -99,7 +102,7 @@ pub async fn retry_one(
             matched: 1,
             ..Default::default()
         };
-        report.add(&batch);
+        report.add(batch);
         return Ok(report);
     }
     if lead::Entity::find_by_id(lead_id).one(db).await?.is_none() {
@@ -174,7 +177,7 @@ pub async fn retry_matching(
             crate::clock::now(),
         )
         .await?;
-        report.add(&batch);
+        report.add(batch);
     }
     Ok(report)
 }

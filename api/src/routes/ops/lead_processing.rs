@@ -141,7 +141,12 @@ struct RetryOut {
 }
 
 impl RetryOut {
+    /// The answer; the retried batches count in the workers' metrics.
     fn new(dry_run: bool, report: RetryReport) -> Self {
+        report
+            .batches
+            .iter()
+            .for_each(workers::lead_processor::report);
         Self {
             dry_run,
             matched: report.matched,
