@@ -13,7 +13,9 @@ use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure, outbox_event};
 use leadpipe_tests::webhooks::RunningWorkers;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, Statement, TransactionTrait,
+};
 use serde_json::{Value, json};
 use workers::WorkerSettings;
 use workers::lead_processor::LeadProcessor;
@@ -422,4 +424,54 @@ async fn concurrent_retries_process_each_dead_lead_once_on_postgres() {
         .await
         .unwrap();
     assert_eq!(assigned.len(), 31);
+}
+
+/// A lead a worker holds in its batch (its row locked) is not taken by a
+/// retry meanwhile: `409`, and the retry after the batch processes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_skips_a_lead_a_worker_holds_on_postgres() {
+    if leadpipe_tests::postgres_skipped() {
+        return;
+    }
+    let app = TestApp::spawn(Backend::Postgres).await;
+    with_dead_leads(&app, 1, 1).await;
+    cure(&app).await;
+    let bad = app.lead_by_ref("bad-0").await;
+    let ops = app.token(Role::Ops, None).await;
+
+    // As a worker's claim does, mid-batch.
+    let batch = app.db.begin().await.unwrap();
+    batch
+        .execute_raw(Statement::from_string(
+            DbBackend::Postgres,
+            format!("SELECT id FROM lead WHERE id = {} FOR UPDATE", bad.id),
+        ))
+        .await
+        .unwrap();
+    // A retry that waited for the lock would hang here until the batch ends.
+    let response = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        post(&app, &ops, &json!({"lead_id": bad.id})),
+    )
+    .await
+    .expect("the retry waited for the worker's lock");
+    let problem = assert_problem(response, 409, "a retry of a held lead").await;
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("being processed"),
+        "{problem}"
+    );
+    let bulk: Value = post(&app, &ops, &json!({})).await.json().await.unwrap();
+    assert_eq!(
+        bulk,
+        json!({"dry_run": false, "matched": 1, "retried": 0, "results": {}})
+    );
+    batch.rollback().await.unwrap();
+
+    let response = post(&app, &ops, &json!({"lead_id": bad.id})).await;
+    assert_eq!(response.status(), 200);
+    let traces = traces(&app).await;
+    assert_eq!(traces["bad-0"], traces["good-0"], "{traces:?}");
 }
