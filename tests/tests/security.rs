@@ -57,6 +57,8 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("POST", "/api/ops/inbox/retry", OPS_UP),
     ("GET", "/api/ops/inbox/{id}", OPS_UP),
     ("POST", "/api/ops/inbox/{id}/retry", OPS_UP),
+    ("GET", "/api/ops/lead-processing/failures", OPS_UP),
+    ("POST", "/api/ops/lead-processing/retry", OPS_UP),
     ("GET", "/api/ops/reconcile/rejected", OPS_UP),
     ("POST", "/api/ops/reconcile/rejected/retry", OPS_UP),
     ("POST", "/api/ops/reconcile/{source}", OPS_UP),

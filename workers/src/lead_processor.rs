@@ -102,8 +102,8 @@ impl LeadProcessor {
     }
 }
 
-/// Metrics and logs of one batch.
-fn report(batch: &Batch) {
+/// Metrics and logs of one batch (a worker's, or an ops retry's).
+pub fn report(batch: &Batch) {
     if batch.taken() == 0 {
         return;
     }

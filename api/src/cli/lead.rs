@@ -1,6 +1,7 @@
-//! `leadpipe lead …` and `leadpipe export`: erasure, lifting a tombstone and
-//! the bulk export, straight on the database, through the same domain calls
-//! as `DELETE /api/leads/{id}`, `DELETE /api/tombstones/{hash}` and
+//! `leadpipe lead …` and `leadpipe export`: erasure, lifting a tombstone,
+//! failed lead processing and the bulk export, straight on the database,
+//! through the same domain calls as `DELETE /api/leads/{id}`,
+//! `DELETE /api/tombstones/{hash}`, `/api/ops/lead-processing/…` and
 //! `GET /api/leads/export`.
 
 use std::io::Write;
@@ -9,12 +10,15 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use domain::lead::erasure::{self, EraseRequest};
 use domain::lead::export::{BulkExport, Format};
+use domain::lead::failures::{self, BulkRetryRequest, RetryReport};
 use domain::lead::query::{LeadFilter, OwnerFilter};
 use domain::lead::tombstone;
 use domain::page::SortKey;
+use domain::retry::RetryPolicy;
 use sea_orm::DatabaseConnection;
 
-use super::describe_missing;
+use super::output::{self, OutputArgs};
+use super::{describe, describe_missing};
 use crate::routes::leads::wire::ErasureRecordOut;
 
 #[derive(Debug, Subcommand)]
@@ -36,6 +40,34 @@ pub enum LeadCommand {
         source: String,
         #[arg(long)]
         source_ref: String,
+    },
+    /// List leads whose processing failed (retried later) or is dead
+    /// (given up), newest lead first.
+    Failures {
+        #[arg(long, value_parser = super::one_of(failures::STATES))]
+        state: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: u64,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Process a lead (by id) whose processing failed or is dead again now,
+    /// or every dead (or --state failed) lead up to --limit. A lead is
+    /// claimed as a worker claims it, so it is processed once.
+    Retry {
+        /// One lead; without it, every lead in --state.
+        lead_id: Option<i64>,
+        /// Bulk: dead (default) or failed.
+        #[arg(long, value_parser = super::one_of(failures::STATES))]
+        state: Option<String>,
+        /// Bulk: at most this many leads (1–1000).
+        #[arg(long)]
+        limit: Option<u64>,
+        /// Bulk: only count them.
+        #[arg(long)]
+        dry_run: bool,
+        #[command(flatten)]
+        output: OutputArgs,
     },
 }
 
@@ -71,6 +103,98 @@ pub async fn run_lead(db: &DatabaseConnection, command: LeadCommand) -> anyhow::
             }
             println!("tombstone {hash} lifted");
         }
+        LeadCommand::Failures {
+            state,
+            limit,
+            output,
+        } => {
+            let rows: Vec<serde_json::Value> = failures::list(db, state.as_deref(), None, limit)
+                .await?
+                .into_iter()
+                .map(|f| {
+                    serde_json::json!({
+                        "lead_id": f.lead_id,
+                        "version": f.version,
+                        "state": f.state,
+                        "attempts": f.attempts,
+                        "next_attempt_at": f.next_attempt_at,
+                        "updated_at": f.updated_at,
+                        "last_error": f.last_error,
+                    })
+                })
+                .collect();
+            output.print(
+                &rows,
+                &[
+                    "lead_id",
+                    "version",
+                    "state",
+                    "attempts",
+                    "next_attempt_at",
+                    "updated_at",
+                    "last_error",
+                ],
+            )?;
+        }
+        LeadCommand::Retry {
+            lead_id,
+            state,
+            limit,
+            dry_run,
+            output,
+        } => {
+            let policy = RetryPolicy::default();
+            let report = match lead_id {
+                Some(_) if state.is_some() || limit.is_some() || dry_run => {
+                    anyhow::bail!("give either a lead id or --state/--limit/--dry-run, not both")
+                }
+                Some(id) => failures::retry_one(db, id, &policy, Utc::now())
+                    .await
+                    .map_err(describe_missing("lead"))?,
+                None => {
+                    let request = BulkRetryRequest {
+                        state: match state.as_deref() {
+                            Some(s) => failures::parse_state(s).map_err(describe)?,
+                            None => BulkRetryRequest::default().state,
+                        },
+                        limit: limit.unwrap_or(failures::DEFAULT_RETRY_LIMIT),
+                        dry_run,
+                    };
+                    failures::retry_matching(db, &request, &policy)
+                        .await
+                        .map_err(describe)?
+                }
+            };
+            print_retry(&report, dry_run, output)?;
+        }
+    }
+    Ok(())
+}
+
+/// A sentence for people; with `-o json`, the report as one JSON object.
+fn print_retry(report: &RetryReport, dry_run: bool, out: OutputArgs) -> anyhow::Result<()> {
+    if out.output == output::Format::Json {
+        let row = serde_json::json!({
+            "dry_run": dry_run,
+            "matched": report.matched,
+            "retried": report.retried,
+            "results": report.results,
+        });
+        return out.print(&[row], &[]);
+    }
+    if dry_run {
+        println!("{} lead(s) would be processed again", report.matched);
+    } else {
+        let results = report
+            .results
+            .iter()
+            .map(|(outcome, n)| format!("{outcome} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        println!(
+            "{} of {} lead(s) processed again ({results})",
+            report.retried, report.matched
+        );
     }
     Ok(())
 }

@@ -117,7 +117,8 @@ pub enum Command {
         #[command(subcommand)]
         command: secrets::SecretsCommand,
     },
-    /// Erase a lead (and bury its natural key), or lift a tombstone.
+    /// Erase a lead (and bury its natural key), lift a tombstone, or list
+    /// and retry failed lead processing.
     Lead {
         #[command(subcommand)]
         command: lead::LeadCommand,

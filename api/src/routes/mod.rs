@@ -91,6 +91,7 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     sources::configure(cfg);
     webhooks::configure(cfg);
     ops::inbox::configure(cfg);
+    ops::lead_processing::configure(cfg);
     ops::reconcile_rejected::configure(cfg);
     ops::reconcile::configure(cfg);
 }

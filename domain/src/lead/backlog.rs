@@ -109,10 +109,42 @@ pub async fn process_batch(
     policy: &RetryPolicy,
     now: DateTime<Utc>,
 ) -> Result<Batch, Error> {
+    process_claimed(db, waiting(Some(now)), limit, policy, now).await
+}
+
+/// The leads an ops retry may take: unprocessed, with a failure recorded in
+/// one of `states` (whatever its version: a dead version of a lead that has
+/// changed since is waiting anyway).
+pub(crate) fn retryable(states: &[&str]) -> Condition {
+    let failed = Query::select()
+        .expr(Expr::val(1))
+        .from(failure::Entity)
+        .and_where(Expr::col((failure::Entity, F::LeadId)).equals((lead::Entity, lead::Column::Id)))
+        .and_where(Expr::col((failure::Entity, F::State)).is_in(states.iter().copied()))
+        .to_owned();
+    Condition::all()
+        .add(
+            Expr::col((lead::Entity, lead::Column::ProcessedVersion))
+                .lt(Expr::col((lead::Entity, lead::Column::Version))),
+        )
+        .add(Expr::exists(failed))
+}
+
+/// Claims up to `limit` leads matching `claimable` and processes them: the
+/// claim is the one statement that takes a lead (row locks skipped on
+/// PostgreSQL, the write turn on SQLite), so whoever claims — a worker's
+/// batch or an ops retry — a lead is processed once.
+pub(crate) async fn process_claimed(
+    db: &DatabaseConnection,
+    claimable: Condition,
+    limit: u64,
+    policy: &RetryPolicy,
+    now: DateTime<Utc>,
+) -> Result<Batch, Error> {
     let _turn = crate::db::write_turn(db).await;
     let txn = crate::db::begin_write(db).await?;
     let mut claim = lead::Entity::find()
-        .filter(waiting(Some(now)))
+        .filter(claimable)
         .order_by_asc(lead::Column::Id)
         .limit(limit);
     if db.get_database_backend() == DbBackend::Postgres {

@@ -10,6 +10,7 @@ pub mod activity;
 pub mod backlog;
 pub mod erasure;
 pub mod export;
+pub mod failures;
 pub mod group_commit;
 pub mod ingest;
 pub mod processing;

@@ -1,0 +1,217 @@
+//! `/api/ops/lead-processing`: watch and retry lead processing that failed
+//! (ops and admin), as `/api/ops/inbox` does for webhook events.
+
+use std::collections::BTreeMap;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{get, post};
+use chrono::{DateTime, Utc};
+use domain::entities::lead_processing_failure;
+use domain::lead::failures::{self, BulkRetryRequest, RetryReport};
+use domain::retry::RetryPolicy;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::http::auth::{Caller, OpsUp};
+use crate::http::body::read_json;
+use crate::http::error::ApiError;
+use crate::http::list::{ListParams, Page, listed};
+use crate::http::state::AppState;
+use crate::routes::Routes;
+
+pub fn configure(cfg: &mut Routes<'_>) {
+    cfg.service(list_failures).service(retry);
+}
+
+/// The processing of one lead that failed, as ops see it: ids, counts and
+/// the error, nothing of the person.
+#[derive(Serialize, ToSchema)]
+#[schema(as = LeadProcessingFailure)]
+pub struct FailureOut {
+    lead_id: i64,
+    /// The lead version that failed; a newer version starts afresh.
+    version: i64,
+    /// `failed` (retried at `next_attempt_at`) or `dead` (given up).
+    #[schema(pattern = "^(failed|dead)$")]
+    state: String,
+    /// Attempts at this version.
+    attempts: i32,
+    /// The last error, or for `dead` why it was given up.
+    last_error: String,
+    next_attempt_at: Option<DateTime<Utc>>,
+    /// When the last attempt failed.
+    updated_at: DateTime<Utc>,
+}
+
+impl From<lead_processing_failure::Model> for FailureOut {
+    fn from(f: lead_processing_failure::Model) -> Self {
+        Self {
+            lead_id: f.lead_id,
+            version: f.version,
+            state: f.state,
+            attempts: f.attempts,
+            last_error: f.last_error,
+            next_attempt_at: f.next_attempt_at,
+            updated_at: f.updated_at,
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListQuery {
+    /// Only failures in this state: `failed` or `dead`.
+    #[param(pattern = "^(failed|dead)$")]
+    state: Option<String>,
+}
+
+listed! {
+    "A page of lead-processing failures." type LeadProcessingFailurePage = Page<FailureOut>;
+}
+
+fn parse_state(state: Option<&str>) -> Result<Option<&'static str>, ApiError> {
+    state
+        .map(|s| failures::parse_state(s).map_err(ApiError::from))
+        .transpose()
+}
+
+/// List leads whose processing failed, newest lead first.
+#[utoipa::path(
+    operation_id = "list_lead_processing_failures",
+    tag = "ops",
+    params(ListQuery, ListParams),
+    responses(
+        (status = 200, description = "A page of failures", body = LeadProcessingFailurePage),
+        (status = 422, description = "`/problems/validation`: an unknown state or cursor"),
+    ),
+    security(("bearer" = ["ops", "admin"])),
+)]
+#[get("/api/ops/lead-processing/failures")]
+async fn list_failures(
+    _: Caller<OpsUp>,
+    state: web::Data<AppState>,
+    query: web::Query<ListQuery>,
+    page: web::Query<ListParams>,
+) -> Result<HttpResponse, ApiError> {
+    let failure_state = parse_state(query.state.as_deref())?;
+    let limit = page.limit();
+    let rows = failures::list(
+        state.reads.db(),
+        failure_state,
+        page.before_id()?,
+        limit + 1,
+    )
+    .await?;
+    let page = Page::from_overfetch(rows, limit, |f| f.lead_id);
+    Ok(HttpResponse::Ok().json(page.map(FailureOut::from)))
+}
+
+/// One lead (`lead_id`), or every lead in `state` up to `limit`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = LeadProcessingRetryIn)]
+struct RetryIn {
+    /// One lead whose processing is `failed` or `dead`; leave out the
+    /// other fields.
+    lead_id: Option<i64>,
+    /// Bulk: `dead` (default) or `failed` (its retry brought forward).
+    #[schema(pattern = "^(failed|dead)$")]
+    state: Option<String>,
+    /// Bulk: at most this many leads, lowest id first (1–1000, default 100).
+    #[schema(minimum = 1, maximum = 1000)]
+    limit: Option<u64>,
+    /// Bulk: only count them.
+    #[serde(default)]
+    dry_run: bool,
+}
+
+/// What matched, and what processing the retried leads came to.
+#[derive(Serialize, ToSchema)]
+#[schema(as = LeadProcessingRetryOut)]
+struct RetryOut {
+    dry_run: bool,
+    /// Leads with a failure in the state asked for (more than `limit` when
+    /// a bulk retry left some: send it again).
+    matched: u64,
+    /// Leads processed again.
+    retried: u64,
+    /// The retried leads by outcome: `processed`, `failed` (the workers
+    /// retry it later) or `dead`.
+    results: BTreeMap<String, u64>,
+}
+
+impl RetryOut {
+    /// The answer; the retried batches count in the workers' metrics.
+    fn new(dry_run: bool, report: RetryReport) -> Self {
+        report
+            .batches
+            .iter()
+            .for_each(workers::lead_processor::report);
+        Self {
+            dry_run,
+            matched: report.matched,
+            retried: report.retried,
+            results: report.results,
+        }
+    }
+}
+
+/// Process failed or dead leads again, now.
+///
+/// Each lead is claimed by the same statement as a worker's batch and
+/// processed before the answer, with a fresh budget of attempts: two
+/// retries at once, or a retry and a worker, process it once (one set of
+/// activities and outbox events). With `lead_id`, one lead in either
+/// state; otherwise up to `limit` leads in `state` (`dead` by default).
+#[utoipa::path(
+    operation_id = "retry_lead_processing",
+    tag = "ops",
+    request_body = RetryIn,
+    responses(
+        (status = 200, description = "What matched and what processing it came to", body = RetryOut),
+        (status = 404, description = "`/problems/not-found`: no such lead"),
+        (status = 409, description = "`/problems/conflict`: the lead has no failure to retry (processed, or being processed now)"),
+        (status = 422, description = "`/problems/validation`: an unknown state, a limit out of range, or `lead_id` with bulk fields"),
+    ),
+    security(("bearer" = ["ops", "admin"])),
+)]
+#[post("/api/ops/lead-processing/retry")]
+async fn retry(
+    caller: Caller<OpsUp>,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let input: RetryIn = read_json(&req, body, state.http.max_body_bytes).await?;
+    let policy = RetryPolicy::default();
+    if let Some(lead_id) = input.lead_id {
+        if input.state.is_some() || input.limit.is_some() || input.dry_run {
+            return Err(ApiError::invalid(
+                "lead_id",
+                "give either lead_id or state, limit and dry_run, not both",
+            ));
+        }
+        let report = failures::retry_one(&state.db, lead_id, &policy, Utc::now())
+            .await
+            .map_err(|e| match e {
+                domain::Error::NotFound => ApiError::NotFound(format!("no lead {lead_id}")),
+                other => other.into(),
+            })?;
+        tracing::info!(lead_id, principal = caller.id, "lead processing retried");
+        return Ok(HttpResponse::Ok().json(RetryOut::new(false, report)));
+    }
+    let request = BulkRetryRequest {
+        state: parse_state(input.state.as_deref())?.unwrap_or(domain::lead::backlog::DEAD),
+        limit: input.limit.unwrap_or(failures::DEFAULT_RETRY_LIMIT),
+        dry_run: input.dry_run,
+    };
+    let report = failures::retry_matching(&state.db, &request, &policy).await?;
+    if !input.dry_run {
+        tracing::info!(
+            count = report.retried,
+            principal = caller.id,
+            "bulk lead processing retry"
+        );
+    }
+    Ok(HttpResponse::Ok().json(RetryOut::new(input.dry_run, report)))
+}
