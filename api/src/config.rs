@@ -19,14 +19,25 @@ pub struct DbSettings {
         global = true
     )]
     pub database_url: String,
-    /// Size of the connection pool.
-    #[arg(
-        long,
-        env = "LEADPIPE_DB_MAX_CONNECTIONS",
-        default_value_t = 16,
-        global = true
-    )]
-    pub db_max_connections: u32,
+    /// Size of the connection pool [default: 16 on PostgreSQL, 8 on SQLite].
+    #[arg(long, env = "LEADPIPE_DB_MAX_CONNECTIONS", global = true)]
+    pub db_max_connections: Option<u32>,
+}
+
+impl DbSettings {
+    /// The pool size: the setting, else the backend's default. SQLite takes
+    /// one writer at a time and every pooled connection keeps its own page
+    /// cache, prepared statements and thread, so more than a few only cost
+    /// memory.
+    pub fn max_connections(&self) -> anyhow::Result<u32> {
+        Ok(match self.db_max_connections {
+            Some(n) => n,
+            None => match crate::storage::Backend::of(&self.database_url)? {
+                crate::storage::Backend::Sqlite => 8,
+                crate::storage::Backend::Postgres => 16,
+            },
+        })
+    }
 }
 
 #[derive(Debug, Clone, Args)]

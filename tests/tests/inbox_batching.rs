@@ -24,6 +24,7 @@ on_both_backends!(
     two_workers_drain_one_backlog_taking_each_event_once,
     a_burst_past_the_backlog_limit_is_refused_and_processing_advances,
     a_stored_event_wakes_the_workers_without_polling,
+    an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_receipt,
 );
 
 /// Every insert of the lead with this `source_ref` fails in the database.
@@ -120,6 +121,47 @@ async fn a_poisoned_event_fails_alone_while_its_batch_commits_together(backend: 
     assert!(reason.contains("poisoned row"), "{reason}");
     assert_eq!(app.count(lead::Entity).await, 9);
     assert_eq!(processor.drain_once().await.unwrap(), 0);
+}
+
+/// On SQLite a receipt and a worker's claim wait for this process's write
+/// turn, in order. An event stored while the worker waited behind it must
+/// not be stamped processed before it was received (the receipt-to-processed
+/// figures would come out negative).
+async fn an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_receipt(
+    backend: Backend,
+) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let processor = app.processor(WorkerSettings::for_tests());
+    let body = lead_event("form-late", "late@example.com", "2026-11-30T10:00:00Z");
+    // Another writer holds the turn (on PostgreSQL there is none to hold):
+    // the receipt queues for it, then the worker does.
+    let turn = domain::db::write_turn(&app.db).await;
+    let (response, claimed, ()) = tokio::join!(
+        app.post_standard("webform", &key, "msg_late", &body),
+        async {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            processor.drain_once().await.unwrap()
+        },
+        async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            drop(turn);
+        },
+    );
+    let id = ack_id(response).await;
+    if claimed == 0 {
+        // It claimed before the event was stored: the next batch takes it.
+        assert_eq!(processor.drain_once().await.unwrap(), 1);
+    }
+
+    let event = app.inbox_event(id).await;
+    assert_eq!(event.state, "processed");
+    let processed = event.processed_at.unwrap();
+    assert!(
+        processed >= event.received_at,
+        "processed at {processed}, received at {}",
+        event.received_at
+    );
 }
 
 async fn two_workers_drain_one_backlog_taking_each_event_once(backend: Backend) {

@@ -133,7 +133,7 @@ impl InboxProcessor {
         async {
             let timeout = self.settings.attempt_timeout;
             let retry = &self.settings.retry;
-            match tokio::time::timeout(timeout, apply_batch(&self.db, &events, retry, now)).await {
+            match tokio::time::timeout(timeout, apply_batch(&self.db, &events, retry)).await {
                 Ok(Ok((settled, path))) => {
                     tracing::Span::current().record("path", path.as_str());
                     metrics::counter!("leadpipe_inbox_batches_total", "path" => path.as_str())

@@ -261,7 +261,7 @@ pub async fn run() -> anyhow::Result<()> {
             http.outbound_allow = cli.outbound.outbound_allow.clone();
             http.reconcile = settings.reconcile.clone();
             http.keyring = keyring;
-            let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
+            let conn = storage::open(&db.database_url, db.max_connections()?, !no_migrate).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             let imports = app.imports();
             let import_grace = std::time::Duration::from_secs(http.import_shutdown_grace_secs);
@@ -300,7 +300,7 @@ pub async fn run() -> anyhow::Result<()> {
         } => {
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
-            let conn = storage::open(&db.database_url, db.db_max_connections, !no_migrate).await?;
+            let conn = storage::open(&db.database_url, db.max_connections()?, !no_migrate).await?;
             let settings = workers
                 .settings(cli.outbound.policy())
                 .with_keyring(&keyring);

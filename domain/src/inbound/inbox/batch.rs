@@ -101,11 +101,15 @@ pub async fn backlog_size(db: &DatabaseConnection) -> Result<u64, DbErr> {
 /// and how the batch was written. An `Err` is the database failing outside
 /// any one event (begin, commit); the events then stay claimed until their
 /// lease runs out, or until the caller records the failure.
+///
+/// `processed_at` (and a retry's schedule) is the time the batch is written,
+/// read once this process's write turn is taken: a time read before the
+/// claim waited for its turn could precede an event stored meanwhile, and
+/// its receipt-to-processed latency come out negative.
 pub async fn apply_batch(
     db: &DatabaseConnection,
     events: &[Model],
     policy: &RetryPolicy,
-    now: DateTime<Utc>,
 ) -> Result<(Vec<Settled>, BatchPath), DbErr> {
     let mut sources: HashMap<&str, Option<Source>> = HashMap::new();
     for event in events {
@@ -120,6 +124,7 @@ pub async fn apply_batch(
         .collect();
 
     let _turn = crate::db::write_turn(db).await;
+    let now = Utc::now();
     let txn = crate::db::begin_write(db).await?;
     match write_whole(&txn, events, &prepared, now).await {
         Ok(Some(applied)) => {
