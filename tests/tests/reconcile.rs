@@ -24,6 +24,7 @@ on_both_backends!(
     a_keyed_start_replays_its_run_and_starts_nothing_more,
     a_dry_run_compares_and_writes_nothing,
     the_demo_puts_every_record_in_the_table_exactly_once,
+    the_demo_reconciles_several_sources_at_once,
     pull_urls_to_internal_addresses_are_refused_unless_allow_listed,
     the_auth_value_is_sent_and_never_shown,
     roles_decide_who_may_reconcile,
@@ -544,6 +545,37 @@ async fn the_demo_puts_every_record_in_the_table_exactly_once(backend: Backend) 
     assert!(
         table.contains("missed and repaired by reconcile"),
         "{table}"
+    );
+}
+
+async fn the_demo_reconciles_several_sources_at_once(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let mut args = api::cli::demo::DemoArgs::with_records(150);
+    args.sources = 3;
+    args.page_size = 10;
+    args.db = Some(app.database_url.clone());
+    let demo = api::cli::demo::run_demos(&app.database_url, &args)
+        .await
+        .unwrap();
+    assert_eq!(demo.reports.len(), 3);
+    for report in &demo.reports {
+        assert!(report.failures().is_empty(), "{:?}", report.failures());
+        assert_eq!(report.leads_in_table, 150);
+        assert_eq!(report.reconcile_run["pages"], 15);
+    }
+    let sources: std::collections::HashSet<_> = demo.reports.iter().map(|r| &r.source).collect();
+    assert_eq!(sources.len(), 3, "one source each");
+    // The runs overlap: each started before any of them finished.
+    let runs = reconcile_run::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(runs.len(), 3);
+    let last_start = runs.iter().map(|r| r.started_at).max().unwrap();
+    let first_end = runs.iter().filter_map(|r| r.finished_at).min().unwrap();
+    assert!(last_start < first_end, "{runs:?}");
+    assert!(
+        demo.render_together()
+            .contains("3 sources reconciled at once: 450 records"),
+        "{}",
+        demo.render_together()
     );
 }
 

@@ -34,6 +34,10 @@ pub struct DemoArgs {
     /// Records the fake source holds.
     #[arg(long, default_value_t = 1000)]
     pub records: usize,
+    /// Sources, each with a fake sender of `--records` records; their
+    /// reconcile runs start at once.
+    #[arg(long, default_value_t = 1)]
+    pub sources: usize,
     /// Share of records whose webhook is delivered twice (0–1).
     #[arg(long, default_value_t = 0.3)]
     pub redeliver_share: f64,
@@ -74,6 +78,7 @@ impl DemoArgs {
     pub fn with_records(records: usize) -> Self {
         Self {
             records,
+            sources: 1,
             redeliver_share: 0.3,
             drop_share: 0.1,
             page_size: 500,
@@ -98,6 +103,10 @@ impl DemoArgs {
             );
         }
         anyhow::ensure!(self.records > 0, "--records must be at least 1");
+        anyhow::ensure!(
+            (1..=64).contains(&self.sources),
+            "--sources must be 1 to 64"
+        );
         anyhow::ensure!(
             (1..=1000).contains(&self.page_size),
             "--page-size must be 1 to 1000"
@@ -274,7 +283,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     };
     eprintln!(
-        "leadpipe demo: {} records, {:.0}% redelivered, {:.0}% dropped, on {}",
+        "leadpipe demo: {} source(s) of {} records, {:.0}% redelivered, {:.0}% dropped, on {}",
+        args.sources,
         args.records,
         args.redeliver_share * 100.0,
         args.drop_share * 100.0,
@@ -283,7 +293,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             |d| d.join("demo.db").display().to_string()
         )
     );
-    let result = run_demo(&database_url, &args).await;
+    let result = run_demos(&database_url, &args).await;
     if let Some(dir) = temp {
         if args.keep_db {
             eprintln!("database kept: {}", dir.join("demo.db").display());
@@ -291,9 +301,24 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             let _ = std::fs::remove_dir_all(dir);
         }
     }
-    let report = result?;
-    println!("{}", report.render());
-    let failures = report.failures();
+    let demo = result?;
+    let several = demo.reports.len() > 1;
+    let mut failures = Vec::new();
+    for report in &demo.reports {
+        if several {
+            println!("source {}:", report.source);
+        }
+        println!("{}", report.render());
+        failures.extend(
+            report
+                .failures()
+                .into_iter()
+                .map(|f| format!("{}: {f}", report.source)),
+        );
+    }
+    if several {
+        println!("{}", demo.render_together());
+    }
     if failures.is_empty() {
         println!("every record is in the lead table exactly once.");
         Ok(())
@@ -302,10 +327,71 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
 }
 
-/// The demo on `database_url`; returns what it saw (the caller judges).
+/// Every source's report, and the reconcile of all of them at once.
+#[derive(Debug, Clone)]
+pub struct DemoRuns {
+    pub reports: Vec<DemoReport>,
+    /// From the first run's start to the last run's end: the runs of
+    /// different sources overlap.
+    pub reconcile_time: Duration,
+}
+
+impl DemoRuns {
+    /// The line that sums up the runs reconciled together.
+    pub fn render_together(&self) -> String {
+        let fetched: u64 = self
+            .reports
+            .iter()
+            .map(|r| r.reconcile_run["fetched"].as_u64().unwrap_or(0))
+            .sum();
+        format!(
+            "  {} sources reconciled at once: {fetched} records in {:.1} s ({} records/s together)\n",
+            self.reports.len(),
+            self.reconcile_time.as_secs_f64(),
+            (fetched as f64 / self.reconcile_time.as_secs_f64().max(0.001)).round() as u64,
+        )
+    }
+}
+
+/// The demo of one source on `database_url`; returns what it saw (the
+/// caller judges).
 pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<DemoReport> {
+    let args = DemoArgs {
+        sources: 1,
+        ..args.clone()
+    };
+    run_demos(database_url, &args)
+        .await?
+        .reports
+        .pop()
+        .context("the demo reported no source")
+}
+
+/// One source of the demo: its fake sender and how leadpipe knows it.
+struct Feed {
+    fake: FakeSource,
+    source: String,
+    secret: String,
+}
+
+/// What the webhooks of one source did.
+struct Sent {
+    deliveries: u64,
+    duplicates: u64,
+    rejected: u64,
+    redeliveries: u64,
+    dropped: u64,
+    time: Duration,
+}
+
+/// The demo of `args.sources` sources on `database_url`: each source's
+/// webhooks in turn, then every source's reconcile started at once, as a
+/// deployment with several senders reconciles them.
+pub async fn run_demos(database_url: &str, args: &DemoArgs) -> anyhow::Result<DemoRuns> {
     args.validate()?;
-    let db = crate::storage::open(database_url, 8, true).await?;
+    // A connection for each run writing a page, and some for the API.
+    let pool = u32::try_from(args.sources + 4).unwrap_or(u32::MAX).max(8);
+    let db = crate::storage::open(database_url, pool, true).await?;
     // Loopback settings with fast retries: the demo's peers are all local.
     let mut http = HttpSettings::for_tests();
     http.outbound_allow = "127.0.0.1".into();
@@ -319,7 +405,6 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
     worker_settings.concurrency = 8;
     let workers = Workers::start(db.clone(), worker_settings);
 
-    let fake = FakeSource::start(args.records).await?;
     let client = reqwest::Client::new();
     let admin =
         domain::auth::create_principal(&db, &principal_name("demo-admin"), Role::Admin, None)
@@ -328,15 +413,107 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
     let ops = domain::auth::create_principal(&db, &principal_name("demo-ops"), Role::Ops, None)
         .await?
         .token;
-    let source = if args.db.is_some() {
+    // One run at a time has a progress bar; several at once would overwrite it.
+    let hide_progress = args.no_progress || args.sources > 1;
+    let mut feeds = Vec::with_capacity(args.sources);
+    for index in 0..args.sources {
+        let feed = add_feed(&client, &base, &admin, args, index).await?;
+        feeds.push(feed);
+    }
+    let mut sent = Vec::with_capacity(feeds.len());
+    for (index, feed) in feeds.iter().enumerate() {
+        sent.push(
+            send_webhooks(&db, &client, &base, feed, args, index as u64, hide_progress).await?,
+        );
+    }
+    workers.stop().await;
+    let mut created_by_webhooks = Vec::with_capacity(feeds.len());
+    for feed in &feeds {
+        created_by_webhooks.push(count_leads(&db, &feed.source).await?);
+    }
+
+    let api = Api {
+        client: &client,
+        base: &base,
+        token: &ops,
+    };
+    let reconcile_all = |body: Value| {
+        let api = &api;
+        let feeds = &feeds;
+        async move {
+            let started = Instant::now();
+            let runs = futures::future::try_join_all(feeds.iter().map(|feed| {
+                let body = body.clone();
+                async move {
+                    let started = Instant::now();
+                    let run = api
+                        .reconcile(&feed.source, body, hide_progress, args.records)
+                        .await?;
+                    anyhow::Ok((run, started.elapsed()))
+                }
+            }))
+            .await?;
+            anyhow::Ok((runs, started.elapsed()))
+        }
+    };
+    let (runs, reconcile_time) = reconcile_all(json!({})).await?;
+    let second_runs = if args.reconcile_again {
+        Some(reconcile_all(json!({"from_start": true})).await?.0)
+    } else {
+        None
+    };
+
+    let mut reports = Vec::with_capacity(feeds.len());
+    for (index, ((feed, sent), created)) in
+        feeds.iter().zip(sent).zip(created_by_webhooks).enumerate()
+    {
+        feed.fake.stop().await;
+        let (run, time) = runs[index].clone();
+        reports.push(DemoReport {
+            records: args.records as u64,
+            deliveries_sent: sent.deliveries,
+            duplicates_absorbed: sent.duplicates,
+            redeliveries: sent.redeliveries,
+            dropped: sent.dropped,
+            rejected_deliveries: sent.rejected,
+            created_by_webhooks: created,
+            missed_repaired: run["missed"].as_u64().unwrap_or(0),
+            reconcile_run: run,
+            leads_in_table: count_leads(&db, &feed.source).await?,
+            duplicate_leads: duplicate_leads(&db, &feed.source).await?,
+            webhook_time: sent.time,
+            reconcile_time: time,
+            second_run: second_runs.as_ref().map(|runs| runs[index].clone()),
+            source: feed.source.clone(),
+        });
+    }
+    Ok(DemoRuns {
+        reports,
+        reconcile_time,
+    })
+}
+
+/// Starts the fake sender of source `index` and configures the source.
+async fn add_feed(
+    client: &reqwest::Client,
+    base: &str,
+    admin: &str,
+    args: &DemoArgs,
+    index: usize,
+) -> anyhow::Result<Feed> {
+    let fake = FakeSource::start(args.records).await?;
+    let mut source = if args.db.is_some() {
         format!("demo-partner-{:06x}", rand::random::<u32>() & 0xff_ffff)
     } else {
         "demo-partner".to_owned()
     };
+    if args.sources > 1 {
+        source.push_str(&format!("-{}", index + 1));
+    }
     let secret = standard_webhooks::generate_standard_secret();
     let saved = client
         .post(format!("{base}/api/sources"))
-        .bearer_auth(&admin)
+        .bearer_auth(admin)
         .json(
             &json!({"name": source, "scheme": "standard-webhooks", "secrets": [secret],
                       "pull_url": fake.pull_url, "pull_page_size": args.page_size}),
@@ -348,10 +525,26 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
         "configuring the source failed: {}",
         saved.text().await.unwrap_or_default()
     );
+    Ok(Feed {
+        fake,
+        source,
+        secret,
+    })
+}
 
+/// Sends one source's webhooks and waits until the inbox has processed them.
+async fn send_webhooks(
+    db: &DatabaseConnection,
+    client: &reqwest::Client,
+    base: &str,
+    feed: &Feed,
+    args: &DemoArgs,
+    index: u64,
+    hide_progress: bool,
+) -> anyhow::Result<Sent> {
     // Which records are dropped, which are sent twice; shuffled so a
     // redelivery may overtake its first copy, as on the internet.
-    let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(args.seed.wrapping_add(index));
     let mut plan = Vec::with_capacity(args.records * 2);
     let (mut dropped, mut redeliveries) = (0u64, 0u64);
     for index in 0..args.records {
@@ -367,13 +560,13 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
     }
     plan.shuffle(&mut rng);
 
-    let bar = progress_bar(args.no_progress, plan.len() as u64, "webhooks");
+    let bar = progress_bar(hide_progress, plan.len() as u64, "webhooks");
     let started = Instant::now();
-    let url = format!("{base}/webhooks/{source}");
+    let url = format!("{base}/webhooks/{}", feed.source);
     let answers: Vec<Result<u16, String>> = futures::stream::iter(plan.iter().copied())
         .map(|index| {
-            let (event_id, body) = fake.delivery(index);
-            let (client, url, secret, bar) = (&client, &url, &secret, &bar);
+            let (event_id, body) = feed.fake.delivery(index);
+            let (url, secret, bar) = (&url, &feed.secret, &bar);
             async move {
                 let answer = deliver(client, url, secret, &event_id, body).await;
                 bar.inc(1);
@@ -383,9 +576,7 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
         .buffer_unordered(args.concurrency.max(1))
         .collect()
         .await;
-    let mut accepted = 0u64;
-    let mut duplicates = 0u64;
-    let mut rejected = 0u64;
+    let (mut accepted, mut duplicates, mut rejected) = (0u64, 0u64, 0u64);
     for answer in answers {
         match answer {
             Ok(202) => accepted += 1,
@@ -394,54 +585,15 @@ pub async fn run_demo(database_url: &str, args: &DemoArgs) -> anyhow::Result<Dem
         }
     }
     bar.set_message("waiting for the inbox to be processed");
-    wait_for_inbox(&db, &source, accepted, args.records).await?;
+    wait_for_inbox(db, &feed.source, accepted, args.records).await?;
     bar.finish_and_clear();
-    let webhook_time = started.elapsed();
-    workers.stop().await;
-    let created_by_webhooks = count_leads(&db, &source).await?;
-
-    let api = Api {
-        client: &client,
-        base: &base,
-        token: &ops,
-    };
-    let started = Instant::now();
-    let run = api
-        .reconcile(&source, json!({}), args.no_progress, args.records)
-        .await?;
-    let reconcile_time = started.elapsed();
-    let second_run = if args.reconcile_again {
-        let started = Instant::now();
-        let run = api
-            .reconcile(
-                &source,
-                json!({"from_start": true}),
-                args.no_progress,
-                args.records,
-            )
-            .await?;
-        Some((run, started.elapsed()))
-    } else {
-        None
-    };
-    fake.stop().await;
-
-    Ok(DemoReport {
-        records: args.records as u64,
-        deliveries_sent: plan.len() as u64,
-        duplicates_absorbed: duplicates,
+    Ok(Sent {
+        deliveries: plan.len() as u64,
+        duplicates,
+        rejected,
         redeliveries,
         dropped,
-        rejected_deliveries: rejected,
-        created_by_webhooks,
-        missed_repaired: run["missed"].as_u64().unwrap_or(0),
-        reconcile_run: run,
-        leads_in_table: count_leads(&db, &source).await?,
-        duplicate_leads: duplicate_leads(&db, &source).await?,
-        webhook_time,
-        reconcile_time,
-        second_run,
-        source,
+        time: started.elapsed(),
     })
 }
 
