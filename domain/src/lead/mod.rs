@@ -12,6 +12,7 @@ pub mod erasure;
 pub mod export;
 pub mod group_commit;
 pub mod ingest;
+mod pg_batch;
 pub mod processing;
 pub mod query;
 pub mod record;
