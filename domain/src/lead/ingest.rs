@@ -19,7 +19,7 @@ use crate::lead::activity::ActivityKind;
 use crate::lead::pg_batch::{self, ActivityRow, OutboxRow};
 use crate::lead::record::{LeadRecord, NewLead};
 use crate::lead::tombstone;
-use crate::outbound::events::LeadSnapshot;
+use crate::outbound::events::LeadSnapshotRef;
 use crate::outbound::outbox;
 
 /// Which door a record came through.
@@ -156,17 +156,20 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     )
     .await?;
     let mut results: Vec<Option<Ingested>> = vec![None; items.len()];
-    let mut seen: HashMap<Key, usize> = HashMap::new();
+    // Keys borrowed from the records: a batch's bookkeeping copies no strings.
+    let mut seen: HashMap<(&str, &str), usize> = HashMap::with_capacity(items.len());
     let mut waves: Vec<Vec<usize>> = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        if buried.contains(&key_of(&item.new)) {
+        if !buried.is_empty() && buried.contains(&key_of(&item.new)) {
             results[index] = Some(Ingested {
                 outcome: Outcome::Suppressed,
                 lead: None,
             });
             continue;
         }
-        let occurrence = seen.entry(key_of(&item.new)).or_insert(0);
+        let occurrence = seen
+            .entry((item.new.source.as_str(), item.new.source_ref.as_str()))
+            .or_insert(0);
         if waves.len() <= *occurrence {
             waves.push(Vec::new());
         }
@@ -176,26 +179,35 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
 
     for wave in waves {
         let news: Vec<&NewLead> = wave.iter().map(|&i| &items[i].new).collect();
-        let mut written: HashMap<Key, lead::Model> = upsert(txn, &news)
-            .await?
-            .into_iter()
-            .map(|lead| ((lead.source.clone(), lead.source_ref.clone()), lead))
+        // Where each key sits in the wave (keys are distinct within one).
+        let position: HashMap<(&str, &str), usize> = news
+            .iter()
+            .enumerate()
+            .map(|(p, n)| ((n.source.as_str(), n.source_ref.as_str()), p))
             .collect();
+        let mut written: Vec<Option<lead::Model>> = vec![None; news.len()];
+        for lead in upsert(txn, &news).await? {
+            let p = position
+                .get(&(lead.source.as_str(), lead.source_ref.as_str()))
+                .copied()
+                .ok_or_else(|| DbErr::Custom("the upsert returned a key it was not sent".into()))?;
+            written[p] = Some(lead);
+        }
         let untouched: Vec<&NewLead> = news
             .iter()
-            .copied()
-            .filter(|n| !written.contains_key(&key_of(n)))
+            .zip(&written)
+            .filter(|(_, lead)| lead.is_none())
+            .map(|(new, _)| *new)
             .collect();
         let mut stored = find_stored(txn, &untouched).await?;
-        for &index in &wave {
+        for (p, &index) in wave.iter().enumerate() {
             let new = &items[index].new;
-            let key = key_of(new);
-            let (outcome, lead) = match written.remove(&key) {
+            let (outcome, lead) = match written[p].take() {
                 // Inserts start at version 1; the update arm always bumps it.
                 Some(lead) if lead.version == 1 => (Outcome::Created, lead),
                 Some(lead) => (Outcome::Updated, lead),
                 None => {
-                    let lead = stored.remove(&key).ok_or_else(|| {
+                    let lead = stored.remove(&key_of(new)).ok_or_else(|| {
                         DbErr::RecordNotFound("lead vanished during upsert".into())
                     })?;
                     let stale = matches!(
@@ -265,7 +277,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                 event_id: outbox::new_event_id(),
                 event_type,
                 lead_id: Some(lead.id),
-                payload: LeadSnapshot::from(lead),
+                payload: LeadSnapshotRef::from(lead),
                 correlation_id: item.ctx.correlation_id.as_deref(),
                 state: outbox::PENDING,
                 created_at: crate::clock::now(),
@@ -309,7 +321,7 @@ enum IngestDetail {
 async fn insert_activities_and_events<C: ConnectionTrait>(
     txn: &C,
     activities: Vec<ActivityRow<'_, IngestDetail>>,
-    events: Vec<OutboxRow<'_, LeadSnapshot>>,
+    events: Vec<OutboxRow<'_, LeadSnapshotRef<'_>>>,
 ) -> Result<(), DbErr> {
     let json = |e: serde_json::Error| DbErr::Json(e.to_string());
     let activities = activities
