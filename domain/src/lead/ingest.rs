@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
 use chrono::{DateTime, Utc};
+use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
     FromQueryResult, QueryFilter, Set,

@@ -275,6 +275,7 @@ pub fn catalogue() -> Vec<EventTypeInfo> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use chrono::TimeZone;
