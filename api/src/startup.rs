@@ -48,7 +48,7 @@ impl Application {
                 domain::lead::group_commit::GroupCommitSettings {
                     max_batch: settings.group_commit_max_batch.max(1),
                     committers: settings.group_commit_committers.max(1),
-                    ..Default::default()
+                    max_wait: std::time::Duration::from_micros(settings.group_commit_max_wait_us),
                 },
             )
         });
