@@ -76,6 +76,13 @@ pub struct HttpSettings {
     /// Group-commit transactions in flight at once.
     #[arg(long, env = "LEADPIPE_GROUP_COMMIT_COMMITTERS", default_value_t = 4)]
     pub group_commit_committers: usize,
+    /// How long a group committer waits for more records to fill a batch,
+    /// in microseconds; 0 (the default) commits what has queued at once.
+    #[arg(long, env = "LEADPIPE_GROUP_COMMIT_MAX_WAIT_US", default_value_t = 0)]
+    pub group_commit_max_wait_us: u64,
+    /// HTTP worker threads; 0 is one per core.
+    #[arg(long, env = "LEADPIPE_HTTP_WORKERS", default_value_t = 0)]
+    pub http_workers: usize,
     /// Largest file accepted by `POST /api/imports`, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub import_max_bytes: usize,
@@ -151,6 +158,8 @@ impl HttpSettings {
             group_commit: true,
             group_commit_max_batch: 128,
             group_commit_committers: 4,
+            http_workers: 0,
+            group_commit_max_wait_us: 0,
             import_max_bytes: 64 * 1024 * 1024,
             import_shutdown_grace_secs: 60,
             spool_dir: None,

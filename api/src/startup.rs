@@ -48,7 +48,7 @@ impl Application {
                 domain::lead::group_commit::GroupCommitSettings {
                     max_batch: settings.group_commit_max_batch.max(1),
                     committers: settings.group_commit_committers.max(1),
-                    ..Default::default()
+                    max_wait: std::time::Duration::from_micros(settings.group_commit_max_wait_us),
                 },
             )
         });
@@ -115,6 +115,7 @@ impl Application {
             http: Arc::new(settings),
             jobs,
         });
+        let http_workers = state.http.http_workers;
         let allowed = Arc::new(AllowedMethods::from_paths(
             &routes::registered_with(metrics_public).0,
         ));
@@ -141,7 +142,12 @@ impl Application {
                 }))
         })
         .listen(listener)?
-        .shutdown_timeout(10)
+        .shutdown_timeout(10);
+        let server = if http_workers > 0 {
+            server.workers(http_workers)
+        } else {
+            server
+        }
         .run();
         Ok(Self {
             port,

@@ -2,6 +2,8 @@
 //! response and recorded on the request's span, so one id follows a lead from
 //! the request to its activity and outbox rows.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
 use std::time::Instant;
 
 use actix_web::body::MessageBody;
@@ -49,10 +51,7 @@ pub async fn middleware(
     if let Ok(value) = HeaderValue::from_str(&id) {
         res.headers_mut().insert(X_REQUEST_ID, value);
     }
-    let route = res
-        .request()
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
+    let route = route_of(res.request());
     let labels = [
         ("method", res.request().method().to_string()),
         ("route", route),
@@ -69,6 +68,30 @@ pub async fn middleware(
         )
     });
     Ok(res)
+}
+
+thread_local! {
+    /// Paths that are their own route pattern (no `{param}`), seen on this
+    /// worker: bounded by the routes, and known ones skip the router's
+    /// pattern matching (regexes), which showed in intake's profile.
+    static STATIC_ROUTES: RefCell<HashSet<String>> = RefCell::new(HashSet::new());
+}
+
+/// The matched route pattern for the metrics' `route` label.
+fn route_of(req: &HttpRequest) -> String {
+    let path = req.path();
+    if STATIC_ROUTES.with(|known| known.borrow().contains(path)) {
+        return path.to_owned();
+    }
+    match req.match_pattern() {
+        Some(pattern) => {
+            if pattern == path {
+                STATIC_ROUTES.with(|known| known.borrow_mut().insert(pattern.clone()));
+            }
+            pattern
+        }
+        None => "unmatched".to_owned(),
+    }
 }
 
 impl FromRequest for CorrelationId {

@@ -4,20 +4,22 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    FromQueryResult, QueryFilter,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
+    FromQueryResult, QueryFilter, Set,
 };
 use serde::Serialize;
 
 use crate::entities::lead::{self, Column};
 use crate::entities::{activity as activity_entity, outbox_event};
 use crate::error::Error;
-use crate::lead::activity::{ActivityKind, NewActivity};
+use crate::lead::activity::ActivityKind;
+use crate::lead::pg_batch::{self, ActivityRow, OutboxRow};
 use crate::lead::record::{LeadRecord, NewLead};
 use crate::lead::tombstone;
-use crate::outbound::events::LeadSnapshot;
+use crate::outbound::events::LeadSnapshotRef;
 use crate::outbound::outbox;
 
 /// Which door a record came through.
@@ -154,17 +156,20 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     )
     .await?;
     let mut results: Vec<Option<Ingested>> = vec![None; items.len()];
-    let mut seen: HashMap<Key, usize> = HashMap::new();
+    // Keys borrowed from the records: a batch's bookkeeping copies no strings.
+    let mut seen: HashMap<(&str, &str), usize> = HashMap::with_capacity(items.len());
     let mut waves: Vec<Vec<usize>> = Vec::new();
     for (index, item) in items.iter().enumerate() {
-        if buried.contains(&key_of(&item.new)) {
+        if !buried.is_empty() && buried.contains(&key_of(&item.new)) {
             results[index] = Some(Ingested {
                 outcome: Outcome::Suppressed,
                 lead: None,
             });
             continue;
         }
-        let occurrence = seen.entry(key_of(&item.new)).or_insert(0);
+        let occurrence = seen
+            .entry((item.new.source.as_str(), item.new.source_ref.as_str()))
+            .or_insert(0);
         if waves.len() <= *occurrence {
             waves.push(Vec::new());
         }
@@ -174,26 +179,35 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
 
     for wave in waves {
         let news: Vec<&NewLead> = wave.iter().map(|&i| &items[i].new).collect();
-        let mut written: HashMap<Key, lead::Model> = upsert(txn, &news)
-            .await?
-            .into_iter()
-            .map(|lead| ((lead.source.clone(), lead.source_ref.clone()), lead))
+        // Where each key sits in the wave (keys are distinct within one).
+        let position: HashMap<(&str, &str), usize> = news
+            .iter()
+            .enumerate()
+            .map(|(p, n)| ((n.source.as_str(), n.source_ref.as_str()), p))
             .collect();
+        let mut written: Vec<Option<lead::Model>> = vec![None; news.len()];
+        for lead in upsert(txn, &news).await? {
+            let p = position
+                .get(&(lead.source.as_str(), lead.source_ref.as_str()))
+                .copied()
+                .ok_or_else(|| DbErr::Custom("the upsert returned a key it was not sent".into()))?;
+            written[p] = Some(lead);
+        }
         let untouched: Vec<&NewLead> = news
             .iter()
-            .copied()
-            .filter(|n| !written.contains_key(&key_of(n)))
+            .zip(&written)
+            .filter(|(_, lead)| lead.is_none())
+            .map(|(new, _)| *new)
             .collect();
         let mut stored = find_stored(txn, &untouched).await?;
-        for &index in &wave {
+        for (p, &index) in wave.iter().enumerate() {
             let new = &items[index].new;
-            let key = key_of(new);
-            let (outcome, lead) = match written.remove(&key) {
+            let (outcome, lead) = match written[p].take() {
                 // Inserts start at version 1; the update arm always bumps it.
                 Some(lead) if lead.version == 1 => (Outcome::Created, lead),
                 Some(lead) => (Outcome::Updated, lead),
                 None => {
-                    let lead = stored.remove(&key).ok_or_else(|| {
+                    let lead = stored.remove(&key_of(new)).ok_or_else(|| {
                         DbErr::RecordNotFound("lead vanished during upsert".into())
                     })?;
                     let stale = matches!(
@@ -235,38 +249,39 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             continue;
         };
         let detail = match done.outcome {
-            Outcome::Stale => serde_json::json!({
-                "record_source_updated_at": item.new.source_updated_at,
-                "stored_source_updated_at": lead.source_updated_at,
-            }),
-            _ => serde_json::json!({ "version": lead.version }),
+            Outcome::Stale => IngestDetail::Stale {
+                record_source_updated_at: item.new.source_updated_at,
+                stored_source_updated_at: lead.source_updated_at,
+            },
+            _ => IngestDetail::Version {
+                version: lead.version,
+            },
         };
-        activities.push(
-            NewActivity {
-                lead_id: lead.id,
-                kind: ActivityKind::Ingest,
-                origin: Some(item.origin.as_str()),
-                outcome: Some(done.outcome.as_str()),
-                author_id: item.ctx.author_id,
-                detail: Some(detail),
-                correlation_id: item.ctx.correlation_id.clone(),
-            }
-            .into_active_model(),
-        );
+        activities.push(ActivityRow {
+            lead_id: lead.id,
+            kind: ActivityKind::Ingest.as_str(),
+            origin: Some(item.origin.as_str()),
+            outcome: Some(done.outcome.as_str()),
+            author_id: item.ctx.author_id,
+            detail,
+            correlation_id: item.ctx.correlation_id.as_deref(),
+            created_at: crate::clock::now(),
+        });
         if done.outcome.changed() {
             let event_type = if done.outcome == Outcome::Created {
                 outbox::LEAD_CREATED
             } else {
                 outbox::LEAD_UPDATED
             };
-            let payload = serde_json::to_value(LeadSnapshot::from(lead))
-                .map_err(|e| DbErr::Json(e.to_string()))?;
-            events.push(outbox::new_event(
+            events.push(OutboxRow {
+                event_id: outbox::new_event_id(),
                 event_type,
-                Some(lead.id),
-                payload,
-                item.ctx.correlation_id.clone(),
-            ));
+                lead_id: Some(lead.id),
+                payload: LeadSnapshotRef::from(lead),
+                correlation_id: item.ctx.correlation_id.as_deref(),
+                state: outbox::PENDING,
+                created_at: crate::clock::now(),
+            });
         }
     }
     for (origin, outcome, n) in tally {
@@ -277,6 +292,70 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                 .increment(n);
         }
     }
+    if activities.is_empty() && events.is_empty() {
+        return Ok(results);
+    }
+    if txn.get_database_backend() == DbBackend::Postgres {
+        pg_batch::insert_activities_and_events(txn, &activities, &events).await?;
+    } else {
+        insert_activities_and_events(txn, activities, events).await?;
+    }
+    Ok(results)
+}
+
+/// An ingest's timeline detail: the version it left, or for a stale record
+/// both timestamps.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum IngestDetail {
+    Version {
+        version: i64,
+    },
+    Stale {
+        record_source_updated_at: Option<DateTime<Utc>>,
+        stored_source_updated_at: Option<DateTime<Utc>>,
+    },
+}
+
+/// The timeline rows and outbox events through sea-query (SQLite).
+async fn insert_activities_and_events<C: ConnectionTrait>(
+    txn: &C,
+    activities: Vec<ActivityRow<'_, IngestDetail>>,
+    events: Vec<OutboxRow<'_, LeadSnapshotRef<'_>>>,
+) -> Result<(), DbErr> {
+    let json = |e: serde_json::Error| DbErr::Json(e.to_string());
+    let activities = activities
+        .into_iter()
+        .map(|row| {
+            Ok(activity_entity::ActiveModel {
+                lead_id: Set(row.lead_id),
+                kind: Set(row.kind.to_owned()),
+                origin: Set(row.origin.map(str::to_owned)),
+                outcome: Set(row.outcome.map(str::to_owned)),
+                author_id: Set(row.author_id),
+                detail: Set(Some(serde_json::to_value(&row.detail).map_err(json)?)),
+                correlation_id: Set(row.correlation_id.map(str::to_owned)),
+                created_at: Set(row.created_at),
+                ..Default::default()
+            })
+        })
+        .collect::<Result<Vec<_>, DbErr>>()?;
+    let events = events
+        .into_iter()
+        .map(|row| {
+            Ok(outbox_event::ActiveModel {
+                event_id: Set(row.event_id),
+                event_type: Set(row.event_type.to_owned()),
+                lead_id: Set(row.lead_id),
+                payload: Set(serde_json::to_value(&row.payload).map_err(json)?),
+                correlation_id: Set(row.correlation_id.map(str::to_owned)),
+                state: Set(row.state.to_owned()),
+                created_at: Set(row.created_at),
+                published_at: Set(None),
+                ..Default::default()
+            })
+        })
+        .collect::<Result<Vec<_>, DbErr>>()?;
     if !activities.is_empty() {
         activity_entity::Entity::insert_many(activities)
             .exec_without_returning(txn)
@@ -287,7 +366,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             .exec_without_returning(txn)
             .await?;
     }
-    Ok(results)
+    Ok(())
 }
 
 /// The stored rows for these keys (all exist: their upsert conflicted).
@@ -328,6 +407,9 @@ async fn find_stored<C: ConnectionTrait>(
 /// sender-owned columns appear in the update arm: `status` and `owner_id` are
 /// insert-only. Keys must be distinct within one call.
 async fn upsert<C: ConnectionTrait>(txn: &C, news: &[&NewLead]) -> Result<Vec<lead::Model>, DbErr> {
+    if txn.get_database_backend() == DbBackend::Postgres {
+        return pg_batch::upsert(txn, news, crate::clock::now()).await;
+    }
     let insert = upsert_statement(news)?;
     let stmt = txn.get_database_backend().build(&insert);
     lead::Model::find_by_statement(stmt).all(txn).await

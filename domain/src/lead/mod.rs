@@ -13,6 +13,7 @@ pub mod export;
 pub mod failures;
 pub mod group_commit;
 pub mod ingest;
+mod pg_batch;
 pub mod processing;
 pub mod query;
 pub mod record;

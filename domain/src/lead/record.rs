@@ -109,15 +109,20 @@ impl NewLead {
     /// has nothing to change. The timestamp is part of it, so a newer copy of
     /// the same content still advances the staleness bar.
     pub fn content_hash(&self) -> String {
-        let canonical = serde_json::json!([
-            self.email,
-            self.phone,
-            self.name,
-            self.company,
+        // The bytes of `json!([email, phone, name, company, micros,
+        // payload]).to_string()`, serialised from borrows: building that
+        // array cloned the payload for every ingest.
+        let canonical = (
+            &self.email,
+            &self.phone,
+            &self.name,
+            &self.company,
             self.source_updated_at.map(|t| t.timestamp_micros()),
-            self.payload,
-        ]);
-        hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+            &self.payload,
+        );
+        // Strings, an integer and a `Value` (string keys only): cannot fail.
+        let bytes = serde_json::to_vec(&canonical).unwrap_or_default();
+        hex::encode(Sha256::digest(&bytes))
     }
 }
 
@@ -295,6 +300,28 @@ mod tests {
         assert_eq!(t("yesterday"), None);
         assert_eq!(t(""), None);
         assert_eq!(from_unix(i64::MAX), None);
+    }
+
+    #[test]
+    fn content_hash_is_the_stored_one() {
+        // Stored hashes decide `unchanged`: the bytes hashed must stay those
+        // of the JSON array this hash was first defined by.
+        let mut r = record();
+        r.source_updated_at = Some(Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap());
+        r.payload = Some(serde_json::json!({"b": [1, 2.5, null], "a": "x\"y", "ü": {"n": -3}}));
+        let new = r.normalise().unwrap();
+        let defined = serde_json::json!([
+            new.email,
+            new.phone,
+            new.name,
+            new.company,
+            new.source_updated_at.map(|t| t.timestamp_micros()),
+            new.payload,
+        ]);
+        assert_eq!(
+            new.content_hash(),
+            hex::encode(Sha256::digest(defined.to_string().as_bytes()))
+        );
     }
 
     #[test]

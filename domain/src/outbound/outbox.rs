@@ -71,6 +71,11 @@ pub async fn enqueue<C: ConnectionTrait>(
         .await
 }
 
+/// A new event's id: `evt_` and a time-ordered UUID.
+pub fn new_event_id() -> String {
+    format!("evt_{}", uuid::Uuid::now_v7().simple())
+}
+
 /// An event row, for callers that insert many in one statement.
 pub fn new_event(
     event_type: &str,
@@ -79,7 +84,7 @@ pub fn new_event(
     correlation_id: Option<String>,
 ) -> outbox_event::ActiveModel {
     outbox_event::ActiveModel {
-        event_id: Set(format!("evt_{}", uuid::Uuid::now_v7().simple())),
+        event_id: Set(new_event_id()),
         event_type: Set(event_type.to_owned()),
         lead_id: Set(lead_id),
         payload: Set(payload),
