@@ -6,6 +6,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use migration::{Migrator, MigratorTrait};
+use sea_orm::sqlx::pool::PoolOptions;
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sea_orm::sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
@@ -161,6 +162,16 @@ async fn sqlite_migration_lock(url: &str) -> anyhow::Result<Option<std::fs::File
     Ok(Some(file))
 }
 
+/// Turns off sqlx's idle reaper. In sqlx 0.9.0 a race can wrap its idle
+/// count to `usize::MAX`, and the reaper then spins a runtime thread at 100%
+/// CPU for good (transact-rs/sqlx#3645; a test process hung on it). With no
+/// idle timeout and no lifetime it never starts: connections stay open once
+/// opened, up to the pool's size, and a broken one is still found by the
+/// ping before each acquire.
+fn without_reaper<DB: sea_orm::sqlx::Database>(options: PoolOptions<DB>) -> PoolOptions<DB> {
+    options.idle_timeout(None).max_lifetime(None)
+}
+
 /// Opens the application's pool, migrating first when asked.
 pub async fn open(
     url: &str,
@@ -178,7 +189,7 @@ async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<DatabaseCo
     Ok(match Backend::of(url)? {
         Backend::Sqlite => {
             restrict_sqlite_files(url)?;
-            let pool = SqlitePoolOptions::new()
+            let pool = without_reaper(SqlitePoolOptions::new())
                 .max_connections(max_connections)
                 .acquire_timeout(acquire)
                 .connect_with(sqlite_options(url)?)
@@ -188,7 +199,7 @@ async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<DatabaseCo
             SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
         }
         Backend::Postgres => {
-            let pool = PgPoolOptions::new()
+            let pool = without_reaper(PgPoolOptions::new())
                 .max_connections(max_connections)
                 .acquire_timeout(acquire)
                 .connect_with(PgConnectOptions::from_str(url)?)
@@ -262,9 +273,34 @@ pub fn open_read_replica(url: &str, max_connections: u32) -> anyhow::Result<Data
         // A write sent here by mistake fails loudly instead of silently
         // going to a server that would refuse it anyway.
         .options([("default_transaction_read_only", "on")]);
-    let pool = PgPoolOptions::new()
+    let pool = without_reaper(PgPoolOptions::new())
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(2))
         .connect_lazy_with(options);
     Ok(SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pools the service opens never start sqlx's idle reaper (see
+    /// `without_reaper`): no idle timeout, no lifetime.
+    #[tokio::test]
+    async fn pools_open_without_the_idle_reaper() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
+        let db = open_pool(&url, 2).await.unwrap();
+        let options = db.get_sqlite_connection_pool().options();
+        assert_eq!(
+            (options.get_idle_timeout(), options.get_max_lifetime()),
+            (None, None)
+        );
+        let replica = open_read_replica("postgres://u@127.0.0.1:1/db", 2).unwrap();
+        let options = replica.get_postgres_connection_pool().options();
+        assert_eq!(
+            (options.get_idle_timeout(), options.get_max_lifetime()),
+            (None, None)
+        );
+    }
 }
