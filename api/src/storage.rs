@@ -288,15 +288,15 @@ mod tests {
     /// `without_reaper`): no idle timeout, no lifetime.
     #[tokio::test]
     async fn pools_open_without_the_idle_reaper() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
-        let db = open_pool(&url, 2).await.unwrap();
+        let db = open_pool(&url, 2).await.expect("sqlite pool");
         let options = db.get_sqlite_connection_pool().options();
         assert_eq!(
             (options.get_idle_timeout(), options.get_max_lifetime()),
             (None, None)
         );
-        let replica = open_read_replica("postgres://u@127.0.0.1:1/db", 2).unwrap();
+        let replica = open_read_replica("postgres://u@127.0.0.1:1/db", 2).expect("lazy pool");
         let options = replica.get_postgres_connection_pool().options();
         assert_eq!(
             (options.get_idle_timeout(), options.get_max_lifetime()),
