@@ -7,7 +7,8 @@
 //! The backlog is counted in the background (one indexed count every
 //! `REFRESH`), never on the request path; receipts in between are added
 //! locally, so a burst cannot overshoot by more than one refresh's worth
-//! from other processes.
+//! from other processes. A receipt admitted while a count runs is kept on
+//! top of it (it may be counted twice, refusing a little early, never late).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,9 @@ const RETRY_AFTER: u64 = 1;
 pub struct Admission {
     limit: u64,
     backlog: AtomicU64,
+    /// Receipts this process admitted, ever: what a count that was running
+    /// meanwhile may have missed.
+    admitted: AtomicU64,
 }
 
 impl Admission {
@@ -33,6 +37,7 @@ impl Admission {
         let admission = Arc::new(Self {
             limit,
             backlog: AtomicU64::new(0),
+            admitted: AtomicU64::new(0),
         });
         if limit > 0 {
             tokio::spawn(refresh_loop(Arc::downgrade(&admission), db));
@@ -56,8 +61,27 @@ impl Admission {
     /// A new event joined the backlog.
     pub fn admitted(&self) {
         if self.limit > 0 {
-            self.backlog.fetch_add(1, Ordering::Relaxed);
+            // `admitted` first: a settling count that reads it is then
+            // either retried by the `backlog` change or already includes it.
+            self.admitted.fetch_add(1, Ordering::SeqCst);
+            self.backlog.fetch_add(1, Ordering::SeqCst);
         }
+    }
+
+    /// Where a count starts: the receipts admitted so far.
+    fn count_started(&self) -> u64 {
+        self.admitted.load(Ordering::SeqCst)
+    }
+
+    /// Takes a finished count as the backlog, plus what this process
+    /// admitted since the count started (a plain store would drop those,
+    /// and the limit would let one more in per receipt in flight).
+    fn settle(&self, counted: u64, started: u64) {
+        let _ = self
+            .backlog
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |_| {
+                Some(counted + self.admitted.load(Ordering::SeqCst) - started)
+            });
     }
 }
 
@@ -69,12 +93,52 @@ async fn refresh_loop(admission: std::sync::Weak<Admission>, db: DatabaseConnect
         let Some(admission) = admission.upgrade() else {
             return;
         };
+        let started = admission.count_started();
         match domain::inbound::inbox::batch::backlog_size(&db).await {
             Ok(n) => {
-                admission.backlog.store(n, Ordering::Relaxed);
+                admission.settle(n, started);
                 metrics::gauge!("leadpipe_inbox_backlog").set(n as f64);
             }
             Err(error) => tracing::debug!(%error, "inbox backlog not counted"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admission(limit: u64) -> Admission {
+        Admission {
+            limit,
+            backlog: AtomicU64::new(0),
+            admitted: AtomicU64::new(0),
+        }
+    }
+
+    #[test]
+    fn a_receipt_admitted_while_a_count_runs_is_not_lost() {
+        let admission = admission(3);
+        admission.admitted();
+        admission.admitted();
+        // A count starts, a third receipt is admitted and committed after
+        // the count's snapshot, and the count answers 2.
+        let started = admission.count_started();
+        admission.admitted();
+        admission.settle(2, started);
+        assert!(admission.check().is_err(), "the limit of 3 let a 4th in");
+    }
+
+    #[test]
+    fn a_count_without_receipts_meanwhile_is_taken_as_it_is() {
+        let admission = admission(3);
+        admission.admitted();
+        admission.admitted();
+        admission.admitted();
+        // The workers processed two of them.
+        let started = admission.count_started();
+        admission.settle(1, started);
+        assert!(admission.check().is_ok());
+        assert_eq!(admission.backlog.load(Ordering::SeqCst), 1);
     }
 }
