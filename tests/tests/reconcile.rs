@@ -565,12 +565,17 @@ async fn the_demo_reconciles_several_sources_at_once(backend: Backend) {
     }
     let sources: std::collections::HashSet<_> = demo.reports.iter().map(|r| &r.source).collect();
     assert_eq!(sources.len(), 3, "one source each");
-    // The runs overlap: each started before any of them finished.
     let runs = reconcile_run::Entity::find().all(&app.db).await.unwrap();
     assert_eq!(runs.len(), 3);
-    let last_start = runs.iter().map(|r| r.started_at).max().unwrap();
-    let first_end = runs.iter().filter_map(|r| r.finished_at).min().unwrap();
-    assert!(last_start < first_end, "{runs:?}");
+    assert!(runs.iter().all(|r| r.state == "done"), "{runs:?}");
+    // On PostgreSQL the runs overlap: each started before any of them
+    // finished. SQLite's one writer takes them in turns, and a 150-record
+    // run can end before the next one's start gets the turn (seen in CI).
+    if matches!(backend, Backend::Postgres) {
+        let last_start = runs.iter().map(|r| r.started_at).max().unwrap();
+        let first_end = runs.iter().filter_map(|r| r.finished_at).min().unwrap();
+        assert!(last_start < first_end, "{runs:?}");
+    }
     assert!(
         demo.render_together()
             .contains("3 sources reconciled at once: 450 records"),
