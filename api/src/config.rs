@@ -73,7 +73,8 @@ pub struct HttpSettings {
     /// Most records in one group-commit transaction.
     #[arg(long, env = "LEADPIPE_GROUP_COMMIT_MAX_BATCH", default_value_t = 128)]
     pub group_commit_max_batch: usize,
-    /// Group-commit transactions in flight at once.
+    /// Group-commit transactions in flight at once (on PostgreSQL split
+    /// among the HTTP workers, each running its share on its own thread).
     #[arg(long, env = "LEADPIPE_GROUP_COMMIT_COMMITTERS", default_value_t = 4)]
     pub group_commit_committers: usize,
     /// How long a group committer waits for more records to fill a batch,
