@@ -363,7 +363,7 @@ mod tests {
         assert!(fields[1].message.ends_with("found at /note"), "{fields:?}");
         // A NUL in the phone is dropped with the other non-digits.
         let mut r = record();
-        r.phone = Some("+49\030 1234567".into());
+        r.phone = Some("+49\u{0}30 1234567".into());
         assert_eq!(
             r.normalise().unwrap().phone.as_deref(),
             Some("+49301234567")
