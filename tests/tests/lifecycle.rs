@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use api::cli::demo::fake_source::FakeSource;
 use chrono::Utc;
@@ -13,7 +13,7 @@ use domain::entities::{
     import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event, reconcile_run,
 };
 use leadpipe_tests::receiver::Receiver;
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Statement,
@@ -39,33 +39,8 @@ fn cli(app: &TestApp) -> Command {
     command
 }
 
-/// Polls `check` until it returns `Some` (at most [`WAIT`]).
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn days_ago(days: i64) -> chrono::DateTime<Utc> {
     Utc::now() - chrono::TimeDelta::days(days)
-}
-
-async fn lead_by_ref(app: &TestApp, source_ref: &str) -> lead::Model {
-    lead::Entity::find()
-        .filter(lead::Column::SourceRef.eq(source_ref))
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap_or_else(|| panic!("no lead {source_ref}"))
 }
 
 /// The value of a counter or gauge line in a Prometheus scrape.
@@ -117,7 +92,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     for id in &ids {
         app.wait_for_state(*id, "processed").await;
     }
-    eventually("every delivery delivered", || async {
+    eventually("every delivery delivered", WAIT, || async {
         let delivered = outbox_delivery::Entity::find()
             .filter(outbox_delivery::Column::State.eq("delivered"))
             .count(&app.db)
@@ -140,7 +115,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     let run_id = imported.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
-    eventually("the import to finish", || async {
+    eventually("the import to finish", WAIT, || async {
         let run = import_run::Entity::find_by_id(run_id)
             .one(&app.db)
             .await
@@ -173,7 +148,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     let event_of = |name: &'static str| {
         let app = &app;
         async move {
-            let lead = lead_by_ref(app, name).await;
+            let lead = app.lead_by_ref(name).await;
             outbox_event::Entity::find()
                 .filter(outbox_event::Column::LeadId.eq(lead.id))
                 .one(&app.db)
@@ -212,7 +187,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
         .unwrap();
 
     // The workers' next sweep.
-    eventually("the retention sweep", || async {
+    eventually("the retention sweep", WAIT, || async {
         let gone = inbox_event::Entity::find_by_id(ancient)
             .one(&app.db)
             .await
@@ -283,7 +258,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
 
     // The sweep counts what it removed once its statements are done: the
     // rows above may be gone a moment before the counters move.
-    let after = eventually("the retention counters", || async {
+    let after = eventually("the retention counters", WAIT, || async {
         let after = app.metrics().await;
         let body = sample(
             &after,
@@ -363,7 +338,7 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
         (&json!(3), &json!({"processed": 3}))
     );
     assert_eq!(
-        lead_by_ref(&app, "form-1").await.email.as_deref(),
+        app.lead_by_ref("form-1").await.email.as_deref(),
         Some("third@example.com"),
         "the last received event ends on the lead"
     );
@@ -400,7 +375,7 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
         .unwrap();
     assert_eq!(again["results"], json!({"processed": 3}));
     assert_eq!(
-        lead_by_ref(&app, "form-1").await.email.as_deref(),
+        app.lead_by_ref("form-1").await.email.as_deref(),
         Some("third@example.com")
     );
     for id in ids {
@@ -484,7 +459,7 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
             }
         }));
     }
-    eventually("writers to get going", || async {
+    eventually("writers to get going", WAIT, || async {
         (app.count(lead::Entity).await >= 200).then_some(())
     })
     .await;
@@ -576,7 +551,7 @@ async fn serve_with_an_import(
         .spawn()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
-    eventually("serve to listen", || async {
+    eventually("serve to listen", WAIT, || async {
         app.client
             .get(format!("{base}/healthz"))
             .send()
@@ -603,7 +578,7 @@ async fn serve_with_an_import(
     let run_id = started.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
-    eventually("the import to get going", || async {
+    eventually("the import to get going", WAIT, || async {
         let run = import_run::Entity::find_by_id(run_id)
             .one(&app.db)
             .await
@@ -683,7 +658,7 @@ async fn reconcile(app: &TestApp, token: &str, source: &str, body: Value) -> rec
     let id = response.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
-    eventually("the reconcile run to end", || async {
+    eventually("the reconcile run to end", WAIT, || async {
         let run = reconcile_run::Entity::find_by_id(id)
             .one(&app.db)
             .await
@@ -787,7 +762,7 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         retry(json!({})).await,
         json!({"retried": 1, "resolved": 1, "still_rejected": 0})
     );
-    let fixed = lead_by_ref(&app, &fake.source_ref(1)).await;
+    let fixed = app.lead_by_ref(&fake.source_ref(1)).await;
     assert_eq!(fixed.email.as_deref(), Some("fixed@example.com"));
     assert_eq!(leads().await, 3);
     let resolved: Value = app
