@@ -19,7 +19,7 @@ use crate::lead::activity::ActivityKind;
 use crate::lead::pg_batch::{self, ActivityRow, OutboxRow};
 use crate::lead::record::{LeadRecord, NewLead};
 use crate::lead::tombstone;
-use crate::outbound::events::LeadSnapshotRef;
+use crate::outbound::events::LeadSnapshot;
 use crate::outbound::outbox;
 
 /// Which door a record came through.
@@ -277,7 +277,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                 event_id: outbox::new_event_id(),
                 event_type,
                 lead_id: Some(lead.id),
-                payload: LeadSnapshotRef::from(lead),
+                payload: LeadSnapshot::from(lead),
                 correlation_id: item.ctx.correlation_id.as_deref(),
                 state: outbox::PENDING,
                 created_at: crate::clock::now(),
@@ -321,7 +321,7 @@ enum IngestDetail {
 async fn insert_activities_and_events<C: ConnectionTrait>(
     txn: &C,
     activities: Vec<ActivityRow<'_, IngestDetail>>,
-    events: Vec<OutboxRow<'_, LeadSnapshotRef<'_>>>,
+    events: Vec<OutboxRow<'_, LeadSnapshot<'_>>>,
 ) -> Result<(), DbErr> {
     let json = |e: serde_json::Error| DbErr::Json(e.to_string());
     let activities = activities
