@@ -475,16 +475,19 @@ fn on_conflict() -> OnConflict {
         .is_null()
         .or(excluded(Column::SourceUpdatedAt).is_null())
         .or(excluded(Column::SourceUpdatedAt).gte(stored(Column::SourceUpdatedAt)));
+    // Every sender column but the key is copied, with `updated_at`;
+    // `source_updated_at` never goes back to NULL (below).
+    let copied = SENDER_COLUMNS
+        .into_iter()
+        .filter(|col| {
+            !matches!(
+                col,
+                Column::Source | Column::SourceRef | Column::SourceUpdatedAt
+            )
+        })
+        .chain([Column::UpdatedAt]);
     OnConflict::columns([Column::Source, Column::SourceRef])
-        .update_columns([
-            Column::Email,
-            Column::Phone,
-            Column::Name,
-            Column::Company,
-            Column::Payload,
-            Column::ContentHash,
-            Column::UpdatedAt,
-        ])
+        .update_columns(copied)
         .value(
             Column::SourceUpdatedAt,
             Func::coalesce([
