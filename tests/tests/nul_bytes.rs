@@ -7,7 +7,7 @@
 
 use domain::auth::Role;
 use domain::entities::lead;
-use leadpipe_tests::webhooks::{ack_id, lead_event};
+use leadpipe_tests::webhooks::{ack_id, lead_event, now, stripe_headers};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use serde_json::{Value, json};
 use workers::WorkerSettings;
@@ -15,6 +15,8 @@ use workers::WorkerSettings;
 on_both_backends!(
     a_posted_nul_is_a_422_and_its_concurrent_neighbours_are_written,
     a_webhook_event_with_a_nul_dies_alone_while_its_batch_becomes_leads,
+    a_webhook_with_a_nul_in_its_type_is_received_as_untyped,
+    a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes,
 );
 
 fn error_fields(body: &Value) -> Vec<&str> {
@@ -138,4 +140,74 @@ async fn a_webhook_event_with_a_nul_dies_alone_while_its_batch_becomes_leads(bac
     );
     assert_eq!(app.count(lead::Entity).await, 5);
     assert_eq!(processor.drain_once().await.unwrap(), 0);
+}
+
+/// A NUL in what the inbox reads from a body at receipt (the event type or
+/// id) makes that value absent, as a blank one is: the delivery is stored and
+/// processed on both backends (PostgreSQL's `text` refused it: a 500).
+async fn a_webhook_with_a_nul_in_its_type_is_received_as_untyped(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let body = serde_json::to_vec(&json!({
+        "type": "lead.\u{0}created",
+        "data": {"id": "form-type", "email": "ada@example.com", "name": "Ada",
+                 "updated_at": "2026-11-30T10:00:00Z"}
+    }))
+    .unwrap();
+    let id = ack_id(app.post_standard("webform", &key, "msg_type", &body).await).await;
+    assert_eq!(app.inbox_event(id).await.event_type, None);
+
+    let processor = app.processor(WorkerSettings::for_tests());
+    assert_eq!(processor.drain_once().await.unwrap(), 1);
+    let event = app.inbox_event(id).await;
+    assert_eq!(event.state, "processed", "{:?}", event.last_error);
+    assert_eq!(
+        app.lead_by_ref("form-type").await.name.as_deref(),
+        Some("Ada")
+    );
+}
+
+/// An event id read from the body with a NUL in it is hashed, as an overlong
+/// one is: the delivery is stored on both backends and a redelivery with the
+/// same id is still a duplicate.
+async fn a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let secret = "whsec_test_stripe_0123456789";
+    let response = app
+        .save_source(
+            &app.admin_token().await,
+            &json!({"name": "stripe", "scheme": "stripe", "secrets": [secret],
+                    "record_pointer": "/data/object"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let delivery = |name: &str| {
+        serde_json::to_vec(&json!({
+            "id": "evt_\u{0}1", "type": "customer.created",
+            "data": {"object": {"id": "cus_1", "name": name}}
+        }))
+        .unwrap()
+    };
+    let first = delivery("Jenny");
+    let response = app
+        .post_webhook("stripe", &stripe_headers(secret, now(), &first), &first)
+        .await;
+    let status = response.status();
+    let ack: Value = response.json().await.unwrap();
+    assert_eq!(status, 202, "{ack}");
+    let event_id = ack["event_id"].as_str().unwrap();
+    assert!(event_id.starts_with("sha256:"), "{ack}");
+
+    // The same event id again, another body: a duplicate of the first.
+    let again = delivery("Jenny Rosen");
+    let response = app
+        .post_webhook("stripe", &stripe_headers(secret, now(), &again), &again)
+        .await;
+    let status = response.status();
+    let ack: Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{ack}");
+    assert_eq!(
+        (ack["duplicate"].as_bool(), ack["event_id"].as_str()),
+        (Some(true), Some(event_id))
+    );
 }
