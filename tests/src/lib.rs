@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
 pub mod poison;
+pub mod prometheus;
 pub mod receiver;
 pub mod webhooks;
 

@@ -12,6 +12,7 @@ use domain::auth::Role;
 use domain::entities::{
     import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event, reconcile_run,
 };
+use leadpipe_tests::prometheus::series_value;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::sea_query::Expr;
@@ -41,13 +42,6 @@ fn cli(app: &TestApp) -> Command {
 
 fn days_ago(days: i64) -> chrono::DateTime<Utc> {
     Utc::now() - chrono::TimeDelta::days(days)
-}
-
-/// The value of a counter or gauge line in a Prometheus scrape.
-fn sample(metrics: &str, series: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
 }
 
 async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_history(
@@ -124,7 +118,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     })
     .await;
     let before = app.metrics().await;
-    let removed_before = sample(
+    let removed_before = series_value(
         &before,
         "leadpipe_retention_removed_total{kind=\"inbox_body\"}",
     )
@@ -260,7 +254,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     // rows above may be gone a moment before the counters move.
     let after = eventually("the retention counters", WAIT, || async {
         let after = app.metrics().await;
-        let body = sample(
+        let body = series_value(
             &after,
             "leadpipe_retention_removed_total{kind=\"inbox_body\"}",
         )?;
@@ -273,12 +267,12 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
         .iter()
         .all(|kind| {
             let series = format!("leadpipe_retention_removed_total{{kind=\"{kind}\"}}");
-            sample(&after, &series).is_some_and(|n| n >= 1.0)
+            series_value(&after, &series).is_some_and(|n| n >= 1.0)
         });
         (body >= removed_before + 1.0 && others).then_some(after)
     })
     .await;
-    let last = sample(&after, "leadpipe_retention_last_sweep_timestamp_seconds").unwrap();
+    let last = series_value(&after, "leadpipe_retention_last_sweep_timestamp_seconds").unwrap();
     assert!(last >= (Utc::now().timestamp() - 60) as f64, "{last}");
 }
 

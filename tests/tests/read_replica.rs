@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use api::config::HttpSettings;
 use domain::auth::Role;
+use leadpipe_tests::prometheus::series_value;
 use leadpipe_tests::{
     Backend, TestApp, fresh_postgres_database, on_both_backends, replica_url, wait_until,
 };
@@ -48,12 +49,6 @@ async fn listed_refs(app: &TestApp, token: &str) -> Vec<String> {
 }
 
 /// Polls `check` for up to 20 s.
-fn gauge(metrics: &str, name: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-}
-
 async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
     if backend == Backend::Sqlite {
         // A SQLite primary has no streaming replica: refused at start, not
@@ -158,7 +153,7 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         },
     )
     .await;
-    let lag = gauge(&strict.metrics().await, "leadpipe_read_replica_lag_seconds").unwrap();
+    let lag = series_value(&strict.metrics().await, "leadpipe_read_replica_lag_seconds").unwrap();
     assert!(lag > 0.5, "the lag metric shows the paused replica: {lag}");
 
     // Replay resumes: the replica catches up and serves listings again.
@@ -177,7 +172,7 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         "the lag metric falls back to zero",
         Duration::from_secs(20),
         || async {
-            gauge(&strict.metrics().await, "leadpipe_read_replica_lag_seconds") == Some(0.0)
+            series_value(&strict.metrics().await, "leadpipe_read_replica_lag_seconds") == Some(0.0)
         },
     )
     .await;
