@@ -17,6 +17,7 @@ on_both_backends!(
     a_webhook_event_with_a_nul_dies_alone_while_its_batch_becomes_leads,
     a_webhook_with_a_nul_in_its_type_is_received_as_untyped,
     a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes,
+    a_reconcile_run_rejects_a_pulled_record_with_a_nul_and_writes_the_rest,
 );
 
 fn error_fields(body: &Value) -> Vec<&str> {
@@ -210,4 +211,67 @@ async fn a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes(backend:
         (ack["duplicate"].as_bool(), ack["event_id"].as_str()),
         (Some(true), Some(event_id))
     );
+}
+
+/// A pulled record with a NUL is rejected and kept for ops like any invalid
+/// one (PostgreSQL failed the whole run: `jsonb` refuses NUL); the run ends
+/// `done` with the other records written.
+async fn a_reconcile_run_rejects_a_pulled_record_with_a_nul_and_writes_the_rest(backend: Backend) {
+    use api::cli::demo::fake_source::FakeSource;
+    use domain::entities::{reconcile_rejected, reconcile_run};
+    use sea_orm::EntityTrait;
+
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let ops = app.token(Role::Ops, None).await;
+    let fake = FakeSource::start(3).await.unwrap();
+    fake.update(1, |record| record["name"] = json!("a\u{0}b"));
+    app.standard_source("crm").await;
+    let source = json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url});
+    assert_eq!(app.save_source(&admin, &source).await.status(), 200);
+
+    let response = app
+        .client
+        .post(app.url("/api/ops/reconcile/crm"))
+        .bearer_auth(&ops)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 202);
+    let id = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let run = leadpipe_tests::eventually(
+        "the run to end",
+        std::time::Duration::from_secs(20),
+        || async {
+            let run = reconcile_run::Entity::find_by_id(id)
+                .one(&app.db)
+                .await
+                .unwrap()?;
+            (run.state != "running").then_some(run)
+        },
+    )
+    .await;
+    assert_eq!(
+        (run.state.as_str(), run.created, run.rejected),
+        ("done", 2, 1),
+        "{run:?}"
+    );
+    assert_eq!(app.count(lead::Entity).await, 2);
+    let kept = reconcile_rejected::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1);
+    assert!(
+        kept[0].reason.contains("name") && kept[0].reason.contains("NUL"),
+        "{:?}",
+        kept[0].reason
+    );
+    // Kept with the NUL shown as U+FFFD (PostgreSQL's `jsonb` refuses NUL).
+    let mut shown = fake.record(1);
+    shown["name"] = json!("a\u{FFFD}b");
+    assert_eq!(kept[0].record, shown);
 }
