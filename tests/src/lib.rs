@@ -247,6 +247,41 @@ impl TestApp {
         }
     }
 
+    /// Starts a reconcile run of `source` (`POST /api/ops/reconcile/{source}`,
+    /// must be `202`) and returns its row once it has ended (at most 30 s).
+    pub async fn reconcile(
+        &self,
+        token: &str,
+        source: &str,
+        body: Value,
+    ) -> domain::entities::reconcile_run::Model {
+        use domain::entities::reconcile_run;
+        let response = self
+            .client
+            .post(self.url(&format!("/api/ops/reconcile/{source}")))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 202);
+        let id = response.json::<Value>().await.unwrap()["id"]
+            .as_i64()
+            .unwrap();
+        eventually(
+            "the reconcile run to end",
+            std::time::Duration::from_secs(30),
+            || async {
+                let run = reconcile_run::Entity::find_by_id(id)
+                    .one(&self.db)
+                    .await
+                    .unwrap()?;
+                (run.state != "running").then_some(run)
+            },
+        )
+        .await
+    }
+
     /// Runs raw SQL written for both backends (no placeholders).
     pub async fn exec(&self, sql: &str) {
         self.db

@@ -9,9 +9,7 @@ use std::time::Duration;
 use api::cli::demo::fake_source::FakeSource;
 use chrono::Utc;
 use domain::auth::Role;
-use domain::entities::{
-    import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event, reconcile_run,
-};
+use domain::entities::{import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event};
 use leadpipe_tests::prometheus::series_value;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
@@ -639,29 +637,6 @@ async fn sigterm_past_the_grace_marks_the_import_interrupted_with_its_rows(backe
 }
 
 /// Starts a reconcile run of `source` over the API and waits for its end.
-async fn reconcile(app: &TestApp, token: &str, source: &str, body: Value) -> reconcile_run::Model {
-    let response = app
-        .client
-        .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let id = response.json::<Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap();
-    eventually("the reconcile run to end", WAIT, || async {
-        let run = reconcile_run::Entity::find_by_id(id)
-            .one(&app.db)
-            .await
-            .unwrap()?;
-        (run.state != "running").then_some(run)
-    })
-    .await
-}
-
 async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fix(
     backend: Backend,
 ) {
@@ -685,7 +660,7 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         200
     );
 
-    let run = reconcile(&app, &ops, "crm", json!({})).await;
+    let run = app.reconcile(&ops, "crm", json!({})).await;
     assert_eq!(
         (run.state.as_str(), run.created, run.rejected),
         ("done", 2, 1)
@@ -704,7 +679,9 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     );
     assert!(kept["reason"].as_str().unwrap().contains("email"), "{kept}");
     // Read again from the start: still one dead letter, not two.
-    let again = reconcile(&app, &ops, "crm", json!({"from_start": true})).await;
+    let again = app
+        .reconcile(&ops, "crm", json!({"from_start": true}))
+        .await;
     assert_eq!(again.rejected, 1);
     let listed: Value = app
         .get(&ops, "/api/ops/reconcile/rejected")

@@ -218,7 +218,7 @@ async fn a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes(backend:
 /// `done` with the other records written.
 async fn a_reconcile_run_rejects_a_pulled_record_with_a_nul_and_writes_the_rest(backend: Backend) {
     use api::cli::demo::fake_source::FakeSource;
-    use domain::entities::{reconcile_rejected, reconcile_run};
+    use domain::entities::reconcile_rejected;
     use sea_orm::EntityTrait;
 
     let app = TestApp::spawn(backend).await;
@@ -230,30 +230,7 @@ async fn a_reconcile_run_rejects_a_pulled_record_with_a_nul_and_writes_the_rest(
     let source = json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url});
     assert_eq!(app.save_source(&admin, &source).await.status(), 200);
 
-    let response = app
-        .client
-        .post(app.url("/api/ops/reconcile/crm"))
-        .bearer_auth(&ops)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let id = response.json::<Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap();
-    let run = leadpipe_tests::eventually(
-        "the run to end",
-        std::time::Duration::from_secs(20),
-        || async {
-            let run = reconcile_run::Entity::find_by_id(id)
-                .one(&app.db)
-                .await
-                .unwrap()?;
-            (run.state != "running").then_some(run)
-        },
-    )
-    .await;
+    let run = app.reconcile(&ops, "crm", json!({})).await;
     assert_eq!(
         (run.state.as_str(), run.created, run.rejected),
         ("done", 2, 1),
