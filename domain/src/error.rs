@@ -60,23 +60,28 @@ pub fn is_transient_db(err: &DbErr) -> bool {
 
 impl From<validator::ValidationErrors> for Error {
     fn from(errors: validator::ValidationErrors) -> Self {
-        let mut fields: Vec<FieldError> = errors
-            .field_errors()
-            .into_iter()
-            .flat_map(|(field, errs)| {
-                errs.iter().map(move |e| {
-                    let message = e
-                        .message
-                        .as_ref()
-                        .map(|m| m.to_string())
-                        .unwrap_or_else(|| describe_code(&e.code).to_owned());
-                    FieldError::new(field.to_string(), message)
-                })
-            })
-            .collect();
-        fields.sort_by(|a, b| a.field.cmp(&b.field));
-        Self::Invalid(fields)
+        Self::Invalid(field_errors(&errors))
     }
+}
+
+/// The invalid fields `validator` found, sorted by name.
+pub fn field_errors(errors: &validator::ValidationErrors) -> Vec<FieldError> {
+    let mut fields: Vec<FieldError> = errors
+        .field_errors()
+        .into_iter()
+        .flat_map(|(field, errs)| {
+            errs.iter().map(move |e| {
+                let message = e
+                    .message
+                    .as_ref()
+                    .map(|m| m.to_string())
+                    .unwrap_or_else(|| describe_code(&e.code).to_owned());
+                FieldError::new(field.to_string(), message)
+            })
+        })
+        .collect();
+    fields.sort_by(|a, b| a.field.cmp(&b.field));
+    fields
 }
 
 fn describe_code(code: &str) -> &str {

@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+pub mod poison;
+pub mod prometheus;
 pub mod receiver;
 pub mod webhooks;
 
@@ -230,6 +232,56 @@ impl TestApp {
             .unwrap()
     }
 
+    /// Posts a `webform` lead `{source_ref}@example.com` for each ref as
+    /// intake; each must be `201`.
+    pub async fn post_leads(&self, refs: impl IntoIterator<Item = String>) {
+        let intake = self.token(Role::Intake, Some("webform")).await;
+        for source_ref in refs {
+            let response = self
+                .post_lead(
+                    &intake,
+                    &serde_json::json!({"source": "webform", "source_ref": source_ref, "email": format!("{source_ref}@example.com")}),
+                )
+                .await;
+            assert_eq!(response.status(), 201, "POST /api/leads {source_ref}");
+        }
+    }
+
+    /// Starts a reconcile run of `source` (`POST /api/ops/reconcile/{source}`,
+    /// must be `202`) and returns its row once it has ended (at most 30 s).
+    pub async fn reconcile(
+        &self,
+        token: &str,
+        source: &str,
+        body: Value,
+    ) -> domain::entities::reconcile_run::Model {
+        use domain::entities::reconcile_run;
+        let response = self
+            .client
+            .post(self.url(&format!("/api/ops/reconcile/{source}")))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 202);
+        let id = response.json::<Value>().await.unwrap()["id"]
+            .as_i64()
+            .unwrap();
+        eventually(
+            "the reconcile run to end",
+            std::time::Duration::from_secs(30),
+            || async {
+                let run = reconcile_run::Entity::find_by_id(id)
+                    .one(&self.db)
+                    .await
+                    .unwrap()?;
+                (run.state != "running").then_some(run)
+            },
+        )
+        .await
+    }
+
     /// Runs raw SQL written for both backends (no placeholders).
     pub async fn exec(&self, sql: &str) {
         self.db
@@ -249,6 +301,26 @@ pub async fn wait_until(
     while !done().await {
         assert!(tokio::time::Instant::now() < deadline, "never: {what}");
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
+/// Polls `check` every 50 ms until it returns `Some`; panics naming `what`
+/// after `limit`.
+pub async fn eventually<T, F, Fut>(what: &str, limit: std::time::Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
 

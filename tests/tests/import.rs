@@ -171,6 +171,7 @@ on_both_backends!(
     the_same_file_twice_is_all_unchanged_the_second_time,
     a_corrected_file_updates_only_what_changed,
     bad_rows_are_reported_with_line_numbers_and_good_rows_go_in,
+    a_row_with_a_nul_is_rejected_alone_on_both_backends,
     a_dry_run_writes_no_lead,
     only_ops_and_admin_import_and_bodies_are_checked,
     the_cli_imports_ndjson_and_writes_the_report,
@@ -296,6 +297,44 @@ ok-5,five@ok.example,Five
         .await;
     assert_problem(response, 422, "/problems/validation").await;
     assert_eq!(t.app.count(import_run::Entity).await, 1);
+}
+
+/// PostgreSQL's `text` and `jsonb` refuse a NUL character; SQLite stores
+/// it. A row holding one is rejected with its reason, on both backends, and
+/// the rows around it go in.
+async fn a_row_with_a_nul_is_rejected_alone_on_both_backends(backend: Backend) {
+    let t = Imports::new(backend).await;
+    let file = "Lead ID,Email,name\n\
+                ok-1,one@ok.example,One\n\
+                ok-2,two@ok.example,T\u{0}wo\n\
+                ok\u{0}3,three@ok.example,Three\n\
+                ok-4,four@ok.example,Four\n";
+    let run = t
+        .import(
+            &format!("source=fair&map={MAP}&file_name=fair%00.csv"),
+            file,
+        )
+        .await;
+    assert_eq!(counts(&run), [4, 2, 0, 0, 0, 2]);
+    // Kept for the report with the NUL shown as U+FFFD.
+    assert_eq!(run["file_name"], "fair\u{FFFD}.csv");
+    let refs: Vec<String> = t.leads().await.into_iter().map(|l| l.source_ref).collect();
+    assert_eq!(refs, ["ok-1", "ok-4"]);
+    let report = t.report(&run).await;
+    let rejected: Vec<(&str, &str)> = report
+        .iter()
+        .filter(|r| r[3] == "rejected")
+        .map(|r| (r[0].as_str(), r[5].as_str()))
+        .collect();
+    assert_eq!(rejected.len(), 2, "{report:?}");
+    assert_eq!(rejected[0].0, "2");
+    assert!(
+        rejected[0].1.contains("name") && rejected[0].1.contains("NUL"),
+        "{rejected:?}"
+    );
+    assert_eq!(rejected[1].0, "3");
+    assert_eq!(report[2][2], "ok\u{FFFD}3");
+    assert!(rejected[1].1.contains("source_ref"), "{rejected:?}");
 }
 
 async fn a_dry_run_writes_no_lead(backend: Backend) {

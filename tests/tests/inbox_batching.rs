@@ -14,6 +14,7 @@ use api::config::HttpSettings;
 use chrono::Utc;
 use domain::entities::{inbox_event, lead};
 use domain::inbound::inbox::receive::{Delivery, receive};
+use leadpipe_tests::poison::poison_lead_inserts;
 use leadpipe_tests::webhooks::{RunningWorkers, ack_id, lead_event, now, standard_headers};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -27,28 +28,6 @@ on_both_backends!(
     an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_receipt,
 );
 
-/// Every insert of the lead with this `source_ref` fails in the database.
-async fn poison(app: &TestApp, source_ref: &str) {
-    let statements = match app.backend {
-        Backend::Sqlite => vec![format!(
-            "CREATE TRIGGER poison BEFORE INSERT ON lead WHEN NEW.source_ref = '{source_ref}' \
-             BEGIN SELECT RAISE(ABORT, 'poisoned row'); END"
-        )],
-        Backend::Postgres => vec![
-            format!(
-                "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
-                 BEGIN IF NEW.source_ref = '{source_ref}' THEN \
-                 RAISE EXCEPTION 'poisoned row'; END IF; RETURN NEW; END $$"
-            ),
-            "CREATE TRIGGER poison BEFORE INSERT ON lead FOR EACH ROW EXECUTE FUNCTION poison()"
-                .to_owned(),
-        ],
-    };
-    for sql in statements {
-        app.db.execute_unprepared(&sql).await.unwrap();
-    }
-}
-
 async fn count_in_state(app: &TestApp, state: &str) -> u64 {
     inbox_event::Entity::find()
         .filter(inbox_event::Column::State.eq(state))
@@ -60,7 +39,7 @@ async fn count_in_state(app: &TestApp, state: &str) -> u64 {
 async fn a_poisoned_event_fails_alone_while_its_batch_commits_together(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let key = app.standard_source("webform").await;
-    poison(&app, "form-poison").await;
+    poison_lead_inserts(&app, "form-poison").await;
     let mut ids = Vec::new();
     for i in 0..9 {
         if i == 4 {

@@ -11,6 +11,7 @@ use std::process::Command;
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure, outbox_event};
+use leadpipe_tests::poison::{cure_lead_processing, poison_lead_processing};
 use leadpipe_tests::webhooks::RunningWorkers;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::{
@@ -30,59 +31,13 @@ on_both_backends!(
 const FAILURES: &str = "/api/ops/lead-processing/failures";
 const RETRY: &str = "/api/ops/lead-processing/retry";
 
-/// Marking any lead whose `source_ref` starts with `bad-` processed fails
-/// in the database, until [`cure`].
-async fn poison(app: &TestApp) {
-    let statements = match app.backend {
-        Backend::Sqlite => vec![
-            "CREATE TRIGGER poison BEFORE UPDATE OF processed_version ON lead \
-             WHEN NEW.source_ref LIKE 'bad-%' AND NEW.processed_version <> OLD.processed_version \
-             BEGIN SELECT RAISE(ABORT, 'poisoned lead'); END"
-                .to_owned(),
-        ],
-        Backend::Postgres => vec![
-            "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
-             BEGIN RAISE EXCEPTION 'poisoned lead'; END $$"
-                .to_owned(),
-            "CREATE TRIGGER poison BEFORE UPDATE ON lead FOR EACH ROW \
-             WHEN (NEW.source_ref LIKE 'bad-%' AND NEW.processed_version <> OLD.processed_version) \
-             EXECUTE FUNCTION poison()"
-                .to_owned(),
-        ],
-    };
-    for sql in statements {
-        app.exec(&sql).await;
-    }
-}
-
-async fn cure(app: &TestApp) {
-    match app.backend {
-        Backend::Sqlite => app.exec("DROP TRIGGER poison").await,
-        Backend::Postgres => app.exec("DROP TRIGGER poison ON lead").await,
-    }
-}
-
-async fn post_leads(app: &TestApp, refs: impl IntoIterator<Item = String>) {
-    let intake = app.token(Role::Intake, Some("webform")).await;
-    for source_ref in refs {
-        let response = app
-            .post_lead(
-                &intake,
-                &json!({"source": "webform", "source_ref": source_ref, "email": format!("{source_ref}@example.com")}),
-            )
-            .await;
-        assert_eq!(response.status(), 201, "POST /api/leads {source_ref}");
-    }
-}
-
 /// Posts `good` healthy and `bad` poisoned leads and processes them by hand
 /// with one attempt allowed: the poisoned ones end `dead`.
 async fn with_dead_leads(app: &TestApp, good: usize, bad: usize) {
     // Someone to assign leads to, so processing writes activities and events.
     app.token(Role::Sales, None).await;
-    poison(app).await;
-    post_leads(
-        app,
+    poison_lead_processing(app, "bad-%").await;
+    app.post_leads(
         (0..good)
             .map(|i| format!("good-{i}"))
             .chain((0..bad).map(|i| format!("bad-{i}"))),
@@ -205,7 +160,7 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     );
     assert!(listed["data"][0]["next_attempt_at"].is_string(), "{listed}");
 
-    cure(&app).await;
+    cure_lead_processing(&app).await;
     let response = post(&app, &ops, &json!({"lead_id": bad.id})).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
@@ -283,7 +238,7 @@ async fn the_command_line_lists_and_retries_dead_leads(backend: Backend) {
         [json!({"dry_run": true, "matched": 2, "retried": 0, "results": {}})]
     );
 
-    cure(&app).await;
+    cure_lead_processing(&app).await;
     let retried = json_lines(
         cli(&app)
             .args(["lead", "retry", "--limit", "1", "-o", "json"])
@@ -380,7 +335,7 @@ async fn concurrent_retries_process_each_dead_lead_once_on_postgres() {
     }
     let app = TestApp::spawn(Backend::Postgres).await;
     with_dead_leads(&app, 1, 30).await;
-    cure(&app).await;
+    cure_lead_processing(&app).await;
     let first = app.lead_by_ref("bad-0").await;
     let ops = app.token(Role::Ops, None).await;
 
@@ -435,7 +390,7 @@ async fn a_retry_skips_a_lead_a_worker_holds_on_postgres() {
     }
     let app = TestApp::spawn(Backend::Postgres).await;
     with_dead_leads(&app, 1, 1).await;
-    cure(&app).await;
+    cure_lead_processing(&app).await;
     let bad = app.lead_by_ref("bad-0").await;
     let ops = app.token(Role::Ops, None).await;
 

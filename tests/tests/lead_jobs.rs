@@ -11,6 +11,7 @@ use std::time::Duration;
 use chrono::Utc;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure};
+use leadpipe_tests::poison::poison_lead_processing;
 use leadpipe_tests::webhooks::RunningWorkers;
 use leadpipe_tests::{Backend, TestApp, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
@@ -24,43 +25,6 @@ on_both_backends!(
     two_workers_drain_one_lead_backlog_processing_each_lead_once,
     a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job,
 );
-
-/// Marking the lead with this `source_ref` processed fails in the database.
-async fn poison(app: &TestApp, source_ref: &str) {
-    let statements = match app.backend {
-        Backend::Sqlite => vec![format!(
-            "CREATE TRIGGER poison BEFORE UPDATE OF processed_version ON lead \
-             WHEN NEW.source_ref = '{source_ref}' AND NEW.processed_version <> OLD.processed_version \
-             BEGIN SELECT RAISE(ABORT, 'poisoned lead'); END"
-        )],
-        Backend::Postgres => vec![
-            "CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$ \
-             BEGIN RAISE EXCEPTION 'poisoned lead'; END $$"
-                .to_owned(),
-            format!(
-                "CREATE TRIGGER poison BEFORE UPDATE ON lead FOR EACH ROW \
-                 WHEN (NEW.source_ref = '{source_ref}' AND NEW.processed_version <> OLD.processed_version) \
-                 EXECUTE FUNCTION poison()"
-            ),
-        ],
-    };
-    for sql in statements {
-        app.exec(&sql).await;
-    }
-}
-
-async fn post_leads(app: &TestApp, refs: impl IntoIterator<Item = String>) {
-    let intake = app.token(Role::Intake, Some("webform")).await;
-    for source_ref in refs {
-        let response = app
-            .post_lead(
-                &intake,
-                &json!({"source": "webform", "source_ref": source_ref, "email": format!("{source_ref}@example.com")}),
-            )
-            .await;
-        assert_eq!(response.status(), 201, "POST /api/leads {source_ref}");
-    }
-}
 
 async fn unprocessed(app: &TestApp) -> Vec<String> {
     lead::Entity::find()
@@ -101,17 +65,14 @@ async fn lead_jobs(app: &TestApp) -> i64 {
 
 async fn a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed(backend: Backend) {
     let app = TestApp::spawn(backend).await;
-    poison(&app, "form-bad").await;
-    post_leads(
-        &app,
-        (0..9).map(|i| {
-            if i == 4 {
-                "form-bad".to_owned()
-            } else {
-                format!("form-{i}")
-            }
-        }),
-    )
+    poison_lead_processing(&app, "form-bad").await;
+    app.post_leads((0..9).map(|i| {
+        if i == 4 {
+            "form-bad".to_owned()
+        } else {
+            format!("form-{i}")
+        }
+    }))
     .await;
 
     // Driven by hand, one batch per call, as a woken worker does.
@@ -191,7 +152,7 @@ async fn two_workers_drain_one_lead_backlog_processing_each_lead_once(backend: B
         app.token(Role::Sales, None).await,
     ];
     assert_eq!(staff.len(), 2);
-    post_leads(&app, (0..120).map(|i| format!("form-{i}"))).await;
+    app.post_leads((0..120).map(|i| format!("form-{i}"))).await;
 
     // Two worker runtimes (as two processes would), small batches, so their
     // claims interleave.
@@ -255,7 +216,7 @@ async fn a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job(backend: 
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // Written through the API: nothing wakes lead processing for it.
-    post_leads(&app, ["form-1".to_owned()]).await;
+    app.post_leads(["form-1".to_owned()]).await;
     wait_until(
         "the lead was processed",
         Duration::from_secs(10),

@@ -4,16 +4,15 @@
 #![allow(clippy::unwrap_used)]
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use api::cli::demo::fake_source::FakeSource;
 use chrono::Utc;
 use domain::auth::Role;
-use domain::entities::{
-    import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event, reconcile_run,
-};
+use domain::entities::{import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event};
+use leadpipe_tests::prometheus::series_value;
 use leadpipe_tests::receiver::Receiver;
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, Statement,
@@ -39,40 +38,8 @@ fn cli(app: &TestApp) -> Command {
     command
 }
 
-/// Polls `check` until it returns `Some` (at most [`WAIT`]).
-async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + WAIT;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn days_ago(days: i64) -> chrono::DateTime<Utc> {
     Utc::now() - chrono::TimeDelta::days(days)
-}
-
-async fn lead_by_ref(app: &TestApp, source_ref: &str) -> lead::Model {
-    lead::Entity::find()
-        .filter(lead::Column::SourceRef.eq(source_ref))
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap_or_else(|| panic!("no lead {source_ref}"))
-}
-
-/// The value of a counter or gauge line in a Prometheus scrape.
-fn sample(metrics: &str, series: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
 }
 
 async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_history(
@@ -117,7 +84,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     for id in &ids {
         app.wait_for_state(*id, "processed").await;
     }
-    eventually("every delivery delivered", || async {
+    eventually("every delivery delivered", WAIT, || async {
         let delivered = outbox_delivery::Entity::find()
             .filter(outbox_delivery::Column::State.eq("delivered"))
             .count(&app.db)
@@ -140,7 +107,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     let run_id = imported.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
-    eventually("the import to finish", || async {
+    eventually("the import to finish", WAIT, || async {
         let run = import_run::Entity::find_by_id(run_id)
             .one(&app.db)
             .await
@@ -149,7 +116,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     })
     .await;
     let before = app.metrics().await;
-    let removed_before = sample(
+    let removed_before = series_value(
         &before,
         "leadpipe_retention_removed_total{kind=\"inbox_body\"}",
     )
@@ -173,7 +140,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     let event_of = |name: &'static str| {
         let app = &app;
         async move {
-            let lead = lead_by_ref(app, name).await;
+            let lead = app.lead_by_ref(name).await;
             outbox_event::Entity::find()
                 .filter(outbox_event::Column::LeadId.eq(lead.id))
                 .one(&app.db)
@@ -212,7 +179,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
         .unwrap();
 
     // The workers' next sweep.
-    eventually("the retention sweep", || async {
+    eventually("the retention sweep", WAIT, || async {
         let gone = inbox_event::Entity::find_by_id(ancient)
             .one(&app.db)
             .await
@@ -283,9 +250,9 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
 
     // The sweep counts what it removed once its statements are done: the
     // rows above may be gone a moment before the counters move.
-    let after = eventually("the retention counters", || async {
+    let after = eventually("the retention counters", WAIT, || async {
         let after = app.metrics().await;
-        let body = sample(
+        let body = series_value(
             &after,
             "leadpipe_retention_removed_total{kind=\"inbox_body\"}",
         )?;
@@ -298,12 +265,12 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
         .iter()
         .all(|kind| {
             let series = format!("leadpipe_retention_removed_total{{kind=\"{kind}\"}}");
-            sample(&after, &series).is_some_and(|n| n >= 1.0)
+            series_value(&after, &series).is_some_and(|n| n >= 1.0)
         });
         (body >= removed_before + 1.0 && others).then_some(after)
     })
     .await;
-    let last = sample(&after, "leadpipe_retention_last_sweep_timestamp_seconds").unwrap();
+    let last = series_value(&after, "leadpipe_retention_last_sweep_timestamp_seconds").unwrap();
     assert!(last >= (Utc::now().timestamp() - 60) as f64, "{last}");
 }
 
@@ -363,7 +330,7 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
         (&json!(3), &json!({"processed": 3}))
     );
     assert_eq!(
-        lead_by_ref(&app, "form-1").await.email.as_deref(),
+        app.lead_by_ref("form-1").await.email.as_deref(),
         Some("third@example.com"),
         "the last received event ends on the lead"
     );
@@ -400,7 +367,7 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
         .unwrap();
     assert_eq!(again["results"], json!({"processed": 3}));
     assert_eq!(
-        lead_by_ref(&app, "form-1").await.email.as_deref(),
+        app.lead_by_ref("form-1").await.email.as_deref(),
         Some("third@example.com")
     );
     for id in ids {
@@ -484,7 +451,7 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
             }
         }));
     }
-    eventually("writers to get going", || async {
+    eventually("writers to get going", WAIT, || async {
         (app.count(lead::Entity).await >= 200).then_some(())
     })
     .await;
@@ -576,7 +543,7 @@ async fn serve_with_an_import(
         .spawn()
         .unwrap();
     let base = format!("http://127.0.0.1:{port}");
-    eventually("serve to listen", || async {
+    eventually("serve to listen", WAIT, || async {
         app.client
             .get(format!("{base}/healthz"))
             .send()
@@ -603,7 +570,7 @@ async fn serve_with_an_import(
     let run_id = started.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
-    eventually("the import to get going", || async {
+    eventually("the import to get going", WAIT, || async {
         let run = import_run::Entity::find_by_id(run_id)
             .one(&app.db)
             .await
@@ -670,29 +637,6 @@ async fn sigterm_past_the_grace_marks_the_import_interrupted_with_its_rows(backe
 }
 
 /// Starts a reconcile run of `source` over the API and waits for its end.
-async fn reconcile(app: &TestApp, token: &str, source: &str, body: Value) -> reconcile_run::Model {
-    let response = app
-        .client
-        .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(token)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let id = response.json::<Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap();
-    eventually("the reconcile run to end", || async {
-        let run = reconcile_run::Entity::find_by_id(id)
-            .one(&app.db)
-            .await
-            .unwrap()?;
-        (run.state != "running").then_some(run)
-    })
-    .await
-}
-
 async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fix(
     backend: Backend,
 ) {
@@ -716,7 +660,7 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         200
     );
 
-    let run = reconcile(&app, &ops, "crm", json!({})).await;
+    let run = app.reconcile(&ops, "crm", json!({})).await;
     assert_eq!(
         (run.state.as_str(), run.created, run.rejected),
         ("done", 2, 1)
@@ -735,7 +679,9 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     );
     assert!(kept["reason"].as_str().unwrap().contains("email"), "{kept}");
     // Read again from the start: still one dead letter, not two.
-    let again = reconcile(&app, &ops, "crm", json!({"from_start": true})).await;
+    let again = app
+        .reconcile(&ops, "crm", json!({"from_start": true}))
+        .await;
     assert_eq!(again.rejected, 1);
     let listed: Value = app
         .get(&ops, "/api/ops/reconcile/rejected")
@@ -787,7 +733,7 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         retry(json!({})).await,
         json!({"retried": 1, "resolved": 1, "still_rejected": 0})
     );
-    let fixed = lead_by_ref(&app, &fake.source_ref(1)).await;
+    let fixed = app.lead_by_ref(&fake.source_ref(1)).await;
     assert_eq!(fixed.email.as_deref(), Some("fixed@example.com"));
     assert_eq!(leads().await, 3);
     let resolved: Value = app

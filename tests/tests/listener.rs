@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use api::config::HttpSettings;
 use domain::auth::Role;
 use domain::entities::{inbox_event, lead, lead_conversion};
+use leadpipe_tests::prometheus::sample;
 use leadpipe_tests::webhooks::lead_event;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -26,22 +27,6 @@ on_both_backends!(
     if_match_that_names_no_current_version_is_412,
     a_transition_cannot_convert_a_lead_only_the_conversion_can,
 );
-
-/// The value of one sample in Prometheus text, 0 if absent.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter(|(series, _)| {
-            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
-            metric == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
-        })
-        .map(|(_, value)| value.parse::<f64>().unwrap())
-        .sum()
-}
 
 /// Scrapes until `check` holds (gauges refresh in the background).
 async fn metrics_until(app: &TestApp, check: impl Fn(&str) -> bool) -> String {

@@ -7,27 +7,12 @@ use std::time::Duration;
 use domain::auth::Role;
 use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
+use leadpipe_tests::prometheus::sample;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 use workers::publisher::{Publisher, PublisherSettings};
-
-/// The value of one sample in Prometheus text, 0 if absent.
-fn sample(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter_map(|l| l.rsplit_once(' '))
-        .filter(|(series, _)| {
-            let (metric, rest) = series.split_once('{').unwrap_or((series, ""));
-            metric == name
-                && labels
-                    .iter()
-                    .all(|(k, v)| rest.contains(&format!("{k}=\"{v}\"")))
-        })
-        .map(|(_, value)| value.parse::<f64>().unwrap())
-        .sum()
-}
 
 async fn scrape(app: &TestApp) -> String {
     app.metrics().await

@@ -5,11 +5,14 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use api::config::HttpSettings;
 use domain::auth::Role;
-use leadpipe_tests::{Backend, TestApp, fresh_postgres_database, on_both_backends, replica_url};
+use leadpipe_tests::prometheus::series_value;
+use leadpipe_tests::{
+    Backend, TestApp, fresh_postgres_database, on_both_backends, replica_url, wait_until,
+};
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
 use serde_json::{Value, json};
 
@@ -46,24 +49,6 @@ async fn listed_refs(app: &TestApp, token: &str) -> Vec<String> {
 }
 
 /// Polls `check` for up to 20 s.
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting until {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-fn gauge(metrics: &str, name: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-}
-
 async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
     if backend == Backend::Sqlite {
         // A SQLite primary has no streaming replica: refused at start, not
@@ -83,9 +68,11 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
     let primary_url = fresh_postgres_database().await;
     let replica_url = replica_url(&primary_url);
     // The new database reaches the standby through the WAL stream.
-    eventually("the database exists on the replica", || async {
-        Database::connect(&replica_url).await.is_ok()
-    })
+    wait_until(
+        "the database exists on the replica",
+        Duration::from_secs(20),
+        || async { Database::connect(&replica_url).await.is_ok() },
+    )
     .await;
     let standby = Database::connect(&replica_url).await.unwrap();
     resume_replay(&standby).await;
@@ -112,14 +99,18 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
             .status(),
         201
     );
-    eventually("the first lead is listed by both apps", || async {
-        listed_refs(&patient, &sales)
-            .await
-            .contains(&"before-pause".to_owned())
-            && listed_refs(&strict, &sales)
+    wait_until(
+        "the first lead is listed by both apps",
+        Duration::from_secs(20),
+        || async {
+            listed_refs(&patient, &sales)
                 .await
                 .contains(&"before-pause".to_owned())
-    })
+                && listed_refs(&strict, &sales)
+                    .await
+                    .contains(&"before-pause".to_owned())
+        },
+    )
     .await;
 
     // The standby stops replaying: it falls behind from here on.
@@ -152,8 +143,9 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         "listings must come from the replica while it is within its bound: {listed:?}"
     );
     // The strict app saw the lag pass half a second and reads the primary.
-    eventually(
+    wait_until(
         "the strict app lists the new lead from the primary",
+        Duration::from_secs(20),
         || async {
             listed_refs(&strict, &sales)
                 .await
@@ -161,13 +153,14 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         },
     )
     .await;
-    let lag = gauge(&strict.metrics().await, "leadpipe_read_replica_lag_seconds").unwrap();
+    let lag = series_value(&strict.metrics().await, "leadpipe_read_replica_lag_seconds").unwrap();
     assert!(lag > 0.5, "the lag metric shows the paused replica: {lag}");
 
     // Replay resumes: the replica catches up and serves listings again.
     resume_replay(&standby).await;
-    eventually(
+    wait_until(
         "the patient app lists the new lead from the replica",
+        Duration::from_secs(20),
         || async {
             listed_refs(&patient, &sales)
                 .await
@@ -175,9 +168,13 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         },
     )
     .await;
-    eventually("the lag metric falls back to zero", || async {
-        gauge(&strict.metrics().await, "leadpipe_read_replica_lag_seconds") == Some(0.0)
-    })
+    wait_until(
+        "the lag metric falls back to zero",
+        Duration::from_secs(20),
+        || async {
+            series_value(&strict.metrics().await, "leadpipe_read_replica_lag_seconds") == Some(0.0)
+        },
+    )
     .await;
 
     // A replica that does not answer (stopped, or never started): the app

@@ -193,7 +193,7 @@ pub async fn prepare(
     let now = crate::clock::now();
     let run = import_run::ActiveModel {
         source: Set(spec.source.clone()),
-        file_name: Set(spec.file_name.as_ref().map(|n| truncate(n, 255))),
+        file_name: Set(spec.file_name.as_ref().map(|n| storable_text(n, 255))),
         format: Set(spec.format.as_str().to_owned()),
         file_hash: Set(file_hash),
         identity: Set(identity),
@@ -221,8 +221,20 @@ pub async fn prepare(
     Ok(Prepared { run, reader })
 }
 
-fn truncate(s: &str, max: usize) -> String {
-    s.chars().take(max).collect()
+/// At most `max` characters of `s` for a text column, a NUL shown as U+FFFD:
+/// PostgreSQL's `text` refuses NUL, and a rejected row's `source_ref` or a
+/// file name may hold one (SQLite would store it; the run must not fail).
+fn storable_text(s: &str, max: usize) -> String {
+    s.chars()
+        .take(max)
+        .map(|c| {
+            if c == '\0' {
+                char::REPLACEMENT_CHARACTER
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 enum Message {
@@ -372,7 +384,7 @@ pub async fn execute_until(
             find_run(db, run.id).await
         }
         Err(err) => {
-            let message = truncate(&err.to_string(), 1000);
+            let message = storable_text(&err.to_string(), 1000);
             span.in_scope(|| tracing::error!(error = %message, "import failed"));
             if let Err(e) = finish
                 .col_expr(import_run::Column::State, Expr::val(STATE_FAILED))
@@ -518,10 +530,10 @@ async fn apply_batch(
             run_id: Set(run.id),
             row_number: Set(row.number),
             line: Set(row.line),
-            source_ref: Set(row.source_ref.map(|r| truncate(&r, 255))),
+            source_ref: Set(row.source_ref.map(|r| storable_text(&r, 255))),
             outcome: Set(outcome.as_str().to_owned()),
             lead_id: Set(lead_id),
-            reason: Set(reason.map(|r| truncate(&r, 1000))),
+            reason: Set(reason.map(|r| storable_text(&r, 1000))),
         });
     }
     if !newly_applied.is_empty() {

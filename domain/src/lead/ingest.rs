@@ -19,7 +19,7 @@ use crate::lead::activity::ActivityKind;
 use crate::lead::pg_batch::{self, ActivityRow, OutboxRow};
 use crate::lead::record::{LeadRecord, NewLead};
 use crate::lead::tombstone;
-use crate::outbound::events::LeadSnapshotRef;
+use crate::outbound::events::LeadSnapshot;
 use crate::outbound::outbox;
 
 /// Which door a record came through.
@@ -277,7 +277,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                 event_id: outbox::new_event_id(),
                 event_type,
                 lead_id: Some(lead.id),
-                payload: LeadSnapshotRef::from(lead),
+                payload: LeadSnapshot::from(lead),
                 correlation_id: item.ctx.correlation_id.as_deref(),
                 state: outbox::PENDING,
                 created_at: crate::clock::now(),
@@ -321,7 +321,7 @@ enum IngestDetail {
 async fn insert_activities_and_events<C: ConnectionTrait>(
     txn: &C,
     activities: Vec<ActivityRow<'_, IngestDetail>>,
-    events: Vec<OutboxRow<'_, LeadSnapshotRef<'_>>>,
+    events: Vec<OutboxRow<'_, LeadSnapshot<'_>>>,
 ) -> Result<(), DbErr> {
     let json = |e: serde_json::Error| DbErr::Json(e.to_string());
     let activities = activities
@@ -435,33 +435,105 @@ pub fn upsert_sql_for_benchmark(rows: usize) -> Result<String, DbErr> {
     Ok(upsert_statement(&refs)?.to_string(sea_orm::sea_query::PostgresQueryBuilder))
 }
 
-fn upsert_statement(news: &[&NewLead]) -> Result<sea_orm::sea_query::InsertStatement, DbErr> {
-    let now = crate::clock::now();
+/// The columns an ingest takes from the sender's record, in the order both
+/// upserts list them; `pg_batch`'s JSON rows carry exactly these keys.
+pub(crate) const SENDER_COLUMNS: [Column; 9] = [
+    Column::Source,
+    Column::SourceRef,
+    Column::Email,
+    Column::Phone,
+    Column::Name,
+    Column::Company,
+    Column::Payload,
+    Column::ContentHash,
+    Column::SourceUpdatedAt,
+];
+
+/// What a new lead starts with besides the sender's columns.
+const INITIAL_STATUS: &str = "new";
+const INITIAL_VERSION: i64 = 1;
+
+/// [`SENDER_COLUMNS`], then status, version, created and updated time.
+fn insert_columns() -> impl Iterator<Item = Column> {
+    SENDER_COLUMNS.into_iter().chain([
+        Column::Status,
+        Column::Version,
+        Column::CreatedAt,
+        Column::UpdatedAt,
+    ])
+}
+
+/// THE rule for a key that is stored already, for both backends' upserts:
+/// only sender-owned columns change (`status` and `owner_id` are
+/// insert-only), and only when the content changed and the record is not
+/// older than the stored one.
+fn on_conflict() -> OnConflict {
     let excluded = |col: Column| Expr::col((Alias::new("excluded"), col));
     let stored = |col: Column| Expr::col((lead::Entity, col));
-
     let content_changed = stored(Column::ContentHash).ne(excluded(Column::ContentHash));
     let not_older = stored(Column::SourceUpdatedAt)
         .is_null()
         .or(excluded(Column::SourceUpdatedAt).is_null())
         .or(excluded(Column::SourceUpdatedAt).gte(stored(Column::SourceUpdatedAt)));
+    // Every sender column but the key is copied, with `updated_at`;
+    // `source_updated_at` never goes back to NULL (below).
+    let copied = SENDER_COLUMNS
+        .into_iter()
+        .filter(|col| {
+            !matches!(
+                col,
+                Column::Source | Column::SourceRef | Column::SourceUpdatedAt
+            )
+        })
+        .chain([Column::UpdatedAt]);
+    OnConflict::columns([Column::Source, Column::SourceRef])
+        .update_columns(copied)
+        .value(
+            Column::SourceUpdatedAt,
+            Func::coalesce([
+                excluded(Column::SourceUpdatedAt),
+                stored(Column::SourceUpdatedAt),
+            ]),
+        )
+        .value(Column::Version, stored(Column::Version).add(1))
+        .action_and_where(content_changed.and(not_older))
+        .to_owned()
+}
 
+/// The same upsert for PostgreSQL's batch path ([`pg_batch`]): the rows come
+/// as one JSON array in `$1` that `jsonb_populate_recordset` unpacks into the
+/// table's row type, `$2` is the time, so the text is the same whatever the
+/// batch size.
+pub(crate) fn upsert_from_json_sql() -> Result<String, DbErr> {
+    let rows = Alias::new("r");
+    let mut select = Query::select();
+    select
+        .exprs(SENDER_COLUMNS.map(|col| Expr::col((rows.clone(), col))))
+        .expr(Expr::val(INITIAL_STATUS))
+        .expr(Expr::val(INITIAL_VERSION))
+        .expr(Expr::cust("$2"))
+        .expr(Expr::cust("$2"))
+        .from_function(
+            Func::cust("jsonb_populate_recordset")
+                .arg(Expr::cust(r#"NULL::"lead""#))
+                .arg(Expr::cust("$1::jsonb")),
+            rows,
+        );
     let mut insert = Query::insert();
-    insert.into_table(lead::Entity).columns([
-        Column::Source,
-        Column::SourceRef,
-        Column::Email,
-        Column::Phone,
-        Column::Name,
-        Column::Company,
-        Column::Payload,
-        Column::ContentHash,
-        Column::SourceUpdatedAt,
-        Column::Status,
-        Column::Version,
-        Column::CreatedAt,
-        Column::UpdatedAt,
-    ]);
+    insert
+        .into_table(lead::Entity)
+        .columns(insert_columns())
+        .select_from(select)
+        .map_err(|e| DbErr::Custom(e.to_string()))?
+        .on_conflict(on_conflict())
+        .returning_all();
+    Ok(insert.to_string(sea_orm::sea_query::PostgresQueryBuilder))
+}
+
+fn upsert_statement(news: &[&NewLead]) -> Result<sea_orm::sea_query::InsertStatement, DbErr> {
+    let now = crate::clock::now();
+    let mut insert = Query::insert();
+    insert.into_table(lead::Entity).columns(insert_columns());
     for new in news {
         insert
             .values([
@@ -474,36 +546,57 @@ fn upsert_statement(news: &[&NewLead]) -> Result<sea_orm::sea_query::InsertState
                 new.payload.clone().into(),
                 new.content_hash().into(),
                 new.source_updated_at.into(),
-                "new".into(),
-                1i64.into(),
+                INITIAL_STATUS.into(),
+                INITIAL_VERSION.into(),
                 now.into(),
                 now.into(),
             ])
             .map_err(|e| DbErr::Custom(e.to_string()))?;
     }
-    insert
-        .on_conflict(
-            OnConflict::columns([Column::Source, Column::SourceRef])
-                .update_columns([
-                    Column::Email,
-                    Column::Phone,
-                    Column::Name,
-                    Column::Company,
-                    Column::Payload,
-                    Column::ContentHash,
-                    Column::UpdatedAt,
-                ])
-                .value(
-                    Column::SourceUpdatedAt,
-                    Func::coalesce([
-                        excluded(Column::SourceUpdatedAt),
-                        stored(Column::SourceUpdatedAt),
-                    ]),
-                )
-                .value(Column::Version, stored(Column::Version).add(1))
-                .action_and_where(content_changed.and(not_older))
-                .to_owned(),
-        )
-        .returning_all();
+    insert.on_conflict(on_conflict()).returning_all();
     Ok(insert)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// The PostgreSQL batch statement, rendered from the shared rule: a change
+    /// to the rule must show here (and reach both backends).
+    #[test]
+    fn the_json_batch_upsert_is_the_shared_rule() {
+        let expected = concat!(
+            r#"INSERT INTO "lead" ("source", "source_ref", "email", "phone", "name", "company", "payload", "content_hash", "source_updated_at", "status", "version", "created_at", "updated_at") "#,
+            r#"SELECT "r"."source", "r"."source_ref", "r"."email", "r"."phone", "r"."name", "r"."company", "r"."payload", "r"."content_hash", "r"."source_updated_at", 'new', 1, $2, $2 "#,
+            r#"FROM jsonb_populate_recordset(NULL::"lead", $1::jsonb) AS "r" "#,
+            r#"ON CONFLICT ("source", "source_ref") DO UPDATE SET "email" = "excluded"."email", "phone" = "excluded"."phone", "name" = "excluded"."name", "company" = "excluded"."company", "payload" = "excluded"."payload", "content_hash" = "excluded"."content_hash", "updated_at" = "excluded"."updated_at", "source_updated_at" = COALESCE("excluded"."source_updated_at", "lead"."source_updated_at"), "version" = "lead"."version" + 1 "#,
+            r#"WHERE "lead"."content_hash" <> "excluded"."content_hash" AND ("lead"."source_updated_at" IS NULL OR "excluded"."source_updated_at" IS NULL OR "excluded"."source_updated_at" >= "lead"."source_updated_at") "#,
+            r#"RETURNING *"#,
+        );
+        assert_eq!(upsert_from_json_sql().unwrap(), expected);
+    }
+
+    /// The values path (SQLite, `bench-sql`) carries the same clause.
+    #[test]
+    fn the_values_upsert_has_the_same_conflict_clause() {
+        let record = NewLead {
+            source: "webform".into(),
+            source_ref: "a".into(),
+            email: None,
+            phone: None,
+            name: None,
+            company: None,
+            source_updated_at: None,
+            payload: serde_json::json!({}),
+        };
+        let values = upsert_statement(&[&record])
+            .unwrap()
+            .to_string(sea_orm::sea_query::PostgresQueryBuilder);
+        let json = upsert_from_json_sql().unwrap();
+        let clause = |sql: &str| sql[sql.find(" ON CONFLICT ").unwrap()..].to_owned();
+        assert_eq!(clause(&values), clause(&json));
+        let columns = |sql: &str| sql[..sql.find(')').unwrap()].to_owned();
+        assert_eq!(columns(&values), columns(&json));
+    }
 }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use validator::Validate;
 
-use crate::error::{Error, FieldError};
+use crate::error::{Error, FieldError, field_errors};
 
 pub const MAX_SOURCE_LEN: usize = 64;
 pub const MAX_SOURCE_REF_LEN: usize = 255;
@@ -84,7 +84,19 @@ impl LeadRecord {
             source_updated_at: self.source_updated_at.map(|t| t.trunc_subsecs(6)),
             payload,
         };
-        lead.validate()?;
+        let mut errors = nul_errors(&lead);
+        if let Err(invalid) = lead.validate() {
+            // A field holding a NUL is reported for that alone.
+            let more: Vec<FieldError> = field_errors(&invalid)
+                .into_iter()
+                .filter(|e| !errors.iter().any(|nul| nul.field == e.field))
+                .collect();
+            errors.extend(more);
+        }
+        if !errors.is_empty() {
+            errors.sort_by(|a, b| a.field.cmp(&b.field));
+            return Err(Error::Invalid(errors));
+        }
         if lead
             .source_updated_at
             .is_some_and(|t| t > Utc::now() + MAX_FUTURE_SKEW)
@@ -154,6 +166,59 @@ pub fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
         return text.parse().ok().and_then(from_unix);
     }
     None
+}
+
+/// PostgreSQL's `text` and `jsonb` cannot hold U+0000 (SQLite can): a record
+/// carrying one is invalid on every backend and at every door, refused here
+/// before it joins a batch. `source` and `source_ref` have stricter rules,
+/// and the phone keeps digits only.
+const NUL_RULE: &str = "must not contain NUL characters (\\u0000)";
+
+fn nul_errors(lead: &NewLead) -> Vec<FieldError> {
+    let mut errors: Vec<FieldError> = [
+        ("company", &lead.company),
+        ("email", &lead.email),
+        ("name", &lead.name),
+    ]
+    .into_iter()
+    .filter(|(_, value)| value.as_deref().is_some_and(|v| v.contains('\0')))
+    .map(|(field, _)| FieldError::new(field, NUL_RULE))
+    .collect();
+    if let Some(pointer) = nul_pointer(&lead.payload) {
+        errors.push(FieldError::new(
+            "payload",
+            format!("{NUL_RULE} in keys or strings; found at {pointer}"),
+        ));
+    }
+    errors
+}
+
+/// The JSON pointer of the first key or string in `value` holding a NUL, with
+/// the NUL itself written `\u0000` (the pointer ends up in stored errors).
+fn nul_pointer(value: &serde_json::Value) -> Option<String> {
+    let step = |key: &str| {
+        format!(
+            "/{}",
+            key.replace('~', "~0")
+                .replace('/', "~1")
+                .replace('\0', "\\u0000")
+        )
+    };
+    match value {
+        serde_json::Value::String(s) if s.contains('\0') => Some(String::new()),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, item)| nul_pointer(item).map(|rest| format!("/{i}{rest}"))),
+        serde_json::Value::Object(map) => map.iter().find_map(|(key, item)| {
+            if key.contains('\0') {
+                Some(step(key))
+            } else {
+                nul_pointer(item).map(|rest| format!("{}{rest}", step(key)))
+            }
+        }),
+        _ => None,
+    }
 }
 
 fn clean(value: Option<String>) -> Option<String> {
@@ -259,6 +324,50 @@ mod tests {
         let mut r = record();
         r.payload = Some(serde_json::json!([1, 2]));
         assert!(matches!(r.normalise(), Err(Error::Invalid(f)) if f[0].field == "payload"));
+    }
+
+    #[test]
+    fn rejects_a_nul_in_any_stored_string_naming_the_field() {
+        let mut r = record();
+        r.name = Some("a\0b".into());
+        r.email = Some("a\0@example.com".into());
+        r.phone = Some("12".into());
+        r.payload = Some(serde_json::json!({"ok": ["x", {"a/b~\0": 1}]}));
+        let Error::Invalid(fields) = r.normalise().unwrap_err() else {
+            panic!("expected invalid")
+        };
+        let named: Vec<_> = fields
+            .iter()
+            .map(|f| (f.field.as_str(), f.message.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("email", NUL_RULE),
+                ("name", NUL_RULE),
+                (
+                    "payload",
+                    "must not contain NUL characters (\\u0000) in keys or strings; found at /ok/1/a~1b~0\\u0000"
+                ),
+                ("phone", "must contain 5 to 20 digits"),
+            ]
+        );
+
+        let mut r = record();
+        r.company = Some("Acme\0".into());
+        r.payload = Some(serde_json::json!({"note": "x\0y"}));
+        let Error::Invalid(fields) = r.normalise().unwrap_err() else {
+            panic!("expected invalid")
+        };
+        assert_eq!(fields[0].field, "company");
+        assert!(fields[1].message.ends_with("found at /note"), "{fields:?}");
+        // A NUL in the phone is dropped with the other non-digits.
+        let mut r = record();
+        r.phone = Some("+49\u{0}30 1234567".into());
+        assert_eq!(
+            r.normalise().unwrap().phone.as_deref(),
+            Some("+49301234567")
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! what these types serialise to, and `GET /api/event-types` describes them
 //! from the same types, so the published schema cannot drift from the wire.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use utoipa::openapi::{RefOr, Schema};
 
@@ -81,20 +83,23 @@ pub struct Ping {
 // The lead as stored, for `lead.created` and `lead.updated`, for each line of
 // the NDJSON bulk export, and (as `LeadOut`) for the API. Built field by field
 // from the row, so a column kept for internal use never reaches the outside.
+// Borrowed from a row (`From<&Model>`: the write path puts one in every
+// outbox event and need not copy the payload for it) or owning its strings
+// (`From<Model>`, `into_owned`); the JSON is the same.
 // A plain comment: the `Lead` schema has no description.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[schema(as = Lead)]
-pub struct LeadSnapshot {
+pub struct LeadSnapshot<'a> {
     pub id: i64,
-    pub source: String,
-    pub source_ref: String,
-    pub email: Option<String>,
-    pub phone: Option<String>,
-    pub name: Option<String>,
-    pub company: Option<String>,
+    pub source: Cow<'a, str>,
+    pub source_ref: Cow<'a, str>,
+    pub email: Option<Cow<'a, str>>,
+    pub phone: Option<Cow<'a, str>>,
+    pub name: Option<Cow<'a, str>>,
+    pub company: Option<Cow<'a, str>>,
     /// Anything else the sender sent (an object).
     #[schema(value_type = Object)]
-    pub payload: serde_json::Value,
+    pub payload: Cow<'a, serde_json::Value>,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub source_updated_at: Option<chrono::DateTime<chrono::Utc>>,
     pub status: LeadStatus,
@@ -108,17 +113,17 @@ pub struct LeadSnapshot {
     pub updated_at: chrono::DateTime<chrono::Utc>,
 }
 
-impl From<&lead::Model> for LeadSnapshot {
-    fn from(m: &lead::Model) -> Self {
+impl<'a> From<&'a lead::Model> for LeadSnapshot<'a> {
+    fn from(m: &'a lead::Model) -> Self {
         Self {
             id: m.id,
-            source: m.source.clone(),
-            source_ref: m.source_ref.clone(),
-            email: m.email.clone(),
-            phone: m.phone.clone(),
-            name: m.name.clone(),
-            company: m.company.clone(),
-            payload: m.payload.clone(),
+            source: Cow::Borrowed(&m.source),
+            source_ref: Cow::Borrowed(&m.source_ref),
+            email: m.email.as_deref().map(Cow::Borrowed),
+            phone: m.phone.as_deref().map(Cow::Borrowed),
+            name: m.name.as_deref().map(Cow::Borrowed),
+            company: m.company.as_deref().map(Cow::Borrowed),
+            payload: Cow::Borrowed(&m.payload),
             source_updated_at: m.source_updated_at,
             status: m.status,
             owner_id: m.owner_id,
@@ -129,44 +134,46 @@ impl From<&lead::Model> for LeadSnapshot {
     }
 }
 
-/// [`LeadSnapshot`]'s JSON, serialised from a borrowed row: the write path
-/// puts one in every outbox event and need not copy the payload for it.
-/// Same fields, same order (a test compares the two).
-#[derive(Serialize)]
-pub struct LeadSnapshotRef<'a> {
-    id: i64,
-    source: &'a str,
-    source_ref: &'a str,
-    email: Option<&'a str>,
-    phone: Option<&'a str>,
-    name: Option<&'a str>,
-    company: Option<&'a str>,
-    payload: &'a serde_json::Value,
-    source_updated_at: Option<chrono::DateTime<chrono::Utc>>,
-    status: LeadStatus,
-    owner_id: Option<i64>,
-    version: i64,
-    created_at: chrono::DateTime<chrono::Utc>,
-    updated_at: chrono::DateTime<chrono::Utc>,
-}
-
-impl<'a> From<&'a lead::Model> for LeadSnapshotRef<'a> {
-    fn from(m: &'a lead::Model) -> Self {
+impl From<lead::Model> for LeadSnapshot<'static> {
+    fn from(m: lead::Model) -> Self {
         Self {
             id: m.id,
-            source: &m.source,
-            source_ref: &m.source_ref,
-            email: m.email.as_deref(),
-            phone: m.phone.as_deref(),
-            name: m.name.as_deref(),
-            company: m.company.as_deref(),
-            payload: &m.payload,
+            source: Cow::Owned(m.source),
+            source_ref: Cow::Owned(m.source_ref),
+            email: m.email.map(Cow::Owned),
+            phone: m.phone.map(Cow::Owned),
+            name: m.name.map(Cow::Owned),
+            company: m.company.map(Cow::Owned),
+            payload: Cow::Owned(m.payload),
             source_updated_at: m.source_updated_at,
             status: m.status,
             owner_id: m.owner_id,
             version: m.version,
             created_at: m.created_at,
             updated_at: m.updated_at,
+        }
+    }
+}
+
+impl LeadSnapshot<'_> {
+    /// A copy that owns its strings and payload.
+    pub fn into_owned(self) -> LeadSnapshot<'static> {
+        let own = |text: Cow<'_, str>| Cow::Owned(text.into_owned());
+        LeadSnapshot {
+            id: self.id,
+            source: own(self.source),
+            source_ref: own(self.source_ref),
+            email: self.email.map(own),
+            phone: self.phone.map(own),
+            name: self.name.map(own),
+            company: self.company.map(own),
+            payload: Cow::Owned(self.payload.into_owned()),
+            source_updated_at: self.source_updated_at,
+            status: self.status,
+            owner_id: self.owner_id,
+            version: self.version,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
         }
     }
 }
@@ -281,7 +288,7 @@ mod tests {
     use chrono::TimeZone;
 
     #[test]
-    fn the_borrowed_snapshot_serialises_as_the_snapshot() {
+    fn a_borrowed_and_an_owned_snapshot_serialise_alike_as_the_lead_json() {
         let at = chrono::Utc.with_ymd_and_hms(2026, 12, 1, 2, 0, 0).unwrap();
         let row = lead::Model {
             id: 7,
@@ -291,7 +298,8 @@ mod tests {
             phone: None,
             name: Some("Ada".into()),
             company: None,
-            payload: serde_json::json!({"utm": "x", "n": [1, 2.5]}),
+            // Keys in sorted order: the same with or without serde_json's `preserve_order`.
+            payload: serde_json::json!({"n": [1, 2.5], "utm": "x"}),
             content_hash: "h".into(),
             source_updated_at: Some(at),
             status: LeadStatus::Contacted,
@@ -301,9 +309,19 @@ mod tests {
             created_at: at,
             updated_at: at + chrono::TimeDelta::microseconds(5),
         };
+        let borrowed = serde_json::to_string(&LeadSnapshot::from(&row)).unwrap();
+        // The wire format of `lead.created`, the export and the API's `Lead`.
         assert_eq!(
-            serde_json::to_string(&LeadSnapshotRef::from(&row)).unwrap(),
-            serde_json::to_string(&LeadSnapshot::from(&row)).unwrap()
+            borrowed,
+            r#"{"id":7,"source":"web","source_ref":"r-1","email":"ada@example.com","phone":null,"name":"Ada","company":null,"payload":{"n":[1,2.5],"utm":"x"},"source_updated_at":"2026-12-01T02:00:00Z","status":"contacted","owner_id":3,"version":2,"created_at":"2026-12-01T02:00:00Z","updated_at":"2026-12-01T02:00:00.000005Z"}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&LeadSnapshot::from(row.clone())).unwrap(),
+            borrowed
+        );
+        assert_eq!(
+            serde_json::to_string(&LeadSnapshot::from(&row).into_owned()).unwrap(),
+            borrowed
         );
     }
 }

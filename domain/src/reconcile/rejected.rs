@@ -40,10 +40,28 @@ impl Rejection {
     /// Why `record` does not map, with whatever key it has.
     pub fn new(source: &Source, record: &Value, reason: String) -> Self {
         Self {
-            record: record.clone(),
+            record: storable(record),
             reason,
             source_ref: source_ref_of(&source.mapping, record),
         }
+    }
+}
+
+/// The record as kept for ops, a NUL in a string or key shown as U+FFFD:
+/// PostgreSQL's `jsonb` refuses NUL, and a record rejected for holding one
+/// must still be kept (on SQLite as well, so both keep the same copy; a
+/// retry maps this copy).
+fn storable(record: &Value) -> Value {
+    let text = |s: &str| s.replace('\0', "\u{FFFD}");
+    match record {
+        Value::String(s) => Value::String(text(s)),
+        Value::Array(items) => Value::Array(items.iter().map(storable).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, item)| (text(key), storable(item)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

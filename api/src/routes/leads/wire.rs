@@ -14,36 +14,38 @@ use utoipa::ToSchema;
 #[derive(Serialize)]
 #[serde(transparent)]
 pub struct LeadOut {
-    pub lead: LeadSnapshot,
+    pub lead: LeadSnapshot<'static>,
 }
 
 impl From<&lead::Model> for LeadOut {
     fn from(m: &lead::Model) -> Self {
         Self {
-            lead: LeadSnapshot::from(m),
+            lead: LeadSnapshot::from(m).into_owned(),
         }
     }
 }
 
 impl From<lead::Model> for LeadOut {
     fn from(m: lead::Model) -> Self {
-        Self::from(&m)
+        Self {
+            lead: LeadSnapshot::from(m),
+        }
     }
 }
 
 impl utoipa::PartialSchema for LeadOut {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
-        <LeadSnapshot as utoipa::PartialSchema>::schema()
+        <LeadSnapshot<'static> as utoipa::PartialSchema>::schema()
     }
 }
 
 impl ToSchema for LeadOut {
     fn name() -> std::borrow::Cow<'static, str> {
-        <LeadSnapshot as ToSchema>::name()
+        <LeadSnapshot<'static> as ToSchema>::name()
     }
 
     fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::Schema>)>) {
-        <LeadSnapshot as ToSchema>::schemas(schemas);
+        <LeadSnapshot<'static> as ToSchema>::schemas(schemas);
     }
 }
 

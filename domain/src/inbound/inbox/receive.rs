@@ -93,7 +93,9 @@ pub async fn receive<C: ConnectionTrait>(
         delivery.headers,
         document.as_ref(),
     )
-    .filter(|t| t.len() <= 255);
+    // Too long to index, or holding a NUL that PostgreSQL's `text` refuses
+    // (the receipt would fail there and not on SQLite): treated as absent.
+    .filter(|t| t.len() <= 255 && !t.contains('\0'));
     let state = if source.allows(event_type.as_deref()) {
         InboxState::Received
     } else {
@@ -230,8 +232,9 @@ fn event_identity(
         (id, from)
     });
     match given {
-        Some((id, from)) if id.len() <= MAX_EVENT_ID_LEN => (id, from),
-        // Too long to index: still the sender's identity, hashed.
+        Some((id, from)) if id.len() <= MAX_EVENT_ID_LEN && !id.contains('\0') => (id, from),
+        // Too long to index, or holding a NUL PostgreSQL's `text` refuses:
+        // still the sender's identity, hashed.
         Some((id, from)) => (format!("sha256:{}", hex::encode(Sha256::digest(id))), from),
         None => {
             let mut hash = Sha256::new();
