@@ -189,9 +189,9 @@ fn no_route(allowed: &AllowedMethods, req: &HttpRequest) -> ApiError {
 }
 
 /// Where intake's group committers run. On PostgreSQL each HTTP worker
-/// starts its own share on its own thread: a request's hand-off to its
-/// batch and the reply stay on that thread, with no wake-up across threads
-/// (the server's CPU per request fell by about a fifth, `bench/intake-ab`).
+/// starts its own share on its own thread, with a connection each opened
+/// there: a request's hand-off to its batch, the batch's statements and the
+/// reply all stay on that thread, with no wake-up across threads.
 /// SQLite has one writer, so one shared committer serves every worker.
 #[derive(Clone, Copy)]
 enum GroupCommitPlan {
@@ -238,7 +238,13 @@ impl GroupCommitPlan {
         match self {
             Self::PerWorker(settings) => {
                 let mut own = AppState::clone(state);
-                own.group_commit = Some(GroupCommitter::start(own.db.clone(), *settings));
+                // Connections of its own, opened on this thread's runtime;
+                // twice the committers, so a committer need not wait for its
+                // last connection's release (sqlx pings it on the way back).
+                let connections = u32::try_from(settings.committers * 2).unwrap_or(u32::MAX);
+                let db = crate::storage::thread_local_pool(&own.db, connections)
+                    .unwrap_or_else(|| own.db.clone());
+                own.group_commit = Some(GroupCommitter::start(db, *settings));
                 web::Data::new(own)
             }
             Self::Off | Self::Shared(_) => state.clone(),
