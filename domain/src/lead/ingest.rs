@@ -2,7 +2,7 @@
 //! any of them costs nothing: the database's unique key on
 //! `(source, source_ref)` decides, never a select-then-insert.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
@@ -148,13 +148,20 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     txn: &C,
     items: &[IngestItem],
 ) -> Result<Vec<Ingested>, DbErr> {
-    let buried = tombstone::suppressed(
-        txn,
+    let keys = tombstone::BatchKeys::of(
         items
             .iter()
             .map(|i| (i.new.source.as_str(), i.new.source_ref.as_str())),
-    )
-    .await?;
+    );
+    keys.lock_shared(txn).await?;
+    // On PostgreSQL the upsert itself skips buried keys (one round trip
+    // fewer): a record it neither wrote nor finds stored is looked up below.
+    let checked_in_upsert = txn.get_database_backend() == DbBackend::Postgres;
+    let buried = if checked_in_upsert {
+        HashSet::new()
+    } else {
+        keys.buried(txn).await?
+    };
     let mut results: Vec<Option<Ingested>> = vec![None; items.len()];
     // Keys borrowed from the records: a batch's bookkeeping copies no strings.
     let mut seen: HashMap<(&str, &str), usize> = HashMap::with_capacity(items.len());
@@ -186,7 +193,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             .map(|(p, n)| ((n.source.as_str(), n.source_ref.as_str()), p))
             .collect();
         let mut written: Vec<Option<lead::Model>> = vec![None; news.len()];
-        for lead in upsert(txn, &news).await? {
+        for lead in upsert(txn, &news, &keys).await? {
             let p = position
                 .get(&(lead.source.as_str(), lead.source_ref.as_str()))
                 .copied()
@@ -200,12 +207,36 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             .map(|(new, _)| *new)
             .collect();
         let mut stored = find_stored(txn, &untouched).await?;
+        // Neither written nor stored: the upsert skipped a buried key.
+        let missing: Vec<&NewLead> = untouched
+            .iter()
+            .filter(|new| !stored.contains_key(&key_of(new)))
+            .copied()
+            .collect();
+        let buried_here = if missing.is_empty() {
+            HashSet::new()
+        } else {
+            tombstone::BatchKeys::of(
+                missing
+                    .iter()
+                    .map(|n| (n.source.as_str(), n.source_ref.as_str())),
+            )
+            .buried(txn)
+            .await?
+        };
         for (p, &index) in wave.iter().enumerate() {
             let new = &items[index].new;
             let (outcome, lead) = match written[p].take() {
                 // Inserts start at version 1; the update arm always bumps it.
                 Some(lead) if lead.version == 1 => (Outcome::Created, lead),
                 Some(lead) => (Outcome::Updated, lead),
+                None if buried_here.contains(&key_of(new)) => {
+                    results[index] = Some(Ingested {
+                        outcome: Outcome::Suppressed,
+                        lead: None,
+                    });
+                    continue;
+                }
                 None => {
                     let lead = stored.remove(&key_of(new)).ok_or_else(|| {
                         DbErr::RecordNotFound("lead vanished during upsert".into())
@@ -406,9 +437,15 @@ async fn find_stored<C: ConnectionTrait>(
 /// WHERE changed and not older`, returning the rows it wrote. Only
 /// sender-owned columns appear in the update arm: `status` and `owner_id` are
 /// insert-only. Keys must be distinct within one call.
-async fn upsert<C: ConnectionTrait>(txn: &C, news: &[&NewLead]) -> Result<Vec<lead::Model>, DbErr> {
+/// The upsert of one wave; on PostgreSQL it skips the keys `keys` finds
+/// buried (on SQLite the caller left them out).
+async fn upsert<C: ConnectionTrait>(
+    txn: &C,
+    news: &[&NewLead],
+    keys: &tombstone::BatchKeys<'_>,
+) -> Result<Vec<lead::Model>, DbErr> {
     if txn.get_database_backend() == DbBackend::Postgres {
-        return pg_batch::upsert(txn, news, crate::clock::now()).await;
+        return pg_batch::upsert(txn, news, keys, crate::clock::now()).await;
     }
     let insert = upsert_statement(news)?;
     let stmt = txn.get_database_backend().build(&insert);
@@ -504,6 +541,8 @@ fn on_conflict() -> OnConflict {
 /// as one JSON array in `$1` that `jsonb_populate_recordset` unpacks into the
 /// table's row type, `$2` is the time, so the text is the same whatever the
 /// batch size.
+const SKIP_BURIED: &str = r#"NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "t"."key_hash" = "h"."key_hash" WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref")"#;
+
 pub(crate) fn upsert_from_json_sql() -> Result<String, DbErr> {
     let rows = Alias::new("r");
     let mut select = Query::select();
@@ -518,7 +557,11 @@ pub(crate) fn upsert_from_json_sql() -> Result<String, DbErr> {
                 .arg(Expr::cust(r#"NULL::"lead""#))
                 .arg(Expr::cust("$1::jsonb")),
             rows,
-        );
+        )
+        // Buried keys are skipped: $3..$5 are every record's tombstone
+        // hashes (`tombstone::BatchKeys::columns`), read after the caller
+        // took the keys' locks.
+        .and_where(Expr::cust(SKIP_BURIED));
     let mut insert = Query::insert();
     insert
         .into_table(lead::Entity)
@@ -570,6 +613,7 @@ mod tests {
             r#"INSERT INTO "lead" ("source", "source_ref", "email", "phone", "name", "company", "payload", "content_hash", "source_updated_at", "status", "version", "created_at", "updated_at") "#,
             r#"SELECT "r"."source", "r"."source_ref", "r"."email", "r"."phone", "r"."name", "r"."company", "r"."payload", "r"."content_hash", "r"."source_updated_at", 'new', 1, $2, $2 "#,
             r#"FROM jsonb_populate_recordset(NULL::"lead", $1::jsonb) AS "r" "#,
+            r#"WHERE NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "t"."key_hash" = "h"."key_hash" WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref") "#,
             r#"ON CONFLICT ("source", "source_ref") DO UPDATE SET "email" = "excluded"."email", "phone" = "excluded"."phone", "name" = "excluded"."name", "company" = "excluded"."company", "payload" = "excluded"."payload", "content_hash" = "excluded"."content_hash", "updated_at" = "excluded"."updated_at", "source_updated_at" = COALESCE("excluded"."source_updated_at", "lead"."source_updated_at"), "version" = "lead"."version" + 1 "#,
             r#"WHERE "lead"."content_hash" <> "excluded"."content_hash" AND ("lead"."source_updated_at" IS NULL OR "excluded"."source_updated_at" IS NULL OR "excluded"."source_updated_at" >= "lead"."source_updated_at") "#,
             r#"RETURNING *"#,

@@ -99,6 +99,7 @@ fn rows_param<T: Serialize>(rows: &[T]) -> Result<sea_orm::Value, DbErr> {
 pub async fn upsert<C: ConnectionTrait>(
     txn: &C,
     news: &[&NewLead],
+    keys: &crate::lead::tombstone::BatchKeys<'_>,
     now: DateTime<Utc>,
 ) -> Result<Vec<lead::Model>, DbErr> {
     let rows: Vec<LeadRow<'_>> = news
@@ -118,10 +119,17 @@ pub async fn upsert<C: ConnectionTrait>(
     let sql = UPSERT_LEADS
         .as_ref()
         .map_err(|e| DbErr::Custom(e.to_string()))?;
+    let [hashes, sources, source_refs] = keys.columns();
     let stmt = Statement::from_sql_and_values(
         DbBackend::Postgres,
         sql.as_str(),
-        [rows_param(&rows)?, now.into()],
+        [
+            rows_param(&rows)?,
+            now.into(),
+            hashes.into(),
+            sources.into(),
+            source_refs.into(),
+        ],
     );
     lead::Model::find_by_statement(stmt).all(txn).await
 }

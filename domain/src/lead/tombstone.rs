@@ -97,23 +97,50 @@ pub async fn suppressed<'k, C: ConnectionTrait>(
     txn: &C,
     natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>,
 ) -> Result<HashSet<(String, String)>, DbErr> {
-    let keys = keys();
-    let mut by_hash: Vec<(String, (&str, &str))> = Vec::new();
-    let mut locks: Vec<i64> = Vec::new();
-    for (source, source_ref) in natural_keys {
-        for (n, key) in keys.iter().enumerate() {
-            let hash = hash_with(key, source, source_ref);
-            if n == 0 {
-                locks.push(lock_id(&hash));
-            }
-            by_hash.push((hash, (source, source_ref)));
+    let keys = BatchKeys::of(natural_keys);
+    keys.lock_shared(txn).await?;
+    keys.buried(txn).await
+}
+
+/// A batch's natural keys with their hashes under every key of the ring.
+pub struct BatchKeys<'k> {
+    /// Each record's hashes in a row, the current key's first.
+    by_hash: Vec<(String, (&'k str, &'k str))>,
+    keys_per_record: usize,
+}
+
+impl<'k> BatchKeys<'k> {
+    pub fn of(natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>) -> Self {
+        let keys = keys();
+        let by_hash = natural_keys
+            .into_iter()
+            .flat_map(|key| {
+                keys.iter()
+                    .map(move |hashing| (hash_with(hashing, key.0, key.1), key))
+            })
+            .collect();
+        Self {
+            by_hash,
+            keys_per_record: keys.len().max(1),
         }
     }
-    if by_hash.is_empty() {
-        return Ok(HashSet::new());
-    }
-    if txn.get_database_backend() == DatabaseBackend::Postgres {
-        // Sorted, so two batches take their locks in one order.
+
+    /// Takes every key's lock shared until the transaction ends, so a running
+    /// erasure of one of them finishes first (PostgreSQL; nothing on SQLite).
+    /// A look-up must be a later statement: its snapshot is taken after the
+    /// locks are granted.
+    pub async fn lock_shared<C: ConnectionTrait>(&self, txn: &C) -> Result<(), DbErr> {
+        if self.by_hash.is_empty() || txn.get_database_backend() != DatabaseBackend::Postgres {
+            return Ok(());
+        }
+        // The current key's hash names the lock. Sorted, so two batches take
+        // their locks in one order.
+        let mut locks: Vec<i64> = self
+            .by_hash
+            .iter()
+            .step_by(self.keys_per_record)
+            .map(|(hash, _)| lock_id(hash))
+            .collect();
         locks.sort_unstable();
         locks.dedup();
         txn.execute_raw(Statement::from_sql_and_values(
@@ -122,36 +149,61 @@ pub async fn suppressed<'k, C: ConnectionTrait>(
             [locks.into()],
         ))
         .await?;
+        Ok(())
     }
-    // One statement text whatever the batch size: SQLite caches a prepared
-    // statement per distinct text and connection.
-    let hashes: Vec<String> = by_hash.iter().map(|(h, _)| h.clone()).collect();
-    let backend = txn.get_database_backend();
-    let lookup = match backend {
-        DatabaseBackend::Postgres => Statement::from_sql_and_values(
-            backend,
-            "SELECT key_hash FROM lead_tombstone WHERE key_hash = ANY($1)",
-            [hashes.into()],
-        ),
-        _ => Statement::from_sql_and_values(
-            backend,
-            "SELECT key_hash FROM lead_tombstone WHERE key_hash IN (SELECT value FROM json_each(?))",
-            [serde_json::to_string(&hashes)
-                .map_err(|e| DbErr::Json(e.to_string()))?
-                .into()],
-        ),
-    };
-    let found: HashSet<String> = txn
-        .query_all_raw(lookup)
-        .await?
-        .iter()
-        .map(|row| row.try_get::<String>("", "key_hash"))
-        .collect::<Result<_, _>>()?;
-    Ok(by_hash
-        .into_iter()
-        .filter(|(hash, _)| found.contains(hash))
-        .map(|(_, (s, r))| (s.to_owned(), r.to_owned()))
-        .collect())
+
+    /// Which of the keys are buried.
+    pub async fn buried<C: ConnectionTrait>(
+        &self,
+        txn: &C,
+    ) -> Result<HashSet<(String, String)>, DbErr> {
+        if self.by_hash.is_empty() {
+            return Ok(HashSet::new());
+        }
+        // One statement text whatever the batch size: SQLite caches a prepared
+        // statement per distinct text and connection.
+        let hashes: Vec<String> = self.by_hash.iter().map(|(h, _)| h.clone()).collect();
+        let backend = txn.get_database_backend();
+        let lookup = match backend {
+            DatabaseBackend::Postgres => Statement::from_sql_and_values(
+                backend,
+                "SELECT key_hash FROM lead_tombstone WHERE key_hash = ANY($1)",
+                [hashes.into()],
+            ),
+            _ => Statement::from_sql_and_values(
+                backend,
+                "SELECT key_hash FROM lead_tombstone WHERE key_hash IN (SELECT value FROM json_each(?))",
+                [serde_json::to_string(&hashes)
+                    .map_err(|e| DbErr::Json(e.to_string()))?
+                    .into()],
+            ),
+        };
+        let found: HashSet<String> = txn
+            .query_all_raw(lookup)
+            .await?
+            .iter()
+            .map(|row| row.try_get::<String>("", "key_hash"))
+            .collect::<Result<_, _>>()?;
+        Ok(self
+            .by_hash
+            .iter()
+            .filter(|(hash, _)| found.contains(hash))
+            .map(|(_, (s, r))| ((*s).to_owned(), (*r).to_owned()))
+            .collect())
+    }
+
+    /// The hashes as three parallel arrays (hash, source, source_ref), for
+    /// a statement that checks the tombstones itself (see
+    /// `lead::pg_batch::upsert`).
+    pub fn columns(&self) -> [Vec<String>; 3] {
+        let mut columns: [Vec<String>; 3] = Default::default();
+        for (hash, (source, source_ref)) in &self.by_hash {
+            columns[0].push(hash.clone());
+            columns[1].push((*source).to_owned());
+            columns[2].push((*source_ref).to_owned());
+        }
+        columns
+    }
 }
 
 /// Lifts the tombstone with this hash; false when there was none.
