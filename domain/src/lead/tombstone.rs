@@ -1,6 +1,7 @@
 //! Tombstones: natural keys that must not come back after an erasure. The
-//! write path ([`crate::lead::ingest`]) asks [`suppressed`] before it writes,
-//! so every door — intake, webhooks, reconcile, import — answers a buried key
+//! write path ([`crate::lead::ingest`]) checks a batch's keys
+//! ([`BatchKeys`]; on PostgreSQL inside its upsert statement) before it
+//! writes, so every door — intake, webhooks, reconcile, import — answers a buried key
 //! with `suppressed` and creates nothing.
 //!
 //! A tombstone holds a keyed hash of `(source, source_ref)` (HMAC-SHA256 under
