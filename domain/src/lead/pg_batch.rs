@@ -11,19 +11,12 @@
 //! straight from the records (borrowed), not cloned into an SQL builder.
 //! SQLite keeps the sea-query statements ([`super::ingest`]).
 
-use std::sync::LazyLock;
-
 use chrono::{DateTime, SecondsFormat, Utc};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, FromQueryResult, Statement};
 use serde::{Serialize, Serializer};
 
 use crate::entities::lead;
-use crate::lead::ingest::upsert_from_json_sql;
 use crate::lead::record::NewLead;
-
-/// The upsert, rendered once from [`super::ingest`]'s rule (the one SQLite
-/// and the benchmark's pgbench use), so one text serves every batch size.
-static UPSERT_LEADS: LazyLock<Result<String, DbErr>> = LazyLock::new(upsert_from_json_sql);
 
 /// The batch's timeline rows and outbox events in one statement (one round
 /// trip); `$2` may be an empty array.
@@ -49,17 +42,17 @@ fn micros_opt<S: Serializer>(at: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, 
 }
 
 #[derive(Serialize)]
-struct LeadRow<'a> {
-    source: &'a str,
-    source_ref: &'a str,
-    email: Option<&'a str>,
-    phone: Option<&'a str>,
-    name: Option<&'a str>,
-    company: Option<&'a str>,
-    payload: &'a serde_json::Value,
-    content_hash: String,
+pub(crate) struct LeadRow<'a> {
+    pub(crate) source: &'a str,
+    pub(crate) source_ref: &'a str,
+    pub(crate) email: Option<&'a str>,
+    pub(crate) phone: Option<&'a str>,
+    pub(crate) name: Option<&'a str>,
+    pub(crate) company: Option<&'a str>,
+    pub(crate) payload: &'a serde_json::Value,
+    pub(crate) content_hash: String,
     #[serde(serialize_with = "micros_opt")]
-    source_updated_at: Option<DateTime<Utc>>,
+    pub(crate) source_updated_at: Option<DateTime<Utc>>,
 }
 
 /// One timeline row, as the `activity` table names its columns.
@@ -101,6 +94,7 @@ pub async fn upsert<C: ConnectionTrait>(
     news: &[&NewLead],
     keys: &crate::lead::tombstone::BatchKeys<'_>,
     now: DateTime<Utc>,
+    sql: &str,
 ) -> Result<Vec<lead::Model>, DbErr> {
     let rows: Vec<LeadRow<'_>> = news
         .iter()
@@ -116,13 +110,10 @@ pub async fn upsert<C: ConnectionTrait>(
             source_updated_at: new.source_updated_at,
         })
         .collect();
-    let sql = UPSERT_LEADS
-        .as_ref()
-        .map_err(|e| DbErr::Custom(e.to_string()))?;
     let [hashes, sources, source_refs] = keys.columns();
     let stmt = Statement::from_sql_and_values(
         DbBackend::Postgres,
-        sql.as_str(),
+        sql,
         [
             rows_param(&rows)?,
             now.into(),
@@ -146,40 +137,4 @@ pub async fn insert_activities_and_events<C: ConnectionTrait, D: Serialize, P: S
         [rows_param(activities)?, rows_param(events)?],
     );
     txn.execute_raw(stmt).await.map(drop)
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use sea_orm::Iden;
-
-    use super::*;
-    use crate::lead::ingest::SENDER_COLUMNS;
-
-    /// `jsonb_populate_recordset` fills a column from the key of its name and
-    /// leaves a missing one NULL without a word: the rows must carry exactly
-    /// the statement's sender columns.
-    #[test]
-    fn a_lead_row_has_a_key_for_every_sender_column() {
-        let payload = serde_json::json!({});
-        let row = LeadRow {
-            source: "s",
-            source_ref: "r",
-            email: None,
-            phone: None,
-            name: None,
-            company: None,
-            payload: &payload,
-            content_hash: String::new(),
-            source_updated_at: None,
-        };
-        let serde_json::Value::Object(keys) = serde_json::to_value(&row).unwrap() else {
-            panic!("a row is an object")
-        };
-        let mut keys: Vec<String> = keys.keys().cloned().collect();
-        let mut columns: Vec<String> = SENDER_COLUMNS.iter().map(|c| c.to_string()).collect();
-        columns.sort();
-        keys.sort();
-        assert_eq!(keys, columns);
-    }
 }
