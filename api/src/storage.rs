@@ -162,24 +162,27 @@ async fn sqlite_migration_lock(url: &str) -> anyhow::Result<Option<std::fs::File
     Ok(Some(file))
 }
 
-/// The options every pool opens with.
-///
-/// No idle reaper: in sqlx 0.9.0 a race can wrap its idle count to
-/// `usize::MAX`, and the reaper then spins a runtime thread at 100% CPU for
-/// good (transact-rs/sqlx#3645; a test process hung on it). With no idle
-/// timeout and no lifetime it never starts: connections stay open once
-/// opened, up to the pool's size.
-///
-/// A ping before a connection is handed out only when it has sat idle for a
-/// second or more: sqlx's default pings before every acquire, one round
-/// trip to the database per transaction (PostgreSQL intake gained about a
-/// tenth in throughput without it). A busy connection was proven alive by
-/// the ping sqlx sends when it was last released; one that broke while idle
-/// (a database restart) is still found and replaced.
+/// The options every pool opens with. No idle reaper: in sqlx 0.9.0 a race
+/// can wrap its idle count to `usize::MAX`, and the reaper then spins a
+/// runtime thread at 100% CPU for good (transact-rs/sqlx#3645; a test
+/// process hung on it). With no idle timeout and no lifetime it never
+/// starts: connections stay open once opened, up to the pool's size, and a
+/// broken one is found by the ping before each acquire.
 fn pool_options<DB: sea_orm::sqlx::Database>(options: PoolOptions<DB>) -> PoolOptions<DB> {
+    options.idle_timeout(None).max_lifetime(None)
+}
+
+/// A pool used from one thread only (a group committer's): a ping before a
+/// connection is handed out only when it sat idle for a second or more.
+/// sqlx's default pings before every acquire, a round trip per transaction
+/// (PostgreSQL intake gained about a tenth without it); a busy connection
+/// was proven alive by the ping sqlx sends on its release, and one that
+/// broke while idle (a database restart) is still found and replaced. Not
+/// for the shared pools: a connection another runtime opened dies with that
+/// runtime (the demo's workers stop while its reconciles run), and only the
+/// ping on every acquire catches that at once.
+fn ping_when_idle<DB: sea_orm::sqlx::Database>(options: PoolOptions<DB>) -> PoolOptions<DB> {
     options
-        .idle_timeout(None)
-        .max_lifetime(None)
         .test_before_acquire(false)
         .before_acquire(|conn, meta| {
             Box::pin(async move {
@@ -191,7 +194,7 @@ fn pool_options<DB: sea_orm::sqlx::Database>(options: PoolOptions<DB>) -> PoolOp
         })
 }
 
-/// How long a pooled connection may sit idle and still be handed out
+/// How long a committer's connection may sit idle and still be handed out
 /// without a ping.
 const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
 
@@ -295,7 +298,7 @@ pub fn thread_local_pool(
         return None;
     }
     let options = db.get_postgres_connection_pool().connect_options();
-    let pool = pool_options(PgPoolOptions::new())
+    let pool = ping_when_idle(pool_options(PgPoolOptions::new()))
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
         .connect_lazy_with(PgConnectOptions::clone(&options));
@@ -340,7 +343,7 @@ mod tests {
                 options.get_max_lifetime(),
                 options.get_test_before_acquire()
             ),
-            (None, None, false)
+            (None, None, true)
         );
         let replica = open_read_replica("postgres://u@127.0.0.1:1/db", 2).expect("lazy pool");
         let options = replica.get_postgres_connection_pool().options();

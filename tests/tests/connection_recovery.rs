@@ -1,7 +1,8 @@
 //! Pooled connections that broke while idle (the database restarted, an
-//! administrator ended the sessions) are found and replaced: the pools skip
-//! sqlx's ping before every acquire and ping only a connection that sat idle
-//! for a second or more.
+//! administrator ended the sessions) are found and replaced: the group
+//! committers' pools skip sqlx's ping before every acquire and ping only a
+//! connection that sat idle for a second or more; the shared pool pings
+//! before every acquire.
 
 #![allow(clippy::unwrap_used)]
 
