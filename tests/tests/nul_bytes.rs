@@ -18,6 +18,7 @@ on_both_backends!(
     a_webhook_with_a_nul_in_its_type_is_received_as_untyped,
     a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes,
     a_reconcile_run_rejects_a_pulled_record_with_a_nul_and_writes_the_rest,
+    a_nul_in_any_json_body_is_a_422_and_stores_nothing,
 );
 
 fn error_fields(body: &Value) -> Vec<&str> {
@@ -251,4 +252,86 @@ async fn a_reconcile_run_rejects_a_pulled_record_with_a_nul_and_writes_the_rest(
     let mut shown = fake.record(1);
     shown["name"] = json!("a\u{FFFD}b");
     assert_eq!(kept[0].record, shown);
+}
+
+/// Every JSON body is held to the same rule at the door: a NUL anywhere in a
+/// key or string is a 422 naming the top-level field (PostgreSQL answered a
+/// note, a contact or a company with a NUL with 500), and nothing is stored.
+async fn a_nul_in_any_json_body_is_a_422_and_stores_nothing(backend: Backend) {
+    use domain::entities::{activity, company, contact};
+
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let sales = app.token(Role::Sales, None).await;
+    let created = app
+        .post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": "n1", "name": "Ada"}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let id = app.lead_by_ref("n1").await.id;
+    let notes_before = app.count(activity::Entity).await;
+
+    let send = |method: reqwest::Method, path: String, body: Value, key: &'static str| {
+        app.client
+            .request(method, app.url(&path))
+            .bearer_auth(&sales)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+    };
+    let cases = [
+        (
+            reqwest::Method::POST,
+            format!("/api/leads/{id}/notes"),
+            json!({"text": "call\u{0}back"}),
+            "text",
+            "nul-note",
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/contacts".to_owned(),
+            json!({"email": "zed@acme.example", "name": "Z\u{0}ed"}),
+            "name",
+            "nul-contact",
+        ),
+        (
+            reqwest::Method::POST,
+            "/api/companies".to_owned(),
+            json!({"domain": "acme.example", "name": "Ac\u{0}me"}),
+            "name",
+            "nul-company",
+        ),
+    ];
+    for (method, path, body, field, key) in cases {
+        let response = send(method.clone(), path.clone(), body, key).await.unwrap();
+        let problem = assert_problem(response, 422, "/problems/validation").await;
+        assert_eq!(
+            error_fields(&problem),
+            [field],
+            "{method} {path}: {problem}"
+        );
+        let message = problem["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains("NUL"), "{problem}");
+    }
+    assert_eq!(app.count(activity::Entity).await, notes_before);
+    assert_eq!(app.count(contact::Entity).await, 0);
+    assert_eq!(app.count(company::Entity).await, 0);
+    assert_eq!(app.lead_by_ref("n1").await.name.as_deref(), Some("Ada"));
+
+    // An escaped backslash before `u0000` is text, not a NUL.
+    let literal = r#"{"text": "path C:\\u0000 is fine"}"#;
+    let response = app
+        .client
+        .post(app.url(&format!("/api/leads/{id}/notes")))
+        .bearer_auth(&sales)
+        .header("Idempotency-Key", "literal-note")
+        .header("Content-Type", "application/json")
+        .body(literal)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    assert_eq!(app.count(activity::Entity).await, notes_before + 1);
 }

@@ -6,6 +6,8 @@ use actix_web::{HttpRequest, web};
 use futures::StreamExt;
 use serde::de::DeserializeOwned;
 
+use domain::lead::record::{NUL_RULE, nul_pointer};
+
 use crate::http::error::ApiError;
 
 /// The request's media type without parameters, lower-cased (`""` when
@@ -73,9 +75,12 @@ pub async fn read_bytes(
     Ok(body.freeze())
 }
 
-/// Syntax errors are 400; well-formed JSON of the wrong shape is 422 naming
-/// the field.
+/// Syntax errors are 400; well-formed JSON of the wrong shape, or holding a
+/// NUL anywhere, is 422 naming the field.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if let Some(error) = nul_error(body) {
+        return Err(error);
+    }
     let de = &mut serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(de).map_err(|err| {
         let path = err.path().to_string();
@@ -87,6 +92,52 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             ApiError::MalformedBody(format!("malformed JSON: {inner}"))
         }
     })
+}
+
+/// PostgreSQL's `text` and `jsonb` refuse U+0000 and SQLite keeps it, so a
+/// body with a NUL in any key or string is refused at the door on both
+/// backends, before a handler could store part of it: 422 naming the
+/// top-level field. Malformed JSON is left to the parser's 400.
+fn nul_error(body: &[u8]) -> Option<ApiError> {
+    if !has_nul_escape(body) {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let pointer = nul_pointer(&value)?;
+    let Some(map) = value.as_object() else {
+        return Some(ApiError::invalid("body", nul_message(&pointer)));
+    };
+    let (key, item) = map
+        .iter()
+        .find(|(key, item)| key.contains('\0') || nul_pointer(item).is_some())?;
+    let field = key.replace('\0', "\\u0000");
+    Some(if key.contains('\0') || item.is_string() {
+        ApiError::invalid(&field, NUL_RULE)
+    } else {
+        ApiError::invalid(&field, nul_message(&pointer))
+    })
+}
+
+fn nul_message(pointer: &str) -> String {
+    format!("{NUL_RULE} in keys or strings; found at {pointer}")
+}
+
+/// JSON can carry a NUL only as the escape `\u0000` (a raw control byte is
+/// malformed); it is one when an odd run of backslashes ends in its `\`,
+/// else the backslash itself was escaped (`\\u0000` is text).
+fn has_nul_escape(body: &[u8]) -> bool {
+    const ESCAPE: &[u8] = b"\\u0000";
+    body.windows(ESCAPE.len())
+        .enumerate()
+        .filter(|(_, window)| *window == ESCAPE)
+        .any(|(at, _)| {
+            let run = body[..=at]
+                .iter()
+                .rev()
+                .take_while(|&&b| b == b'\\')
+                .count();
+            run % 2 == 1
+        })
 }
 
 /// For PATCH fields: `null` (`Some(None)`) and absent (`None`, with
@@ -103,5 +154,19 @@ fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_owned(),
         None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::has_nul_escape;
+
+    #[test]
+    fn a_nul_escape_is_told_from_an_escaped_backslash() {
+        assert!(has_nul_escape(br#"{"a": "x\u0000"}"#));
+        assert!(has_nul_escape(br#"{"a": "\\\u0000"}"#));
+        assert!(!has_nul_escape(br#"{"a": "C:\\u0000"}"#));
+        assert!(!has_nul_escape(b""));
+        assert!(!has_nul_escape(br#"{"a": "\u0001"}"#));
     }
 }

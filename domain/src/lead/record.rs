@@ -172,7 +172,7 @@ pub fn parse_timestamp(text: &str) -> Option<DateTime<Utc>> {
 /// carrying one is invalid on every backend and at every door, refused here
 /// before it joins a batch. `source` and `source_ref` have stricter rules,
 /// and the phone keeps digits only.
-const NUL_RULE: &str = "must not contain NUL characters (\\u0000)";
+pub const NUL_RULE: &str = "must not contain NUL characters (\\u0000)";
 
 fn nul_errors(lead: &NewLead) -> Vec<FieldError> {
     let mut errors: Vec<FieldError> = [
@@ -195,7 +195,7 @@ fn nul_errors(lead: &NewLead) -> Vec<FieldError> {
 
 /// The JSON pointer of the first key or string in `value` holding a NUL, with
 /// the NUL itself written `\u0000` (the pointer ends up in stored errors).
-fn nul_pointer(value: &serde_json::Value) -> Option<String> {
+pub fn nul_pointer(value: &serde_json::Value) -> Option<String> {
     let step = |key: &str| {
         format!(
             "/{}",
