@@ -58,6 +58,28 @@ pub fn is_transient_db(err: &DbErr) -> bool {
     matches!(err, DbErr::ConnectionAcquire(_) | DbErr::Conn(_))
 }
 
+/// The statement failed because its connection is gone (the server ended
+/// the session, restarted, or the socket broke), not because of what it
+/// asked: the same work on a fresh connection may well succeed.
+pub fn is_connection_lost(err: &DbErr) -> bool {
+    use sea_orm::sqlx::Error as Sqlx;
+    let (DbErr::Conn(runtime) | DbErr::Exec(runtime) | DbErr::Query(runtime)) = err else {
+        return false;
+    };
+    let sea_orm::RuntimeErr::SqlxError(sqlx) = runtime else {
+        return false;
+    };
+    match sqlx.as_ref() {
+        Sqlx::Io(_) | Sqlx::Protocol(_) | Sqlx::WorkerCrashed => true,
+        // Class 08 (connection exception) and 57P01..57P03 (the server is
+        // shutting down or ended this session).
+        Sqlx::Database(db) => db
+            .code()
+            .is_some_and(|code| code.starts_with("08") || code.starts_with("57P")),
+        _ => false,
+    }
+}
+
 impl From<validator::ValidationErrors> for Error {
     fn from(errors: validator::ValidationErrors) -> Self {
         Self::Invalid(field_errors(&errors))

@@ -2,7 +2,8 @@
 //! administrator ended the sessions) are found and replaced: the group
 //! committers' pools skip sqlx's ping before every acquire and ping only a
 //! connection that sat idle for a second or more; the shared pool pings
-//! before every acquire.
+//! before every acquire. A connection that broke just after its last use
+//! fails its batch, which is then committed again on a fresh one.
 
 #![allow(clippy::unwrap_used)]
 
@@ -42,18 +43,7 @@ async fn connections_ended_while_idle_are_replaced_on_postgres() {
     };
     assert_eq!(list().await, 200);
 
-    let ended = app
-        .db
-        .query_one_raw(sea_orm::Statement::from_string(
-            sea_orm::DbBackend::Postgres,
-            "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity \
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
-        ))
-        .await
-        .unwrap()
-        .unwrap()
-        .try_get::<i64>("", "n")
-        .unwrap();
+    let ended = end_sessions(&app).await;
     assert!(ended >= 2, "the pools had open sessions to end: {ended}");
     tokio::time::sleep(Duration::from_millis(1_200)).await;
 
@@ -65,4 +55,44 @@ async fn connections_ended_while_idle_are_replaced_on_postgres() {
         );
     }
     assert_eq!(list().await, 200, "a read after the sessions ended");
+}
+
+/// Ends every session of the app's database but the caller's; how many.
+async fn end_sessions(app: &TestApp) -> i64 {
+    app.db
+        .query_one_raw(sea_orm::Statement::from_string(
+            sea_orm::DbBackend::Postgres,
+            "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity \
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get::<i64>("", "n")
+        .unwrap()
+}
+
+/// Sessions ended right after intake used them (no idle time for the ping
+/// before acquire to catch it): each post still answers 201 and is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_ended_just_after_use_are_replaced_on_postgres() {
+    if leadpipe_tests::postgres_skipped() {
+        return;
+    }
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let token = app.token(Role::Intake, Some("webform")).await;
+    for n in 0..6 {
+        let body = json!({"source": "webform", "source_ref": format!("busy-{n}"), "name": "Ada"});
+        let response = app.post_lead(&token, &body).await;
+        let status = response.status();
+        let text = response.text().await.unwrap();
+        assert_eq!(
+            status, 201,
+            "intake {n} right after the sessions ended: {text}"
+        );
+        // After sqlx's ping on release, well inside the idle second.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert!(end_sessions(&app).await >= 1, "intake's session was open");
+    }
+    assert_eq!(app.count(domain::entities::lead::Entity).await, 6);
 }

@@ -13,7 +13,7 @@ use sea_orm::{DatabaseConnection, DbBackend, DbErr};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::db::begin_write;
-use crate::error::Error;
+use crate::error::{Error, is_connection_lost};
 use crate::lead::ingest::{IngestContext, IngestItem, Ingested, Origin, ingest_many_in};
 use crate::lead::record::LeadRecord;
 
@@ -145,7 +145,30 @@ async fn commit(db: &DatabaseConnection, batch: Vec<Job>) {
     }
 }
 
+/// A batch whose connection turned out to be dead is committed again on
+/// the next one: a committer's pool hands out a connection used within the
+/// last second without a ping, and every one of them may have been ended
+/// at once (a restart, an administrator). Repeating is harmless either
+/// way: had the commit landed, the upsert answers `unchanged`.
+const LOST_CONNECTION_ATTEMPTS: usize = 3;
+
 async fn commit_items(
+    db: &DatabaseConnection,
+    items: &[IngestItem],
+) -> Result<Vec<Ingested>, DbErr> {
+    let mut attempt = 1;
+    loop {
+        match commit_once(db, items).await {
+            Err(err) if attempt < LOST_CONNECTION_ATTEMPTS && is_connection_lost(&err) => {
+                tracing::warn!(error = %err, attempt, "lost the database connection; committing the batch again");
+                attempt += 1;
+            }
+            done => return done,
+        }
+    }
+}
+
+async fn commit_once(
     db: &DatabaseConnection,
     items: &[IngestItem],
 ) -> Result<Vec<Ingested>, DbErr> {
