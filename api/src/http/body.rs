@@ -127,9 +127,9 @@ fn nul_message(pointer: &str) -> String {
 /// else the backslash itself was escaped (`\\u0000` is text).
 fn has_nul_escape(body: &[u8]) -> bool {
     const ESCAPE: &[u8] = b"\\u0000";
-    body.windows(ESCAPE.len())
+    body.iter()
         .enumerate()
-        .filter(|(_, window)| *window == ESCAPE)
+        .filter(|&(at, &byte)| byte == b'\\' && body[at..].starts_with(ESCAPE))
         .any(|(at, _)| {
             let run = body[..=at]
                 .iter()
