@@ -115,12 +115,15 @@ const FINISHED_INBOX: [InboxState; 3] =
     [InboxState::Processed, InboxState::Skipped, InboxState::Dead];
 
 /// Sweeps everything past its retention, batch after batch, until nothing
-/// is left to do.
+/// is left to do. Each statement's rows are added to `swept` as it
+/// commits, so a sweep that fails half-way still counts what it removed
+/// (a later pass finds none of it to count again).
 pub async fn sweep(
     db: &DatabaseConnection,
     rules: &RetentionRules,
     now: DateTime<Utc>,
-) -> Result<Swept, DbErr> {
+    swept: &mut Swept,
+) -> Result<(), DbErr> {
     let batch = rules.batch;
     let finished_inbox = || {
         Condition::all()
@@ -133,10 +136,10 @@ pub async fn sweep(
         .add(inbox_event::Column::LastDeliveryAt.lt(before(now, rules.inbox_event)));
     let rejected = Condition::all()
         .add(reconcile_rejected::Column::UpdatedAt.lt(before(now, rules.run_details)));
-    let mut swept = Swept::default();
     loop {
         let ids =
             oldest::<inbox_event::Entity>(db, inbox_event::Column::Id, &bodies, batch).await?;
+        let _turn = crate::db::write_turn(db).await;
         let emptied = inbox_event::Entity::update_many()
             .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
             .filter(inbox_event::Column::Id.is_in(ids.clone()))
@@ -148,8 +151,14 @@ pub async fn sweep(
             break;
         }
     }
-    swept.inbox_events =
-        delete_all::<inbox_event::Entity>(db, inbox_event::Column::Id, &events, batch).await?;
+    delete_all::<inbox_event::Entity>(
+        db,
+        inbox_event::Column::Id,
+        &events,
+        batch,
+        &mut swept.inbox_events,
+    )
+    .await?;
     loop {
         let (events, deliveries) =
             delete_delivered_outbox(db, before(now, rules.outbox), batch).await?;
@@ -159,17 +168,18 @@ pub async fn sweep(
             break;
         }
     }
-    swept.reconcile_rejected = delete_all::<reconcile_rejected::Entity>(
+    delete_all::<reconcile_rejected::Entity>(
         db,
         reconcile_rejected::Column::Id,
         &rejected,
         batch,
+        &mut swept.reconcile_rejected,
     )
     .await?;
     while let Some(n) = delete_import_rows(db, before(now, rules.run_details), batch).await? {
         swept.import_rows += n;
     }
-    Ok(swept)
+    Ok(())
 }
 
 /// The ids of up to `batch` rows matching `condition`, oldest first.
@@ -190,29 +200,30 @@ async fn oldest<E: EntityTrait>(
         .await
 }
 
-/// Deletes every row matching `condition`, `batch` rows per statement; the
-/// condition is checked again by each delete.
+/// Deletes every row matching `condition`, `batch` rows per statement (the
+/// condition is checked again by each delete), adding each to `deleted`.
 async fn delete_all<E: EntityTrait>(
     db: &DatabaseConnection,
     id: E::Column,
     condition: &Condition,
     batch: u64,
-) -> Result<u64, DbErr> {
-    let mut deleted = 0;
+    deleted: &mut u64,
+) -> Result<(), DbErr> {
     loop {
         let ids = oldest::<E>(db, id, condition, batch).await?;
         if ids.is_empty() {
-            return Ok(deleted);
+            return Ok(());
         }
         let taken = ids.len() as u64;
-        deleted += E::delete_many()
+        let _turn = crate::db::write_turn(db).await;
+        *deleted += E::delete_many()
             .filter(id.is_in(ids))
             .filter(condition.clone())
             .exec(db)
             .await?
             .rows_affected;
         if taken < batch {
-            return Ok(deleted);
+            return Ok(());
         }
     }
 }
@@ -237,6 +248,7 @@ async fn delete_delivered_outbox(
     if ids.is_empty() {
         return Ok((0, 0));
     }
+    let _turn = crate::db::write_turn(db).await;
     let txn = db.begin().await?;
     // Guarded again inside the transaction: a delivery retried by ops since
     // the ids were read keeps its event.
@@ -300,6 +312,7 @@ async fn delete_import_rows(
     if let Some(last) = last {
         delete = delete.filter(import_row::Column::RowNumber.lte(last));
     }
+    let _turn = crate::db::write_turn(db).await;
     Ok(Some(delete.exec(db).await?.rows_affected))
 }
 

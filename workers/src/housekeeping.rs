@@ -93,10 +93,13 @@ pub async fn sweep_retention(
     rules: &RetentionRules,
 ) -> Result<Swept, DbErr> {
     let now = domain::clock::now();
-    let swept = domain::retention::sweep(db, rules, now).await?;
+    let mut swept = Swept::default();
+    let result = domain::retention::sweep(db, rules, now, &mut swept).await;
+    // What committed before a failure is gone and is counted now.
     for (kind, removed) in swept.by_kind() {
         metrics::counter!("leadpipe_retention_removed_total", "kind" => kind).increment(removed);
     }
+    result?;
     metrics::gauge!("leadpipe_retention_last_sweep_timestamp_seconds")
         .set(domain::clock::now().timestamp() as f64);
     if swept != Swept::default() {
