@@ -65,16 +65,22 @@ pub async fn claim_batch(
     if db.get_database_backend() == DbBackend::Postgres {
         candidates.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
     }
+    let mut claim = Query::update();
+    claim
+        .table(inbox_event::Entity)
+        .value(Column::State, InboxState::Processing.as_str())
+        .value(Column::Attempts, Expr::col(Column::Attempts).add(1))
+        .value(Column::LockedAt, now)
+        .value(Column::LockedBy, worker)
+        .value(Column::UpdatedAt, now)
+        .cond_where(claimable(now, lease))
+        .returning_all();
+    crate::db::update_of_candidates(&mut claim, "candidates", Column::Id, candidates);
+    let claim = db.get_database_backend().build(&claim);
     let _turn = crate::db::write_turn(db).await;
-    let mut claimed = inbox_event::Entity::update_many()
-        .col_expr(Column::State, Expr::value(InboxState::Processing.as_str()))
-        .col_expr(Column::Attempts, Expr::col(Column::Attempts).add(1))
-        .col_expr(Column::LockedAt, Expr::value(now))
-        .col_expr(Column::LockedBy, Expr::value(worker))
-        .col_expr(Column::UpdatedAt, Expr::value(now))
-        .filter(Column::Id.in_subquery(candidates))
-        .filter(claimable(now, lease))
-        .exec_with_returning(db)
+    let mut claimed = inbox_event::Entity::find()
+        .from_raw_sql(claim)
+        .all(db)
         .await?;
     claimed.sort_by_key(|e| e.id);
     Ok(claimed)
