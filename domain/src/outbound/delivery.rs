@@ -224,14 +224,14 @@ pub async fn claim_due(
         .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
         .to_owned();
 
-    let claim = Query::update()
+    let mut claim = Query::update()
         .table(outbox_delivery::Entity)
         .value(outbox_delivery::Column::State, DELIVERING)
         .value(outbox_delivery::Column::LockedUntil, lease_until)
         .value(outbox_delivery::Column::UpdatedAt, now)
-        .and_where(Expr::col(outbox_delivery::Column::Id).in_subquery(due))
         .returning_all()
         .to_owned();
+    crate::db::update_of_candidates(&mut claim, "due", outbox_delivery::Column::Id, due);
     let mut claimed = if db.get_database_backend() == DbBackend::Postgres {
         claim_with_context(db, claim).await?
     } else {
