@@ -231,7 +231,12 @@ pub async fn claim_due(
         .value(outbox_delivery::Column::UpdatedAt, now)
         .returning_all()
         .to_owned();
-    crate::db::update_of_candidates(&mut claim, "due", outbox_delivery::Column::Id, due);
+    crate::db::update_of_candidates(
+        &mut claim,
+        db.get_database_backend(),
+        outbox_delivery::Column::Id,
+        due,
+    );
     let mut claimed = if db.get_database_backend() == DbBackend::Postgres {
         claim_with_context(db, claim).await?
     } else {

@@ -75,13 +75,24 @@ pub async fn claim_batch(
         .value(Column::UpdatedAt, now)
         .cond_where(claimable(now, lease))
         .returning_all();
-    crate::db::update_of_candidates(&mut claim, "candidates", Column::Id, candidates);
-    let claim = db.get_database_backend().build(&claim);
+    let backend = db.get_database_backend();
+    crate::db::update_of_candidates(&mut claim, backend, Column::Id, candidates);
+    let claim = backend.build(&claim);
     let _turn = crate::db::write_turn(db).await;
-    let mut claimed = inbox_event::Entity::find()
-        .from_raw_sql(claim)
-        .all(db)
-        .await?;
+    let mut claimed = if backend == DbBackend::Postgres {
+        let txn = crate::db::begin_ordered_claim(db).await?;
+        let claimed = inbox_event::Entity::find()
+            .from_raw_sql(claim)
+            .all(&txn)
+            .await?;
+        txn.commit().await?;
+        claimed
+    } else {
+        inbox_event::Entity::find()
+            .from_raw_sql(claim)
+            .all(db)
+            .await?
+    };
     claimed.sort_by_key(|e| e.id);
     Ok(claimed)
 }
