@@ -60,9 +60,8 @@ impl BatchPath {
 /// and each run skips the rows the statement has already updated and locks
 /// the next ones, so a claim of ten took the whole backlog, ever more
 /// slowly (seen in `bench/run`: 1,917 events in a claim of 100, 110 s).
-/// `id = ANY(ARRAY(subquery))` is an init plan, run once, and leaves the
-/// primary key as the only way to the rows. SQLite runs an `IN`
-/// subquery once.
+/// `id = ANY(ARRAY(subquery))` is an init plan, run once, whose ids the
+/// update then looks up by index. SQLite runs an `IN` subquery once.
 pub fn update_of_candidates(
     update: &mut UpdateStatement,
     backend: DbBackend,

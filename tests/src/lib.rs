@@ -289,6 +289,18 @@ impl TestApp {
             .await
             .unwrap();
     }
+
+    /// The first column of the one row raw SQL (no placeholders) returns,
+    /// as an integer: a count.
+    pub async fn scalar(&self, sql: &str) -> i64 {
+        self.db
+            .query_one_raw(Statement::from_string(self.db.get_database_backend(), sql))
+            .await
+            .unwrap()
+            .unwrap()
+            .try_get_by_index::<i64>(0)
+            .unwrap()
+    }
 }
 
 /// Polls `done` every 25 ms until it holds; panics naming `what` after `limit`.

@@ -16,7 +16,6 @@ use domain::auth::Role;
 use domain::inbound::inbox::batch::claim_batch;
 use domain::outbound::delivery;
 use leadpipe_tests::{Backend, TestApp};
-use sea_orm::ConnectionTrait;
 use serde_json::json;
 
 const LIMIT: u64 = 10;
@@ -73,34 +72,15 @@ async fn an_inbox_claim_takes_at_most_its_batch_on_postgres() {
         "the oldest ten"
     );
     assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) AS n FROM inbox_event WHERE state = 'processing'"
-        )
-        .await,
+        app.scalar("SELECT count(*) FROM inbox_event WHERE state = 'processing'")
+            .await,
         LIMIT as i64
     );
     assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) AS n FROM inbox_event WHERE state = 'received'"
-        )
-        .await,
+        app.scalar("SELECT count(*) FROM inbox_event WHERE state = 'received'")
+            .await,
         290
     );
-}
-
-async fn count(app: &TestApp, sql: &str) -> i64 {
-    app.db
-        .query_one_raw(sea_orm::Statement::from_string(
-            app.db.get_database_backend(),
-            sql,
-        ))
-        .await
-        .unwrap()
-        .unwrap()
-        .try_get::<i64>("", "n")
-        .unwrap()
 }
 
 /// A publisher asks for five of thirty due deliveries (thirty leads, one
@@ -134,11 +114,8 @@ async fn a_delivery_claim_takes_at_most_its_limit_on_postgres() {
         .unwrap();
     assert_eq!(claimed.len(), 5, "deliveries claimed with a limit of 5");
     assert_eq!(
-        count(
-            &app,
-            "SELECT count(*) AS n FROM outbox_delivery WHERE state = 'delivering'"
-        )
-        .await,
+        app.scalar("SELECT count(*) FROM outbox_delivery WHERE state = 'delivering'")
+            .await,
         5
     );
 }

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use domain::auth::Role;
 use leadpipe_tests::{Backend, TestApp};
-use sea_orm::ConnectionTrait;
 use serde_json::json;
 
 /// Every session of the service is ended behind its back; a second later
@@ -59,17 +58,11 @@ async fn connections_ended_while_idle_are_replaced_on_postgres() {
 
 /// Ends every session of the app's database but the caller's; how many.
 async fn end_sessions(app: &TestApp) -> i64 {
-    app.db
-        .query_one_raw(sea_orm::Statement::from_string(
-            sea_orm::DbBackend::Postgres,
-            "SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity \
-             WHERE datname = current_database() AND pid <> pg_backend_pid()",
-        ))
-        .await
-        .unwrap()
-        .unwrap()
-        .try_get::<i64>("", "n")
-        .unwrap()
+    app.scalar(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity \
+         WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    .await
 }
 
 /// Sessions ended right after intake used them (no idle time for the ping

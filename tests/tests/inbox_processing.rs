@@ -344,17 +344,10 @@ async fn finished_job_count(app: &TestApp) -> i64 {
         Backend::Sqlite => "Jobs",
         Backend::Postgres => "apalis.jobs",
     };
-    let sql = format!("SELECT COUNT(*) FROM {table} WHERE status = 'Done'");
-    app.db
-        .query_one_raw(sea_orm::Statement::from_string(
-            app.db.get_database_backend(),
-            sql,
-        ))
-        .await
-        .unwrap()
-        .unwrap()
-        .try_get_by_index::<i64>(0)
-        .unwrap()
+    app.scalar(&format!(
+        "SELECT COUNT(*) FROM {table} WHERE status = 'Done'"
+    ))
+    .await
 }
 
 async fn finished_job_rows_are_pruned_after_their_retention(backend: Backend) {

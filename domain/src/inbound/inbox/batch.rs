@@ -43,7 +43,8 @@ pub use crate::db::BatchPath;
 
 /// Claims up to `limit` ready events (oldest first) for `worker`, in one
 /// statement. On PostgreSQL the candidates are taken `FOR UPDATE SKIP
-/// LOCKED`, so workers claiming at once never wait for nor share an event;
+/// LOCKED`, so workers claiming at once never wait for nor share an event,
+/// in a transaction that keeps the walk in index order (`begin_ordered_claim`);
 /// on SQLite the statement runs in this process's write turn (SQLite has one
 /// writer anyway). Each returned row counts this attempt in `attempts`.
 pub async fn claim_batch(
