@@ -75,13 +75,14 @@ pub fn update_of_candidates(
     });
 }
 
-/// On PostgreSQL, a transaction whose claims walk their candidates' index in
-/// order. A backlog grows faster than autovacuum analyzes it: on statistics
-/// that still count a few ready events, the planner took a bitmap scan of
-/// every ready event and a sort to pick the oldest hundred (71 ms a claim
-/// at 30,000 ready, 2 s under load; 0.3 ms in index order).
+/// A write transaction ([`begin_write`]) whose claims, on PostgreSQL, walk
+/// their candidates' index in order. A backlog grows faster than autovacuum
+/// analyzes it: on statistics that still count a few ready events, the
+/// planner took a bitmap scan of every ready event and a sort to pick the
+/// oldest hundred (71 ms a claim at 30,000 ready, 2 s under load; 0.3 ms in
+/// index order).
 pub async fn begin_ordered_claim(db: &DatabaseConnection) -> Result<DatabaseTransaction, DbErr> {
-    let txn = db.begin().await?;
+    let txn = begin_write(db).await?;
     if db.get_database_backend() == DbBackend::Postgres {
         txn.execute_unprepared("SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off")
             .await?;

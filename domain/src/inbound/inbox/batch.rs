@@ -45,8 +45,8 @@ pub use crate::db::BatchPath;
 /// statement. On PostgreSQL the candidates are taken `FOR UPDATE SKIP
 /// LOCKED`, so workers claiming at once never wait for nor share an event,
 /// in a transaction that keeps the walk in index order (`begin_ordered_claim`);
-/// on SQLite the statement runs in this process's write turn (SQLite has one
-/// writer anyway). Each returned row counts this attempt in `attempts`.
+/// on SQLite it runs in this process's write turn (SQLite has one writer
+/// anyway). Each returned row counts this attempt in `attempts`.
 pub async fn claim_batch(
     db: &DatabaseConnection,
     worker: &str,
@@ -63,7 +63,8 @@ pub async fn claim_batch(
         .cond_where(claimable(now, lease))
         .order_by(Column::Id, sea_orm::Order::Asc)
         .limit(limit);
-    if db.get_database_backend() == DbBackend::Postgres {
+    let backend = db.get_database_backend();
+    if backend == DbBackend::Postgres {
         candidates.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
     }
     let mut claim = Query::update();
@@ -76,24 +77,14 @@ pub async fn claim_batch(
         .value(Column::UpdatedAt, now)
         .cond_where(claimable(now, lease))
         .returning_all();
-    let backend = db.get_database_backend();
     crate::db::update_of_candidates(&mut claim, backend, Column::Id, candidates);
-    let claim = backend.build(&claim);
     let _turn = crate::db::write_turn(db).await;
-    let mut claimed = if backend == DbBackend::Postgres {
-        let txn = crate::db::begin_ordered_claim(db).await?;
-        let claimed = inbox_event::Entity::find()
-            .from_raw_sql(claim)
-            .all(&txn)
-            .await?;
-        txn.commit().await?;
-        claimed
-    } else {
-        inbox_event::Entity::find()
-            .from_raw_sql(claim)
-            .all(db)
-            .await?
-    };
+    let txn = crate::db::begin_ordered_claim(db).await?;
+    let mut claimed = inbox_event::Entity::find()
+        .from_raw_sql(backend.build(&claim))
+        .all(&txn)
+        .await?;
+    txn.commit().await?;
     claimed.sort_by_key(|e| e.id);
     Ok(claimed)
 }
