@@ -489,6 +489,26 @@ pub(crate) const SENDER_COLUMNS: [Column; 9] = [
     Column::SourceUpdatedAt,
 ];
 
+/// What PostgreSQL's batch upsert returns of a row it wrote: every column
+/// but `payload` ([`pg_batch::WrittenRow`]).
+pub(crate) const RETURNED_COLUMNS: [Column; 15] = [
+    Column::Id,
+    Column::Source,
+    Column::SourceRef,
+    Column::Email,
+    Column::Phone,
+    Column::Name,
+    Column::Company,
+    Column::ContentHash,
+    Column::SourceUpdatedAt,
+    Column::Status,
+    Column::OwnerId,
+    Column::Version,
+    Column::ProcessedVersion,
+    Column::CreatedAt,
+    Column::UpdatedAt,
+];
+
 /// What a new lead starts with besides the sender's columns.
 const INITIAL_STATUS: &str = "new";
 const INITIAL_VERSION: i64 = 1;
@@ -577,7 +597,10 @@ pub(crate) fn upsert_from_json_sql() -> Result<String, DbErr> {
         .select_from(select)
         .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(on_conflict())
-        .returning_all();
+        // Not the payload: a written row's payload is the one it was sent
+        // (`pg_batch::upsert` puts it back), and PostgreSQL printing every
+        // payload for us to parse again cost both sides CPU per lead.
+        .returning(Query::returning().columns(RETURNED_COLUMNS));
     Ok(insert.to_string(sea_orm::sea_query::PostgresQueryBuilder))
 }
 
@@ -653,9 +676,22 @@ mod tests {
             r#"WHERE NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "t"."key_hash" = "h"."key_hash" WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref") "#,
             r#"ON CONFLICT ("source", "source_ref") DO UPDATE SET "email" = "excluded"."email", "phone" = "excluded"."phone", "name" = "excluded"."name", "company" = "excluded"."company", "payload" = "excluded"."payload", "content_hash" = "excluded"."content_hash", "updated_at" = "excluded"."updated_at", "source_updated_at" = COALESCE("excluded"."source_updated_at", "lead"."source_updated_at"), "version" = "lead"."version" + 1 "#,
             r#"WHERE "lead"."content_hash" <> "excluded"."content_hash" AND ("lead"."source_updated_at" IS NULL OR "excluded"."source_updated_at" IS NULL OR "excluded"."source_updated_at" >= "lead"."source_updated_at") "#,
-            r#"RETURNING *"#,
+            r#"RETURNING "id", "source", "source_ref", "email", "phone", "name", "company", "content_hash", "source_updated_at", "status", "owner_id", "version", "processed_version", "created_at", "updated_at""#,
         );
         assert_eq!(upsert_from_json_sql().unwrap(), expected);
+    }
+
+    /// PostgreSQL's upsert returns every column but the payload: a column
+    /// added to `lead` must be added there too, or written rows lose it.
+    #[test]
+    fn the_upsert_returns_every_column_but_the_payload() {
+        use sea_orm::Iterable;
+        let every: Vec<String> = Column::iter()
+            .filter(|c| !matches!(c, Column::Payload))
+            .map(|c| c.to_string())
+            .collect();
+        let returned: Vec<String> = RETURNED_COLUMNS.iter().map(|c| c.to_string()).collect();
+        assert_eq!(returned, every);
     }
 
     /// The values path (SQLite, `bench-sql`) carries the same clause.
@@ -675,7 +711,9 @@ mod tests {
             .unwrap()
             .to_string(sea_orm::sea_query::PostgresQueryBuilder);
         let json = upsert_from_json_sql().unwrap();
-        let clause = |sql: &str| sql[sql.find(" ON CONFLICT ").unwrap()..].to_owned();
+        let clause = |sql: &str| {
+            sql[sql.find(" ON CONFLICT ").unwrap()..sql.find(" RETURNING ").unwrap()].to_owned()
+        };
         assert_eq!(clause(&values), clause(&json));
         let columns = |sql: &str| sql[..sql.find(')').unwrap()].to_owned();
         assert_eq!(columns(&values), columns(&json));
