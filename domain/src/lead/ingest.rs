@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::lead::activity::ActivityKind;
 use crate::lead::pg_batch::{self, ActivityRow, OutboxRow};
 use crate::lead::record::{LeadRecord, NewLead};
-use crate::lead::tombstone;
+use crate::lead::{tombstone, written};
 use crate::outbound::events::LeadSnapshot;
 use crate::outbound::outbox;
 
@@ -452,7 +452,10 @@ async fn upsert<C: ConnectionTrait>(
     }
     let insert = upsert_statement(news)?;
     let stmt = txn.get_database_backend().build(&insert);
-    lead::Model::find_by_statement(stmt).all(txn).await
+    let rows = written::WrittenRow::find_by_statement(stmt)
+        .all(txn)
+        .await?;
+    written::with_payloads(rows, news)
 }
 
 /// The upsert as PostgreSQL SQL with `rows` sample records whose
@@ -487,26 +490,6 @@ pub(crate) const SENDER_COLUMNS: [Column; 9] = [
     Column::Payload,
     Column::ContentHash,
     Column::SourceUpdatedAt,
-];
-
-/// What PostgreSQL's batch upsert returns of a row it wrote: every column
-/// but `payload` ([`pg_batch::WrittenRow`]).
-pub(crate) const RETURNED_COLUMNS: [Column; 15] = [
-    Column::Id,
-    Column::Source,
-    Column::SourceRef,
-    Column::Email,
-    Column::Phone,
-    Column::Name,
-    Column::Company,
-    Column::ContentHash,
-    Column::SourceUpdatedAt,
-    Column::Status,
-    Column::OwnerId,
-    Column::Version,
-    Column::ProcessedVersion,
-    Column::CreatedAt,
-    Column::UpdatedAt,
 ];
 
 /// What a new lead starts with besides the sender's columns.
@@ -597,10 +580,7 @@ pub(crate) fn upsert_from_json_sql() -> Result<String, DbErr> {
         .select_from(select)
         .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(on_conflict())
-        // Not the payload: a written row's payload is the one it was sent
-        // (`pg_batch::upsert` puts it back), and PostgreSQL printing every
-        // payload for us to parse again cost both sides CPU per lead.
-        .returning(Query::returning().columns(RETURNED_COLUMNS));
+        .returning(written::returning());
     Ok(insert.to_string(sea_orm::sea_query::PostgresQueryBuilder))
 }
 
@@ -627,7 +607,9 @@ fn upsert_statement(news: &[&NewLead]) -> Result<sea_orm::sea_query::InsertState
             ])
             .map_err(|e| DbErr::Custom(e.to_string()))?;
     }
-    insert.on_conflict(on_conflict()).returning_all();
+    insert
+        .on_conflict(on_conflict())
+        .returning(written::returning());
     Ok(insert)
 }
 
@@ -679,19 +661,6 @@ mod tests {
             r#"RETURNING "id", "source", "source_ref", "email", "phone", "name", "company", "content_hash", "source_updated_at", "status", "owner_id", "version", "processed_version", "created_at", "updated_at""#,
         );
         assert_eq!(upsert_from_json_sql().unwrap(), expected);
-    }
-
-    /// PostgreSQL's upsert returns every column but the payload: a column
-    /// added to `lead` must be added there too, or written rows lose it.
-    #[test]
-    fn the_upsert_returns_every_column_but_the_payload() {
-        use sea_orm::Iterable;
-        let every: Vec<String> = Column::iter()
-            .filter(|c| !matches!(c, Column::Payload))
-            .map(|c| c.to_string())
-            .collect();
-        let returned: Vec<String> = RETURNED_COLUMNS.iter().map(|c| c.to_string()).collect();
-        assert_eq!(returned, every);
     }
 
     /// The values path (SQLite, `bench-sql`) carries the same clause.

@@ -20,3 +20,4 @@ pub mod record;
 pub mod sales;
 pub mod status;
 pub mod tombstone;
+mod written;

@@ -11,15 +11,13 @@
 //! straight from the records (borrowed), not cloned into an SQL builder.
 //! SQLite keeps the sea-query statements ([`super::ingest`]).
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, SecondsFormat, Utc};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, FromQueryResult, Statement};
 use serde::{Serialize, Serializer};
 
 use crate::entities::lead;
 use crate::lead::record::NewLead;
-use crate::lead::status::LeadStatus;
+use crate::lead::written::{WrittenRow, with_payloads};
 
 /// The batch's timeline rows and outbox events in one statement (one round
 /// trip); `$2` may be an empty array.
@@ -91,51 +89,6 @@ fn rows_param<T: Serialize>(rows: &[T]) -> Result<sea_orm::Value, DbErr> {
         .map_err(|e| DbErr::Json(e.to_string()))
 }
 
-/// A row the upsert wrote, as it returns it: every column but `payload`
-/// ([`super::ingest::RETURNED_COLUMNS`]).
-#[derive(FromQueryResult)]
-struct WrittenRow {
-    id: i64,
-    source: String,
-    source_ref: String,
-    email: Option<String>,
-    phone: Option<String>,
-    name: Option<String>,
-    company: Option<String>,
-    content_hash: String,
-    source_updated_at: Option<DateTime<Utc>>,
-    status: LeadStatus,
-    owner_id: Option<i64>,
-    version: i64,
-    processed_version: i64,
-    created_at: DateTime<Utc>,
-    updated_at: DateTime<Utc>,
-}
-
-impl WrittenRow {
-    /// The stored row: a written row's payload is the record's.
-    fn with_payload(self, payload: serde_json::Value) -> lead::Model {
-        lead::Model {
-            id: self.id,
-            source: self.source,
-            source_ref: self.source_ref,
-            email: self.email,
-            phone: self.phone,
-            name: self.name,
-            company: self.company,
-            payload,
-            content_hash: self.content_hash,
-            source_updated_at: self.source_updated_at,
-            status: self.status,
-            owner_id: self.owner_id,
-            version: self.version,
-            processed_version: self.processed_version,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
-    }
-}
-
 /// The upsert of `news` (distinct keys), returning the rows it wrote.
 pub async fn upsert<C: ConnectionTrait>(
     txn: &C,
@@ -171,20 +124,7 @@ pub async fn upsert<C: ConnectionTrait>(
         ],
     );
     let written = WrittenRow::find_by_statement(stmt).all(txn).await?;
-    let sent: HashMap<(&str, &str), &NewLead> = news
-        .iter()
-        .map(|new| ((new.source.as_str(), new.source_ref.as_str()), *new))
-        .collect();
-    written
-        .into_iter()
-        .map(|row| {
-            let payload = sent
-                .get(&(row.source.as_str(), row.source_ref.as_str()))
-                .map(|new| new.payload.clone())
-                .ok_or_else(|| DbErr::Custom("the upsert returned a key it was not sent".into()))?;
-            Ok(row.with_payload(payload))
-        })
-        .collect()
+    with_payloads(written, news)
 }
 
 /// Inserts the batch's timeline rows and its outbox events.
