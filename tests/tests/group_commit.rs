@@ -33,7 +33,8 @@ fn item(source_ref: &str, name: &str, updated_at: &str) -> IngestItem {
 
 on_both_backends!(
     a_batch_resolves_repeated_keys_in_arrival_order,
-    concurrent_intake_through_group_commit_matches_one_by_one
+    concurrent_intake_through_group_commit_matches_one_by_one,
+    every_record_of_a_batch_gets_its_own_payload_back
 );
 
 async fn a_batch_resolves_repeated_keys_in_arrival_order(backend: Backend) {
@@ -172,4 +173,78 @@ async fn concurrent_intake_through_group_commit_matches_one_by_one(backend: Back
         );
     }
     assert_eq!(end_states[0], end_states[1]);
+}
+
+/// The upsert does not return payloads (the written row's is the record's):
+/// each record of a batch, in either wave, must still get back its own, in
+/// its answer, its stored row and its outbox event.
+async fn every_record_of_a_batch_gets_its_own_payload_back(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let with_payload = |source_ref: &str, payload: Value| {
+        let mut item = item(source_ref, "Same Name", "2026-11-01T10:00:00Z");
+        item.new.payload = payload;
+        item
+    };
+    let items: Vec<IngestItem> = (0..6)
+        .map(|k| {
+            with_payload(
+                &format!("p{k}"),
+                json!({"n": k, "nested": {"tag": format!("t{k}")}}),
+            )
+        })
+        // A second wave: p2 again with another payload, an update.
+        .chain([with_payload("p2", json!({"n": 2, "changed": true}))])
+        .collect();
+    let txn = app.db.begin().await.unwrap();
+    let results = ingest_many_in(&txn, &items).await.unwrap();
+    txn.commit().await.unwrap();
+    for (item, result) in items.iter().zip(&results) {
+        assert_eq!(
+            result.lead.as_ref().unwrap().payload,
+            item.new.payload,
+            "{}",
+            item.new.source_ref
+        );
+    }
+    assert_eq!(results[6].outcome, Outcome::Updated);
+
+    let stored: HashMap<i64, Value> = lead::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|l| (l.id, l.payload))
+        .collect();
+    assert_eq!(
+        app.lead_by_ref("p2").await.payload,
+        json!({"n": 2, "changed": true})
+    );
+    let events = outbox_event::Entity::find()
+        .order_by_asc(outbox_event::Column::Id)
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 7);
+    for (event, item) in events.iter().zip(&items) {
+        assert_eq!(event.payload["payload"], item.new.payload);
+        assert_eq!(event.payload["source_ref"], item.new.source_ref.as_str());
+    }
+    // The last event of p2 carries what is stored now.
+    let p2 = app.lead_by_ref("p2").await;
+    assert_eq!(events[6].payload["payload"], stored[&p2.id]);
+
+    // Through the API, concurrent posts share batches: each answer carries
+    // its own record's payload.
+    let token = app.token(Role::Intake, Some("webform")).await;
+    let bodies: Vec<Value> = (0..40)
+        .map(|k| json!({"source": "webform", "source_ref": format!("h{k}"), "payload": {"k": k}}))
+        .collect();
+    let responses =
+        futures::future::join_all(bodies.iter().map(|b| app.post_lead(&token, b))).await;
+    for (body, response) in bodies.iter().zip(responses) {
+        assert_eq!(response.status(), 201);
+        let answer: Value = response.json().await.unwrap();
+        assert_eq!(answer["source_ref"], body["source_ref"]);
+        assert_eq!(answer["payload"], body["payload"]);
+    }
 }
