@@ -193,12 +193,13 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             .map(|(p, n)| ((n.source.as_str(), n.source_ref.as_str()), p))
             .collect();
         let mut written: Vec<Option<lead::Model>> = vec![None; news.len()];
-        for lead in upsert(txn, &news, &keys).await? {
+        for row in upsert(txn, &news, &keys).await? {
             let p = position
-                .get(&(lead.source.as_str(), lead.source_ref.as_str()))
+                .get(&row.key())
                 .copied()
                 .ok_or_else(|| DbErr::Custom("the upsert returned a key it was not sent".into()))?;
-            written[p] = Some(lead);
+            // A written row's payload is its record's.
+            written[p] = Some(row.with_payload(news[p].payload.clone()));
         }
         let untouched: Vec<&NewLead> = news
             .iter()
@@ -443,7 +444,7 @@ async fn upsert<C: ConnectionTrait>(
     txn: &C,
     news: &[&NewLead],
     keys: &tombstone::BatchKeys<'_>,
-) -> Result<Vec<lead::Model>, DbErr> {
+) -> Result<Vec<written::WrittenRow>, DbErr> {
     if txn.get_database_backend() == DbBackend::Postgres {
         let sql = UPSERT_FROM_JSON
             .as_ref()
@@ -452,10 +453,7 @@ async fn upsert<C: ConnectionTrait>(
     }
     let insert = upsert_statement(news)?;
     let stmt = txn.get_database_backend().build(&insert);
-    let rows = written::WrittenRow::find_by_statement(stmt)
-        .all(txn)
-        .await?;
-    written::with_payloads(rows, news)
+    written::WrittenRow::find_by_statement(stmt).all(txn).await
 }
 
 /// The upsert as PostgreSQL SQL with `rows` sample records whose

@@ -15,9 +15,8 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, FromQueryResult, Statement};
 use serde::{Serialize, Serializer};
 
-use crate::entities::lead;
 use crate::lead::record::NewLead;
-use crate::lead::written::{WrittenRow, with_payloads};
+use crate::lead::written::WrittenRow;
 
 /// The batch's timeline rows and outbox events in one statement (one round
 /// trip); `$2` may be an empty array.
@@ -89,14 +88,15 @@ fn rows_param<T: Serialize>(rows: &[T]) -> Result<sea_orm::Value, DbErr> {
         .map_err(|e| DbErr::Json(e.to_string()))
 }
 
-/// The upsert of `news` (distinct keys), returning the rows it wrote.
+/// The upsert of `news` (distinct keys), returning the rows it wrote
+/// (without their payloads, [`WrittenRow`]).
 pub async fn upsert<C: ConnectionTrait>(
     txn: &C,
     news: &[&NewLead],
     keys: &crate::lead::tombstone::BatchKeys<'_>,
     now: DateTime<Utc>,
     sql: &str,
-) -> Result<Vec<lead::Model>, DbErr> {
+) -> Result<Vec<WrittenRow>, DbErr> {
     let rows: Vec<LeadRow<'_>> = news
         .iter()
         .map(|new| LeadRow {
@@ -123,8 +123,7 @@ pub async fn upsert<C: ConnectionTrait>(
             source_refs.into(),
         ],
     );
-    let written = WrittenRow::find_by_statement(stmt).all(txn).await?;
-    with_payloads(written, news)
+    WrittenRow::find_by_statement(stmt).all(txn).await
 }
 
 /// Inserts the batch's timeline rows and its outbox events.

@@ -1,16 +1,14 @@
 //! What the upsert returns of a row it wrote: every column but `payload`.
 //! A written row's payload is the one its record carried, so the database
 //! need not print every payload for us to parse again (on PostgreSQL that
-//! was CPU on both sides for every lead); [`with_payloads`] puts it back.
-
-use std::collections::HashMap;
+//! was CPU on both sides for every lead); the caller puts it back
+//! ([`WrittenRow::with_payload`]).
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Query, ReturningClause};
-use sea_orm::{DbErr, FromQueryResult, Iterable};
+use sea_orm::{FromQueryResult, Iterable};
 
 use crate::entities::lead::{self, Column};
-use crate::lead::record::NewLead;
 use crate::lead::status::LeadStatus;
 
 /// The upsert's `RETURNING` clause: every column of `lead` but `payload`.
@@ -41,7 +39,13 @@ pub(crate) struct WrittenRow {
 }
 
 impl WrittenRow {
-    fn with_payload(self, payload: serde_json::Value) -> lead::Model {
+    /// Its natural key, as the batch's records name theirs.
+    pub(crate) fn key(&self) -> (&str, &str) {
+        (self.source.as_str(), self.source_ref.as_str())
+    }
+
+    /// The stored row, given the payload of the record that wrote it.
+    pub(crate) fn with_payload(self, payload: serde_json::Value) -> lead::Model {
         lead::Model {
             id: self.id,
             source: self.source,
@@ -61,26 +65,4 @@ impl WrittenRow {
             updated_at: self.updated_at,
         }
     }
-}
-
-/// The stored rows: each written row with the payload of the record of its
-/// key (keys are distinct within one upsert).
-pub(crate) fn with_payloads(
-    written: Vec<WrittenRow>,
-    news: &[&NewLead],
-) -> Result<Vec<lead::Model>, DbErr> {
-    let sent: HashMap<(&str, &str), &NewLead> = news
-        .iter()
-        .map(|new| ((new.source.as_str(), new.source_ref.as_str()), *new))
-        .collect();
-    written
-        .into_iter()
-        .map(|row| {
-            let payload = sent
-                .get(&(row.source.as_str(), row.source_ref.as_str()))
-                .map(|new| new.payload.clone())
-                .ok_or_else(|| DbErr::Custom("the upsert returned a key it was not sent".into()))?;
-            Ok(row.with_payload(payload))
-        })
-        .collect()
 }
