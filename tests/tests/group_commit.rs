@@ -9,8 +9,9 @@ use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event};
 use domain::lead::ingest::{IngestContext, IngestItem, Origin, Outcome, ingest_many_in};
 use domain::lead::record::LeadRecord;
+use domain::outbound::events::LeadSnapshot;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
-use sea_orm::{EntityTrait, QueryOrder, TransactionTrait};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, TransactionTrait};
 use serde_json::{Value, json};
 
 fn item(source_ref: &str, name: &str, updated_at: &str) -> IngestItem {
@@ -34,7 +35,8 @@ fn item(source_ref: &str, name: &str, updated_at: &str) -> IngestItem {
 on_both_backends!(
     a_batch_resolves_repeated_keys_in_arrival_order,
     concurrent_intake_through_group_commit_matches_one_by_one,
-    every_record_of_a_batch_gets_its_own_payload_back
+    every_record_of_a_batch_gets_its_own_payload_back,
+    an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote
 );
 
 async fn a_batch_resolves_repeated_keys_in_arrival_order(backend: Backend) {
@@ -79,29 +81,40 @@ async fn a_batch_resolves_repeated_keys_in_arrival_order(backend: Backend) {
         .all(&app.db)
         .await
         .unwrap();
-    let recorded: Vec<&str> = activities
-        .iter()
-        .map(|a| a.outcome.as_deref().unwrap())
-        .collect();
-    assert_eq!(
-        recorded,
-        ["created", "updated", "created", "stale", "unchanged"]
-    );
+    // Each lead's timeline in the order its records came (rows of different
+    // leads in one batch may interleave otherwise: on PostgreSQL the upsert
+    // writes its own rows' entries).
+    let timeline = |lead_id: i64| -> Vec<&str> {
+        activities
+            .iter()
+            .filter(|a| a.lead_id == lead_id)
+            .map(|a| a.outcome.as_deref().unwrap())
+            .collect()
+    };
+    assert_eq!(timeline(leads[0].id), ["created", "updated", "stale"]);
+    assert_eq!(timeline(leads[1].id), ["created", "unchanged"]);
+    assert_eq!(activities.len(), 5);
     assert!(
         activities
             .iter()
             .all(|a| a.correlation_id.as_deref() == Some("batch-1")
                 && a.origin.as_deref() == Some("reconcile"))
     );
-    let events: Vec<String> = outbox_event::Entity::find()
+    let events = outbox_event::Entity::find()
         .order_by_asc(outbox_event::Column::Id)
         .all(&app.db)
         .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.event_type)
-        .collect();
-    assert_eq!(events, ["lead.created", "lead.updated", "lead.created"]);
+        .unwrap();
+    let events_of = |lead_id: i64| -> Vec<&str> {
+        events
+            .iter()
+            .filter(|e| e.lead_id == Some(lead_id))
+            .map(|e| e.event_type.as_str())
+            .collect()
+    };
+    assert_eq!(events_of(leads[0].id), ["lead.created", "lead.updated"]);
+    assert_eq!(events_of(leads[1].id), ["lead.created"]);
+    assert_eq!(events.len(), 3);
 }
 
 /// 50 keys, each posted four times (two identical pairs of two versions) at
@@ -246,5 +259,116 @@ async fn every_record_of_a_batch_gets_its_own_payload_back(backend: Backend) {
         let answer: Value = response.json().await.unwrap();
         assert_eq!(answer["source_ref"], body["source_ref"]);
         assert_eq!(answer["payload"], body["payload"]);
+    }
+}
+
+/// On PostgreSQL the upsert builds each event's lead snapshot itself: it
+/// must be the JSON the Rust snapshot serialises to (what the API shows),
+/// for every shape a timestamp takes (whole seconds, milliseconds,
+/// microseconds, none, years before the common era).
+async fn an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let at = |y: i32, mo: u32, d: u32, micros: u32| {
+        chrono::NaiveDate::from_ymd_opt(y, mo, d)
+            .unwrap()
+            .and_hms_micro_opt(10, 0, 0, micros)
+            .unwrap()
+            .and_utc()
+    };
+    let times = [
+        Some(at(2026, 11, 1, 0)),
+        Some(at(2026, 11, 1, 500_000)),
+        Some(at(2026, 11, 1, 10_000)),
+        Some(at(2026, 11, 1, 123_456)),
+        Some(at(2026, 11, 1, 1)),
+        Some(at(1, 1, 1, 0)),
+        Some(at(999, 12, 31, 999_999)),
+        None,
+    ];
+    // Creation times (set below) as varied, and on PostgreSQL 1 BC (chrono's
+    // year 0) and 44 BC, which SQLite's text dates do not reach.
+    let mut created_at: Vec<_> = times
+        .iter()
+        .map(|t| t.unwrap_or(at(2000, 2, 29, 0)))
+        .collect();
+    let mut times = times.to_vec();
+    if backend == Backend::Postgres {
+        for t in [at(0, 6, 1, 0), at(-44, 3, 15, 250_000)] {
+            times.push(None);
+            created_at.push(t);
+        }
+    }
+    let record = |k: usize, name: &str, t: Option<chrono::DateTime<chrono::Utc>>| {
+        let mut item = item(&format!("t{k}"), name, "2026-11-01T10:00:00Z");
+        item.new.source_updated_at = t;
+        item.new.email = Some(format!("t{k}@example.com"));
+        item.new.payload = json!({"text": "café ☕ \"quoted\"", "big": 12345678901234_i64, "f": 1.5, "list": [1, "two", null]});
+        item
+    };
+    let created: Vec<IngestItem> = times
+        .iter()
+        .enumerate()
+        .map(|(k, t)| record(k, "Made", *t))
+        .collect();
+    let txn = app.db.begin().await.unwrap();
+    let first = ingest_many_in(&txn, &created).await.unwrap();
+    txn.commit().await.unwrap();
+    // A lead created at each of those times, then updated: the update's
+    // snapshot carries the stored creation time.
+    for (result, t) in first.iter().zip(&created_at) {
+        let lead = result.lead.as_ref().unwrap();
+        lead::Entity::update_many()
+            .col_expr(lead::Column::CreatedAt, sea_orm::sea_query::Expr::value(*t))
+            .filter(lead::Column::Id.eq(lead.id))
+            .exec(&app.db)
+            .await
+            .unwrap();
+    }
+    let updated: Vec<IngestItem> = times
+        .iter()
+        .enumerate()
+        .map(|(k, t)| record(k, "Changed", *t))
+        .collect();
+    let txn = app.db.begin().await.unwrap();
+    let second = ingest_many_in(&txn, &updated).await.unwrap();
+    txn.commit().await.unwrap();
+    assert!(second.iter().all(|r| r.outcome == Outcome::Updated));
+
+    let events = outbox_event::Entity::find()
+        .order_by_asc(outbox_event::Column::Id)
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(events.len(), 2 * times.len());
+    let expected: Vec<Value> = first
+        .iter()
+        .chain(&second)
+        .map(|r| serde_json::to_value(LeadSnapshot::from(r.lead.as_ref().unwrap())).unwrap())
+        .collect();
+    let mut by_lead: HashMap<(i64, i64), &Value> = HashMap::new();
+    for event in &events {
+        let id = event.payload["id"].as_i64().unwrap();
+        let version = event.payload["version"].as_i64().unwrap();
+        by_lead.insert((id, version), &event.payload);
+    }
+    for want in &expected {
+        let key = (
+            want["id"].as_i64().unwrap(),
+            want["version"].as_i64().unwrap(),
+        );
+        assert_eq!(
+            by_lead.get(&key).copied(),
+            Some(want),
+            "event of lead {key:?}"
+        );
+    }
+    // And what is stored now is what the last events said.
+    for r in &second {
+        let stored = lead::Entity::find_by_id(r.lead.as_ref().unwrap().id)
+            .one(&app.db)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&stored, r.lead.as_ref().unwrap());
     }
 }

@@ -184,8 +184,20 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
         *occurrence += 1;
     }
 
+    let pg = txn.get_database_backend() == DbBackend::Postgres;
+    // On PostgreSQL the upsert writes the timeline row and outbox event of
+    // every row it wrote; these are the timeline rows of the records it left
+    // alone (unchanged, stale).
+    let mut untouched_rows: Vec<ActivityRow<'_, IngestDetail>> = Vec::new();
     for wave in waves {
-        let news: Vec<&NewLead> = wave.iter().map(|&i| &items[i].new).collect();
+        // A lead's timeline keeps the order its records came in: what the
+        // last wave left goes in before this one writes.
+        if !untouched_rows.is_empty() {
+            insert_timeline_rows(txn, &untouched_rows).await?;
+            untouched_rows.clear();
+        }
+        let wave_items: Vec<&IngestItem> = wave.iter().map(|&i| &items[i]).collect();
+        let news: Vec<&NewLead> = wave_items.iter().map(|item| &item.new).collect();
         // Where each key sits in the wave (keys are distinct within one).
         let position: HashMap<(&str, &str), usize> = news
             .iter()
@@ -193,7 +205,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             .map(|(p, n)| ((n.source.as_str(), n.source_ref.as_str()), p))
             .collect();
         let mut written: Vec<Option<lead::Model>> = vec![None; news.len()];
-        for row in upsert(txn, &news, &keys).await? {
+        for row in upsert(txn, &wave_items, &keys).await? {
             let p = position
                 .get(&row.key())
                 .copied()
@@ -256,6 +268,9 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                     )
                 }
             };
+            if pg && !outcome.changed() {
+                untouched_rows.push(timeline_row(&items[index], outcome, &lead));
+            }
             results[index] = Some(Ingested {
                 outcome,
                 lead: Some(lead),
@@ -264,7 +279,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     }
     let results: Vec<Ingested> = results.into_iter().flatten().collect();
 
-    let mut activities = Vec::with_capacity(items.len());
+    let mut activities = Vec::with_capacity(if pg { 0 } else { items.len() });
     let mut events = Vec::new();
     // Counted per batch, not per record: each `counter!` call looks its
     // series up in the registry.
@@ -277,28 +292,11 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             Some((_, _, n)) => *n += 1,
             None => tally.push((item.origin, done.outcome, 1)),
         }
-        let Some(lead) = &done.lead else {
+        // PostgreSQL's rows were written with the waves.
+        let Some(lead) = done.lead.as_ref().filter(|_| !pg) else {
             continue;
         };
-        let detail = match done.outcome {
-            Outcome::Stale => IngestDetail::Stale {
-                record_source_updated_at: item.new.source_updated_at,
-                stored_source_updated_at: lead.source_updated_at,
-            },
-            _ => IngestDetail::Version {
-                version: lead.version,
-            },
-        };
-        activities.push(ActivityRow {
-            lead_id: lead.id,
-            kind: ActivityKind::Ingest.as_str(),
-            origin: Some(item.origin.as_str()),
-            outcome: Some(done.outcome.as_str()),
-            author_id: item.ctx.author_id,
-            detail,
-            correlation_id: item.ctx.correlation_id.as_deref(),
-            created_at: crate::clock::now(),
-        });
+        activities.push(timeline_row(item, done.outcome, lead));
         if done.outcome.changed() {
             let event_type = if done.outcome == Outcome::Created {
                 outbox::LEAD_CREATED
@@ -324,15 +322,49 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                 .increment(n);
         }
     }
-    if activities.is_empty() && events.is_empty() {
-        return Ok(results);
+    if !untouched_rows.is_empty() {
+        insert_timeline_rows(txn, &untouched_rows).await?;
     }
-    if txn.get_database_backend() == DbBackend::Postgres {
-        pg_batch::insert_activities_and_events(txn, &activities, &events).await?;
-    } else {
+    if !activities.is_empty() || !events.is_empty() {
         insert_activities_and_events(txn, activities, events).await?;
     }
     Ok(results)
+}
+
+/// An ingest's timeline row, for a record that reached a stored lead.
+fn timeline_row<'a>(
+    item: &'a IngestItem,
+    outcome: Outcome,
+    lead: &lead::Model,
+) -> ActivityRow<'a, IngestDetail> {
+    let detail = match outcome {
+        Outcome::Stale => IngestDetail::Stale {
+            record_source_updated_at: item.new.source_updated_at,
+            stored_source_updated_at: lead.source_updated_at,
+        },
+        _ => IngestDetail::Version {
+            version: lead.version,
+        },
+    };
+    ActivityRow {
+        lead_id: lead.id,
+        kind: ActivityKind::Ingest.as_str(),
+        origin: Some(item.origin.as_str()),
+        outcome: Some(outcome.as_str()),
+        author_id: item.ctx.author_id,
+        detail,
+        correlation_id: item.ctx.correlation_id.as_deref(),
+        created_at: crate::clock::now(),
+    }
+}
+
+/// Timeline rows without events (PostgreSQL's records the upsert left alone).
+async fn insert_timeline_rows<C: ConnectionTrait>(
+    txn: &C,
+    rows: &[ActivityRow<'_, IngestDetail>],
+) -> Result<(), DbErr> {
+    let no_events: &[OutboxRow<'_, LeadSnapshot<'_>>] = &[];
+    pg_batch::insert_activities_and_events(txn, rows, no_events).await
 }
 
 /// An ingest's timeline detail: the version it left, or for a stale record
@@ -439,18 +471,21 @@ async fn find_stored<C: ConnectionTrait>(
 /// sender-owned columns appear in the update arm: `status` and `owner_id` are
 /// insert-only. Keys must be distinct within one call.
 /// The upsert of one wave; on PostgreSQL it skips the keys `keys` finds
-/// buried (on SQLite the caller left them out).
+/// buried (on SQLite the caller left them out), and writes the timeline row
+/// and outbox event of every row it wrote.
 async fn upsert<C: ConnectionTrait>(
     txn: &C,
-    news: &[&NewLead],
+    wave: &[&IngestItem],
     keys: &tombstone::BatchKeys<'_>,
 ) -> Result<Vec<written::WrittenRow>, DbErr> {
     if txn.get_database_backend() == DbBackend::Postgres {
         let sql = UPSERT_FROM_JSON
             .as_ref()
             .map_err(|e| DbErr::Custom(e.to_string()))?;
-        return pg_batch::upsert(txn, news, keys, crate::clock::now(), sql).await;
+        return pg_batch::upsert(txn, wave, keys, crate::clock::now(), sql).await;
     }
+    let news: Vec<&NewLead> = wave.iter().map(|item| &item.new).collect();
+    let news = news.as_slice();
     let insert = upsert_statement(news)?;
     let stmt = txn.get_database_backend().build(&insert);
     written::WrittenRow::find_by_statement(stmt).all(txn).await
@@ -541,18 +576,37 @@ fn on_conflict() -> OnConflict {
         .to_owned()
 }
 
-/// The same upsert for PostgreSQL's batch path ([`pg_batch`]): the rows come
-/// as one JSON array in `$1` that `jsonb_populate_recordset` unpacks into the
-/// table's row type, `$2` is the time, so the text is the same whatever the
-/// batch size.
-/// The PostgreSQL upsert, rendered once from the rule SQLite and the
-/// benchmark's pgbench use, so one text serves every batch size.
+/// The same upsert for PostgreSQL's batch path ([`pg_batch`]), rendered once
+/// from the rule SQLite and the benchmark's pgbench use: the rows come as one
+/// JSON array in `$1` that `jsonb_populate_recordset` unpacks into the
+/// table's row type, `$2` is the time, so one text serves every batch size.
+/// It writes the timeline rows and outbox events of the rows it wrote in
+/// the same statement ([`pg_batch::upsert_with_timeline_sql`]).
 static UPSERT_FROM_JSON: std::sync::LazyLock<Result<String, DbErr>> =
-    std::sync::LazyLock::new(upsert_from_json_sql);
+    std::sync::LazyLock::new(|| {
+        upsert_from_json_returning_all().map(|upsert| pg_batch::upsert_with_timeline_sql(&upsert))
+    });
 
 const SKIP_BURIED: &str = r#"NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "t"."key_hash" = "h"."key_hash" WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref")"#;
 
-pub(crate) fn upsert_from_json_sql() -> Result<String, DbErr> {
+/// The upsert alone, as the statement's first part renders it (pinned by a
+/// test).
+#[cfg(test)]
+fn upsert_from_json_sql() -> Result<String, DbErr> {
+    let mut insert = upsert_from_json()?;
+    insert.returning(written::returning());
+    Ok(insert.to_string(sea_orm::sea_query::PostgresQueryBuilder))
+}
+
+/// The upsert returning every column, for
+/// [`pg_batch::upsert_with_timeline_sql`] to build on.
+fn upsert_from_json_returning_all() -> Result<String, DbErr> {
+    let mut insert = upsert_from_json()?;
+    insert.returning_all();
+    Ok(insert.to_string(sea_orm::sea_query::PostgresQueryBuilder))
+}
+
+fn upsert_from_json() -> Result<sea_orm::sea_query::InsertStatement, DbErr> {
     let rows = Alias::new("r");
     let mut select = Query::select();
     select
@@ -577,9 +631,8 @@ pub(crate) fn upsert_from_json_sql() -> Result<String, DbErr> {
         .columns(insert_columns())
         .select_from(select)
         .map_err(|e| DbErr::Custom(e.to_string()))?
-        .on_conflict(on_conflict())
-        .returning(written::returning());
-    Ok(insert.to_string(sea_orm::sea_query::PostgresQueryBuilder))
+        .on_conflict(on_conflict());
+    Ok(insert)
 }
 
 fn upsert_statement(news: &[&NewLead]) -> Result<sea_orm::sea_query::InsertStatement, DbErr> {

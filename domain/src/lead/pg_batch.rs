@@ -15,11 +15,18 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, FromQueryResult, Statement};
 use serde::{Serialize, Serializer};
 
-use crate::lead::record::NewLead;
-use crate::lead::written::WrittenRow;
+use sea_orm::Iterable;
+use sea_orm::sea_query::{Alias, PostgresQueryBuilder, Query};
 
-/// The batch's timeline rows and outbox events in one statement (one round
-/// trip); `$2` may be an empty array.
+use crate::entities::lead;
+use crate::lead::activity::ActivityKind;
+use crate::lead::ingest::{IngestItem, Outcome};
+use crate::lead::written::WrittenRow;
+use crate::outbound::outbox;
+
+/// Timeline rows and outbox events in one statement (one round trip); `$2`
+/// may be an empty array. The upsert writes its own rows' entries
+/// ([`upsert_with_timeline_sql`]); this takes the rest.
 const INSERT_ACTIVITIES_AND_EVENTS: &str = r#"WITH "activities" AS (
 INSERT INTO "activity" ("lead_id", "kind", "origin", "outcome", "author_id", "detail", "correlation_id", "created_at")
 SELECT r."lead_id", r."kind", r."origin", r."outcome", r."author_id", r."detail", r."correlation_id", r."created_at"
@@ -88,17 +95,122 @@ fn rows_param<T: Serialize>(rows: &[T]) -> Result<sea_orm::Value, DbErr> {
         .map_err(|e| DbErr::Json(e.to_string()))
 }
 
-/// The upsert of `news` (distinct keys), returning the rows it wrote
-/// (without their payloads, [`WrittenRow`]).
+/// What the upsert's timeline rows and outbox events take from a record
+/// besides the row it wrote: `$6`, joined to the written rows by their key.
+#[derive(Serialize)]
+struct RecordContext<'a> {
+    /// The record's place in its wave: the timeline rows and events are
+    /// inserted in this order, as they arrived.
+    n: usize,
+    source: &'a str,
+    source_ref: &'a str,
+    event_id: String,
+    origin: &'static str,
+    author_id: Option<i64>,
+    correlation_id: Option<&'a str>,
+}
+
+/// `upsert` (the lead upsert, `RETURNING *`) with the timeline row and the
+/// outbox event of every row it wrote, in one statement: one round trip
+/// less per batch, and the event's lead snapshot is built from the written
+/// row where it is, not serialised here and parsed there. Created or
+/// updated is the version, as [`super::ingest`] decides it.
+pub(crate) fn upsert_with_timeline_sql(upsert: &str) -> String {
+    let written = "w";
+    let snapshot = snapshot_sql(written);
+    let returned = Query::select()
+        .columns(
+            lead::Column::iter()
+                .filter(|c| !matches!(c, lead::Column::Payload))
+                .map(|c| (Alias::new(written), c)),
+        )
+        .from_as(Alias::new("written"), Alias::new(written))
+        .to_string(PostgresQueryBuilder);
+    let kind = ActivityKind::Ingest.as_str();
+    let (created, updated) = (Outcome::Created.as_str(), Outcome::Updated.as_str());
+    let (lead_created, lead_updated, pending) =
+        (outbox::LEAD_CREATED, outbox::LEAD_UPDATED, outbox::PENDING);
+    format!(
+        r#"WITH "written" AS ({upsert}), "context" AS (SELECT * FROM jsonb_to_recordset($6::jsonb) AS c("n" bigint, "source" text, "source_ref" text, "event_id" text, "origin" text, "author_id" bigint, "correlation_id" text)), "pairs" AS (SELECT {written}.*, c."n" AS "context_n", c."event_id" AS "context_event_id", c."origin" AS "context_origin", c."author_id" AS "context_author_id", c."correlation_id" AS "context_correlation_id" FROM "written" AS {written} JOIN "context" AS c ON c."source" = {written}."source" AND c."source_ref" = {written}."source_ref"), "activities" AS (INSERT INTO "activity" ("lead_id", "kind", "origin", "outcome", "author_id", "detail", "correlation_id", "created_at") SELECT {written}."id", '{kind}', {written}."context_origin", CASE WHEN {written}."version" = 1 THEN '{created}' ELSE '{updated}' END, {written}."context_author_id", jsonb_build_object('version', {written}."version"), {written}."context_correlation_id", $2 FROM "pairs" AS {written} ORDER BY {written}."context_n"), "events" AS (INSERT INTO "outbox_event" ("event_id", "event_type", "lead_id", "payload", "correlation_id", "state", "created_at") SELECT {written}."context_event_id", CASE WHEN {written}."version" = 1 THEN '{lead_created}' ELSE '{lead_updated}' END, {written}."id", {snapshot}, {written}."context_correlation_id", '{pending}', $2 FROM "pairs" AS {written} ORDER BY {written}."context_n") {returned}"#
+    )
+}
+
+/// The JSON a [`crate::outbound::events::LeadSnapshot`] of row `alias`
+/// serialises to, built by PostgreSQL (a test compares the two).
+fn snapshot_sql(alias: &str) -> String {
+    let col = |name: &str| format!(r#"{alias}."{name}""#);
+    let fields = [
+        ("id", col("id")),
+        ("source", col("source")),
+        ("source_ref", col("source_ref")),
+        ("email", col("email")),
+        ("phone", col("phone")),
+        ("name", col("name")),
+        ("company", col("company")),
+        ("payload", col("payload")),
+        ("source_updated_at", rfc3339_sql(&col("source_updated_at"))),
+        ("status", col("status")),
+        ("owner_id", col("owner_id")),
+        ("version", col("version")),
+        ("created_at", rfc3339_sql(&col("created_at"))),
+        ("updated_at", rfc3339_sql(&col("updated_at"))),
+    ];
+    let args: Vec<String> = fields
+        .iter()
+        .map(|(key, value)| format!("'{key}', {value}"))
+        .collect();
+    format!("jsonb_build_object({})", args.join(", "))
+}
+
+/// A `timestamptz` as chrono serialises a `DateTime<Utc>` (RFC 3339 in UTC,
+/// `Z`, the fraction in 0, 3 or 6 digits, whichever is exact; a year
+/// outside 0–9999 with its sign), and NULL as NULL. PostgreSQL keeps
+/// microseconds, so chrono's 9 digits never occur.
+pub(crate) fn rfc3339_sql(ts: &str) -> String {
+    let utc = format!("({ts} AT TIME ZONE 'UTC')");
+    let micros = format!("(extract(microseconds FROM {utc})::bigint % 1000000)");
+    // extract(year) has no year 0: 1 BC is -1, chrono's 0.
+    let year = format!(
+        "(CASE WHEN extract(year FROM {utc}) < 0 THEN extract(year FROM {utc})::int + 1 ELSE extract(year FROM {utc})::int END)"
+    );
+    format!(
+        "(CASE WHEN {utc} >= '0001-01-01' AND {utc} < '10000-01-01' THEN to_char({utc}, 'YYYY') \
+         WHEN {year} >= 0 AND {year} <= 9999 THEN lpad({year}::text, 4, '0') \
+         WHEN {year} < 0 THEN '-' || lpad((-{year})::text, 4, '0') \
+         ELSE '+' || {year}::text END \
+         || to_char({utc}, '-MM-DD\"T\"HH24:MI:SS') \
+         || CASE WHEN {micros} = 0 THEN '' \
+         WHEN {micros} % 1000 = 0 THEN '.' || lpad(({micros} / 1000)::text, 3, '0') \
+         ELSE '.' || lpad({micros}::text, 6, '0') END || 'Z')"
+    )
+}
+
+/// The upsert of a wave's records (distinct keys) with the timeline rows and
+/// outbox events of what it wrote, returning the rows it wrote (without
+/// their payloads, [`WrittenRow`]).
 pub async fn upsert<C: ConnectionTrait>(
     txn: &C,
-    news: &[&NewLead],
+    wave: &[&IngestItem],
     keys: &crate::lead::tombstone::BatchKeys<'_>,
     now: DateTime<Utc>,
     sql: &str,
 ) -> Result<Vec<WrittenRow>, DbErr> {
-    let rows: Vec<LeadRow<'_>> = news
+    let context: Vec<RecordContext<'_>> = wave
         .iter()
+        .enumerate()
+        .map(|(n, item)| RecordContext {
+            n,
+            source: &item.new.source,
+            source_ref: &item.new.source_ref,
+            event_id: outbox::new_event_id(),
+            origin: item.origin.as_str(),
+            author_id: item.ctx.author_id,
+            correlation_id: item.ctx.correlation_id.as_deref(),
+        })
+        .collect();
+    let rows: Vec<LeadRow<'_>> = wave
+        .iter()
+        .map(|item| &item.new)
         .map(|new| LeadRow {
             source: &new.source,
             source_ref: &new.source_ref,
@@ -121,6 +233,7 @@ pub async fn upsert<C: ConnectionTrait>(
             hashes.into(),
             sources.into(),
             source_refs.into(),
+            rows_param(&context)?,
         ],
     );
     WrittenRow::find_by_statement(stmt).all(txn).await
