@@ -1,5 +1,6 @@
 //! `leadpipe …`: serve, migrate, and the admin commands.
 
+use anyhow::Context as _;
 use clap::{CommandFactory, Parser, Subcommand};
 
 pub mod delivery;
@@ -88,6 +89,11 @@ pub enum Command {
     BenchSql {
         #[arg(long, default_value_t = 1)]
         rows: usize,
+        /// A lead record (JSON, as `POST /api/leads` takes it) every row
+        /// copies, instead of the built-in sample (`loadgen record N` prints
+        /// the load generator's).
+        #[arg(long)]
+        record: Option<std::path::PathBuf>,
     },
     /// Import leads from a CSV (header row) or NDJSON file, through the same
     /// write path as the API; safe to re-run (see README, "Bulk import").
@@ -338,10 +344,20 @@ pub async fn run() -> anyhow::Result<()> {
             let bytes = storage::backup(&db.database_url, &file).await?;
             println!("backed up to {} ({bytes} bytes)", file.display());
         }
-        Command::BenchSql { rows } => {
+        Command::BenchSql { rows, record } => {
+            let sample = match record {
+                Some(path) => {
+                    let text = std::fs::read_to_string(&path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    let record: domain::lead::record::LeadRecord = serde_json::from_str(&text)
+                        .with_context(|| format!("{} is not a lead record", path.display()))?;
+                    Some(record.normalise()?)
+                }
+                None => None,
+            };
             println!(
                 "{}",
-                domain::lead::ingest::upsert_sql_for_benchmark(rows.max(1))?
+                domain::lead::ingest::upsert_sql_for_benchmark(rows.max(1), sample)?
             );
         }
         Command::Import(args) => {

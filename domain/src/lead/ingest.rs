@@ -491,20 +491,25 @@ async fn upsert<C: ConnectionTrait>(
     written::WrittenRow::find_by_statement(stmt).all(txn).await
 }
 
-/// The upsert as PostgreSQL SQL with `rows` sample records whose
-/// `source_ref`s are `'__REF_<i>__'`, for the benchmark's pgbench script:
-/// the raw database limit is measured with exactly what we send.
-pub fn upsert_sql_for_benchmark(rows: usize) -> Result<String, DbErr> {
+/// The upsert as PostgreSQL SQL with `rows` copies of `sample` (or of a
+/// built-in one) whose `source_ref`s are `'__REF_<i>__'`, for the
+/// benchmark's pgbench script: the raw database limit is measured with
+/// exactly what we send.
+pub fn upsert_sql_for_benchmark(rows: usize, sample: Option<NewLead>) -> Result<String, DbErr> {
+    let sample = sample.unwrap_or_else(|| NewLead {
+        source: "bench".into(),
+        source_ref: String::new(),
+        email: Some("person@example-company.com".into()),
+        phone: Some("+493012345678".into()),
+        name: Some("Person Number".into()),
+        company: Some("Example Company GmbH".into()),
+        source_updated_at: None,
+        payload: serde_json::json!({"form": "contact-sales", "utm_source": "newsletter", "message": "We would like a demo next week."}),
+    });
     let records: Vec<NewLead> = (0..rows)
         .map(|i| NewLead {
-            source: "bench".into(),
             source_ref: format!("__REF_{i}__"),
-            email: Some("person@example-company.com".into()),
-            phone: Some("+493012345678".into()),
-            name: Some("Person Number".into()),
-            company: Some("Example Company GmbH".into()),
-            source_updated_at: None,
-            payload: serde_json::json!({"form": "contact-sales", "utm_source": "newsletter", "message": "We would like a demo next week."}),
+            ..sample.clone()
         })
         .collect();
     let refs: Vec<&NewLead> = records.iter().collect();

@@ -4,6 +4,7 @@
 //!
 //! loadgen intake  URL TOKEN  --clients 32 --seconds 10 [--dup-share 0.9] [--rate 500] [--source S]
 //! loadgen webhook URL SECRET --clients 32 --seconds 10 [--rate 500] [--source S] [--run R]
+//! loadgen record N     (prints the intake record number N sends, for the raw baseline's pgbench script)
 //!
 //! `webhook` posts Standard Webhooks deliveries to `/webhooks/{source}`,
 //! signed with the source's `whsec_` secret, event ids `msg_{run}_{n}`.
@@ -198,6 +199,17 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    if std::env::args().nth(1).as_deref() == Some("record") {
+        let n = std::env::args()
+            .nth(2)
+            .expect("record N")
+            .parse()
+            .expect("N, a number");
+        let mut body = String::new();
+        intake_body(&mut body, "bench", "__REF__", n);
+        println!("{body}");
+        return;
+    }
     let args = Arc::new(parse());
     assert!(
         args.mode == "intake" || args.mode == "webhook",
