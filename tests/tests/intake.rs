@@ -48,6 +48,7 @@ on_both_backends!(
     changed_record_updates_sender_fields_and_keeps_human_fields,
     older_record_is_stale_and_changes_nothing,
     bad_input_gets_problem_json_and_stores_nothing,
+    a_record_dated_before_year_one_is_422_and_stores_nothing,
     bad_update_keeps_the_stored_lead,
     wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403,
     a_revoked_token_works_until_its_cache_entry_expires,
@@ -515,4 +516,38 @@ async fn concurrent_changes_to_one_lead_serialise_on_postgres() {
         .count();
     assert_eq!(row.version as usize, writes);
     assert_eq!(app.count(outbox_event::Entity).await as usize, writes);
+}
+
+/// A `source_updated_at` before year 1 (chrono reads `0000-…` as 1 BC) is a
+/// sender's bug, not a date: a clear 422 on both backends. PostgreSQL's
+/// batch upsert could not read it back and the request failed with a 500.
+async fn a_record_dated_before_year_one_is_422_and_stores_nothing(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let token = app.token(Role::Intake, Some("webform")).await;
+    for (k, when) in ["0000-06-01T10:00:00Z", "0000-12-31T23:59:59.999999Z"]
+        .into_iter()
+        .enumerate()
+    {
+        let mut ancient = record(&format!("ancient-{k}"));
+        ancient["source_updated_at"] = json!(when);
+        let body = assert_problem(
+            app.post_lead(&token, &ancient).await,
+            422,
+            "/problems/validation",
+        )
+        .await;
+        assert_eq!(body["errors"][0]["field"], "source_updated_at", "{body}");
+    }
+    assert!(lead::Entity::find().all(&app.db).await.unwrap().is_empty());
+    // The first day of year 1 is a date.
+    let mut first = record("first-day");
+    first["source_updated_at"] = json!("0001-01-01T00:00:00Z");
+    assert_eq!(app.post_lead(&token, &first).await.status(), 201);
+    assert_eq!(
+        stored(&app, "first-day")
+            .await
+            .source_updated_at
+            .map(|t| t.to_rfc3339()),
+        Some("0001-01-01T00:00:00+00:00".to_owned())
+    );
 }

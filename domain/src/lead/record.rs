@@ -1,6 +1,6 @@
 //! A lead record as a sender states it, and its validated, normalised form.
 
-use chrono::{DateTime, SubsecRound, TimeDelta, TimeZone, Utc};
+use chrono::{DateTime, Datelike, SubsecRound, TimeDelta, TimeZone, Utc};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use validator::Validate;
@@ -104,6 +104,14 @@ impl LeadRecord {
             return Err(Error::invalid(
                 "source_updated_at",
                 "is more than 5 minutes in the future: check the sender's clock, and that unix timestamps are in seconds or milliseconds",
+            ));
+        }
+        // Year 0 and before are a sender's bug, and PostgreSQL (no year 0)
+        // cannot read them back from the batch upsert's JSON.
+        if lead.source_updated_at.is_some_and(|t| t.year() < 1) {
+            return Err(Error::invalid(
+                "source_updated_at",
+                "is before year 1: check the sender's clock and date format",
             ));
         }
         if lead.source_ref.chars().any(char::is_control) {
