@@ -148,12 +148,12 @@ fn snapshot_sql(alias: &str) -> String {
         ("name", col("name")),
         ("company", col("company")),
         ("payload", col("payload")),
-        ("source_updated_at", rfc3339_sql(&col("source_updated_at"))),
+        ("source_updated_at", rfc3339_sql(alias, "source_updated_at")),
         ("status", col("status")),
         ("owner_id", col("owner_id")),
         ("version", col("version")),
-        ("created_at", rfc3339_sql(&col("created_at"))),
-        ("updated_at", rfc3339_sql(&col("updated_at"))),
+        ("created_at", rfc3339_sql(alias, "created_at")),
+        ("updated_at", rfc3339_sql(alias, "updated_at")),
     ];
     let args: Vec<String> = fields
         .iter()
@@ -162,26 +162,34 @@ fn snapshot_sql(alias: &str) -> String {
     format!("jsonb_build_object({})", args.join(", "))
 }
 
-/// A `timestamptz` as chrono serialises a `DateTime<Utc>` (RFC 3339 in UTC,
-/// `Z`, the fraction in 0, 3 or 6 digits, whichever is exact; a year
-/// outside 0–9999 with its sign), and NULL as NULL. PostgreSQL keeps
-/// microseconds, so chrono's 9 digits never occur.
-pub(crate) fn rfc3339_sql(ts: &str) -> String {
+/// Timestamp `name` of row `alias` as chrono serialises a `DateTime<Utc>`
+/// (RFC 3339 in UTC, `Z`, the fraction in 0, 3 or 6 digits, whichever is
+/// exact; a year outside 0–9999 with its sign), and NULL as NULL.
+/// PostgreSQL keeps microseconds, so chrono's 9 digits never occur. One
+/// `to_char` picked by the microseconds (cheap: trimming one text with
+/// `right`/`left` cost twice as much); `to_char` has no sign or year 0, so
+/// years outside 1–9999 (which no door lets in) take the long way.
+fn rfc3339_sql(alias: &str, name: &str) -> String {
+    let ts = format!(r#"{alias}."{name}""#);
     let utc = format!("({ts} AT TIME ZONE 'UTC')");
-    let micros = format!("(extract(microseconds FROM {utc})::bigint % 1000000)");
+    // The fraction is the same in every time zone (offsets are whole seconds).
+    let micros = format!("(date_part('microseconds', {ts})::bigint % 1000000)");
     // extract(year) has no year 0: 1 BC is -1, chrono's 0.
     let year = format!(
         "(CASE WHEN extract(year FROM {utc}) < 0 THEN extract(year FROM {utc})::int + 1 ELSE extract(year FROM {utc})::int END)"
     );
     format!(
-        "(CASE WHEN {utc} >= '0001-01-01' AND {utc} < '10000-01-01' THEN to_char({utc}, 'YYYY') \
-         WHEN {year} >= 0 AND {year} <= 9999 THEN lpad({year}::text, 4, '0') \
+        "(CASE WHEN {ts} < '0001-01-01 00:00:00+00'::timestamptz OR {ts} >= '10000-01-01 00:00:00+00'::timestamptz THEN \
+         CASE WHEN {year} >= 0 AND {year} <= 9999 THEN lpad({year}::text, 4, '0') \
          WHEN {year} < 0 THEN '-' || lpad((-{year})::text, 4, '0') \
          ELSE '+' || {year}::text END \
          || to_char({utc}, '-MM-DD\"T\"HH24:MI:SS') \
          || CASE WHEN {micros} = 0 THEN '' \
          WHEN {micros} % 1000 = 0 THEN '.' || lpad(({micros} / 1000)::text, 3, '0') \
-         ELSE '.' || lpad({micros}::text, 6, '0') END || 'Z')"
+         ELSE '.' || lpad({micros}::text, 6, '0') END || 'Z' \
+         WHEN {micros} = 0 THEN to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') \
+         WHEN {micros} % 1000 = 0 THEN to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"') \
+         ELSE to_char({utc}, 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"') END)"
     )
 }
 
