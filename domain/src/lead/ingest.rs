@@ -482,7 +482,21 @@ async fn upsert<C: ConnectionTrait>(
         let sql = UPSERT_FROM_JSON
             .as_ref()
             .map_err(|e| DbErr::Custom(e.to_string()))?;
-        return pg_batch::upsert(txn, wave, keys, crate::clock::now(), sql).await;
+        let news: Vec<&NewLead> = wave.iter().map(|item| &item.new).collect();
+        let context: Vec<pg_batch::RecordContext<'_>> = wave
+            .iter()
+            .enumerate()
+            .map(|(n, item)| pg_batch::RecordContext {
+                n,
+                source: &item.new.source,
+                source_ref: &item.new.source_ref,
+                event_id: outbox::new_event_id(),
+                origin: item.origin.as_str(),
+                author_id: item.ctx.author_id,
+                correlation_id: item.ctx.correlation_id.as_deref(),
+            })
+            .collect();
+        return pg_batch::upsert(txn, &news, &context, keys, crate::clock::now(), sql).await;
     }
     let news: Vec<&NewLead> = wave.iter().map(|item| &item.new).collect();
     let news = news.as_slice();
@@ -589,7 +603,13 @@ fn on_conflict() -> OnConflict {
 /// the same statement ([`pg_batch::upsert_with_timeline_sql`]).
 static UPSERT_FROM_JSON: std::sync::LazyLock<Result<String, DbErr>> =
     std::sync::LazyLock::new(|| {
-        upsert_from_json_returning_all().map(|upsert| pg_batch::upsert_with_timeline_sql(&upsert))
+        upsert_from_json_returning_all().map(|upsert| {
+            let outcomes = pg_batch::WrittenOutcomes {
+                created: Outcome::Created.as_str(),
+                updated: Outcome::Updated.as_str(),
+            };
+            pg_batch::upsert_with_timeline_sql(&upsert, outcomes)
+        })
     });
 
 const SKIP_BURIED: &str = r#"NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "t"."key_hash" = "h"."key_hash" WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref")"#;

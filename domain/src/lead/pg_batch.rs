@@ -20,7 +20,7 @@ use sea_orm::sea_query::{Alias, PostgresQueryBuilder, Query};
 
 use crate::entities::lead;
 use crate::lead::activity::ActivityKind;
-use crate::lead::ingest::{IngestItem, Outcome};
+use crate::lead::record::NewLead;
 use crate::lead::written::WrittenRow;
 use crate::outbound::outbox;
 
@@ -98,16 +98,23 @@ fn rows_param<T: Serialize>(rows: &[T]) -> Result<sea_orm::Value, DbErr> {
 /// What the upsert's timeline rows and outbox events take from a record
 /// besides the row it wrote: `$6`, joined to the written rows by their key.
 #[derive(Serialize)]
-struct RecordContext<'a> {
+pub(crate) struct RecordContext<'a> {
     /// The record's place in its wave: the timeline rows and events are
     /// inserted in this order, as they arrived.
-    n: usize,
-    source: &'a str,
-    source_ref: &'a str,
-    event_id: String,
-    origin: &'static str,
-    author_id: Option<i64>,
-    correlation_id: Option<&'a str>,
+    pub(crate) n: usize,
+    pub(crate) source: &'a str,
+    pub(crate) source_ref: &'a str,
+    pub(crate) event_id: String,
+    pub(crate) origin: &'static str,
+    pub(crate) author_id: Option<i64>,
+    pub(crate) correlation_id: Option<&'a str>,
+}
+
+/// The timeline outcomes of a written row, as [`super::ingest`] names them:
+/// version 1 is `created`, any other `updated`.
+pub(crate) struct WrittenOutcomes {
+    pub(crate) created: &'static str,
+    pub(crate) updated: &'static str,
 }
 
 /// `upsert` (the lead upsert, `RETURNING *`) with the timeline row and the
@@ -115,7 +122,7 @@ struct RecordContext<'a> {
 /// less per batch, and the event's lead snapshot is built from the written
 /// row where it is, not serialised here and parsed there. Created or
 /// updated is the version, as [`super::ingest`] decides it.
-pub(crate) fn upsert_with_timeline_sql(upsert: &str) -> String {
+pub(crate) fn upsert_with_timeline_sql(upsert: &str, outcomes: WrittenOutcomes) -> String {
     let written = "w";
     let snapshot = snapshot_sql(written);
     let returned = Query::select()
@@ -127,7 +134,7 @@ pub(crate) fn upsert_with_timeline_sql(upsert: &str) -> String {
         .from_as(Alias::new("written"), Alias::new(written))
         .to_string(PostgresQueryBuilder);
     let kind = ActivityKind::Ingest.as_str();
-    let (created, updated) = (Outcome::Created.as_str(), Outcome::Updated.as_str());
+    let WrittenOutcomes { created, updated } = outcomes;
     let (lead_created, lead_updated, pending) =
         (outbox::LEAD_CREATED, outbox::LEAD_UPDATED, outbox::PENDING);
     format!(
@@ -196,29 +203,16 @@ fn rfc3339_sql(alias: &str, name: &str) -> String {
 /// The upsert of a wave's records (distinct keys) with the timeline rows and
 /// outbox events of what it wrote, returning the rows it wrote (without
 /// their payloads, [`WrittenRow`]).
-pub async fn upsert<C: ConnectionTrait>(
+pub(crate) async fn upsert<C: ConnectionTrait>(
     txn: &C,
-    wave: &[&IngestItem],
+    news: &[&NewLead],
+    context: &[RecordContext<'_>],
     keys: &crate::lead::tombstone::BatchKeys<'_>,
     now: DateTime<Utc>,
     sql: &str,
 ) -> Result<Vec<WrittenRow>, DbErr> {
-    let context: Vec<RecordContext<'_>> = wave
+    let rows: Vec<LeadRow<'_>> = news
         .iter()
-        .enumerate()
-        .map(|(n, item)| RecordContext {
-            n,
-            source: &item.new.source,
-            source_ref: &item.new.source_ref,
-            event_id: outbox::new_event_id(),
-            origin: item.origin.as_str(),
-            author_id: item.ctx.author_id,
-            correlation_id: item.ctx.correlation_id.as_deref(),
-        })
-        .collect();
-    let rows: Vec<LeadRow<'_>> = wave
-        .iter()
-        .map(|item| &item.new)
         .map(|new| LeadRow {
             source: &new.source,
             source_ref: &new.source_ref,
@@ -241,7 +235,7 @@ pub async fn upsert<C: ConnectionTrait>(
             hashes.into(),
             sources.into(),
             source_refs.into(),
-            rows_param(&context)?,
+            rows_param(context)?,
         ],
     );
     WrittenRow::find_by_statement(stmt).all(txn).await
