@@ -305,14 +305,22 @@ async fn an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote(backend: Back
         item.new.payload = json!({"text": "café ☕ \"quoted\"", "big": 12345678901234_i64, "f": 1.5, "list": [1, "two", null]});
         item
     };
-    let created: Vec<IngestItem> = times
-        .iter()
-        .enumerate()
-        .map(|(k, t)| record(k, "Made", *t))
-        .collect();
-    let txn = app.db.begin().await.unwrap();
-    let first = ingest_many_in(&txn, &created).await.unwrap();
-    txn.commit().await.unwrap();
+    // Every record of `times`, under `name`, in one committed batch.
+    let batch = |name: &'static str| {
+        let items: Vec<IngestItem> = times
+            .iter()
+            .enumerate()
+            .map(|(k, t)| record(k, name, *t))
+            .collect();
+        let db = app.db.clone();
+        async move {
+            let txn = db.begin().await.unwrap();
+            let results = ingest_many_in(&txn, &items).await.unwrap();
+            txn.commit().await.unwrap();
+            results
+        }
+    };
+    let first = batch("Made").await;
     // A lead created at each of those times, then updated: the update's
     // snapshot carries the stored creation time.
     for (result, t) in first.iter().zip(&created_at) {
@@ -324,14 +332,7 @@ async fn an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote(backend: Back
             .await
             .unwrap();
     }
-    let updated: Vec<IngestItem> = times
-        .iter()
-        .enumerate()
-        .map(|(k, t)| record(k, "Changed", *t))
-        .collect();
-    let txn = app.db.begin().await.unwrap();
-    let second = ingest_many_in(&txn, &updated).await.unwrap();
-    txn.commit().await.unwrap();
+    let second = batch("Changed").await;
     assert!(second.iter().all(|r| r.outcome == Outcome::Updated));
 
     let events = outbox_event::Entity::find()

@@ -205,7 +205,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             .map(|(p, n)| ((n.source.as_str(), n.source_ref.as_str()), p))
             .collect();
         let mut written: Vec<Option<lead::Model>> = vec![None; news.len()];
-        for row in upsert(txn, &wave_items, &keys).await? {
+        for row in upsert(txn, &wave_items, &news, &keys).await? {
             let p = position
                 .get(&row.key())
                 .copied()
@@ -476,13 +476,13 @@ async fn find_stored<C: ConnectionTrait>(
 async fn upsert<C: ConnectionTrait>(
     txn: &C,
     wave: &[&IngestItem],
+    news: &[&NewLead],
     keys: &tombstone::BatchKeys<'_>,
 ) -> Result<Vec<written::WrittenRow>, DbErr> {
     if txn.get_database_backend() == DbBackend::Postgres {
         let sql = UPSERT_FROM_JSON
             .as_ref()
             .map_err(|e| DbErr::Custom(e.to_string()))?;
-        let news: Vec<&NewLead> = wave.iter().map(|item| &item.new).collect();
         let context: Vec<pg_batch::RecordContext<'_>> = wave
             .iter()
             .enumerate()
@@ -496,10 +496,8 @@ async fn upsert<C: ConnectionTrait>(
                 correlation_id: item.ctx.correlation_id.as_deref(),
             })
             .collect();
-        return pg_batch::upsert(txn, &news, &context, keys, crate::clock::now(), sql).await;
+        return pg_batch::upsert(txn, news, &context, keys, crate::clock::now(), sql).await;
     }
-    let news: Vec<&NewLead> = wave.iter().map(|item| &item.new).collect();
-    let news = news.as_slice();
     let insert = upsert_statement(news)?;
     let stmt = txn.get_database_backend().build(&insert);
     written::WrittenRow::find_by_statement(stmt).all(txn).await
