@@ -41,6 +41,7 @@ pub mod idempotency;
 pub mod ids;
 pub mod import;
 pub mod inbound;
+pub mod json_number;
 pub mod lead;
 pub mod ops;
 pub mod outbound;

@@ -6,6 +6,7 @@ use sha2::{Digest, Sha256};
 use validator::Validate;
 
 use crate::error::{Error, FieldError, field_errors};
+use crate::json_number;
 
 pub const MAX_SOURCE_LEN: usize = 64;
 pub const MAX_SOURCE_REF_LEN: usize = 255;
@@ -67,11 +68,12 @@ impl LeadRecord {
             }
             return Err(Error::Invalid(errors));
         };
-        let payload = match self.payload {
+        let mut payload = match self.payload {
             None | Some(serde_json::Value::Null) => serde_json::Value::Object(Default::default()),
             Some(v @ serde_json::Value::Object(_)) => v,
             Some(_) => return Err(Error::invalid("payload", "must be a JSON object")),
         };
+        let long_number = json_number::write_out(&mut payload).err();
         let lead = NewLead {
             source: self.source.trim().to_owned(),
             source_ref,
@@ -85,6 +87,12 @@ impl LeadRecord {
             payload,
         };
         let mut errors = nul_errors(&lead);
+        if let Some(pointer) = long_number {
+            errors.push(FieldError::new(
+                "payload",
+                format!("{}; found at {pointer}", json_number::NUMBER_RULE),
+            ));
+        }
         if let Err(invalid) = lead.validate() {
             // A field holding a NUL is reported for that alone.
             let more: Vec<FieldError> = field_errors(&invalid)

@@ -47,10 +47,12 @@ impl Rejection {
     }
 }
 
-/// The record as kept for ops, a NUL in a string or key shown as U+FFFD:
-/// PostgreSQL's `jsonb` refuses NUL, and a record rejected for holding one
-/// must still be kept (on SQLite as well, so both keep the same copy; a
-/// retry maps this copy).
+/// The record as kept for ops, a NUL in a string or key shown as U+FFFD and
+/// a number too long to write out kept as its text
+/// ([`crate::json_number::storable`]): PostgreSQL's `jsonb` refuses NUL and
+/// writes numbers out in full, and a record rejected for holding one must
+/// still be kept (on SQLite as well, so both keep the same copy; a retry
+/// maps this copy).
 fn storable(record: &Value) -> Value {
     let text = |s: &str| s.replace('\0', "\u{FFFD}");
     match record {
@@ -61,6 +63,7 @@ fn storable(record: &Value) -> Value {
                 .map(|(key, item)| (text(key), storable(item)))
                 .collect(),
         ),
+        number @ Value::Number(_) => crate::json_number::storable(number),
         other => other.clone(),
     }
 }
