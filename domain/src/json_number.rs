@@ -59,8 +59,23 @@ pub fn storable(value: &Value) -> Value {
     }
 }
 
-fn pointer_step(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
+/// One key of a JSON pointer, escaped (`~0`, `~1`), a NUL written `\u0000`:
+/// pointers end up in stored errors, and PostgreSQL's `text` refuses NUL.
+pub(crate) fn pointer_step(key: &str) -> String {
+    key.replace('~', "~0")
+        .replace('/', "~1")
+        .replace('\0', "\\u0000")
+}
+
+/// A number as the text of a field (a mapped `source_ref`, email, name…):
+/// written out as it is in the stored payload, so the key is the same
+/// whatever form the sender used and on either backend (a rejected record
+/// retried from PostgreSQL's copy has it written out already).
+pub fn as_text(n: &Number) -> String {
+    match written_out(n.as_str()) {
+        Written::As(text) => text,
+        Written::Kept | Written::TooLong => n.as_str().to_owned(),
+    }
 }
 
 #[derive(Debug, PartialEq)]
@@ -215,6 +230,21 @@ mod tests {
         let mut value: Value = serde_json::from_str(r#"{"a": 1E2, "b": [-0.0]}"#).unwrap();
         assert_eq!(write_out(&mut value), Ok(()));
         assert_eq!(value.to_string(), r#"{"a":100,"b":[0.0]}"#);
+    }
+
+    #[test]
+    fn a_pointer_writes_a_nul_in_a_key_as_an_escape() {
+        let mut value: Value = serde_json::from_str(r#"{"a\u0000/b": 1e400}"#).unwrap();
+        assert_eq!(write_out(&mut value), Err("/a\\u0000~1b".into()));
+    }
+
+    #[test]
+    fn a_number_as_text_is_written_out() {
+        let text = |s: &str| as_text(&s.parse::<Number>().unwrap());
+        assert_eq!(text("1.5E3"), "1500");
+        assert_eq!(text("12345678901234567890123"), "12345678901234567890123");
+        assert_eq!(text("42.50"), "42.50");
+        assert_eq!(text("-0"), "0");
     }
 
     #[test]

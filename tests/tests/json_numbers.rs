@@ -23,6 +23,7 @@ on_both_backends!(
     an_exponent_is_written_out_so_a_resend_in_either_form_is_unchanged,
     a_number_too_long_to_write_out_is_a_422_and_changes_nothing,
     a_reconcile_run_keeps_a_pulled_record_with_a_huge_number_as_rejected,
+    a_webhook_event_with_a_long_number_under_a_nul_key_dies_alone,
 );
 
 /// Posts `body` exactly as written (a `Value` literal could not hold it).
@@ -46,8 +47,13 @@ fn payload_text(document: &str) -> String {
 async fn two_large_numeric_ids_are_two_leads(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let key = app.standard_source("webform").await;
-    // Both round to 1.2345678901234568e22 as 64-bit floats.
-    let ids = ["12345678901234567890123", "12345678901234567890124"];
+    // The first two round to 1.2345678901234568e22 as 64-bit floats; the
+    // third is keyed as it is stored, written out.
+    let ids = [
+        "12345678901234567890123",
+        "12345678901234567890124",
+        "4.20E1",
+    ];
     for (n, id) in ids.iter().enumerate() {
         let body = format!(
             r#"{{"type": "lead.created", "data": {{"id": {id}, "email": "n{n}@example.com", "name": "Lead {n}"}}}}"#
@@ -59,10 +65,13 @@ async fn two_large_numeric_ids_are_two_leads(backend: Backend) {
         .await;
     }
     let processor = app.processor(WorkerSettings::for_tests());
-    assert_eq!(processor.drain_once().await.unwrap(), 2);
+    assert_eq!(processor.drain_once().await.unwrap(), 3);
 
-    assert_eq!(app.count(lead::Entity).await, 2);
-    for (n, id) in ids.iter().enumerate() {
+    assert_eq!(app.count(lead::Entity).await, 3);
+    for (n, id) in ["12345678901234567890123", "12345678901234567890124", "42.0"]
+        .iter()
+        .enumerate()
+    {
         let stored = app.lead_by_ref(id).await;
         assert_eq!(
             (stored.email.as_deref(), stored.version),
@@ -244,4 +253,46 @@ async fn a_reconcile_run_keeps_a_pulled_record_with_a_huge_number_as_rejected(ba
     // serde_json writes the exponent `e+`.
     shown["score"] = json!("1e+131072");
     assert_eq!(kept[0].record, shown);
+}
+
+/// A number too long to write out under a key holding a NUL: the event dies
+/// alone with a reason PostgreSQL can store (the pointer writes the NUL as
+/// `\u0000`), and the events delivered with it become leads.
+async fn a_webhook_event_with_a_long_number_under_a_nul_key_dies_alone(backend: Backend) {
+    use leadpipe_tests::webhooks::lead_event;
+
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let mut good = Vec::new();
+    for i in 0..2 {
+        let body = lead_event(
+            &format!("form-{i}"),
+            "ada@example.com",
+            "2026-11-30T10:00:00Z",
+        );
+        good.push(
+            ack_id(
+                app.post_standard("webform", &key, &format!("msg_{i}"), &body)
+                    .await,
+            )
+            .await,
+        );
+    }
+    let bad = br#"{"type": "lead.created", "data": {"id": "form-bad", "a\u0000": 1e400}}"#;
+    let bad = ack_id(app.post_standard("webform", &key, "msg_bad", bad).await).await;
+
+    let processor = app.processor(WorkerSettings::for_tests());
+    assert_eq!(processor.drain_once().await.unwrap(), 3);
+    for id in good {
+        let event = app.inbox_event(id).await;
+        assert_eq!(event.state, "processed", "{:?}", event.last_error);
+    }
+    let dead = app.inbox_event(bad).await;
+    assert_eq!(dead.state, "dead");
+    let reason = dead.last_error.unwrap();
+    assert!(
+        reason.contains("400 digits") && reason.contains("/a\\u0000"),
+        "{reason}"
+    );
+    assert_eq!(app.count(lead::Entity).await, 2);
 }

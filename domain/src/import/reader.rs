@@ -336,7 +336,7 @@ fn json_row(
         match object.remove(mapping.key_for(field)) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.trim().to_owned()).filter(|s| !s.is_empty())),
-            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(Value::Number(n)) => Ok(Some(crate::json_number::as_text(&n))),
             Some(_) => Err(format!("{field}: must be a string")),
         }
     };

@@ -74,7 +74,7 @@ pub fn map_object(
             match record.pointer(pointer) {
                 None | Some(Value::Null) => Ok(None),
                 Some(Value::String(s)) => Ok(Some(s.clone())),
-                Some(Value::Number(n)) => Ok(Some(n.to_string())),
+                Some(Value::Number(n)) => Ok(Some(crate::json_number::as_text(n))),
                 Some(_) => Err(MappingError::NotText {
                     field,
                     pointer: pointer.clone(),
@@ -116,7 +116,7 @@ pub fn key_hash_of(source: &str, mapping: &RecordMapping, record: &Value) -> Opt
 pub fn source_ref_of(mapping: &RecordMapping, record: &Value) -> Option<String> {
     let source_ref = match record.pointer(&mapping.source_ref)? {
         Value::String(s) => s.trim().to_owned(),
-        Value::Number(n) => n.to_string(),
+        Value::Number(n) => crate::json_number::as_text(n),
         _ => return None,
     };
     (!source_ref.is_empty()).then_some(source_ref)

@@ -212,14 +212,7 @@ fn nul_errors(lead: &NewLead) -> Vec<FieldError> {
 /// The JSON pointer of the first key or string in `value` holding a NUL, with
 /// the NUL itself written `\u0000` (the pointer ends up in stored errors).
 pub fn nul_pointer(value: &serde_json::Value) -> Option<String> {
-    let step = |key: &str| {
-        format!(
-            "/{}",
-            key.replace('~', "~0")
-                .replace('/', "~1")
-                .replace('\0', "\\u0000")
-        )
-    };
+    let step = |key: &str| format!("/{}", json_number::pointer_step(key));
     match value {
         serde_json::Value::String(s) if s.contains('\0') => Some(String::new()),
         serde_json::Value::Array(items) => items
