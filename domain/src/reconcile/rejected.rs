@@ -63,7 +63,7 @@ fn storable(record: &Value) -> Value {
                 .map(|(key, item)| (text(key), storable(item)))
                 .collect(),
         ),
-        number @ Value::Number(_) => crate::json_number::storable(number),
+        Value::Number(n) => crate::json_number::storable(n),
         other => other.clone(),
     }
 }
