@@ -113,7 +113,7 @@ pub struct HttpSettings {
     /// How often the gauges read from the database (backlogs, ages) are
     /// refreshed in the background, in seconds; a scrape serves the last
     /// values and never queries the database.
-    #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = 5.0)]
+    #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = crate::http::metrics::DEFAULT_REFRESH_SECS)]
     pub metrics_refresh_secs: f64,
     /// Failed bearer-token authentications one client address may make per
     /// minute (a burst of this many, then one every 60/N seconds); more

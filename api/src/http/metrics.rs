@@ -1,6 +1,7 @@
 //! Prometheus metrics: counters and histograms recorded where things happen
 //! (the `metrics` facade), and gauges read from the database by a background
-//! task every `LEADPIPE_METRICS_REFRESH_SECS`. A scrape renders what is in
+//! task every `LEADPIPE_METRICS_REFRESH_SECS` (less often when counting
+//! takes long: [`pause_after`]). A scrape renders what is in
 //! memory: it never queries the database, so it is cheap and it answers
 //! while the database is slow or down (the age gauge tells how old the
 //! database figures are).
@@ -119,6 +120,9 @@ fn describe() {
         "Records reconcile had to create or update: webhook deliveries that never arrived, by source"
     );
 }
+
+/// `LEADPIPE_METRICS_REFRESH_SECS` unless set.
+pub const DEFAULT_REFRESH_SECS: f64 = 5.0;
 
 /// The background gauge refresh period from seconds (at least 100 ms).
 pub fn refresh_period(secs: f64) -> Duration {
@@ -311,6 +315,7 @@ async fn refresh_loop(
         let Some(target) = gauges.upgrade() else {
             return;
         };
+        let started = Instant::now();
         match tokio::time::timeout(timeout, domain::ops::stats::collect_gauges(&db)).await {
             Ok(Ok(stats)) => target.store(stats),
             Ok(Err(err)) => {
@@ -326,6 +331,34 @@ async fn refresh_loop(
             }
         }
         drop(target);
-        tokio::time::sleep(every).await;
+        tokio::time::sleep(pause_after(every, started.elapsed())).await;
+    }
+}
+
+/// A refresh keeps a connection busy at most this share of the time.
+const REFRESH_BUSY_SHARE: u32 = 20;
+
+/// How long to wait after a refresh that took `took`: `every`, or longer
+/// when counting the tables takes a while (millions of leads), so the
+/// gauges age instead of keeping a database core busy.
+fn pause_after(every: Duration, took: Duration) -> Duration {
+    every.max(took.saturating_mul(REFRESH_BUSY_SHARE - 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quick_refresh_waits_the_period() {
+        let every = Duration::from_secs(5);
+        assert_eq!(pause_after(every, Duration::from_millis(40)), every);
+    }
+
+    #[test]
+    fn a_slow_refresh_waits_nineteen_times_its_length() {
+        // 400 ms counting a large table: 7.6 s of rest, 5% of the time busy.
+        let pause = pause_after(Duration::from_secs(5), Duration::from_millis(400));
+        assert_eq!(pause, Duration::from_millis(7_600));
     }
 }
