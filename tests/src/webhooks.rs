@@ -172,6 +172,42 @@ impl TestApp {
         key
     }
 
+    /// Reconciles source `crm` from a fake sender of three records, the
+    /// second changed by `break_it` so that it cannot become a lead: the run
+    /// must end `done` with the other two written and that one kept. Returns
+    /// the kept row and the record as the sender holds it.
+    pub async fn reconcile_one_bad_record(
+        &self,
+        break_it: impl FnOnce(&mut Value),
+    ) -> (domain::entities::reconcile_rejected::Model, Value) {
+        use api::cli::demo::fake_source::FakeSource;
+        use domain::entities::{lead, reconcile_rejected};
+        use sea_orm::EntityTrait;
+
+        let admin = self.admin_token().await;
+        let ops = self.token(Role::Ops, None).await;
+        let fake = FakeSource::start(3).await.unwrap();
+        fake.update(1, break_it);
+        self.standard_source("crm").await;
+        let source =
+            json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url});
+        assert_eq!(self.save_source(&admin, &source).await.status(), 200);
+
+        let run = self.reconcile(&ops, "crm", json!({})).await;
+        assert_eq!(
+            (run.state.as_str(), run.created, run.rejected),
+            ("done", 2, 1),
+            "{run:?}"
+        );
+        assert_eq!(self.count(lead::Entity).await, 2);
+        let mut kept = reconcile_rejected::Entity::find()
+            .all(&self.db)
+            .await
+            .unwrap();
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        (kept.remove(0), fake.record(1))
+    }
+
     pub async fn post_webhook(
         &self,
         source: &str,

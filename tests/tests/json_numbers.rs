@@ -218,41 +218,19 @@ async fn a_number_too_long_to_write_out_is_a_422_and_changes_nothing(backend: Ba
 /// ops, the number kept as the text it was sent as; the run ends `done`
 /// with the other records written.
 async fn a_reconcile_run_keeps_a_pulled_record_with_a_huge_number_as_rejected(backend: Backend) {
-    use api::cli::demo::fake_source::FakeSource;
-    use domain::entities::reconcile_rejected;
-    use serde_json::json;
-
     let app = TestApp::spawn(backend).await;
-    let admin = app.admin_token().await;
-    let ops = app.token(Role::Ops, None).await;
-    let fake = FakeSource::start(3).await.unwrap();
     let huge: Value = serde_json::from_str("1e131072").unwrap();
-    fake.update(1, |record| record["score"] = huge);
-    app.standard_source("crm").await;
-    let source = json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url});
-    assert_eq!(app.save_source(&admin, &source).await.status(), 200);
-
-    let run = app.reconcile(&ops, "crm", json!({})).await;
-    assert_eq!(
-        (run.state.as_str(), run.created, run.rejected),
-        ("done", 2, 1),
-        "{run:?}"
-    );
-    assert_eq!(app.count(lead::Entity).await, 2);
-    let kept = reconcile_rejected::Entity::find()
-        .all(&app.db)
-        .await
-        .unwrap();
-    assert_eq!(kept.len(), 1);
+    let (kept, mut shown) = app
+        .reconcile_one_bad_record(|record| record["score"] = huge)
+        .await;
     assert!(
-        kept[0].reason.contains("payload") && kept[0].reason.contains("/score"),
+        kept.reason.contains("payload") && kept.reason.contains("/score"),
         "{:?}",
-        kept[0].reason
+        kept.reason
     );
-    let mut shown = fake.record(1);
     // serde_json writes the exponent `e+`.
-    shown["score"] = json!("1e+131072");
-    assert_eq!(kept[0].record, shown);
+    shown["score"] = serde_json::json!("1e+131072");
+    assert_eq!(kept.record, shown);
 }
 
 /// A number too long to write out under a key holding a NUL: the event dies

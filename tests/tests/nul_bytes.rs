@@ -218,40 +218,18 @@ async fn a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes(backend:
 /// one (PostgreSQL failed the whole run: `jsonb` refuses NUL); the run ends
 /// `done` with the other records written.
 async fn a_reconcile_run_rejects_a_pulled_record_with_a_nul_and_writes_the_rest(backend: Backend) {
-    use api::cli::demo::fake_source::FakeSource;
-    use domain::entities::reconcile_rejected;
-    use sea_orm::EntityTrait;
-
     let app = TestApp::spawn(backend).await;
-    let admin = app.admin_token().await;
-    let ops = app.token(Role::Ops, None).await;
-    let fake = FakeSource::start(3).await.unwrap();
-    fake.update(1, |record| record["name"] = json!("a\u{0}b"));
-    app.standard_source("crm").await;
-    let source = json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url});
-    assert_eq!(app.save_source(&admin, &source).await.status(), 200);
-
-    let run = app.reconcile(&ops, "crm", json!({})).await;
-    assert_eq!(
-        (run.state.as_str(), run.created, run.rejected),
-        ("done", 2, 1),
-        "{run:?}"
-    );
-    assert_eq!(app.count(lead::Entity).await, 2);
-    let kept = reconcile_rejected::Entity::find()
-        .all(&app.db)
-        .await
-        .unwrap();
-    assert_eq!(kept.len(), 1);
+    let (kept, mut shown) = app
+        .reconcile_one_bad_record(|record| record["name"] = json!("a\u{0}b"))
+        .await;
     assert!(
-        kept[0].reason.contains("name") && kept[0].reason.contains("NUL"),
+        kept.reason.contains("name") && kept.reason.contains("NUL"),
         "{:?}",
-        kept[0].reason
+        kept.reason
     );
     // Kept with the NUL shown as U+FFFD (PostgreSQL's `jsonb` refuses NUL).
-    let mut shown = fake.record(1);
     shown["name"] = json!("a\u{FFFD}b");
-    assert_eq!(kept[0].record, shown);
+    assert_eq!(kept.record, shown);
 }
 
 /// Every JSON body is held to the same rule at the door: a NUL anywhere in a
