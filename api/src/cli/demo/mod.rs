@@ -397,9 +397,9 @@ pub async fn run_demos(database_url: &str, args: &DemoArgs) -> anyhow::Result<De
     http.outbound_allow = "127.0.0.1".into();
     // Its own fake sender floods one source on purpose.
     http.webhook_rate = 0;
-    // As `serve` refreshes its gauges, not the tests' twice a second: with
-    // 100,000 leads that counting took a tenth of the database's CPU, and
-    // `bench/run` reconciles through this command.
+    // As `serve` refreshes its gauges, not twice a second as the tests do:
+    // `bench/run` reconciles through this command, and each refresh counts
+    // the growing lead table.
     http.metrics_refresh_secs = crate::http::metrics::DEFAULT_REFRESH_SECS;
     http.keyring = args.keyring.clone();
     let app = Application::build(db.clone(), http)?;
