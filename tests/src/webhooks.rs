@@ -236,6 +236,22 @@ impl TestApp {
             .await
     }
 
+    /// Delivers lead event `n` to source `webform` (`form-{n}`, message id
+    /// `msg_{n}`, signed with `key`); it must be acknowledged. Returns its
+    /// inbox id.
+    pub async fn post_numbered_lead_event(&self, key: &[u8], n: usize) -> i64 {
+        let body = lead_event(
+            &format!("form-{n}"),
+            "ada@example.com",
+            "2026-11-30T10:00:00Z",
+        );
+        ack_id(
+            self.post_standard("webform", key, &format!("msg_{n}"), &body)
+                .await,
+        )
+        .await
+    }
+
     /// `POST /api/ops/inbox/{id}/retry` as ops.
     pub async fn retry_inbox_event(&self, id: i64) -> reqwest::Response {
         let ops = self.token(Role::Ops, None).await;

@@ -52,18 +52,7 @@ async fn a_poisoned_event_fails_alone_while_its_batch_commits_together(backend: 
                 .await,
             );
         }
-        let body = lead_event(
-            &format!("form-{i}"),
-            "ada@example.com",
-            "2026-11-30T10:00:00Z",
-        );
-        ids.push(
-            ack_id(
-                app.post_standard("webform", &key, &format!("msg_{i}"), &body)
-                    .await,
-            )
-            .await,
-        );
+        ids.push(app.post_numbered_lead_event(&key, i).await);
     }
     let poisoned = ids[4];
 

@@ -237,24 +237,11 @@ async fn a_reconcile_run_keeps_a_pulled_record_with_a_huge_number_as_rejected(ba
 /// alone with a reason PostgreSQL can store (the pointer writes the NUL as
 /// `\u0000`), and the events delivered with it become leads.
 async fn a_webhook_event_with_a_long_number_under_a_nul_key_dies_alone(backend: Backend) {
-    use leadpipe_tests::webhooks::lead_event;
-
     let app = TestApp::spawn(backend).await;
     let key = app.standard_source("webform").await;
     let mut good = Vec::new();
     for i in 0..2 {
-        let body = lead_event(
-            &format!("form-{i}"),
-            "ada@example.com",
-            "2026-11-30T10:00:00Z",
-        );
-        good.push(
-            ack_id(
-                app.post_standard("webform", &key, &format!("msg_{i}"), &body)
-                    .await,
-            )
-            .await,
-        );
+        good.push(app.post_numbered_lead_event(&key, i).await);
     }
     let bad = br#"{"type": "lead.created", "data": {"id": "form-bad", "a\u0000": 1e400}}"#;
     let bad = ack_id(app.post_standard("webform", &key, "msg_bad", bad).await).await;

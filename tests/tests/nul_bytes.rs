@@ -7,7 +7,7 @@
 
 use domain::auth::Role;
 use domain::entities::lead;
-use leadpipe_tests::webhooks::{ack_id, lead_event, now, stripe_headers};
+use leadpipe_tests::webhooks::{ack_id, now, stripe_headers};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use serde_json::{Value, json};
 use workers::WorkerSettings;
@@ -104,18 +104,7 @@ async fn a_webhook_event_with_a_nul_dies_alone_while_its_batch_becomes_leads(bac
     let key = app.standard_source("webform").await;
     let mut ids = Vec::new();
     for i in 0..5 {
-        let body = lead_event(
-            &format!("form-{i}"),
-            "ada@example.com",
-            "2026-11-30T10:00:00Z",
-        );
-        ids.push(
-            ack_id(
-                app.post_standard("webform", &key, &format!("msg_{i}"), &body)
-                    .await,
-            )
-            .await,
-        );
+        ids.push(app.post_numbered_lead_event(&key, i).await);
     }
     // The receipt stores the raw bytes: the NUL is only met when mapped.
     let bad = serde_json::to_vec(&json!({
