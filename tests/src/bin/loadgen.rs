@@ -1,6 +1,8 @@
 //! Load generator for `bench/run`: keep-alive HTTP clients posting realistic
 //! lead records, closed-loop (N clients as fast as they go) or open-loop (a
-//! fixed rate), printing one JSON line of figures.
+//! fixed rate), printing one JSON line of figures. `503` answers (admission
+//! control refusing while the workers are behind) are counted as `refused`,
+//! apart from `errors`, and are not resent.
 //!
 //! loadgen intake  URL TOKEN  --clients 32 --seconds 10 [--dup-share 0.9] [--rate 500] [--source S]
 //! loadgen webhook URL SECRET --clients 32 --seconds 10 [--rate 500] [--source S] [--run R]
@@ -231,6 +233,9 @@ async fn main() {
         .to_owned();
     let counter = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
+    // `503`: the server's admission control refused the request, as it is
+    // documented to while its workers are behind; counted, not an error.
+    let refused = Arc::new(AtomicU64::new(0));
     // A stuck server fails the run instead of hanging the benchmark.
     let timeout = Duration::from_secs(30);
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
@@ -241,10 +246,11 @@ async fn main() {
     let started = Instant::now();
     let tasks: Vec<_> = (0..args.clients)
         .map(|client_no| {
-            let (args, counter, errors, signing_key) = (
+            let (args, counter, errors, refused, signing_key) = (
                 args.clone(),
                 counter.clone(),
                 errors.clone(),
+                refused.clone(),
                 signing_key.clone(),
             );
             let authority = authority.clone();
@@ -302,6 +308,9 @@ async fn main() {
                         Ok(Ok(status)) if (200..300).contains(&status) => {
                             latencies.push(sent.elapsed().as_micros() as u64);
                         }
+                        Ok(Ok(503)) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
                         Ok(_) => {
                             errors.fetch_add(1, Ordering::Relaxed);
                         }
@@ -333,6 +342,7 @@ async fn main() {
         json!({
             "requests": all.len(),
             "errors": errors.load(Ordering::Relaxed),
+            "refused": refused.load(Ordering::Relaxed),
             "seconds": elapsed,
             "rps": all.len() as f64 / elapsed,
             "p50_ms": pct(0.50),
