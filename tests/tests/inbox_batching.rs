@@ -10,6 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
 use api::config::HttpSettings;
 use chrono::Utc;
 use domain::entities::{inbox_event, lead};
@@ -24,6 +27,7 @@ on_both_backends!(
     a_poisoned_event_fails_alone_while_its_batch_commits_together,
     two_workers_drain_one_backlog_taking_each_event_once,
     a_burst_past_the_backlog_limit_is_refused_and_processing_advances,
+    a_refused_delivery_keeps_the_senders_connection,
     a_stored_event_wakes_the_workers_without_polling,
     an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_receipt,
 );
@@ -303,6 +307,80 @@ async fn a_burst_past_the_backlog_limit_is_refused_and_processing_advances(backe
     })
     .await;
     app.stop_workers().await;
+}
+
+/// One signed delivery on an open keep-alive connection: the answer's status
+/// and whether the server announced it closes, or `None` when the server
+/// had already closed the connection.
+async fn deliver_on(stream: &mut TcpStream, key: &[u8], msg_id: &str) -> Option<(u16, bool)> {
+    let body = lead_event(msg_id, "kept@example.com", "2026-11-30T10:00:00Z");
+    let mut request = format!(
+        "POST /webhooks/webform HTTP/1.1\r\nHost: leadpipe\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in standard_headers(key, msg_id, now(), &body) {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.ok()?;
+    stream.write_all(&body).await.ok()?;
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        answer.extend_from_slice(&buf[..n]);
+    };
+    let head = String::from_utf8_lossy(&answer[..head_end]).to_ascii_lowercase();
+    let status = head.split_whitespace().nth(1)?.parse().ok()?;
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map_or(0, |v| v.trim().parse().unwrap());
+    while answer.len() < head_end + length {
+        let n = stream.read(&mut buf).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        answer.extend_from_slice(&buf[..n]);
+    }
+    Some((status, head.contains("connection: close")))
+}
+
+async fn a_refused_delivery_keeps_the_senders_connection(backend: Backend) {
+    // One event fills the backlog; three deliveries empty the rate
+    // limit's burst (it refills one a second).
+    let app = TestApp::spawn_with(
+        backend,
+        HttpSettings {
+            inbox_backlog_limit: 1,
+            webhook_rate: 1,
+            webhook_burst: 3,
+            ..HttpSettings::for_tests()
+        },
+    )
+    .await;
+    let key = app.standard_source("webform").await;
+    let address = app.url("").trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+
+    // Stored; refused twice for the backlog, then twice for the rate: each
+    // answer on the one connection the sender opened.
+    let expected = [202, 503, 503, 429, 429];
+    for (n, status) in expected.into_iter().enumerate() {
+        let answer = deliver_on(&mut stream, &key, &format!("msg_kept_{n}")).await;
+        assert_eq!(
+            answer,
+            Some((status, false)),
+            "delivery {n}: the connection should stay open after a refusal"
+        );
+    }
+    assert_eq!(app.count(inbox_event::Entity).await, 1);
 }
 
 async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {

@@ -15,7 +15,7 @@ use domain::lead::record::is_valid_source_name;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::body::read_bytes;
+use crate::http::body::{discard_small_body, read_bytes};
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
@@ -115,12 +115,14 @@ async fn receive_webhook(
     // entry, and whether it is limited says nothing about the name.
     if let Err(limited) = state.limits.webhook(&name) {
         count(UNKNOWN_SOURCE, "rejected", "rate_limited");
+        discard_small_body(&req, payload, REFUSED_BODY_READ).await;
         return Err(limited);
     }
     // Before any work: while the workers are behind, a refused delivery is
     // cheaper for the database than a stored one.
     if let Err(full) = state.admission.check() {
         count(UNKNOWN_SOURCE, "rejected", "backlog_full");
+        discard_small_body(&req, payload, REFUSED_BODY_READ).await;
         return Err(full);
     }
     let found = if is_valid_source_name(&name) {
@@ -204,6 +206,10 @@ async fn receive_webhook(
 }
 
 const UNKNOWN_SOURCE: &str = "(unknown)";
+
+/// A refused delivery's body is read (and dropped) up to this size, so the
+/// sender keeps its connection; most webhook bodies are a few KiB.
+const REFUSED_BODY_READ: usize = 64 * 1024;
 
 /// `leadpipe_webhook_deliveries_total{source, result, reason}`.
 fn count(source: &str, result: &'static str, reason: &'static str) {
