@@ -324,6 +324,11 @@ async fn deliver_on(stream: &mut TcpStream, key: &[u8], msg_id: &str) -> Option<
     request.push_str("\r\n");
     stream.write_all(request.as_bytes()).await.ok()?;
     stream.write_all(&body).await.ok()?;
+    read_answer(stream).await
+}
+
+/// The next answer on `stream`: see [`deliver_on`].
+async fn read_answer(stream: &mut TcpStream) -> Option<(u16, bool)> {
     let mut answer = Vec::new();
     let mut buf = [0u8; 4096];
     let head_end = loop {
@@ -381,6 +386,20 @@ async fn a_refused_delivery_keeps_the_senders_connection(backend: Backend) {
         );
     }
     assert_eq!(app.count(inbox_event::Entity).await, 1);
+
+    // A refused sender whose body never comes is answered all the same.
+    let mut slow = TcpStream::connect(&address).await.unwrap();
+    slow.write_all(
+        b"POST /webhooks/webform HTTP/1.1\r\nHost: leadpipe\r\nContent-Length: 100\r\n\r\n{\"type\"",
+    )
+    .await
+    .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(10), read_answer(&mut slow))
+        .await
+        .expect("a refusal waited for a body that never came");
+    // 429 while the burst is spent; 503 (the backlog) once a token is back.
+    let status = answer.map(|(status, _)| status);
+    assert!(matches!(status, Some(429 | 503)), "{status:?}");
 }
 
 async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {

@@ -48,6 +48,15 @@ pub async fn read_json_bytes(
     read_bytes(req, payload, limit).await
 }
 
+/// The body's length as the client declares it (`Content-Length`), if it
+/// does and the value is a length.
+pub fn declared_length(req: &HttpRequest) -> Option<usize> {
+    req.headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+}
+
 /// The body exactly as sent, at most `limit` bytes (else 413, decided from
 /// `Content-Length` before reading when the client declares it).
 pub async fn read_bytes(
@@ -55,11 +64,7 @@ pub async fn read_bytes(
     mut payload: web::Payload,
     limit: usize,
 ) -> Result<web::Bytes, ApiError> {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+    let declared = declared_length(req);
     if declared.is_some_and(|len| len > limit) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
@@ -80,13 +85,17 @@ pub async fn read_bytes(
 /// request body was left unread, and a refused sender's retry would then
 /// pay a new connection (and, behind a proxy, a TLS handshake), which costs
 /// the server more than reading a small body does. A larger body is left
-/// unread: closing costs less.
-pub async fn discard_small_body(req: &HttpRequest, mut payload: web::Payload, limit: usize) {
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+/// unread: closing costs less. So is one that has not arrived within
+/// [`DISCARD_WAIT`]: a refusal does not wait on a slow sender.
+pub async fn discard_small_body(req: &HttpRequest, payload: web::Payload, limit: usize) {
+    let _ = tokio::time::timeout(DISCARD_WAIT, discard(req, payload, limit)).await;
+}
+
+/// How long a refused request's body may take to arrive.
+const DISCARD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+async fn discard(req: &HttpRequest, mut payload: web::Payload, limit: usize) {
+    let declared = declared_length(req);
     if declared.is_some_and(|len| len > limit) {
         return;
     }

@@ -20,6 +20,7 @@ use tokio::io::AsyncWriteExt;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
+use crate::http::body::declared_length;
 use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
@@ -135,11 +136,7 @@ async fn start(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let limit = state.http.import_max_bytes;
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+    let declared = declared_length(&req);
     if declared.is_some_and(|len| len > limit) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
