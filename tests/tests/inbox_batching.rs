@@ -374,16 +374,21 @@ async fn a_refused_delivery_keeps_the_senders_connection(backend: Backend) {
     let address = app.url("").trim_start_matches("http://").to_owned();
     let mut stream = TcpStream::connect(&address).await.unwrap();
 
-    // Stored; refused twice for the backlog, then twice for the rate: each
+    // Stored; refused twice for the backlog, then twice for the rate (or
+    // for the backlog, should a slow machine let a token come back): each
     // answer on the one connection the sender opened.
-    let expected = [202, 503, 503, 429, 429];
-    for (n, status) in expected.into_iter().enumerate() {
+    for n in 0..5 {
         let answer = deliver_on(&mut stream, &key, &format!("msg_kept_{n}")).await;
-        assert_eq!(
-            answer,
-            Some((status, false)),
-            "delivery {n}: the connection should stay open after a refusal"
-        );
+        let Some((status, closing)) = answer else {
+            panic!("delivery {n}: the server closed the connection after a refusal");
+        };
+        let expected: &[u16] = match n {
+            0 => &[202],
+            1 | 2 => &[503],
+            _ => &[429, 503],
+        };
+        assert!(expected.contains(&status), "delivery {n}: {status}");
+        assert!(!closing, "delivery {n}: the server announced it closes");
     }
     assert_eq!(app.count(inbox_event::Entity).await, 1);
 
@@ -397,9 +402,9 @@ async fn a_refused_delivery_keeps_the_senders_connection(backend: Backend) {
     let answer = tokio::time::timeout(Duration::from_secs(10), read_answer(&mut slow))
         .await
         .expect("a refusal waited for a body that never came");
-    // 429 while the burst is spent; 503 (the backlog) once a token is back.
-    let status = answer.map(|(status, _)| status);
-    assert!(matches!(status, Some(429 | 503)), "{status:?}");
+    // 429 while the burst is spent; 503 (the backlog) once a token is back;
+    // the body was left unread, so the connection ends.
+    assert!(matches!(answer, Some((429 | 503, true))), "{answer:?}");
 }
 
 async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {

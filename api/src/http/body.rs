@@ -86,7 +86,8 @@ pub async fn read_bytes(
 /// pay a new connection (and, behind a proxy, a TLS handshake), which costs
 /// the server more than reading a small body does. A larger body is left
 /// unread: closing costs less. So is one that has not arrived within
-/// [`DISCARD_WAIT`]: a refusal does not wait on a slow sender.
+/// [`DISCARD_WAIT`]: a refusal does not wait on a slow sender. (What is left
+/// of a chunked body actix drains itself rather than close.)
 pub async fn discard_small_body(req: &HttpRequest, payload: web::Payload, limit: usize) {
     let _ = tokio::time::timeout(DISCARD_WAIT, discard(req, payload, limit)).await;
 }

@@ -5,10 +5,10 @@
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header;
 use actix_web::middleware::Next;
 use actix_web::{ResponseError, web};
 
+use crate::http::body::declared_length;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
@@ -23,11 +23,7 @@ pub async fn middleware(
             state.http.max_body_bytes
         }
     });
-    let declared = req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<usize>().ok());
+    let declared = declared_length(req.request());
     if let (Some(limit), Some(declared)) = (limit, declared)
         && declared > limit
     {

@@ -1,8 +1,9 @@
 //! Load generator for `bench/run`: keep-alive HTTP clients posting realistic
 //! lead records, closed-loop (N clients as fast as they go) or open-loop (a
-//! fixed rate), printing one JSON line of figures. `503` answers (admission
-//! control refusing while the workers are behind) are counted as `refused`,
-//! apart from `errors`, and are not resent.
+//! fixed rate), printing one JSON line of figures. Admission control's
+//! `503 /problems/inbox-backlog-full` answers are counted as `refused`,
+//! apart from `errors`; the next request is a new one either way.
+//! `started_unix` is when the clients started, for windows in the database.
 //!
 //! loadgen intake  URL TOKEN  --clients 32 --seconds 10 [--dup-share 0.9] [--rate 500] [--source S]
 //! loadgen webhook URL SECRET --clients 32 --seconds 10 [--rate 500] [--source S] [--run R]
@@ -195,6 +196,9 @@ impl Connection {
     }
 }
 
+/// The problem type of admission control's refusal, in a response body.
+const BACKLOG_FULL: &[u8] = b"/problems/inbox-backlog-full";
+
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
@@ -233,8 +237,9 @@ async fn main() {
         .to_owned();
     let counter = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
-    // `503`: the server's admission control refused the request, as it is
-    // documented to while its workers are behind; counted, not an error.
+    // `503 /problems/inbox-backlog-full`: admission control refused the
+    // request, as documented while the workers are behind; counted, not an
+    // error (a `503` of another kind, such as the database unreachable, is).
     let refused = Arc::new(AtomicU64::new(0));
     // A stuck server fails the run instead of hanging the benchmark.
     let timeout = Duration::from_secs(30);
@@ -244,6 +249,9 @@ async fn main() {
         .rate
         .map(|r| Duration::from_secs_f64(args.clients as f64 / r));
     let started = Instant::now();
+    let started_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     let tasks: Vec<_> = (0..args.clients)
         .map(|client_no| {
             let (args, counter, errors, refused, signing_key) = (
@@ -308,7 +316,7 @@ async fn main() {
                         Ok(Ok(status)) if (200..300).contains(&status) => {
                             latencies.push(sent.elapsed().as_micros() as u64);
                         }
-                        Ok(Ok(503)) => {
+                        Ok(Ok(503)) if find(&connection.response, BACKLOG_FULL).is_some() => {
                             refused.fetch_add(1, Ordering::Relaxed);
                         }
                         Ok(_) => {
@@ -343,6 +351,7 @@ async fn main() {
             "requests": all.len(),
             "errors": errors.load(Ordering::Relaxed),
             "refused": refused.load(Ordering::Relaxed),
+            "started_unix": started_unix,
             "seconds": elapsed,
             "rps": all.len() as f64 / elapsed,
             "p50_ms": pct(0.50),
