@@ -89,25 +89,13 @@ pub async fn read_bytes(
 /// [`DISCARD_WAIT`]: a refusal does not wait on a slow sender. (What is left
 /// of a chunked body actix drains itself rather than close.)
 pub async fn discard_small_body(req: &HttpRequest, payload: web::Payload, limit: usize) {
-    let _ = tokio::time::timeout(DISCARD_WAIT, discard(req, payload, limit)).await;
+    // Read as any body is (refusing a declared or actual excess at once),
+    // and dropped.
+    let _ = tokio::time::timeout(DISCARD_WAIT, read_bytes(req, payload, limit)).await;
 }
 
 /// How long a refused request's body may take to arrive.
 const DISCARD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
-async fn discard(req: &HttpRequest, mut payload: web::Payload, limit: usize) {
-    let declared = declared_length(req);
-    if declared.is_some_and(|len| len > limit) {
-        return;
-    }
-    let mut read = 0;
-    while let Some(Ok(chunk)) = payload.next().await {
-        read += chunk.len();
-        if read > limit {
-            return;
-        }
-    }
-}
 
 /// Syntax errors are 400; well-formed JSON of the wrong shape, or holding a
 /// NUL anywhere, is 422 naming the field.
