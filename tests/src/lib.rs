@@ -9,6 +9,7 @@
 
 pub mod poison;
 pub mod prometheus;
+pub mod raw_http;
 pub mod receiver;
 pub mod webhooks;
 

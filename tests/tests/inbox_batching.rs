@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use api::config::HttpSettings;
@@ -18,6 +18,7 @@ use chrono::Utc;
 use domain::entities::{inbox_event, lead};
 use domain::inbound::inbox::receive::{Delivery, receive};
 use leadpipe_tests::poison::poison_lead_inserts;
+use leadpipe_tests::raw_http::read_answer;
 use leadpipe_tests::webhooks::{RunningWorkers, ack_id, lead_event, now, standard_headers};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -325,36 +326,6 @@ async fn deliver_on(stream: &mut TcpStream, key: &[u8], msg_id: &str) -> Option<
     stream.write_all(request.as_bytes()).await.ok()?;
     stream.write_all(&body).await.ok()?;
     read_answer(stream).await
-}
-
-/// The next answer on `stream`: see [`deliver_on`].
-async fn read_answer(stream: &mut TcpStream) -> Option<(u16, bool)> {
-    let mut answer = Vec::new();
-    let mut buf = [0u8; 4096];
-    let head_end = loop {
-        if let Some(at) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        let n = stream.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        answer.extend_from_slice(&buf[..n]);
-    };
-    let head = String::from_utf8_lossy(&answer[..head_end]).to_ascii_lowercase();
-    let status = head.split_whitespace().nth(1)?.parse().ok()?;
-    let length: usize = head
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .map_or(0, |v| v.trim().parse().unwrap());
-    while answer.len() < head_end + length {
-        let n = stream.read(&mut buf).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        answer.extend_from_slice(&buf[..n]);
-    }
-    Some((status, head.contains("connection: close")))
 }
 
 async fn a_refused_delivery_keeps_the_senders_connection(backend: Backend) {
