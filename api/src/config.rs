@@ -48,6 +48,16 @@ pub struct HttpSettings {
     /// Largest request body accepted, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_MAX_BODY_BYTES", default_value_t = 256 * 1024)]
     pub max_body_bytes: usize,
+    /// How long a request body has to arrive, in seconds, before the
+    /// `LEADPIPE_BODY_MIN_RATE` allowance; slower: 408 and the connection
+    /// closes (a sender trickling a body holds a connection open forever).
+    #[arg(long, env = "LEADPIPE_BODY_TIMEOUT_SECS", default_value_t = 20.0)]
+    pub body_timeout_secs: f64,
+    /// Each byte of a request body received extends its deadline by
+    /// 1/this seconds: a body must keep arriving at this many bytes a
+    /// second (at least 1).
+    #[arg(long, env = "LEADPIPE_BODY_MIN_RATE", default_value_t = 500)]
+    pub body_min_rate: u64,
     /// How long an Idempotency-Key and its stored response are kept, in hours.
     #[arg(
         long,
@@ -152,6 +162,8 @@ impl HttpSettings {
         Self {
             bind: "127.0.0.1:0".into(),
             max_body_bytes: 256 * 1024,
+            body_timeout_secs: 20.0,
+            body_min_rate: 500,
             idempotency_retention_hours: 72,
             idempotency_lease_secs: 60,
             auth_cache_secs: 5,
@@ -182,6 +194,17 @@ impl HttpSettings {
         std::time::Duration::try_from_secs_f64(self.read_max_lag_secs)
             .unwrap_or_default()
             .max(std::time::Duration::from_millis(100))
+    }
+
+    /// How fast a request body must arrive (a timeout of at least 100 ms).
+    pub fn body_pace(&self) -> crate::http::body::BodyPace {
+        crate::http::body::BodyPace {
+            grace: std::time::Duration::try_from_secs_f64(
+                self.body_timeout_secs.clamp(0.1, 86_400.0),
+            )
+            .unwrap_or(std::time::Duration::from_secs(20)),
+            min_bytes_per_sec: self.body_min_rate.max(1),
+        }
     }
 
     /// The background gauge refresh period (at least 100 ms).

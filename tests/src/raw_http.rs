@@ -4,9 +4,33 @@
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 
+/// An answer read off the wire.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    /// The server announced it closes the connection (`Connection: close`).
+    pub closing: bool,
+    pub body: String,
+}
+
 /// The next answer on `stream`: its status and whether the server announced
 /// it closes, or `None` when the server had already closed the connection.
 pub async fn read_answer(stream: &mut TcpStream) -> Option<(u16, bool)> {
+    read_full_answer(stream)
+        .await
+        .map(|answer| (answer.status, answer.closing))
+}
+
+/// Whether the server has ended the connection: the next read finds its end
+/// (nothing more was sent).
+pub async fn ended(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    matches!(stream.read(&mut buf).await, Ok(0) | Err(_))
+}
+
+/// The next answer on `stream` with its body, `None` when the server had
+/// already closed the connection.
+pub async fn read_full_answer(stream: &mut TcpStream) -> Option<Answer> {
     let mut answer = Vec::new();
     let mut buf = [0u8; 4096];
     let head_end = loop {
@@ -32,5 +56,9 @@ pub async fn read_answer(stream: &mut TcpStream) -> Option<(u16, bool)> {
         }
         answer.extend_from_slice(&buf[..n]);
     }
-    Some((status, head.contains("connection: close")))
+    Some(Answer {
+        status,
+        closing: head.contains("connection: close"),
+        body: String::from_utf8_lossy(&answer[head_end..head_end + length]).into_owned(),
+    })
 }

@@ -1,13 +1,16 @@
 //! Security as tests: who may call what (every endpoint × every role), body
-//! limits on every route that takes a body.
+//! limits (size and pace) on every route that takes a body.
 
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeSet;
 
 use domain::auth::Role;
+use leadpipe_tests::raw_http::{ended, read_full_answer};
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 const SALES_UP: &[&str] = &["sales", "ops", "admin"];
 const OPS_UP: &[&str] = &["ops", "admin"];
@@ -124,7 +127,9 @@ fn the_matrix_covers_every_secured_operation() {
 
 on_both_backends!(
     every_endpoint_answers_401_403_or_serves_as_its_roles_say,
-    every_body_is_bounded
+    every_body_is_bounded,
+    every_body_that_trickles_is_refused_in_time,
+    a_webhook_body_must_keep_coming_and_a_slow_steady_one_is_stored
 );
 
 async fn every_endpoint_answers_401_403_or_serves_as_its_roles_say(backend: Backend) {
@@ -215,4 +220,174 @@ async fn every_body_is_bounded(backend: Backend) {
         "bodies over the limit must get 413:\n{}",
         wrong.join("\n")
     );
+}
+
+/// The head of a request by hand, announcing a body of `length` bytes.
+fn request_head(method: &str, path: &str, headers: &[(String, String)], length: usize) -> String {
+    let mut head =
+        format!("{method} {path} HTTP/1.1\r\nHost: leadpipe\r\nContent-Length: {length}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    head
+}
+
+/// A sender that announces a body and sends two bytes of it held the
+/// connection (and the handler waiting on it) for as long as it liked, on
+/// every route that reads a body, before any signature or role could be
+/// checked on a webhook. Now each such request gets 408 within the body's
+/// time, and its connection ends.
+async fn every_body_that_trickles_is_refused_in_time(backend: Backend) {
+    let mut http = api::config::HttpSettings::for_tests();
+    http.body_timeout_secs = 0.5;
+    http.body_min_rate = 1_000;
+    let app = TestApp::spawn_with(backend, http).await;
+    let admin = app.token(Role::Admin, None).await;
+    let address = app.url("").trim_start_matches("http://").to_owned();
+    // Every operation the document says takes a body.
+    let spec: Value = serde_json::from_str(include_str!("../../api/openapi.json")).unwrap();
+    let mut writes: Vec<(String, String)> = Vec::new();
+    for (path, operations) in spec["paths"].as_object().unwrap() {
+        for (method, operation) in operations.as_object().unwrap() {
+            if operation.get("requestBody").is_some() {
+                let path = match concrete(path).as_str() {
+                    "/api/imports" => "/api/imports?source=webform".to_owned(),
+                    other => other.replace("{source}", "anything"),
+                };
+                writes.push((method.to_uppercase(), path));
+            }
+        }
+    }
+    assert!(writes.len() > 20, "{writes:?}");
+    let started = std::time::Instant::now();
+    let answers = futures::future::join_all(writes.iter().map(|(method, path)| {
+        let (address, admin) = (address.clone(), admin.clone());
+        async move {
+            let content_type = if path.starts_with("/api/imports") {
+                "text/csv"
+            } else {
+                "application/json"
+            };
+            let headers = [
+                ("Authorization".to_owned(), format!("Bearer {admin}")),
+                ("Content-Type".to_owned(), content_type.to_owned()),
+            ];
+            let mut stream = TcpStream::connect(&address).await.unwrap();
+            let head = request_head(method, path, &headers, 1_000);
+            stream.write_all(head.as_bytes()).await.unwrap();
+            stream.write_all(b"{\"").await.unwrap();
+            let answer = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                read_full_answer(&mut stream),
+            )
+            .await;
+            let ended = ended(&mut stream).await;
+            (format!("{method} {path}"), answer, ended)
+        }
+    }))
+    .await;
+    let mut wrong = Vec::new();
+    for (route, answer, ended) in answers {
+        match answer {
+            Ok(Some(answer))
+                if answer.status == 408
+                    && answer.body.contains("\"/problems/body-timeout\"")
+                    && answer.closing
+                    && ended => {}
+            other => wrong.push(format!("{route}: {other:?}, connection ended: {ended}")),
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a trickling body must get 408 and its connection closed:\n{}",
+        wrong.join("\n")
+    );
+    // All at once, each in about its half second.
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
+
+async fn a_webhook_body_must_keep_coming_and_a_slow_steady_one_is_stored(backend: Backend) {
+    use domain::entities::inbox_event;
+    use leadpipe_tests::webhooks::{lead_event, now, standard_headers};
+
+    let mut http = api::config::HttpSettings::for_tests();
+    http.body_timeout_secs = 0.5;
+    http.body_min_rate = 200;
+    let app = TestApp::spawn_with(backend, http).await;
+    let key = app.standard_source("webform").await;
+    let address = app.url("").trim_start_matches("http://").to_owned();
+    let signed = |msg_id: &str| {
+        let body = lead_event(msg_id, "slow@example.com", "2026-11-30T10:00:00Z");
+        let mut headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
+        headers.extend(standard_headers(&key, msg_id, now(), &body));
+        (
+            request_head("POST", "/webhooks/webform", &headers, body.len()),
+            body,
+        )
+    };
+
+    // A byte every 300 ms: behind the 200 bytes a second it must keep up.
+    let (head, body) = signed("msg_trickle");
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let (answer, sent) = {
+        let mut sent = 0usize;
+        let mut answer = None;
+        for byte in &body {
+            if stream.write_all(std::slice::from_ref(byte)).await.is_err() {
+                break;
+            }
+            sent += 1;
+            // Waiting up to 300 ms for an answer paces the bytes.
+            if let Ok(found) = tokio::time::timeout(
+                std::time::Duration::from_millis(300),
+                read_full_answer(&mut stream),
+            )
+            .await
+            {
+                answer = found;
+                break;
+            }
+        }
+        (answer, sent)
+    };
+    let answer = answer.expect("the trickling body was answered before it was sent whole");
+    assert_eq!(answer.status, 408, "{answer:?}");
+    assert!(answer.body.contains("/problems/body-timeout"), "{answer:?}");
+    assert!(
+        sent < body.len(),
+        "refused after {sent} of {} bytes",
+        body.len()
+    );
+    assert!(
+        ended(&mut stream).await,
+        "the connection stays open after a 408"
+    );
+    assert_eq!(
+        app.count(inbox_event::Entity).await,
+        0,
+        "a refused body stored an event"
+    );
+    let metrics = app.metrics().await;
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("leadpipe_webhook_deliveries_total")
+                && l.contains("reason=\"too_slow\"")
+                && !l.ends_with(" 0")),
+        "no too_slow rejection counted"
+    );
+
+    // The same size at 1,000 bytes a second, in pieces of 100: stored.
+    let (head, body) = signed("msg_steady");
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    for piece in body.chunks(100) {
+        stream.write_all(piece).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let answer = read_full_answer(&mut stream).await.expect("an answer");
+    assert_eq!(answer.status, 202, "{answer:?}");
+    assert_eq!(app.count(inbox_event::Entity).await, 1);
 }

@@ -1,6 +1,8 @@
 //! Reading a JSON body with our own limits and errors, after authentication,
 //! so an unauthenticated caller learns nothing about what it sent.
 
+use std::time::{Duration, Instant};
+
 use actix_web::http::header;
 use actix_web::{HttpRequest, web};
 use futures::StreamExt;
@@ -31,8 +33,9 @@ pub async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,
     payload: web::Payload,
     limit: usize,
+    pace: BodyPace,
 ) -> Result<T, ApiError> {
-    parse_json(&read_json_bytes(req, payload, limit).await?)
+    parse_json(&read_json_bytes(req, payload, limit, pace).await?)
 }
 
 /// The raw bytes of a JSON body (checked content type, bounded size), for
@@ -41,11 +44,12 @@ pub async fn read_json_bytes(
     req: &HttpRequest,
     payload: web::Payload,
     limit: usize,
+    pace: BodyPace,
 ) -> Result<web::Bytes, ApiError> {
     if !is_json(&media_type(req)) {
         return Err(ApiError::UnsupportedMediaType);
     }
-    read_bytes(req, payload, limit).await
+    read_bytes(req, payload, limit, pace).await
 }
 
 /// The body's length as the client declares it (`Content-Length`), if it
@@ -57,21 +61,86 @@ pub fn declared_length(req: &HttpRequest) -> Option<usize> {
         .and_then(|v| v.parse::<usize>().ok())
 }
 
+/// How fast a request body must arrive: within `grace`, plus one second
+/// for every `min_bytes_per_sec` bytes received so far (Apache's
+/// `mod_reqtimeout` rule). Without it a sender trickling a byte now and
+/// then holds its connection, and whatever the handler holds, for ever; a
+/// slow but steady upload still gets through.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyPace {
+    pub grace: Duration,
+    pub min_bytes_per_sec: u64,
+}
+
+impl BodyPace {
+    /// When the rest of the body is due, `received` bytes in.
+    fn deadline(&self, started: Instant, received: usize) -> Instant {
+        let earned =
+            Duration::from_secs_f64(received as f64 / self.min_bytes_per_sec.max(1) as f64);
+        let due = self.grace.saturating_add(earned);
+        // A due time past what an Instant holds is as good as never.
+        started
+            .checked_add(due)
+            .unwrap_or_else(|| started + Duration::from_secs(365 * 86_400))
+    }
+}
+
+/// A request body read chunk by chunk under a [`BodyPace`]: `408` once it
+/// falls behind.
+pub struct PacedBody {
+    payload: web::Payload,
+    pace: BodyPace,
+    started: Instant,
+    received: usize,
+}
+
+impl PacedBody {
+    /// Starts the clock.
+    pub fn new(payload: web::Payload, pace: BodyPace) -> Self {
+        Self {
+            payload,
+            pace,
+            started: Instant::now(),
+            received: 0,
+        }
+    }
+
+    /// The next chunk, `None` at the end of the body.
+    pub async fn next_chunk(&mut self) -> Result<Option<web::Bytes>, ApiError> {
+        let deadline = self.pace.deadline(self.started, self.received);
+        match tokio::time::timeout_at(deadline.into(), self.payload.next()).await {
+            Err(_) => Err(ApiError::BodyTimeout {
+                received: self.received,
+                elapsed_secs: self.started.elapsed().as_secs_f64(),
+                grace_secs: self.pace.grace.as_secs_f64(),
+                min_rate: self.pace.min_bytes_per_sec,
+            }),
+            Ok(None) => Ok(None),
+            Ok(Some(Err(e))) => Err(ApiError::MalformedBody(format!("could not read body: {e}"))),
+            Ok(Some(Ok(chunk))) => {
+                self.received += chunk.len();
+                Ok(Some(chunk))
+            }
+        }
+    }
+}
+
 /// The body exactly as sent, at most `limit` bytes (else 413, decided from
-/// `Content-Length` before reading when the client declares it).
+/// `Content-Length` before reading when the client declares it), arriving
+/// at `pace` (else 408).
 pub async fn read_bytes(
     req: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
     limit: usize,
+    pace: BodyPace,
 ) -> Result<web::Bytes, ApiError> {
     let declared = declared_length(req);
     if declared.is_some_and(|len| len > limit) {
         return Err(ApiError::PayloadTooLarge { limit });
     }
     let mut body = web::BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
-    while let Some(chunk) = payload.next().await {
-        let chunk =
-            chunk.map_err(|e| ApiError::MalformedBody(format!("could not read body: {e}")))?;
+    let mut paced = PacedBody::new(payload, pace);
+    while let Some(chunk) = paced.next_chunk().await? {
         if body.len() + chunk.len() > limit {
             return Err(ApiError::PayloadTooLarge { limit });
         }
@@ -91,11 +160,15 @@ pub async fn read_bytes(
 pub async fn discard_small_body(req: &HttpRequest, payload: web::Payload, limit: usize) {
     // Read as any body is (refusing a declared or actual excess at once),
     // and dropped.
-    let _ = tokio::time::timeout(DISCARD_WAIT, read_bytes(req, payload, limit)).await;
+    let pace = BodyPace {
+        grace: DISCARD_WAIT,
+        min_bytes_per_sec: u64::MAX,
+    };
+    let _ = read_bytes(req, payload, limit, pace).await;
 }
 
 /// How long a refused request's body may take to arrive.
-const DISCARD_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+const DISCARD_WAIT: Duration = Duration::from_secs(1);
 
 /// Syntax errors are 400; well-formed JSON of the wrong shape, or holding a
 /// NUL anywhere, is 422 naming the field.

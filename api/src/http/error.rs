@@ -29,6 +29,7 @@ pub enum ProblemKind {
     Forbidden,
     NotFound,
     MethodNotAllowed,
+    BodyTimeout,
     ReconcileRunning,
     Conflict,
     IllegalTransition,
@@ -133,6 +134,13 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "Method not allowed",
         405,
         "the path exists but not with this method; `Allow` lists its methods",
+    ),
+    problem(
+        ProblemKind::BodyTimeout,
+        "body-timeout",
+        "Request body too slow",
+        408,
+        "the body did not arrive in time (`LEADPIPE_BODY_TIMEOUT_SECS`, then `LEADPIPE_BODY_MIN_RATE` bytes a second); nothing was stored and the connection is closed",
     ),
     problem(
         ProblemKind::ReconcileRunning,
@@ -290,6 +298,16 @@ pub enum ApiError {
     UnsupportedMediaType,
     #[error("request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
+    /// The body arrived slower than the [`crate::http::body::BodyPace`].
+    #[error(
+        "the request body did not arrive in time: after {received} bytes in {elapsed_secs:.1} seconds; a body must arrive within {grace_secs:.1} seconds plus 1 second for every {min_rate} bytes"
+    )]
+    BodyTimeout {
+        received: usize,
+        elapsed_secs: f64,
+        grace_secs: f64,
+        min_rate: u64,
+    },
     #[error("the request has invalid fields")]
     Validation(Vec<FieldError>),
     #[error("missing or invalid bearer token")]
@@ -390,6 +408,7 @@ impl ApiError {
                 ProblemKind::UnsupportedMediaType
             }
             Self::PayloadTooLarge { .. } => ProblemKind::PayloadTooLarge,
+            Self::BodyTimeout { .. } => ProblemKind::BodyTimeout,
             Self::Validation(_) => ProblemKind::Validation,
             Self::Unauthorized => ProblemKind::Unauthorized,
             Self::InvalidSignature(_) => ProblemKind::InvalidSignature,
@@ -507,6 +526,11 @@ impl ResponseError for ApiError {
         }
         if matches!(self, Self::Unavailable | Self::IdempotencyKeyInFlight) {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
+        }
+        if matches!(self, Self::BodyTimeout { .. }) {
+            // The rest of the body may still come: the connection cannot be
+            // reused (RFC 9110 §15.5.9).
+            response.force_close();
         }
         if let Self::MethodNotAllowed { allow, .. } = self {
             response.insert_header((header::ALLOW, allow.clone()));

@@ -61,7 +61,13 @@ impl<T: DeserializeOwned> Write<T> {
     /// wrong shape.
     pub async fn read(self) -> Result<Parsed<T>, ApiError> {
         let state = state(&self.req)?;
-        let body = read_json_bytes(&self.req, self.payload, state.http.max_body_bytes).await?;
+        let body = read_json_bytes(
+            &self.req,
+            self.payload,
+            state.http.max_body_bytes,
+            state.http.body_pace(),
+        )
+        .await?;
         let input = parse_json(&body)?;
         Ok(Parsed {
             input,

@@ -190,6 +190,7 @@ const SHARED_RESPONSES: &[(u16, &str, &[ProblemKind], bool)] = &[
     ),
     (401, "Unauthorized", &[ProblemKind::Unauthorized], false),
     (403, "Forbidden", &[ProblemKind::Forbidden], false),
+    (408, "RequestTimeout", &[ProblemKind::BodyTimeout], false),
     (
         409,
         "IdempotencyKeyInFlight",
@@ -359,6 +360,7 @@ fn has_json_body(op: &Operation) -> bool {
 /// - operations with `security` may answer `401`, `403`, `429`, `500` and `503`;
 /// - operations with a JSON body may answer `400`, `413`, `415` and `422`,
 ///   operations with query parameters `422`;
+/// - operations with any request body may answer `408` (it came too slowly);
 /// - operations with path parameters may answer `404`;
 /// - operations with `If-Match` may answer `412`;
 /// - operations with `Idempotency-Key` may answer `400`, `409` (in flight)
@@ -380,6 +382,9 @@ fn finish_operation(op: &mut Operation) {
     }
     if has_json_body(op) {
         wanted.extend([400, 413, 415, 422]);
+    }
+    if op.request_body.is_some() {
+        wanted.push(408);
     }
     if has_query_param(op) {
         wanted.push(422);
@@ -546,6 +551,12 @@ mod tests {
             ApiError::MalformedBody(String::new()),
             ApiError::UnsupportedMediaType,
             ApiError::PayloadTooLarge { limit: 1 },
+            ApiError::BodyTimeout {
+                received: 0,
+                elapsed_secs: 1.0,
+                grace_secs: 1.0,
+                min_rate: 1,
+            },
             ApiError::Validation(Vec::new()),
             ApiError::Unauthorized,
             ApiError::InvalidSignature("x"),
@@ -601,6 +612,7 @@ mod tests {
                 ApiError::MalformedBody(_)
                 | ApiError::UnsupportedMediaType
                 | ApiError::PayloadTooLarge { .. }
+                | ApiError::BodyTimeout { .. }
                 | ApiError::Validation(_)
                 | ApiError::Unauthorized
                 | ApiError::InvalidSignature(_)

@@ -5,16 +5,17 @@
 
 mod wire;
 
+use crate::http::body::{BodyPace, PacedBody};
 use crate::http::spool::Spool;
 use crate::routes::Routes;
 use actix_web::{get, post};
+use futures::StreamExt;
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::auth::Role;
 use domain::entities::import_run;
 use domain::import::{self, Format, ImportSpec, Mapping, report};
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
 use utoipa::{IntoParams, ToSchema};
@@ -84,16 +85,16 @@ fn format_of(req: &HttpRequest) -> Result<Format, ApiError> {
 /// Streams the body to a spool file (0600, removed when dropped), refusing
 /// more than `limit` bytes.
 async fn spool(
-    mut payload: web::Payload,
+    payload: web::Payload,
     limit: usize,
+    pace: BodyPace,
     dir: &std::path::Path,
 ) -> Result<Spool, ApiError> {
     let temp = Spool::create(dir).map_err(ApiError::internal)?;
     let mut file = tokio::fs::File::from_std(temp.writer().map_err(ApiError::internal)?);
     let mut written = 0usize;
-    while let Some(chunk) = payload.next().await {
-        let chunk =
-            chunk.map_err(|e| ApiError::MalformedBody(format!("could not read body: {e}")))?;
+    let mut paced = PacedBody::new(payload, pace);
+    while let Some(chunk) = paced.next_chunk().await? {
         written += chunk.len();
         if written > limit {
             return Err(ApiError::PayloadTooLarge { limit });
@@ -157,7 +158,7 @@ async fn start(
         )));
     }
     let spool_dir = crate::http::spool::dir(state.http.spool_dir.as_deref());
-    let temp = spool(payload, limit, &spool_dir).await?;
+    let temp = spool(payload, limit, state.http.body_pace(), &spool_dir).await?;
     let spec = ImportSpec {
         source: params.source,
         format,

@@ -96,6 +96,7 @@ struct Acknowledged {
         (status = 200, description = "A duplicate of a stored event (the original's `id` and current `state`, `duplicate: true`), or an event type the source does not allow (`state: skipped`)",
             body = Acknowledged, headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),
         (status = 401, description = "`/problems/invalid-signature`: no such source, or the signature is missing, malformed, outside the time tolerance or wrong — one answer for all, so that source names cannot be probed; the reason is logged and counted (`leadpipe_webhook_deliveries_total{result=\"rejected\",reason}`). Nothing is stored"),
+        (status = 408, description = "`/problems/body-timeout`: the body came too slowly (`LEADPIPE_BODY_TIMEOUT_SECS`, then `LEADPIPE_BODY_MIN_RATE` bytes a second); nothing is stored and the connection closes"),
         (status = 413, description = "`/problems/payload-too-large`: the body is over `LEADPIPE_MAX_BODY_BYTES`"),
         (status = 429, description = "`/problems/too-many-requests`: more deliveries to this source name than `LEADPIPE_WEBHOOK_RATE` per second (after a burst of `LEADPIPE_WEBHOOK_BURST`); retry after `Retry-After`", headers(("Retry-After" = String))),
         (status = 500, description = "`/problems/internal`"),
@@ -134,13 +135,20 @@ async fn receive_webhook(
     let label = found.as_ref().map_or(UNKNOWN_SOURCE, |s| s.name.as_str());
     // The body is read (and its size checked) for unknown sources too, so
     // that nothing in the answer tells a configured name from another.
-    let body = match read_bytes(&req, payload, state.http.max_body_bytes).await {
+    let body = match read_bytes(
+        &req,
+        payload,
+        state.http.max_body_bytes,
+        state.http.body_pace(),
+    )
+    .await
+    {
         Ok(body) => body,
         Err(err) => {
-            let reason = if matches!(err, ApiError::PayloadTooLarge { .. }) {
-                "too_large"
-            } else {
-                "unreadable"
+            let reason = match err {
+                ApiError::PayloadTooLarge { .. } => "too_large",
+                ApiError::BodyTimeout { .. } => "too_slow",
+                _ => "unreadable",
             };
             count(label, "rejected", reason);
             return Err(err);

@@ -86,7 +86,13 @@ async fn start(
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let source = source.into_inner();
-    let body = read_bytes(&req, payload, state.http.max_body_bytes).await?;
+    let body = read_bytes(
+        &req,
+        payload,
+        state.http.max_body_bytes,
+        state.http.body_pace(),
+    )
+    .await?;
     let input: StartIn = if body.iter().all(u8::is_ascii_whitespace) {
         StartIn::default()
     } else {
