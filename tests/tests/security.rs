@@ -129,7 +129,8 @@ on_both_backends!(
     every_endpoint_answers_401_403_or_serves_as_its_roles_say,
     every_body_is_bounded,
     every_body_that_trickles_is_refused_in_time,
-    a_webhook_body_must_keep_coming_and_a_slow_steady_one_is_stored
+    a_webhook_body_must_keep_coming_and_a_slow_steady_one_is_stored,
+    a_chunked_body_left_unread_ends_its_connection
 );
 
 async fn every_endpoint_answers_401_403_or_serves_as_its_roles_say(backend: Backend) {
@@ -390,4 +391,80 @@ async fn a_webhook_body_must_keep_coming_and_a_slow_steady_one_is_stored(backend
     let answer = read_full_answer(&mut stream).await.expect("an answer");
     assert_eq!(answer.status, 202, "{answer:?}");
     assert_eq!(app.count(inbox_event::Entity).await, 1);
+}
+
+/// actix drains a chunked body its handler left unread for as long as the
+/// client sends it, so a `401` (or `408`) left the connection with a client
+/// that never stops sending. Now the connection ends after the answer; a
+/// chunked body read whole keeps it.
+async fn a_chunked_body_left_unread_ends_its_connection(backend: Backend) {
+    let mut http = api::config::HttpSettings::for_tests();
+    http.body_timeout_secs = 0.5;
+    let app = TestApp::spawn_with(backend, http).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let address = app.url("").trim_start_matches("http://").to_owned();
+    let chunked = |token: Option<&str>| {
+        let mut headers = vec![
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            ("Transfer-Encoding".to_owned(), "chunked".to_owned()),
+        ];
+        if let Some(token) = token {
+            headers.push(("Authorization".to_owned(), format!("Bearer {token}")));
+        }
+        let mut head = String::from("POST /api/leads HTTP/1.1\r\nHost: leadpipe\r\n");
+        for (name, value) in headers {
+            head.push_str(&format!("{name}: {value}\r\n"));
+        }
+        head.push_str("\r\n");
+        head
+    };
+
+    // No token (401 at once), and a token with a body that stops (408):
+    // the client keeps sending chunks, and the server ends the connection.
+    for (token, status) in [(None, 401), (Some(intake.as_str()), 408)] {
+        let mut stream = TcpStream::connect(&address).await.unwrap();
+        stream.write_all(chunked(token).as_bytes()).await.unwrap();
+        stream.write_all(b"1\r\n{\r\n").await.unwrap();
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            read_full_answer(&mut stream),
+        )
+        .await
+        .expect("no answer")
+        .expect("closed before answering");
+        assert_eq!(answer.status, status, "{answer:?}");
+        let keeps_sending = async {
+            loop {
+                if stream.write_all(b"1\r\n \r\n").await.is_err() {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), keeps_sending)
+            .await
+            .unwrap_or_else(|_| panic!("{status}: the connection still takes chunks after 10 s"));
+    }
+
+    // A chunked body read whole: the connection serves the next request.
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    let body = br#"{"source":"webform","source_ref":"chunked-1","email":"c@example.com"}"#;
+    for expected in [201, 200] {
+        stream
+            .write_all(chunked(Some(&intake)).as_bytes())
+            .await
+            .unwrap();
+        let chunk = [
+            format!("{:x}\r\n", body.len()).as_bytes(),
+            body,
+            b"\r\n0\r\n\r\n",
+        ]
+        .concat();
+        stream.write_all(&chunk).await.unwrap();
+        let answer = read_full_answer(&mut stream)
+            .await
+            .expect("an answer on the kept connection");
+        assert_eq!(answer.status, expected, "{answer:?}");
+        assert!(!answer.closing, "{answer:?}");
+    }
 }

@@ -155,8 +155,8 @@ pub async fn read_bytes(
 /// pay a new connection (and, behind a proxy, a TLS handshake), which costs
 /// the server more than reading a small body does. A larger body is left
 /// unread: closing costs less. So is one that has not arrived within
-/// [`DISCARD_WAIT`]: a refusal does not wait on a slow sender. (What is left
-/// of a chunked body actix drains itself rather than close.)
+/// [`DISCARD_WAIT`]: a refusal does not wait on a slow sender. (A chunked
+/// body left unread ends its connection too: [`super::body_limit`].)
 pub async fn discard_small_body(req: &HttpRequest, payload: web::Payload, limit: usize) {
     // Read as any body is (refusing a declared or actual excess at once),
     // and dropped.
