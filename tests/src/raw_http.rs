@@ -21,11 +21,13 @@ pub async fn read_answer(stream: &mut TcpStream) -> Option<(u16, bool)> {
         .map(|answer| (answer.status, answer.closing))
 }
 
-/// Whether the server has ended the connection: the next read finds its end
-/// (nothing more was sent).
+/// Whether the server ends the connection within 5 s: the next read finds
+/// its end (nothing more was sent). A server that holds it is `false`, not
+/// a hang.
 pub async fn ended(stream: &mut TcpStream) -> bool {
     let mut buf = [0u8; 64];
-    matches!(stream.read(&mut buf).await, Ok(0) | Err(_))
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read(&mut buf));
+    matches!(read.await, Ok(Ok(0) | Err(_)))
 }
 
 /// The next answer on `stream` with its body, `None` when the server had

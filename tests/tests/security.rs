@@ -316,16 +316,20 @@ async fn a_webhook_body_must_keep_coming_and_a_slow_steady_one_is_stored(backend
     http.body_timeout_secs = 0.5;
     http.body_min_rate = 200;
     let app = TestApp::spawn_with(backend, http).await;
-    let key = app.standard_source("webform").await;
+    // Metrics are per process: a name of its own keeps the other backend's
+    // count out of this one.
+    let source = match backend {
+        Backend::Sqlite => "slowsqlite",
+        Backend::Postgres => "slowpostgres",
+    };
+    let key = app.standard_source(source).await;
     let address = app.url("").trim_start_matches("http://").to_owned();
+    let path = format!("/webhooks/{source}");
     let signed = |msg_id: &str| {
         let body = lead_event(msg_id, "slow@example.com", "2026-11-30T10:00:00Z");
         let mut headers = vec![("Content-Type".to_owned(), "application/json".to_owned())];
         headers.extend(standard_headers(&key, msg_id, now(), &body));
-        (
-            request_head("POST", "/webhooks/webform", &headers, body.len()),
-            body,
-        )
+        (request_head("POST", &path, &headers, body.len()), body)
     };
 
     // A byte every 300 ms: behind the 200 bytes a second it must keep up.
@@ -375,6 +379,7 @@ async fn a_webhook_body_must_keep_coming_and_a_slow_steady_one_is_stored(backend
         metrics
             .lines()
             .any(|l| l.starts_with("leadpipe_webhook_deliveries_total")
+                && l.contains(&format!("source=\"{source}\""))
                 && l.contains("reason=\"too_slow\"")
                 && !l.ends_with(" 0")),
         "no too_slow rejection counted"

@@ -68,20 +68,33 @@ pub fn declared_length(req: &HttpRequest) -> Option<usize> {
 /// slow but steady upload still gets through.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyPace {
+    /// `LEADPIPE_BODY_TIMEOUT_SECS`: the time any body has, before what its
+    /// bytes earn.
     pub grace: Duration,
     pub min_bytes_per_sec: u64,
 }
 
 impl BodyPace {
-    /// When the rest of the body is due, `received` bytes in.
-    fn deadline(&self, started: Instant, received: usize) -> Instant {
+    /// A body that must arrive whole within `wait`, whatever its size.
+    pub const fn fixed(wait: Duration) -> Self {
+        Self {
+            grace: wait,
+            min_bytes_per_sec: u64::MAX,
+        }
+    }
+
+    /// When the rest of the body is due, `received` bytes in; `None` when
+    /// that is past what an `Instant` holds (as good as never). Integer
+    /// arithmetic: nothing here can panic, whatever the settings.
+    fn deadline(&self, started: Instant, received: usize) -> Option<Instant> {
+        let rate = u128::from(self.min_bytes_per_sec.max(1));
+        let received = received as u128;
+        let secs = u64::try_from(received / rate).unwrap_or(u64::MAX);
+        // Below a second: the remainder is less than `rate`.
+        let nanos = u32::try_from(received % rate * 1_000_000_000 / rate).unwrap_or(0);
         let earned =
-            Duration::from_secs_f64(received as f64 / self.min_bytes_per_sec.max(1) as f64);
-        let due = self.grace.saturating_add(earned);
-        // A due time past what an Instant holds is as good as never.
-        started
-            .checked_add(due)
-            .unwrap_or_else(|| started + Duration::from_secs(365 * 86_400))
+            Duration::from_secs(secs).saturating_add(Duration::from_nanos(u64::from(nanos)));
+        started.checked_add(self.grace.saturating_add(earned))
     }
 }
 
@@ -107,8 +120,11 @@ impl PacedBody {
 
     /// The next chunk, `None` at the end of the body.
     pub async fn next_chunk(&mut self) -> Result<Option<web::Bytes>, ApiError> {
-        let deadline = self.pace.deadline(self.started, self.received);
-        match tokio::time::timeout_at(deadline.into(), self.payload.next()).await {
+        let next = match self.pace.deadline(self.started, self.received) {
+            Some(deadline) => tokio::time::timeout_at(deadline.into(), self.payload.next()).await,
+            None => Ok(self.payload.next().await),
+        };
+        match next {
             Err(_) => Err(ApiError::BodyTimeout {
                 received: self.received,
                 elapsed_secs: self.started.elapsed().as_secs_f64(),
@@ -127,7 +143,7 @@ impl PacedBody {
 
 /// The body exactly as sent, at most `limit` bytes (else 413, decided from
 /// `Content-Length` before reading when the client declares it), arriving
-/// at `pace` (else 408).
+/// at `pace` (else 408, [`BodyPace`]).
 pub async fn read_bytes(
     req: &HttpRequest,
     payload: web::Payload,
@@ -160,11 +176,7 @@ pub async fn read_bytes(
 pub async fn discard_small_body(req: &HttpRequest, payload: web::Payload, limit: usize) {
     // Read as any body is (refusing a declared or actual excess at once),
     // and dropped.
-    let pace = BodyPace {
-        grace: DISCARD_WAIT,
-        min_bytes_per_sec: u64::MAX,
-    };
-    let _ = read_bytes(req, payload, limit, pace).await;
+    let _ = read_bytes(req, payload, limit, BodyPace::fixed(DISCARD_WAIT)).await;
 }
 
 /// How long a refused request's body may take to arrive.
@@ -254,7 +266,7 @@ fn strip_position(message: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::has_nul_escape;
+    use super::*;
 
     #[test]
     fn a_nul_escape_is_told_from_an_escaped_backslash() {
@@ -263,5 +275,36 @@ mod tests {
         assert!(!has_nul_escape(br#"{"a": "C:\\u0000"}"#));
         assert!(!has_nul_escape(b""));
         assert!(!has_nul_escape(br#"{"a": "\u0001"}"#));
+    }
+
+    #[test]
+    fn a_body_earns_a_second_for_every_min_rate_bytes() {
+        let pace = BodyPace {
+            grace: Duration::from_secs(20),
+            min_bytes_per_sec: 500,
+        };
+        let start = Instant::now();
+        let due = |received| pace.deadline(start, received).map(|d| d - start);
+        assert_eq!(due(0), Some(Duration::from_secs(20)));
+        assert_eq!(due(250), Some(Duration::from_millis(20_500)));
+        assert_eq!(due(1_000), Some(Duration::from_secs(22)));
+    }
+
+    #[test]
+    fn extreme_settings_never_panic() {
+        let start = Instant::now();
+        let slowest = BodyPace {
+            grace: Duration::MAX,
+            min_bytes_per_sec: 0,
+        };
+        assert_eq!(slowest.deadline(start, usize::MAX), None);
+        let fixed = BodyPace::fixed(Duration::from_secs(1));
+        // A gigabyte earns it nothing to speak of.
+        let due = fixed.deadline(start, 1 << 30).map(|d| d - start);
+        assert!(
+            due.is_some_and(|d| d < Duration::from_millis(1_001)),
+            "{due:?}"
+        );
+        assert!(fixed.deadline(start, usize::MAX).is_some());
     }
 }

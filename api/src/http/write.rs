@@ -57,8 +57,8 @@ impl<T> FromRequest for Write<T> {
 
 impl<T: DeserializeOwned> Write<T> {
     /// Reads and parses the body: `415` for another media type, `413` when
-    /// too large, `400` for malformed JSON, `422` naming the field for the
-    /// wrong shape.
+    /// too large, `408` when it comes too slowly, `400` for malformed JSON,
+    /// `422` naming the field for the wrong shape.
     pub async fn read(self) -> Result<Parsed<T>, ApiError> {
         let state = state(&self.req)?;
         let body = read_json_bytes(
