@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 
 use domain::lead::record::{NUL_RULE, nul_pointer};
 
+use crate::config::HttpSettings;
 use crate::http::error::ApiError;
 
 /// The request's media type without parameters, lower-cased (`""` when
@@ -29,13 +30,14 @@ pub fn is_json(media_type: &str) -> bool {
     media_type == "application/json" || media_type.ends_with("+json")
 }
 
+/// A JSON body under the server's limits (`LEADPIPE_MAX_BODY_BYTES`, the
+/// body pace), parsed.
 pub async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,
     payload: web::Payload,
-    limit: usize,
-    pace: BodyPace,
+    http: &HttpSettings,
 ) -> Result<T, ApiError> {
-    parse_json(&read_json_bytes(req, payload, limit, pace).await?)
+    parse_json(&read_json_bytes(req, payload, http).await?)
 }
 
 /// The raw bytes of a JSON body (checked content type, bounded size), for
@@ -43,13 +45,12 @@ pub async fn read_json<T: DeserializeOwned>(
 pub async fn read_json_bytes(
     req: &HttpRequest,
     payload: web::Payload,
-    limit: usize,
-    pace: BodyPace,
+    http: &HttpSettings,
 ) -> Result<web::Bytes, ApiError> {
     if !is_json(&media_type(req)) {
         return Err(ApiError::UnsupportedMediaType);
     }
-    read_bytes(req, payload, limit, pace).await
+    read_bytes(req, payload, http.max_body_bytes, http.body_pace()).await
 }
 
 /// The body's length as the client declares it (`Content-Length`), if it

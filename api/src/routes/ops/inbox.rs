@@ -285,13 +285,7 @@ async fn retry_matching(
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: BulkRetryIn = read_json(
-        &req,
-        body,
-        state.http.max_body_bytes,
-        state.http.body_pace(),
-    )
-    .await?;
+    let input: BulkRetryIn = read_json(&req, body, &state.http).await?;
     let request = BulkRetryRequest {
         filter: InboxFilter {
             source: input.source,
