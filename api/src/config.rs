@@ -207,6 +207,14 @@ impl HttpSettings {
         }
     }
 
+    /// The limits on a request body: `max_body_bytes` at `body_pace`.
+    pub fn body_limits(&self) -> crate::http::body::BodyLimits {
+        crate::http::body::BodyLimits {
+            max_bytes: self.max_body_bytes,
+            pace: self.body_pace(),
+        }
+    }
+
     /// The background gauge refresh period (at least 100 ms).
     pub fn metrics_refresh(&self) -> std::time::Duration {
         crate::http::metrics::refresh_period(self.metrics_refresh_secs)

@@ -10,7 +10,6 @@ use serde::de::DeserializeOwned;
 
 use domain::lead::record::{NUL_RULE, nul_pointer};
 
-use crate::config::HttpSettings;
 use crate::http::error::ApiError;
 
 /// The request's media type without parameters, lower-cased (`""` when
@@ -30,14 +29,21 @@ pub fn is_json(media_type: &str) -> bool {
     media_type == "application/json" || media_type.ends_with("+json")
 }
 
-/// A JSON body under the server's limits (`LEADPIPE_MAX_BODY_BYTES`, the
-/// body pace), parsed.
+/// What a body may be: at most `max_bytes` (`LEADPIPE_MAX_BODY_BYTES`),
+/// arriving at `pace`. The server's come from `HttpSettings::body_limits`.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimits {
+    pub max_bytes: usize,
+    pub pace: BodyPace,
+}
+
+/// A JSON body under `limits`, parsed.
 pub async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,
     payload: web::Payload,
-    http: &HttpSettings,
+    limits: BodyLimits,
 ) -> Result<T, ApiError> {
-    parse_json(&read_json_bytes(req, payload, http).await?)
+    parse_json(&read_json_bytes(req, payload, limits).await?)
 }
 
 /// The raw bytes of a JSON body (checked content type, bounded size), for
@@ -45,12 +51,12 @@ pub async fn read_json<T: DeserializeOwned>(
 pub async fn read_json_bytes(
     req: &HttpRequest,
     payload: web::Payload,
-    http: &HttpSettings,
+    limits: BodyLimits,
 ) -> Result<web::Bytes, ApiError> {
     if !is_json(&media_type(req)) {
         return Err(ApiError::UnsupportedMediaType);
     }
-    read_bytes(req, payload, http.max_body_bytes, http.body_pace()).await
+    read_bytes(req, payload, limits.max_bytes, limits.pace).await
 }
 
 /// The body's length as the client declares it (`Content-Length`), if it

@@ -61,7 +61,7 @@ impl<T: DeserializeOwned> Write<T> {
     /// `422` naming the field for the wrong shape.
     pub async fn read(self) -> Result<Parsed<T>, ApiError> {
         let state = state(&self.req)?;
-        let body = read_json_bytes(&self.req, self.payload, &state.http).await?;
+        let body = read_json_bytes(&self.req, self.payload, state.http.body_limits()).await?;
         let input = parse_json(&body)?;
         Ok(Parsed {
             input,

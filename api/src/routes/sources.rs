@@ -95,7 +95,7 @@ async fn save_source(
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: SourceIn = read_json(&req, body, &state.http).await?;
+    let input: SourceIn = read_json(&req, body, state.http.body_limits()).await?;
     let new = NewSource::parse(input.into(), &state.http.outbound_policy())?;
     let (saved, how) = source::upsert(&state.db, new, &state.http.keyring).await?;
     let saved = SourceOut::from(saved);

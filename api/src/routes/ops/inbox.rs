@@ -285,7 +285,7 @@ async fn retry_matching(
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: BulkRetryIn = read_json(&req, body, &state.http).await?;
+    let input: BulkRetryIn = read_json(&req, body, state.http.body_limits()).await?;
     let request = BulkRetryRequest {
         filter: InboxFilter {
             source: input.source,

@@ -182,7 +182,7 @@ async fn retry(
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: RetryIn = read_json(&req, body, &state.http).await?;
+    let input: RetryIn = read_json(&req, body, state.http.body_limits()).await?;
     let policy = RetryPolicy::default();
     if let Some(lead_id) = input.lead_id {
         if input.state.is_some() || input.limit.is_some() || input.dry_run {

@@ -114,7 +114,7 @@ async fn retry(
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: RetryIn = read_json(&req, body, &state.http).await?;
+    let input: RetryIn = read_json(&req, body, state.http.body_limits()).await?;
     let done = rejected::retry(&state.db, input.source.as_deref()).await?;
     tracing::info!(
         retried = done.retried,
