@@ -125,6 +125,7 @@ impl Application {
                 .wrap(from_fn(crate::http::body_limit::middleware))
                 .wrap(from_fn(correlation::middleware))
                 .wrap(security_headers())
+                .wrap(from_fn(crate::http::kept_alive::middleware))
                 .configure(|cfg| routes::configure(&mut routes::Routes::new(cfg), metrics_public))
                 .default_service(web::to({
                     let allowed = allowed.clone();
@@ -134,6 +135,9 @@ impl Application {
                     }
                 }))
         })
+        .keep_alive(crate::http::kept_alive::KEEP_ALIVE)
+        .client_request_timeout(crate::http::kept_alive::HEAD_TIMEOUT)
+        .on_connect(crate::http::kept_alive::on_connect)
         .listen(listener)?
         .shutdown_timeout(10);
         let server = if http_workers > 0 {

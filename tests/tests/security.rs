@@ -1,5 +1,6 @@
 //! Security as tests: who may call what (every endpoint × every role), body
-//! limits (size and pace) on every route that takes a body.
+//! limits (size and pace) on every route that takes a body, and the pace of
+//! a kept-alive connection's next request head.
 
 #![allow(clippy::unwrap_used)]
 
@@ -468,4 +469,69 @@ async fn a_chunked_body_left_unread_ends_its_connection(backend: Backend) {
         assert_eq!(answer.status, expected, "{answer:?}");
         assert!(!answer.closing, "{answer:?}");
     }
+}
+
+/// A kept-alive connection's next request head has to come whole in time.
+/// actix-web times only a connection's first head, so a client that got
+/// one answer and then sent the next head a byte now and then held its
+/// connection for as long as it liked, no credentials needed. A client that
+/// sends its next requests promptly keeps the connection however long.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_later_request_head_that_trickles_ends_its_connection() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let address = app.url("").trim_start_matches("http://").to_owned();
+    let health = b"GET /healthz HTTP/1.1\r\nHost: leadpipe\r\n\r\n";
+    let mut prompt = TcpStream::connect(&address).await.unwrap();
+    let prompt_since = std::time::Instant::now();
+    let mut ask_promptly = async || {
+        prompt.write_all(health).await.unwrap();
+        let answer = read_full_answer(&mut prompt).await.unwrap_or_else(|| {
+            panic!("prompt connection ended after {:?}", prompt_since.elapsed())
+        });
+        assert_eq!(answer.status, 200, "{answer:?}");
+        assert!(!answer.closing, "{answer:?}");
+    };
+
+    let mut trickling = TcpStream::connect(&address).await.unwrap();
+    trickling.write_all(health).await.unwrap();
+    let answer = read_full_answer(&mut trickling).await.expect("an answer");
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let answered = std::time::Instant::now();
+    let mut sent = 0;
+    for byte in health.iter().cycle().take(60) {
+        if trickling.write_all(&[*byte]).await.is_err() || ended_now(&mut trickling).await {
+            break;
+        }
+        sent += 1;
+        if sent % 4 == 0 {
+            ask_promptly().await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    assert!(
+        sent < 60,
+        "still open {:?} after its answer, the next head trickled",
+        answered.elapsed()
+    );
+    let cut = leadpipe_tests::prometheus::sample(
+        &app.metrics().await,
+        "leadpipe_http_connections_cut_total",
+        &[("reason", "next_head_late")],
+    );
+    assert!(cut >= 1.0, "the cut connection is not counted: {cut}");
+    while prompt_since.elapsed() < std::time::Duration::from_secs(14) {
+        ask_promptly().await;
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    }
+}
+
+/// Whether the server has ended the connection: a read finds its end at
+/// once (the server sends nothing after its answer).
+async fn ended_now(stream: &mut TcpStream) -> bool {
+    let mut buf = [0u8; 64];
+    let read = tokio::time::timeout(
+        std::time::Duration::from_millis(10),
+        tokio::io::AsyncReadExt::read(stream, &mut buf),
+    );
+    matches!(read.await, Ok(Ok(0) | Err(_)))
 }

@@ -1,8 +1,9 @@
 //! The HTTP plumbing every endpoint shares: application state, the auth and
 //! role extractors, body reading and limits, correlation ids, idempotency,
 //! rate limits, the error type and its problem catalogue, metrics, upload
-//! spools, the imports running in the background and the default response
-//! headers.
+//! spools, the imports running in the background, the default response
+//! headers and the watch that keeps a kept-alive connection's next request
+//! in time.
 
 pub mod admission;
 pub mod allow;
@@ -13,6 +14,7 @@ pub mod correlation;
 pub mod error;
 pub mod idempotency;
 pub mod imports;
+pub mod kept_alive;
 pub mod list;
 pub mod metrics;
 pub mod params;
