@@ -217,15 +217,23 @@ async fn a_burst_past_the_backlog_limit_is_refused_and_processing_advances(backe
             "ada@example.com",
             "2026-11-30T10:00:00Z",
         );
+        let sent = std::time::Instant::now();
         let response = app
             .post_standard("webform", &key, &format!("msg_{filled}"), &body)
             .await;
         if response.status() != 202 || filled == 40 {
-            break response;
+            break (response, sent.elapsed());
         }
         filled += 1;
     };
+    let (refused, refused_after) = refused;
     assert!((25..=30).contains(&filled), "refused after {filled} events");
+    // A sender that resends at once, not after Retry-After, is slowed by
+    // the hold instead of being refused as fast as the server can answer.
+    assert!(
+        refused_after >= api::http::admission::REFUSAL_HOLD,
+        "refused after {refused_after:?}"
+    );
     assert_eq!(refused.headers()["retry-after"], "1");
     let problem = assert_problem(refused, 503, "/problems/inbox-backlog-full").await;
     assert!(

@@ -15,6 +15,7 @@ use domain::lead::record::is_valid_source_name;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
+use crate::http::admission::REFUSAL_HOLD;
 use crate::http::body::{discard_small_body, read_bytes};
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
@@ -123,7 +124,12 @@ async fn receive_webhook(
     // cheaper for the database than a stored one.
     if let Err(full) = state.admission.check() {
         count(UNKNOWN_SOURCE, "rejected", "backlog_full");
-        discard_small_body(&req, payload, REFUSED_BODY_READ).await;
+        // Held before the answer, the body read meanwhile: a sender that
+        // resends at once must not spend the workers' CPU on refusals.
+        futures::join!(
+            discard_small_body(&req, payload, REFUSED_BODY_READ),
+            tokio::time::sleep(REFUSAL_HOLD)
+        );
         return Err(full);
     }
     let found = if is_valid_source_name(&name) {
