@@ -535,3 +535,34 @@ async fn ended_now(stream: &mut TcpStream) -> bool {
     );
     matches!(read.await, Ok(Ok(0) | Err(_)))
 }
+
+/// A request in flight is never cut by the next-head deadline: on a
+/// kept-alive connection, a second request whose body arrives steadily
+/// (within its pace) for longer than the deadline is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_in_flight_outlasts_the_next_head_deadline() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let address = app.url("").trim_start_matches("http://").to_owned();
+    let mut stream = TcpStream::connect(&address).await.unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: leadpipe\r\n\r\n")
+        .await
+        .unwrap();
+    let answer = read_full_answer(&mut stream).await.expect("an answer");
+    assert_eq!(answer.status, 200, "{answer:?}");
+
+    let body = [b' '; 60];
+    let head = request_head("POST", "/webhooks/nosuch", &[], body.len());
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    for byte in body {
+        stream.write_all(&[byte]).await.unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    assert!(started.elapsed() > api::http::kept_alive::NEXT_HEAD);
+    let answer = read_full_answer(&mut stream)
+        .await
+        .unwrap_or_else(|| panic!("cut after {:?} in flight", started.elapsed()));
+    // Unknown and unsigned: refused, but only once the whole body is in.
+    assert_eq!(answer.status, 401, "{answer:?}");
+}
