@@ -33,8 +33,7 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 pub const NEXT_HEAD: Duration = KEEP_ALIVE.saturating_add(HEAD_TIMEOUT);
 
 /// `HttpServer::on_connect`: starts the connection's watch. A connection
-/// that is not plain TCP, or whose socket cannot be shared, goes unwatched
-/// (actix's own timers still apply).
+/// that is not plain TCP goes unwatched (actix's own timers still apply).
 pub fn on_connect(connection: &dyn Any, data: &mut Extensions) {
     let Some(tcp) = connection.downcast_ref::<TcpStream>() else {
         return;
@@ -42,7 +41,13 @@ pub fn on_connect(connection: &dyn Any, data: &mut Extensions) {
     // A second handle on the socket, so the watch can shut it while actix
     // owns the stream.
     let Ok(socket) = tcp.as_fd().try_clone_to_owned() else {
-        tracing::warn!("a connection goes unwatched: its socket could not be shared");
+        // Out of descriptors, most likely: shut rather than serve a
+        // connection nothing would time, which is what an attacker
+        // holding many connections open would arrange.
+        tracing::warn!(
+            "a connection was shut: its socket could not be shared (out of file descriptors?)"
+        );
+        let _ = socket2::SockRef::from(tcp).shutdown(std::net::Shutdown::Both);
         return;
     };
     let watch = Rc::new(Watch {
