@@ -16,6 +16,8 @@ use tokio::net::TcpStream;
 use api::config::HttpSettings;
 use chrono::Utc;
 use domain::entities::{inbox_event, lead};
+use domain::inbound::inbox::batch::{BatchPath, apply_batch, claim_batch};
+use domain::inbound::inbox::process::{Applied, claim};
 use domain::inbound::inbox::receive::{Delivery, receive};
 use leadpipe_tests::poison::poison_lead_inserts;
 use leadpipe_tests::raw_http::read_answer;
@@ -31,6 +33,7 @@ on_both_backends!(
     a_refused_delivery_keeps_the_senders_connection,
     a_stored_event_wakes_the_workers_without_polling,
     an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_receipt,
+    a_batch_writes_no_event_whose_claim_another_worker_took_over,
 );
 
 async fn count_in_state(app: &TestApp, state: &str) -> u64 {
@@ -94,6 +97,78 @@ async fn a_poisoned_event_fails_alone_while_its_batch_commits_together(backend: 
     assert!(reason.contains("poisoned row"), "{reason}");
     assert_eq!(app.count(lead::Entity).await, 9);
     assert_eq!(processor.drain_once().await.unwrap(), 0);
+}
+
+/// A worker whose lease ran out mid-batch must not end the attempt another
+/// worker has taken over; its other events still commit. The taker's batch,
+/// a retried event beside a first attempt, is written whole.
+async fn a_batch_writes_no_event_whose_claim_another_worker_took_over(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        ids.push(app.post_numbered_lead_event(&key, i).await);
+    }
+    let lease = Duration::from_secs(60);
+    let policy = WorkerSettings::for_tests().retry;
+    let slow = claim_batch(&app.db, "slow-worker", Utc::now(), lease, 100)
+        .await
+        .unwrap();
+    assert_eq!(slow.len(), 5);
+    // As seen after the lease ran out: another worker takes the middle one.
+    let later = Utc::now() + chrono::Duration::seconds(61);
+    let taken = claim(&app.db, ids[2], "other-worker", later, lease)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(taken.attempts, 2);
+
+    let (settled, path) = apply_batch(&app.db, &slow, &policy).await.unwrap();
+    assert_eq!(path, BatchPath::Split);
+    for done in &settled {
+        let lost = done.id == ids[2];
+        assert_eq!(
+            matches!(done.result, Ok(Applied::LostClaim)),
+            lost,
+            "{done:?}"
+        );
+        let event = app.inbox_event(done.id).await;
+        if lost {
+            assert_eq!((event.state.as_str(), event.attempts), ("processing", 2));
+            assert_eq!(event.locked_by.as_deref(), Some("other-worker"));
+            assert_eq!(event.lead_id, None);
+        } else {
+            assert_eq!((event.state.as_str(), event.attempts), ("processed", 1));
+            assert_eq!(event.outcome.as_deref(), Some("created"));
+        }
+    }
+    assert_eq!(app.count(lead::Entity).await, 4);
+
+    // The taker's batch: its retried event and a new one, attempts 2 and 1.
+    let new = app.post_numbered_lead_event(&key, 5).await;
+    let fresh = claim(&app.db, new, "other-worker", Utc::now(), lease)
+        .await
+        .unwrap()
+        .unwrap();
+    let (settled, path) = apply_batch(&app.db, &[taken, fresh], &policy)
+        .await
+        .unwrap();
+    assert_eq!(path, BatchPath::Whole);
+    assert!(
+        settled
+            .iter()
+            .all(|done| matches!(done.result, Ok(Applied::Processed { .. }))),
+        "{settled:?}"
+    );
+    for (id, attempts) in [(ids[2], 2), (new, 1)] {
+        let event = app.inbox_event(id).await;
+        assert_eq!(
+            (event.state.as_str(), event.attempts, event.locked_by),
+            ("processed", attempts, None)
+        );
+        assert!(event.lead_id.is_some());
+    }
+    assert_eq!(app.count(lead::Entity).await, 6);
 }
 
 /// On SQLite a receipt and a worker's claim wait for this process's write
