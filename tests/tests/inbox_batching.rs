@@ -34,6 +34,7 @@ on_both_backends!(
     a_stored_event_wakes_the_workers_without_polling,
     an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_receipt,
     a_batch_writes_no_event_whose_claim_another_worker_took_over,
+    a_skipped_event_taken_over_mid_batch_is_left_to_its_taker,
 );
 
 async fn count_in_state(app: &TestApp, state: &str) -> u64 {
@@ -169,6 +170,67 @@ async fn a_batch_writes_no_event_whose_claim_another_worker_took_over(backend: B
         assert!(event.lead_id.is_some());
     }
     assert_eq!(app.count(lead::Entity).await, 6);
+}
+
+/// The same for an event the batch would skip (its type was allowed when it
+/// arrived, no longer when claimed): the batch is written whole, the taken
+/// event is left as its taker holds it.
+async fn a_skipped_event_taken_over_mid_batch_is_left_to_its_taker(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        ids.push(app.post_numbered_lead_event(&key, i).await);
+    }
+    let body =
+        serde_json::to_vec(&serde_json::json!({"type": "lead.deleted", "data": {"id": "form-9"}}))
+            .unwrap();
+    let deleted = ack_id(app.post_standard("webform", &key, "msg_del", &body).await).await;
+    let narrowed = app
+        .save_source(
+            &app.admin_token().await,
+            &serde_json::json!({"name": "webform", "scheme": "standard-webhooks",
+                                "allowed_event_types": ["lead.created"]}),
+        )
+        .await;
+    assert!(narrowed.status().is_success(), "{}", narrowed.status());
+    let lease = Duration::from_secs(60);
+    let policy = WorkerSettings::for_tests().retry;
+    let slow = claim_batch(&app.db, "slow-worker", Utc::now(), lease, 100)
+        .await
+        .unwrap();
+    assert_eq!(slow.len(), 4);
+    let later = Utc::now() + chrono::Duration::seconds(61);
+    claim(&app.db, deleted, "other-worker", later, lease)
+        .await
+        .unwrap()
+        .unwrap();
+
+    let (settled, path) = apply_batch(&app.db, &slow, &policy).await.unwrap();
+    assert_eq!(path, BatchPath::Whole);
+    for done in &settled {
+        let lost = done.id == deleted;
+        assert_eq!(
+            matches!(done.result, Ok(Applied::LostClaim)),
+            lost,
+            "{done:?}"
+        );
+    }
+    let taken = app.inbox_event(deleted).await;
+    assert_eq!(
+        (
+            taken.state.as_str(),
+            taken.attempts,
+            taken.locked_by.as_deref()
+        ),
+        ("processing", 2, Some("other-worker"))
+    );
+    assert_eq!(taken.processed_at, None);
+    for id in ids {
+        let event = app.inbox_event(id).await;
+        assert_eq!((event.state.as_str(), event.locked_by), ("processed", None));
+    }
+    assert_eq!(app.count(lead::Entity).await, 3);
 }
 
 /// On SQLite a receipt and a worker's claim wait for this process's write

@@ -9,7 +9,7 @@
 //! transaction: the good events commit together and each failing one
 //! records its own error and takes its retry or dead path.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -257,7 +257,8 @@ async fn finish_many(
     );
     // Only the holder of each current claim writes: same attempt, still
     // `processing` (as `finish` checks one row at a time).
-    let mut by_attempt: HashMap<i32, Vec<i64>> = HashMap::new();
+    // Ordered, so equal batches send equal SQL (the statement caches).
+    let mut by_attempt: BTreeMap<i32, Vec<i64>> = BTreeMap::new();
     for end in ends {
         let id = end.event.id;
         state = state.case(Column::Id.eq(id), Expr::val(end.state.as_str()));
