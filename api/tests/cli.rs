@@ -345,3 +345,39 @@ fn exit_codes_say_what_went_wrong() {
         String::from_utf8_lossy(&unreachable.stderr)
     );
 }
+
+/// A batch past what one statement can bind would fail whole every time and
+/// take the slow one-event-at-a-time path, silently: refused at start.
+#[test]
+fn an_inbox_batch_too_large_for_one_statement_is_refused_at_start() {
+    let cli = Cli::new();
+    for command in ["serve", "work"] {
+        let url = format!("sqlite://{}?mode=rwc", cli.dir.join("cli.db").display());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_leadpipe"))
+            .args([command, "--inbox-batch", "5000"])
+            .env("DATABASE_URL", url)
+            .env("LEADPIPE_BIND", "127.0.0.1:0")
+            .env("LEADPIPE_SECRET_KEY", TEST_KEY)
+            .env("RUST_LOG", "error")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run leadpipe");
+        // Started means it would run until stopped: give it 30 s to refuse.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("{command} started with a batch of 5000");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let refused = child.wait_with_output().unwrap();
+        assert!(!refused.status.success(), "{command} exited 0");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            stderr.contains("the inbox batch size must be between 1 and 1000"),
+            "{command}: {stderr}"
+        );
+    }
+}

@@ -10,6 +10,12 @@ use crate::housekeeping::RetentionSettings;
 use crate::publisher::PublisherSettings;
 use crate::reconcile::ReconcileSettings;
 
+/// The largest batch. A batch's statements bind parameters per row (SQLite's
+/// upsert 13 a record, within 32,766; PostgreSQL's batch end 7 an event,
+/// within 65,535): past the bound every batch would fail whole and be
+/// written again one event at a time.
+pub const MAX_BATCH: usize = 1_000;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkerSettings {
     /// Inbox workers (batches in flight) in this process.
@@ -117,8 +123,10 @@ impl WorkerSettings {
         if self.concurrency == 0 {
             return Err("worker concurrency must be at least 1".into());
         }
-        if self.batch_size == 0 {
-            return Err("the inbox batch size must be at least 1".into());
+        if !(1..=MAX_BATCH).contains(&self.batch_size) {
+            return Err(format!(
+                "the inbox batch size must be between 1 and {MAX_BATCH}"
+            ));
         }
         if self.retry.max_attempts == 0 {
             return Err("max attempts must be at least 1".into());

@@ -14,7 +14,7 @@ pub struct WorkerArgs {
     #[arg(long, env = "LEADPIPE_WORKER_CONCURRENCY", default_value_t = 4)]
     pub worker_concurrency: usize,
     /// Most inbox events one batch claims and writes in one transaction
-    /// (lead processing uses the same size).
+    /// (lead processing uses the same size), 1 to 1000.
     #[arg(long, env = "LEADPIPE_INBOX_BATCH", default_value_t = 100)]
     pub inbox_batch: usize,
     /// How often an idle worker looks for work when no wake-up came (a
