@@ -21,7 +21,7 @@ use sea_orm::{
 
 use super::InboxState;
 use super::process::{
-    Applied, FailureRecorded, Prepared, ProcessError, claimable, context_of, finish,
+    Applied, FailureRecorded, Prepared, ProcessError, claimable, context_of, ended, finish,
     finish_ingested, prepare, record_failure,
 };
 use crate::entities::inbox_event::{self, Column, Model};
@@ -280,19 +280,10 @@ async fn finish_many(
                 .add(Column::Id.is_in(ids)),
         );
     }
-    let mut update = inbox_event::Entity::update_many()
+    let mut update = ended(inbox_event::Entity::update_many(), now)
         .col_expr(Column::State, state.into())
         .col_expr(Column::Outcome, outcome.into())
         .col_expr(Column::LeadId, lead_id.into())
-        .col_expr(Column::LastError, Expr::value(Option::<String>::None))
-        .col_expr(
-            Column::NextAttemptAt,
-            Expr::value(Option::<DateTime<Utc>>::None),
-        )
-        .col_expr(Column::LockedAt, Expr::value(Option::<DateTime<Utc>>::None))
-        .col_expr(Column::LockedBy, Expr::value(Option::<String>::None))
-        .col_expr(Column::ProcessedAt, Expr::value(now))
-        .col_expr(Column::UpdatedAt, Expr::value(now))
         .filter(Column::State.eq(InboxState::Processing.as_str()))
         .filter(owned)
         .into_query();

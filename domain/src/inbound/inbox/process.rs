@@ -235,13 +235,25 @@ pub(super) async fn finish<C: ConnectionTrait>(
     result: Option<(Outcome, Option<i64>)>,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    let updated = owned(inbox_event::Entity::update_many(), event)
+    let updated = ended(owned(inbox_event::Entity::update_many(), event), now)
         .col_expr(Column::State, Expr::value(state.as_str()))
         .col_expr(
             Column::Outcome,
             Expr::value(result.map(|(o, _)| o.as_str())),
         )
         .col_expr(Column::LeadId, Expr::value(result.and_then(|(_, id)| id)))
+        .exec(conn)
+        .await?;
+    Ok(updated.rows_affected == 1)
+}
+
+/// What every successful end writes besides its state and outcome: no
+/// error, no retry, no claim, processed now.
+pub(super) fn ended(
+    update: sea_orm::UpdateMany<inbox_event::Entity>,
+    now: DateTime<Utc>,
+) -> sea_orm::UpdateMany<inbox_event::Entity> {
+    update
         .col_expr(Column::LastError, Expr::value(Option::<String>::None))
         .col_expr(
             Column::NextAttemptAt,
@@ -251,9 +263,6 @@ pub(super) async fn finish<C: ConnectionTrait>(
         .col_expr(Column::LockedBy, Expr::value(Option::<String>::None))
         .col_expr(Column::ProcessedAt, Expr::value(now))
         .col_expr(Column::UpdatedAt, Expr::value(now))
-        .exec(conn)
-        .await?;
-    Ok(updated.rows_affected == 1)
 }
 
 /// Only the holder of the current claim may write: same attempt, still
