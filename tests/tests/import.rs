@@ -175,6 +175,7 @@ on_both_backends!(
     a_dry_run_writes_no_lead,
     only_ops_and_admin_import_and_bodies_are_checked,
     the_cli_imports_ndjson_and_writes_the_report,
+    a_batch_waits_for_the_write_turn_on_sqlite,
 );
 
 async fn the_same_file_twice_is_all_unchanged_the_second_time(backend: Backend) {
@@ -476,5 +477,44 @@ async fn the_cli_imports_ndjson_and_writes_the_report(backend: Backend) {
         (last.unchanged, last.rejected, last.state.as_str()),
         (2, 1, "done")
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// On SQLite an import batch is written in this process's write turn, as
+/// every other background writer is, instead of sleeping in SQLite's busy
+/// handler behind them: while another writer holds the turn, the batch
+/// waits. PostgreSQL has no turn.
+async fn a_batch_waits_for_the_write_turn_on_sqlite(backend: Backend) {
+    let t = Imports::new(backend).await;
+    let dir = std::env::temp_dir().join(format!("lp-turn-import-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("fair.csv");
+    std::fs::write(&file, FIRST).unwrap();
+    let args = ImportArgs {
+        source: "fair".into(),
+        map: Some("source_ref=Lead ID,email=Email".into()),
+        dry_run: false,
+        format: None,
+        batch_size: 100,
+        report: None,
+        no_progress: true,
+        file: file.clone(),
+    };
+    let turn = domain::db::write_turn(&t.app.db).await;
+    let import = {
+        let db = t.app.db.clone();
+        tokio::spawn(async move { api::cli::import::run(&db, args).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let written_meanwhile = t.app.count(lead::Entity).await;
+    drop(turn);
+    import.await.unwrap().unwrap();
+    if backend == Backend::Sqlite {
+        assert_eq!(
+            written_meanwhile, 0,
+            "the batch was written in another's turn"
+        );
+    }
+    assert_eq!(t.app.count(lead::Entity).await, 5);
     std::fs::remove_dir_all(&dir).unwrap();
 }

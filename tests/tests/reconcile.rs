@@ -30,6 +30,7 @@ on_both_backends!(
     roles_decide_who_may_reconcile,
     an_abandoned_run_is_failed_and_the_source_freed,
     a_run_that_lost_its_lease_writes_nothing,
+    a_page_waits_for_the_write_turn_on_sqlite,
     cron_starts_one_run_per_tick_across_worker_processes,
 );
 
@@ -829,6 +830,44 @@ async fn a_run_that_lost_its_lease_writes_nothing(backend: Backend) {
         Err(workers::reconcile::ExecuteError::LeaseLost)
     ));
     assert_eq!(lead_count(&app, "fenced").await, 0);
+}
+
+/// On SQLite a page is written in this process's write turn, as every
+/// other background writer is, so it never sleeps in SQLite's busy handler
+/// behind them: while another writer holds the turn, the page waits.
+/// PostgreSQL has no turn.
+async fn a_page_waits_for_the_write_turn_on_sqlite(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let fake = FakeSource::start(3).await.unwrap();
+    pull_source(&app, "turns", &fake, 10).await;
+    let run = runs::start(&app.db, &start_of("turns")).await.unwrap();
+    let source =
+        domain::inbound::source::find(&app.db, "turns", &domain::sealed::Keyring::for_tests())
+            .await
+            .unwrap()
+            .unwrap();
+    let page = domain::reconcile::PulledPage {
+        records: (0..3).map(|i| fake.record(i)).collect(),
+        next_cursor: Some("3".into()),
+        has_more: false,
+    };
+    let turn = domain::db::write_turn(&app.db).await;
+    let write = {
+        let (db, run, source, page) = (app.db.clone(), run.clone(), source.clone(), page.clone());
+        tokio::spawn(async move { domain::reconcile::page::apply(&db, &run, &source, &page).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let written_meanwhile = lead_count(&app, "turns").await;
+    drop(turn);
+    let counts = write.await.unwrap().unwrap();
+    if backend == Backend::Sqlite {
+        assert_eq!(
+            written_meanwhile, 0,
+            "the page was written in another's turn"
+        );
+    }
+    assert_eq!(counts.created, 3);
+    assert_eq!(lead_count(&app, "turns").await, 3);
 }
 
 async fn cron_starts_one_run_per_tick_across_worker_processes(backend: Backend) {

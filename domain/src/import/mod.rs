@@ -456,6 +456,8 @@ async fn apply_batch(
     bytes_read: i64,
     progress: &mut Progress,
 ) -> Result<(), Error> {
+    // SQLite: in this process's write turn, as every background writer.
+    let _turn = crate::db::write_turn(db).await;
     let txn = crate::db::begin_write(db).await?;
     let numbers: Vec<i64> = rows
         .iter()

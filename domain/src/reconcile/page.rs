@@ -134,6 +134,9 @@ pub async fn write(
         next_cursor,
         ..
     } = page;
+    // SQLite: queued behind this process's other writers, not asleep in the
+    // busy handler while they write.
+    let _turn = crate::db::write_turn(db).await;
     let txn = crate::db::begin_write(db).await?;
     let rejected = without_buried(&txn, source, rejected, &mut counts).await?;
     if run.dry_run {
