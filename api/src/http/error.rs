@@ -362,7 +362,7 @@ pub enum ApiError {
     #[error("this Idempotency-Key was used for another request ({method} {path})")]
     IdempotencyKeyReused { method: String, path: String },
     /// A rate limit: `what` says which, `retry_after` in whole seconds.
-    #[error("too many {what}; retry after {retry_after} seconds")]
+    #[error("too many {what}; retry after {}", counted(*.retry_after, "second"))]
     TooManyRequests {
         what: &'static str,
         retry_after: u64,
@@ -378,7 +378,9 @@ pub enum ApiError {
     SecretKeyMissing,
     /// Admission control: the inbox backlog is at its limit.
     #[error(
-        "the inbox holds {backlog} unprocessed events (limit {limit}); nothing was stored, retry after {retry_after} seconds"
+        "the inbox holds {} (limit {limit}); nothing was stored, retry after {}",
+        counted(*.backlog, "unprocessed event"),
+        counted(*.retry_after, "second")
     )]
     InboxBacklogFull {
         backlog: u64,
@@ -388,6 +390,15 @@ pub enum ApiError {
     /// The cause is logged, never sent to the client.
     #[error("internal error")]
     Internal(String),
+}
+
+/// `1 second`, `2 seconds`: a count with its noun, for problem details.
+fn counted(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 impl ApiError {
@@ -640,5 +651,31 @@ fn problem_type_uris() -> Vec<String> {
 impl ToSchema for ProblemType {
     fn name() -> Cow<'static, str> {
         Cow::Borrowed("ProblemType")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ApiError;
+
+    #[test]
+    fn counts_in_details_agree_with_their_nouns() {
+        let one = ApiError::InboxBacklogFull {
+            backlog: 1,
+            limit: 1,
+            retry_after: 1,
+        };
+        assert_eq!(
+            one.to_string(),
+            "the inbox holds 1 unprocessed event (limit 1); nothing was stored, retry after 1 second"
+        );
+        let many = ApiError::TooManyRequests {
+            what: "failed authentications",
+            retry_after: 3,
+        };
+        assert_eq!(
+            many.to_string(),
+            "too many failed authentications; retry after 3 seconds"
+        );
     }
 }
