@@ -1,9 +1,15 @@
 """Per-lead order of outgoing webhooks, as the chaos and scale-out
-receivers check it: each lead's events must arrive in order, so the
-`version` in an event's data never goes back for its lead (a redelivery
-repeats a version, which is in order). Not thread-safe: callers hold
-their receiver's lock."""
+receivers check it: each lead's events must arrive in order, so the lead's
+`version` in an event never goes back for its lead (a redelivery repeats a
+version, which is in order). Not thread-safe: callers hold their
+receiver's lock."""
 import json
+
+# Where each event type names the lead and the lead's version after the
+# change: a snapshot's `id`, or `lead_id` beside `version`. A note, an
+# erasure and a ping carry no lead version; a deal's `version` is the deal's.
+LEAD_FIELD = {"lead.created": "id", "lead.updated": "id", "lead.status_changed": "lead_id",
+              "lead.assigned": "lead_id", "lead.converted": "lead_id"}
 
 
 class LeadOrder:
@@ -12,13 +18,15 @@ class LeadOrder:
         self.out_of_order = []
 
     def saw(self, body):
-        """Records one delivered body; events without a lead id and
-        version (a ping, an erasure) say nothing of order."""
+        """Records one delivered body; events that carry no lead version say
+        nothing of order."""
         try:
-            data = json.loads(body).get("data") or {}
+            event = json.loads(body)
+            field = LEAD_FIELD.get(event.get("type"))
+            data = event.get("data") or {}
+            lead, version = data.get(field), data.get("version")
         except (ValueError, AttributeError):
             return
-        lead, version = data.get("id"), data.get("version")
         if not (isinstance(lead, int) and isinstance(version, int)):
             return
         last = self.last_version.get(lead, version)
