@@ -35,6 +35,7 @@ on_both_backends!(
     an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_receipt,
     a_batch_writes_no_event_whose_claim_another_worker_took_over,
     a_skipped_event_taken_over_mid_batch_is_left_to_its_taker,
+    a_sweep_waits_for_the_write_turn_on_sqlite,
 );
 
 async fn count_in_state(app: &TestApp, state: &str) -> u64 {
@@ -582,4 +583,39 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
         .await;
     }
     app.stop_workers().await;
+}
+
+/// On SQLite the sweeper marks stranded events in this process's write
+/// turn, as every other writer does, instead of sleeping in SQLite's busy
+/// handler behind them: while another writer holds the turn, the sweep
+/// waits. PostgreSQL has no turn.
+async fn a_sweep_waits_for_the_write_turn_on_sqlite(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let body = lead_event("form-swept", "swept@example.com", "2026-11-30T10:00:00Z");
+    let id = ack_id(app.post_standard("webform", &key, "msg_swept", &body).await).await;
+    let before = app.inbox_event(id).await.enqueued_at;
+    // No grace: every waiting event is stranded at once.
+    let rules = domain::inbound::inbox::sweep::SweepRules {
+        grace: Duration::ZERO,
+        lease: Duration::from_secs(60),
+        batch: 10,
+    };
+    let queue = workers::InboxQueue::for_connection(&app.db).unwrap();
+    let turn = domain::db::write_turn(&app.db).await;
+    let sweep = {
+        let db = app.db.clone();
+        tokio::spawn(async move { workers::sweeper::sweep_once(&db, &queue, &rules).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let marked_meanwhile = app.inbox_event(id).await.enqueued_at;
+    drop(turn);
+    assert_eq!(sweep.await.unwrap().unwrap(), 1);
+    if backend == Backend::Sqlite {
+        assert_eq!(
+            marked_meanwhile, before,
+            "the sweep wrote in another's turn"
+        );
+    }
+    assert_ne!(app.inbox_event(id).await.enqueued_at, before);
 }
