@@ -7,7 +7,7 @@ use std::time::Duration;
 use api::cli::import::ImportArgs;
 use domain::auth::Role;
 use domain::entities::{activity, import_run, lead, outbox_event};
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::Value;
 
@@ -505,6 +505,14 @@ async fn a_batch_waits_for_the_write_turn_on_sqlite(backend: Backend) {
         let db = t.app.db.clone();
         tokio::spawn(async move { api::cli::import::run(&db, args).await })
     };
+    // The run is recorded before its first batch: from then on the import
+    // is writing, or waiting for the turn.
+    wait_until(
+        "the import run is recorded",
+        Duration::from_secs(20),
+        async || t.app.count(import_run::Entity).await == 1,
+    )
+    .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let written_meanwhile = t.app.count(lead::Entity).await;
     drop(turn);
