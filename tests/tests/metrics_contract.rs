@@ -160,6 +160,7 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
     // The figures the rules and the dashboard are for; each must be there.
     for name in [
         "leadpipe_inbox_oldest_unprocessed_age_seconds",
+        "leadpipe_inbox_backlog",
         "leadpipe_inbox_events",
         "leadpipe_outbox_deliveries",
         "leadpipe_reconcile_missed_total",
