@@ -638,6 +638,14 @@ async fn pull_urls_to_internal_addresses_are_refused_unless_allow_listed(backend
     );
 }
 
+/// Source `name` as the runner reads it, secrets opened.
+async fn stored_source(app: &TestApp, name: &str) -> domain::inbound::source::Source {
+    domain::inbound::source::find(&app.db, name, &domain::sealed::Keyring::for_tests())
+        .await
+        .unwrap()
+        .unwrap()
+}
+
 fn start_of(source: &str) -> StartRun {
     StartRun {
         source: source.into(),
@@ -803,11 +811,7 @@ async fn a_run_that_lost_its_lease_writes_nothing(backend: Backend) {
     runs::finish(&app.db, run.id, Some("abandoned: test"))
         .await
         .unwrap();
-    let source =
-        domain::inbound::source::find(&app.db, "fenced", &domain::sealed::Keyring::for_tests())
-            .await
-            .unwrap()
-            .unwrap();
+    let source = stored_source(&app, "fenced").await;
     let page = domain::reconcile::PulledPage {
         records: vec![fake.record(0), fake.record(1)],
         next_cursor: Some("2".into()),
@@ -841,11 +845,7 @@ async fn a_page_waits_for_the_write_turn_on_sqlite(backend: Backend) {
     let fake = FakeSource::start(3).await.unwrap();
     pull_source(&app, "turns", &fake, 10).await;
     let run = runs::start(&app.db, &start_of("turns")).await.unwrap();
-    let source =
-        domain::inbound::source::find(&app.db, "turns", &domain::sealed::Keyring::for_tests())
-            .await
-            .unwrap()
-            .unwrap();
+    let source = stored_source(&app, "turns").await;
     let page = domain::reconcile::PulledPage {
         records: (0..3).map(|i| fake.record(i)).collect(),
         next_cursor: Some("3".into()),
