@@ -212,11 +212,7 @@ impl InboxProcessor {
         match recorded {
             FailureRecorded::RetryAt(at) => {
                 tracing::warn!(inbox_event_id = id, error = %error, retry_at = %at, "inbox event failed; will retry");
-                let pushed = {
-                    let _turn = domain::db::write_turn(&self.db).await;
-                    self.queue.push(id, Some(at)).await
-                };
-                if let Err(push) = pushed {
+                if let Err(push) = self.queue.push(id, Some(at)).await {
                     // The event is `failed` with its due time: the poll and
                     // the sweeper take it once that time has passed.
                     tracing::warn!(error = %push, "could not queue the retry; the sweeper will");

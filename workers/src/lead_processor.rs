@@ -64,11 +64,7 @@ impl LeadProcessor {
             report(&batch);
             if let Some(at) = batch.next_retry() {
                 // One job for the batch's retries: the earliest runs them all.
-                let pushed = {
-                    let _turn = domain::db::write_turn(&self.db).await;
-                    self.queue.push(LeadJobCause::Retry, Some(at)).await
-                };
-                if let Err(error) = pushed {
+                if let Err(error) = self.queue.push(LeadJobCause::Retry, Some(at)).await {
                     tracing::warn!(%error, "could not queue the lead retry; the loops and the sweeper will");
                 }
             }

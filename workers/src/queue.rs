@@ -95,11 +95,16 @@ macro_rules! job_queue {
                 }
                 let task = task.build();
                 match self {
-                    Self::Sqlite(storage) => storage
-                        .clone()
-                        .push_task(task)
-                        .await
-                        .map_err(|e| e.to_string()),
+                    Self::Sqlite(storage) => {
+                        // In this process's write turn, as every other
+                        // writer: never asleep in the busy handler.
+                        let _turn = domain::db::sqlite_write_turn().await;
+                        storage
+                            .clone()
+                            .push_task(task)
+                            .await
+                            .map_err(|e| e.to_string())
+                    }
                     Self::Postgres(storage) => storage
                         .clone()
                         .push_task(task)

@@ -18,18 +18,14 @@ pub async fn sweep_once(
     queue: &InboxQueue,
     rules: &SweepRules,
 ) -> Result<usize, DbErr> {
-    // SQLite: each write in this process's write turn, as every other
-    // writer's, not asleep in the busy handler behind them.
+    // SQLite: in this process's write turn, as every other writer's, not
+    // asleep in the busy handler behind them (a push takes its own).
     let ids = {
         let _turn = domain::db::write_turn(db).await;
         take_stranded(db, Utc::now(), rules).await?
     };
     for id in &ids {
-        let pushed = {
-            let _turn = domain::db::write_turn(db).await;
-            queue.push(*id, None).await
-        };
-        if let Err(error) = pushed {
+        if let Err(error) = queue.push(*id, None).await {
             tracing::warn!(%error, "sweeper could not queue an inbox event; next pass will");
         }
     }
@@ -49,11 +45,7 @@ pub async fn sweep_leads_once(
     if !domain::lead::backlog::stranded(db, Utc::now(), rules.grace).await? {
         return Ok(false);
     }
-    let pushed = {
-        let _turn = domain::db::write_turn(db).await;
-        queue.push(LeadJobCause::Sweep, None).await
-    };
-    match pushed {
+    match queue.push(LeadJobCause::Sweep, None).await {
         Ok(()) => tracing::info!("queued processing of stranded leads"),
         Err(error) => {
             tracing::warn!(%error, "sweeper could not queue lead processing; next pass will")
