@@ -1,7 +1,7 @@
 //! `leadpipe work` on its own (the layout for several nodes) serves its
 //! `/metrics` on `LEADPIPE_METRICS_BIND`: what only a worker counts — inbox
-//! attempts, deliveries, reconcile runs — must reach Prometheus too. It
-//! stops cleanly on SIGTERM, listener included.
+//! attempts, the apalis workers' tasks, deliveries, reconcile runs — must
+//! reach Prometheus too. It stops cleanly on SIGTERM, listener included.
 
 #![allow(clippy::unwrap_used)]
 
@@ -72,7 +72,10 @@ async fn a_worker_process_serves_its_own_counters_on_the_metrics_bind(backend: B
             && response.status() == 200
         {
             let text = response.text().await.unwrap();
-            if text.contains("leadpipe_inbox_attempts_total") {
+            // A task is counted once it has returned, just after its attempts.
+            if text.contains("leadpipe_inbox_attempts_total")
+                && text.contains("leadpipe_worker_tasks_total")
+            {
                 break text;
             }
         }
@@ -87,6 +90,16 @@ async fn a_worker_process_serves_its_own_counters_on_the_metrics_bind(backend: B
             .lines()
             .any(|l| l.starts_with("leadpipe_inbox_attempts_total{")
                 && l.contains(r#"result="processed""#)),
+        "{scrape}"
+    );
+    // The event was taken by the apalis inbox drain, as a task of its own
+    // worker; every apalis worker counts its tasks in one series.
+    assert!(
+        scrape
+            .lines()
+            .any(|l| l.starts_with("leadpipe_worker_tasks_total{")
+                && l.contains(r#"worker="inbox_drain""#)
+                && l.contains(r#"result="ok""#)),
         "{scrape}"
     );
     // The database gauges are there too, refreshed by the worker itself.

@@ -1,20 +1,22 @@
-//! Inbox processing: batches drained by this process's inbox workers (woken
-//! by a push, polling as the fallback, and by every apalis inbox job), and
-//! one attempt at one event for callers that name it.
+//! Inbox processing: batches claimed by this process's apalis inbox drain
+//! (woken by a push, polling as the fallback; `crate::drain_backend`) and
+//! by every apalis inbox job (retries, sweeper and ops re-enqueues), and one
+//! attempt at one event for callers that name it.
 
 use std::sync::Arc;
 
 use apalis::prelude::{BoxDynError, Data};
 use chrono::{DateTime, Utc};
+use domain::entities::inbox_event;
 use domain::inbound::inbox::batch::{Settled, apply_batch, claim_batch};
 use domain::inbound::inbox::process::{
     Applied, FailureRecorded, ProcessError, apply, claim, record_failure,
 };
 use domain::lead::ingest::Outcome;
 use sea_orm::{DatabaseConnection, DbErr};
-use tokio::sync::watch;
 use tracing::Instrument;
 
+use crate::drain_backend::Source;
 use crate::queue::{InboxQueue, ProcessInboxEvent};
 use crate::settings::WorkerSettings;
 
@@ -112,19 +114,23 @@ impl InboxProcessor {
     /// Claims up to a batch of ready events and applies them in one
     /// transaction; returns how many it claimed (0: nothing is ready).
     pub async fn drain_once(&self) -> Result<usize, DbErr> {
-        let now = Utc::now();
-        let lease = self.settings.sweep.lease;
-        let events = claim_batch(
-            &self.db,
-            &self.worker,
-            now,
-            lease,
-            self.settings.batch_size as u64,
-        )
-        .await?;
-        if events.is_empty() {
-            return Ok(0);
+        let events = self.claim_batch().await?;
+        if !events.is_empty() {
+            self.apply_claimed(&events).await?;
         }
+        Ok(events.len())
+    }
+
+    /// Claims up to a batch of ready events for this worker, under its lease.
+    async fn claim_batch(&self) -> Result<Vec<inbox_event::Model>, DbErr> {
+        let lease = self.settings.sweep.lease;
+        let limit = self.settings.batch_size as u64;
+        claim_batch(&self.db, &self.worker, Utc::now(), lease, limit).await
+    }
+
+    /// Applies claimed `events` in one transaction and records every
+    /// outcome, then wakes lead processing.
+    async fn apply_claimed(&self, events: &[inbox_event::Model]) -> Result<(), DbErr> {
         let span = tracing::info_span!(
             "inbox.batch",
             size = events.len(),
@@ -133,7 +139,7 @@ impl InboxProcessor {
         async {
             let timeout = self.settings.attempt_timeout;
             let retry = &self.settings.retry;
-            match tokio::time::timeout(timeout, apply_batch(&self.db, &events, retry)).await {
+            match tokio::time::timeout(timeout, apply_batch(&self.db, events, retry)).await {
                 Ok(Ok((settled, path))) => {
                     tracing::Span::current().record("path", path.as_str());
                     metrics::counter!("leadpipe_inbox_batches_total", "path" => path.as_str())
@@ -151,7 +157,7 @@ impl InboxProcessor {
                         _ => format!("attempt timed out after {} ms", timeout.as_millis()),
                     };
                     let error = ProcessError::Transient(reason);
-                    for event in &events {
+                    for event in events {
                         count_attempt(&event.source, &Err(error.clone()));
                         let recorded = {
                             let _turn = domain::db::write_turn(&self.db).await;
@@ -166,17 +172,7 @@ impl InboxProcessor {
         .instrument(span)
         .await?;
         crate::wake::leads_changed(&self.db);
-        Ok(events.len())
-    }
-
-    /// Drains until nothing is ready, then waits for a wake-up or the poll
-    /// interval; a batch in flight is finished before stopping.
-    pub(crate) async fn drain_loop(self: Arc<Self>, stop: watch::Receiver<bool>) {
-        let work = crate::wake::inbox_work(&self.db);
-        crate::wake::drain("inbox", work, self.settings.poll_interval, stop, || {
-            self.drain_once()
-        })
-        .await;
+        Ok(())
     }
 
     async fn report(&self, done: Settled) {
@@ -245,6 +241,42 @@ fn count_attempt(source: &str, result: &Result<Applied, ProcessError>) {
     };
     metrics::counter!("leadpipe_inbox_attempts_total", "source" => source.to_owned(), "result" => label)
         .increment(1);
+}
+
+/// Events claimed together: one task of the inbox drain worker.
+#[derive(Debug, Clone)]
+pub struct ClaimedBatch(Vec<inbox_event::Model>);
+
+/// The inbox drain's tasks: each claims the next batch of ready events, and
+/// after a batch the drain looks again at once, so a backlog is taken in
+/// batches as fast as the worker's concurrency allows.
+#[derive(Clone)]
+pub(crate) struct ReadyEvents(pub(crate) Arc<InboxProcessor>);
+
+impl Source for ReadyEvents {
+    type Task = ClaimedBatch;
+
+    async fn fetch(&self) -> Result<Option<ClaimedBatch>, String> {
+        let events = self.0.claim_batch().await.map_err(|e| e.to_string())?;
+        Ok((!events.is_empty()).then_some(ClaimedBatch(events)))
+    }
+
+    fn again_after_task(&self) -> bool {
+        true
+    }
+}
+
+/// The apalis task function of the inbox drain: apply a claimed batch.
+pub(crate) async fn run_batch(
+    batch: ClaimedBatch,
+    processor: Data<Arc<InboxProcessor>>,
+) -> Result<(), BoxDynError> {
+    processor.apply_claimed(&batch.0).await.map_err(|e| {
+        // The events keep their claim until the lease runs out; then the
+        // sweeper or the next claim takes them again.
+        tracing::warn!(size = batch.0.len(), error = %e, "inbox batch failed");
+        e.into()
+    })
 }
 
 /// The apalis task function: a job (a retry coming due, a sweeper or ops

@@ -3,10 +3,11 @@
 //! table is the backlog, so a lead is never forgotten even if no wake-up or
 //! job reached a worker; several workers may run at once.
 //!
-//! Driven like the inbox: a loop per worker process, woken after each inbox
-//! batch (polling as the fallback), and the apalis `ProcessLeads` job for
-//! what is not pushed in-process: a failed lead's retry coming due, and the
-//! sweeper's re-enqueue of leads nothing took.
+//! Driven like the inbox: an apalis drain worker per process
+//! (`crate::drain_backend`), woken after each inbox batch (polling as the
+//! fallback), and the apalis `ProcessLeads` job for what is not pushed
+//! in-process: a failed lead's retry coming due, and the sweeper's
+//! re-enqueue of leads nothing took.
 
 use std::sync::Arc;
 
@@ -15,9 +16,9 @@ use chrono::Utc;
 use domain::lead::backlog::{Batch, process_batch};
 use domain::retry::{Decision, RetryPolicy};
 use sea_orm::DatabaseConnection;
-use tokio::sync::watch;
 use tracing::Instrument;
 
+use crate::drain_backend::Source;
 use crate::queue::{LeadJobCause, LeadQueue, ProcessLeads};
 use crate::settings::WorkerSettings;
 
@@ -85,21 +86,6 @@ impl LeadProcessor {
         }
         Ok(taken)
     }
-
-    /// Runs batches while the backlog has leads, then waits for leads to
-    /// change (a wake-up from the inbox workers) or the poll interval, until
-    /// `stop`; a batch in flight is finished first.
-    pub(crate) async fn drain_loop(self: Arc<Self>, stop: watch::Receiver<bool>) {
-        let work = crate::wake::lead_work(&self.db);
-        crate::wake::drain(
-            "lead processing",
-            work,
-            self.settings.poll_interval,
-            stop,
-            || self.drain_once(),
-        )
-        .await;
-    }
 }
 
 /// Metrics and logs of one batch (a worker's, or an ops retry's).
@@ -128,6 +114,48 @@ pub fn report(batch: &Batch) {
                 tracing::warn!(lead_id = settled.lead_id, %reason, "lead processing is dead");
             }
             _ => {}
+        }
+    }
+}
+
+/// A pass over the lead backlog: one task of the lead drain worker.
+#[derive(Debug, Clone, Copy)]
+pub struct BacklogPass;
+
+/// The lead drain's tasks: one pass per wake-up (or poll). The backlog's
+/// claim is inside the transaction that processes it, so a task cannot
+/// carry its leads; it takes one batch and, if that found leads, asks for
+/// another pass.
+#[derive(Clone)]
+pub(crate) struct WaitingLeads;
+
+impl Source for WaitingLeads {
+    type Task = BacklogPass;
+
+    async fn fetch(&self) -> Result<Option<BacklogPass>, String> {
+        Ok(Some(BacklogPass))
+    }
+
+    fn again_after_task(&self) -> bool {
+        false
+    }
+}
+
+/// The apalis task function of the lead drain: one batch; if it took
+/// leads, a wake-up for the next pass.
+pub(crate) async fn run_pass(
+    _: BacklogPass,
+    processor: Data<Arc<LeadProcessor>>,
+) -> Result<(), BoxDynError> {
+    match processor.drain_once().await {
+        Ok(0) => Ok(()),
+        Ok(_) => {
+            crate::wake::leads_changed(&processor.db);
+            Ok(())
+        }
+        Err(error) => {
+            tracing::warn!(%error, "lead processing batch failed; the next pass will retry");
+            Err(error.into())
         }
     }
 }

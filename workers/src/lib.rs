@@ -4,10 +4,12 @@
 //! runs workers through [`runtime::run`].
 //!
 //! The inbox row holds an event's state, so a batch or job that runs twice,
-//! late or never costs nothing (see `domain::inbound::inbox`). Inbox workers
-//! drain batches when woken ([`wake`]), on every poll, and on every apalis
-//! inbox job (retries, sweeper and ops re-enqueues).
+//! late or never costs nothing (see `domain::inbound::inbox`). apalis
+//! workers drain inbox batches when woken ([`wake`]) or on their poll, from
+//! a backend over the inbox table itself (`drain_backend`), and on every
+//! apalis inbox job (retries, sweeper and ops re-enqueues).
 
+mod drain_backend;
 pub mod housekeeping;
 pub mod inbox_job;
 pub mod lead_processor;

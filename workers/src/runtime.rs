@@ -1,18 +1,20 @@
-//! The worker role of `leadpipe serve` and `leadpipe work`: the batch loops,
-//! the apalis workers for inbox and lead-processing jobs, the sweeper and the
-//! other background loops, until shutdown.
+//! The worker role of `leadpipe serve` and `leadpipe work`: the apalis
+//! workers (the inbox and lead drains over their tables, the inbox and
+//! lead-processing jobs of the apalis storages), the sweeper and the other
+//! background loops, until shutdown.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::layers::WorkerBuilderExt;
-use apalis::prelude::{BackendExt, WorkerBuilder, WorkerError};
+use apalis::prelude::{BackendExt, Event, EventListenerExt, WorkerBuilder, WorkerError};
+use futures::FutureExt;
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 
-use crate::inbox_job::InboxProcessor;
-use crate::lead_processor::LeadProcessor;
+use crate::inbox_job::{InboxProcessor, ReadyEvents};
+use crate::lead_processor::{LeadProcessor, WaitingLeads};
 use crate::poll::Ticker;
 use crate::queue::{InboxQueue, LeadQueue};
 use crate::settings::WorkerSettings;
@@ -26,6 +28,31 @@ pub enum RuntimeError {
     Settings(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
+}
+
+/// An apalis worker over a drain backend (`crate::drain_backend`): its
+/// tasks come from `$source` when `$signal` is bumped or every `$poll`, and
+/// `$job` runs up to `$concurrency` of them at once.
+macro_rules! drain_worker {
+    ($name:expr, $label:expr, $source:expr, $signal:expr, $poll:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr $(,)?) => {{
+        let stop = $stop;
+        let backend = crate::drain_backend::backend($source, $signal, $poll, stop.clone());
+        let stopped = async move {
+            stopped(stop).await;
+            Ok::<(), WorkerError>(())
+        };
+        WorkerBuilder::new($name)
+            .backend(backend)
+            .on_event(|_, event| count_task($label, event))
+            .concurrency($concurrency)
+            .data($data)
+            .build($job)
+            .run_until(stopped)
+            // Boxed where its types are concrete: unboxed, rustc cannot
+            // prove the spawned `run` future `Send` (a higher-ranked
+            // lifetime error through the batch futures).
+            .boxed()
+    }};
 }
 
 /// Runs the workers until `shutdown` resolves, then lets in-flight jobs
@@ -90,13 +117,36 @@ pub async fn run(
         lead_queue.clone(),
         settings.clone(),
     ));
-    let mut drains: Vec<_> = (0..settings.concurrency)
-        .map(|_| tokio::spawn(processor.clone().drain_loop(stop.clone())))
-        .collect();
-    drains.push(tokio::spawn(leads.clone().drain_loop(stop.clone())));
-    if db.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
-        drains.push(tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
-    }
+    let listener = (db.get_database_backend() == sea_orm::DatabaseBackend::Postgres)
+        .then(|| tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
+    let inbox_drain = supervise(&base, "inbox-drain", stop.clone(), |name| {
+        drain_worker!(
+            name,
+            "inbox_drain",
+            ReadyEvents(processor.clone()),
+            crate::wake::inbox_work(&db),
+            settings.poll_interval,
+            settings.concurrency,
+            processor.clone(),
+            crate::inbox_job::run_batch,
+            stop.clone(),
+        )
+    });
+    let lead_drain = supervise(&base, "lead-drain", stop.clone(), |name| {
+        // One pass at a time: a pass takes a whole batch, and several
+        // passes in one process would only contend for the same rows.
+        drain_worker!(
+            name,
+            "lead_drain",
+            WaitingLeads,
+            crate::wake::lead_work(&db),
+            settings.poll_interval,
+            1,
+            leads.clone(),
+            crate::lead_processor::run_pass,
+            stop.clone(),
+        )
+    });
     let inbox_jobs = supervise(&base, "inbox", stop.clone(), |name| {
         run_inbox_worker(
             name,
@@ -115,9 +165,9 @@ pub async fn run(
             stop.clone(),
         )
     });
-    tokio::join!(inbox_jobs, lead_jobs);
+    tokio::join!(inbox_drain, lead_drain, inbox_jobs, lead_jobs);
     let _ = sweeper.await;
-    for task in drains {
+    if let Some(task) = listener {
         let _ = task.await;
     }
     for task in loops {
@@ -157,7 +207,7 @@ where
 
 /// One apalis worker on either backend's storage of `$queue`.
 macro_rules! apalis_worker {
-    ($name:expr, $kind:ident, $queue:expr, $poll:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr) => {{
+    ($name:expr, $label:expr, $kind:ident, $queue:expr, $poll:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr) => {{
         let stopped = async move {
             stopped($stop).await;
             Ok::<(), WorkerError>(())
@@ -167,6 +217,7 @@ macro_rules! apalis_worker {
             $kind::Sqlite(storage) => {
                 WorkerBuilder::new($name)
                     .backend(storage.poll_with_strategy(ticker))
+                    .on_event(|_, event| count_task($label, event))
                     .concurrency($concurrency)
                     .data($data)
                     .build($job)
@@ -176,6 +227,7 @@ macro_rules! apalis_worker {
             $kind::Postgres(storage) => {
                 WorkerBuilder::new($name)
                     .backend(storage.poll_with_strategy(ticker))
+                    .on_event(|_, event| count_task($label, event))
                     .concurrency($concurrency)
                     .data($data)
                     .build($job)
@@ -196,6 +248,7 @@ async fn run_inbox_worker(
     let concurrency = settings.concurrency;
     apalis_worker!(
         name,
+        "inbox_jobs",
         InboxQueue,
         queue,
         settings.poll_interval,
@@ -218,6 +271,7 @@ async fn run_lead_worker(
     // finds, so it looks for them at the sweep's pace, not the poll's.
     apalis_worker!(
         name,
+        "lead_jobs",
         LeadQueue,
         queue,
         settings.sweep_interval,
@@ -226,6 +280,19 @@ async fn run_lead_worker(
         crate::lead_processor::run_job,
         stop
     )
+}
+
+/// Counts a finished task of the apalis worker `worker`
+/// (`leadpipe_worker_tasks_total`): every kind of background work, drained
+/// from its table or queued as a job, shows in one series.
+fn count_task(worker: &'static str, event: &Event) {
+    let result = match event {
+        Event::Success(_) => "ok",
+        Event::Error(_) => "error",
+        _ => return,
+    };
+    metrics::counter!("leadpipe_worker_tasks_total", "worker" => worker, "result" => result)
+        .increment(1);
 }
 
 /// `leadpipe-<host>-<pid>-<random>`: unique per live process, and per

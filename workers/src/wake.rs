@@ -108,41 +108,6 @@ pub(crate) async fn next(
     }
 }
 
-/// Runs `pass` while it finds work (returns more than 0), then waits for a
-/// bump of `signal` or the `tick`, until `stop`; a pass in flight is
-/// finished first. A failing pass is logged and retried at the next wake.
-pub(crate) async fn drain<F, W, E>(
-    what: &str,
-    mut signal: watch::Receiver<u64>,
-    tick: Duration,
-    stop: watch::Receiver<bool>,
-    mut pass: F,
-) where
-    F: FnMut() -> W,
-    W: std::future::Future<Output = Result<usize, E>>,
-    E: std::fmt::Display,
-{
-    loop {
-        signal.borrow_and_update();
-        loop {
-            if *stop.borrow() {
-                return;
-            }
-            match pass().await {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "{what} batch failed; the next pass will retry");
-                    break;
-                }
-            }
-        }
-        if !next(&mut signal, tick, &stop).await {
-            return;
-        }
-    }
-}
-
 /// Sends `NOTIFY leadpipe_inbox` after events were stored here, until the
 /// process ends. Coalesced: the stores made while one notification is on
 /// its way share the next one, so a burst costs a handful of round trips.
