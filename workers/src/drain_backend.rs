@@ -1,77 +1,60 @@
 //! The apalis backend of work that was just stored: an inbox event, a lead's
 //! new version. Its tasks are not job rows pushed per item (a receipt would
-//! cost a second write, and a burst a job per event): they are taken from
-//! the tables themselves. The fetcher waits for a wake-up (`crate::wake`) or
-//! its poll, then asks its [`Source`] for a task; the row stays the record
-//! of the work and its retries, and apalis runs the tasks (concurrency,
+//! cost a second write, and a burst a job per event): each task is a pass
+//! over a table, which claims its batch when it runs. The row stays the
+//! record of the work and its retries; apalis runs the passes (concurrency,
 //! graceful stop) as it runs the retry and sweep jobs of its storages.
 //!
-//! apalis asks for the next task only when the worker has room for it, so a
-//! task that claims rows (an inbox batch) holds them only while it runs.
+//! The backend hands out a pass when its signal is bumped (`crate::wake`:
+//! a stored event, leads that changed) or at its poll, and only when the
+//! worker has room for it. A pass that found work bumps the signal again,
+//! so a backlog is drained by as many passes at once as the worker allows.
+//! The claim is inside the task, not the fetch: a stopping worker finishes
+//! the tasks it started and starts none, so no claim is cut off half-way.
 
 use std::convert::Infallible;
-use std::future::Future;
 use std::time::Duration;
 
-use apalis::prelude::{BackendBuilder, CustomBackend, Task};
+use apalis::prelude::{BackendBuilder, CustomBackend, RandomId, Task, TaskBuilder, TaskId};
 use futures::sink::Drain;
 use futures::stream::{BoxStream, StreamExt};
 use tokio::sync::watch;
 
-/// Where a drain worker's tasks come from.
-pub(crate) trait Source: Clone + Send + Sync + 'static {
-    type Task: Send + 'static;
+/// Never yields `Ok(None)`: `CustomBackend` takes that for the end of the
+/// stream, and the worker would exit.
+type Passes<T> = BoxStream<'static, Result<Option<Task<T>>, Infallible>>;
 
-    /// The next task, or `None` when nothing is ready (the fetcher then
-    /// waits for a wake-up or the poll). An error is logged and counts as
-    /// nothing ready.
-    fn fetch(&self) -> impl Future<Output = Result<Option<Self::Task>, String>> + Send;
+/// The backend type of a drain worker whose passes are `T`.
+pub(crate) type DrainBackend<T> = CustomBackend<T, Fetcher<T>, Passes<T>, Drain<Task<T>>>;
 
-    /// Whether to look again at once after a task, without waiting: true
-    /// where a task takes its share of the work (a claimed batch), false
-    /// where one task drains what it finds and asks for another pass itself.
-    fn again_after_task(&self) -> bool;
-}
-
-type Tasks<T> = BoxStream<'static, Result<Option<Task<T>>, Infallible>>;
-
-/// The backend type of a drain worker over `S`.
-pub(crate) type DrainBackend<S> = CustomBackend<
-    <S as Source>::Task,
-    Fetcher<S>,
-    Tasks<<S as Source>::Task>,
-    Drain<Task<<S as Source>::Task>>,
->;
-
-/// What the fetcher needs: the source, its wake-up signal, the poll
-/// interval, and the stop signal (after which nothing more is fetched).
+/// What the fetcher needs: the pass it hands out, its wake-up signal, the
+/// poll interval, and the stop signal (after which it hands out nothing).
 #[derive(Clone)]
-pub(crate) struct Fetcher<S> {
-    source: S,
+pub(crate) struct Fetcher<T> {
+    pass: T,
     signal: watch::Receiver<u64>,
     tick: Duration,
     stop: watch::Receiver<bool>,
 }
 
-/// A backend whose tasks `source` fetches when `signal` is bumped, every
-/// `tick`, and (for a source that takes its share) again at once after each
-/// task, until `stop`. Nothing can be pushed to it: the work is whatever its
-/// tables hold, and what stores work wakes it through `crate::wake`.
-pub(crate) fn backend<S: Source>(
-    source: S,
+/// A backend that hands out `pass` at once, then whenever `signal` is
+/// bumped and every `tick`, until `stop`. Nothing can be pushed to it: the
+/// work is whatever its table holds, and what stores work wakes it.
+pub(crate) fn backend<T: Clone + Send + Sync + 'static>(
+    pass: T,
     signal: watch::Receiver<u64>,
     tick: Duration,
     stop: watch::Receiver<bool>,
-) -> DrainBackend<S> {
+) -> DrainBackend<T> {
     let fetcher = Fetcher {
-        source,
+        pass,
         signal,
         tick,
         stop,
     };
     let built = BackendBuilder::new()
         .database(fetcher)
-        .fetcher(|fetcher: &mut Fetcher<S>, _: &(), _| tasks(fetcher.clone()))
+        .fetcher(|fetcher: &mut Fetcher<T>, _: &(), _| passes(fetcher.clone()))
         .sink(|_, _| futures::sink::drain())
         .build();
     match built {
@@ -81,32 +64,20 @@ pub(crate) fn backend<S: Source>(
     }
 }
 
-fn tasks<S: Source>(fetcher: Fetcher<S>) -> Tasks<S::Task> {
-    futures::stream::unfold((fetcher, true), |(mut fetcher, mut look_now)| async move {
-        loop {
-            if *fetcher.stop.borrow() {
-                // The worker is stopping: claim nothing it would not run.
-                std::future::pending::<()>().await;
-            }
-            if !look_now
-                && !crate::wake::next(&mut fetcher.signal, fetcher.tick, &fetcher.stop).await
-            {
-                continue;
-            }
-            // Seen before looking: a wake-up during the fetch means another look.
-            fetcher.signal.borrow_and_update();
-            match fetcher.source.fetch().await {
-                Ok(Some(task)) => {
-                    let again = fetcher.source.again_after_task();
-                    return Some((Ok(Some(Task::new(task))), (fetcher, again)));
-                }
-                Ok(None) => look_now = false,
-                Err(error) => {
-                    tracing::warn!(%error, "looking for work failed; the next wake-up or poll will retry");
-                    look_now = false;
-                }
-            }
+fn passes<T: Clone + Send + Sync + 'static>(fetcher: Fetcher<T>) -> Passes<T> {
+    futures::stream::unfold((fetcher, true), |(mut fetcher, first)| async move {
+        let go_on =
+            first || crate::wake::next(&mut fetcher.signal, fetcher.tick, &fetcher.stop).await;
+        if !go_on || *fetcher.stop.borrow() {
+            // The worker is stopping: start nothing it would not finish.
+            std::future::pending::<()>().await;
         }
+        // Seen before the pass runs: a bump during it means another pass.
+        fetcher.signal.borrow_and_update();
+        let task = TaskBuilder::new(fetcher.pass.clone())
+            .task_id(TaskId::from_string(RandomId::default().to_string()))
+            .build();
+        Some((Ok(Some(task)), (fetcher, false)))
     })
     .boxed()
 }

@@ -1,5 +1,6 @@
-//! Inbox processing: batches claimed by this process's apalis inbox drain
-//! (woken by a push, polling as the fallback; `crate::drain_backend`) and
+//! Inbox processing: batches taken by the passes of this process's apalis
+//! inbox drain (woken by a push, polling as the fallback;
+//! `crate::drain_backend`) and
 //! by every apalis inbox job (retries, sweeper and ops re-enqueues), and one
 //! attempt at one event for callers that name it.
 
@@ -13,10 +14,10 @@ use domain::inbound::inbox::process::{
     Applied, FailureRecorded, ProcessError, apply, claim, record_failure,
 };
 use domain::lead::ingest::Outcome;
+use futures::future::{BoxFuture, FutureExt};
 use sea_orm::{DatabaseConnection, DbErr};
 use tracing::Instrument;
 
-use crate::drain_backend::Source;
 use crate::queue::{InboxQueue, ProcessInboxEvent};
 use crate::settings::WorkerSettings;
 
@@ -243,40 +244,40 @@ fn count_attempt(source: &str, result: &Result<Applied, ProcessError>) {
         .increment(1);
 }
 
-/// Events claimed together: one task of the inbox drain worker.
-#[derive(Debug, Clone)]
-pub struct ClaimedBatch(Vec<inbox_event::Model>);
+/// A pass of the inbox drain worker: claim the next batch of ready events
+/// and apply it.
+#[derive(Debug, Clone, Copy)]
+pub struct InboxPass;
 
-/// The inbox drain's tasks: each claims the next batch of ready events, and
-/// after a batch the drain looks again at once, so a backlog is taken in
-/// batches as fast as the worker's concurrency allows.
-#[derive(Clone)]
-pub(crate) struct ReadyEvents(pub(crate) Arc<InboxProcessor>);
-
-impl Source for ReadyEvents {
-    type Task = ClaimedBatch;
-
-    async fn fetch(&self) -> Result<Option<ClaimedBatch>, String> {
-        let events = self.0.claim_batch().await.map_err(|e| e.to_string())?;
-        Ok((!events.is_empty()).then_some(ClaimedBatch(events)))
-    }
-
-    fn again_after_task(&self) -> bool {
-        true
-    }
-}
-
-/// The apalis task function of the inbox drain: apply a claimed batch.
-pub(crate) async fn run_batch(
-    batch: ClaimedBatch,
+/// The apalis task function of the inbox drain: one batch; returns how many
+/// events it took. A pass that claimed events asks for another before it
+/// applies them, so a backlog is taken by as many passes at once as the
+/// worker's concurrency allows.
+///
+/// Boxed: the pass runs on a tokio task of its own, and rustc proves its
+/// future `Send` only here, where the lifetimes are concrete.
+pub(crate) fn run_pass(
+    _: InboxPass,
     processor: Data<Arc<InboxProcessor>>,
-) -> Result<(), BoxDynError> {
-    processor.apply_claimed(&batch.0).await.map_err(|e| {
-        // The events keep their claim until the lease runs out; then the
-        // sweeper or the next claim takes them again.
-        tracing::warn!(size = batch.0.len(), error = %e, "inbox batch failed");
-        e.into()
-    })
+) -> BoxFuture<'static, Result<usize, BoxDynError>> {
+    async move {
+        let events = processor.claim_batch().await.map_err(|e| {
+            tracing::warn!(error = %e, "claiming an inbox batch failed; the next pass will retry");
+            e
+        })?;
+        if events.is_empty() {
+            return Ok(0);
+        }
+        crate::wake::more_inbox_work(&processor.db);
+        processor.apply_claimed(&events).await.map_err(|e| {
+            // The events keep their claim until the lease runs out; then the
+            // sweeper or the next claim takes them again.
+            tracing::warn!(size = events.len(), error = %e, "recording an inbox batch failed");
+            e
+        })?;
+        Ok(events.len())
+    }
+    .boxed()
 }
 
 /// The apalis task function: a job (a retry coming due, a sweeper or ops

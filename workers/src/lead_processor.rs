@@ -15,20 +15,20 @@ use apalis::prelude::{BoxDynError, Data};
 use chrono::Utc;
 use domain::lead::backlog::{Batch, process_batch};
 use domain::retry::{Decision, RetryPolicy};
+use futures::future::{BoxFuture, FutureExt};
 use sea_orm::DatabaseConnection;
 use tracing::Instrument;
 
-use crate::drain_backend::Source;
 use crate::queue::{LeadJobCause, LeadQueue, ProcessLeads};
 use crate::settings::WorkerSettings;
 
 /// Batches one job drains at most, so a job under a steady stream of leads
-/// still ends (the loops and the next job carry on).
+/// still ends (the lead drain and the next job carry on).
 const BATCHES_PER_JOB: usize = 100;
 
 /// Processes one batch of up to `limit` leads with the default retry policy;
 /// returns how many it took. For callers without a queue (the tests, by
-/// hand): a failed lead's retry is found by the loops and the sweeper.
+/// hand): a failed lead's retry is found by the lead drain and the sweeper.
 pub async fn run_once(db: &DatabaseConnection, limit: u64) -> Result<usize, domain::Error> {
     let batch = process_batch(db, limit, &RetryPolicy::default(), Utc::now()).await?;
     report(&batch);
@@ -66,7 +66,7 @@ impl LeadProcessor {
             if let Some(at) = batch.next_retry() {
                 // One job for the batch's retries: the earliest runs them all.
                 if let Err(error) = self.queue.push(LeadJobCause::Retry, Some(at)).await {
-                    tracing::warn!(%error, "could not queue the lead retry; the loops and the sweeper will");
+                    tracing::warn!(%error, "could not queue the lead retry; the lead drain's poll and the sweeper will");
                 }
             }
             Ok(batch.taken())
@@ -118,46 +118,36 @@ pub fn report(batch: &Batch) {
     }
 }
 
-/// A pass over the lead backlog: one task of the lead drain worker.
+/// A pass of the lead drain worker: one batch of the backlog. The backlog's
+/// claim is inside the transaction that processes it, so the pass claims
+/// when it runs, as the inbox's does.
 #[derive(Debug, Clone, Copy)]
 pub struct BacklogPass;
 
-/// The lead drain's tasks: one pass per wake-up (or poll). The backlog's
-/// claim is inside the transaction that processes it, so a task cannot
-/// carry its leads; it takes one batch and, if that found leads, asks for
-/// another pass.
-#[derive(Clone)]
-pub(crate) struct WaitingLeads;
-
-impl Source for WaitingLeads {
-    type Task = BacklogPass;
-
-    async fn fetch(&self) -> Result<Option<BacklogPass>, String> {
-        Ok(Some(BacklogPass))
-    }
-
-    fn again_after_task(&self) -> bool {
-        false
-    }
-}
-
-/// The apalis task function of the lead drain: one batch; if it took
-/// leads, a wake-up for the next pass.
-pub(crate) async fn run_pass(
+/// The apalis task function of the lead drain: one batch; returns how many
+/// leads it took. A pass that took leads asks for the next.
+///
+/// Boxed: the pass runs on a tokio task of its own, and rustc proves its
+/// future `Send` only here, where the lifetimes are concrete.
+pub(crate) fn run_pass(
     _: BacklogPass,
     processor: Data<Arc<LeadProcessor>>,
-) -> Result<(), BoxDynError> {
-    match processor.drain_once().await {
-        Ok(0) => Ok(()),
-        Ok(_) => {
-            crate::wake::leads_changed(&processor.db);
-            Ok(())
-        }
-        Err(error) => {
-            tracing::warn!(%error, "lead processing batch failed; the next pass will retry");
-            Err(error.into())
+) -> BoxFuture<'static, Result<usize, BoxDynError>> {
+    async move {
+        match processor.drain_once().await {
+            Ok(taken) => {
+                if taken > 0 {
+                    crate::wake::leads_changed(&processor.db);
+                }
+                Ok(taken)
+            }
+            Err(error) => {
+                tracing::warn!(%error, "lead processing batch failed; the next pass will retry");
+                Err(error.into())
+            }
         }
     }
+    .boxed()
 }
 
 /// The apalis task function: a job (a retry coming due, a sweeper

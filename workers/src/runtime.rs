@@ -8,13 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::layers::WorkerBuilderExt;
-use apalis::prelude::{BackendExt, Event, EventListenerExt, WorkerBuilder, WorkerError};
+use apalis::prelude::{
+    BackendExt, Event, EventListenerExt, ParallelizeExt, WorkerBuilder, WorkerError,
+};
 use futures::FutureExt;
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 
-use crate::inbox_job::{InboxProcessor, ReadyEvents};
-use crate::lead_processor::{LeadProcessor, WaitingLeads};
+use crate::inbox_job::{InboxPass, InboxProcessor};
+use crate::lead_processor::{BacklogPass, LeadProcessor};
 use crate::poll::Ticker;
 use crate::queue::{InboxQueue, LeadQueue};
 use crate::settings::WorkerSettings;
@@ -30,13 +32,13 @@ pub enum RuntimeError {
     Storage(#[from] StorageError),
 }
 
-/// An apalis worker over a drain backend (`crate::drain_backend`): its
-/// tasks come from `$source` when `$signal` is bumped or every `$poll`, and
-/// `$job` runs up to `$concurrency` of them at once.
+/// An apalis worker over a drain backend (`crate::drain_backend`): it is
+/// handed a `$pass` when `$signal` is bumped or every `$poll`, and `$job`
+/// runs up to `$concurrency` passes at once.
 macro_rules! drain_worker {
-    ($name:expr, $label:expr, $source:expr, $signal:expr, $poll:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr $(,)?) => {{
+    ($name:expr, $label:expr, $pass:expr, $signal:expr, $poll:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr $(,)?) => {{
         let stop = $stop;
-        let backend = crate::drain_backend::backend($source, $signal, $poll, stop.clone());
+        let backend = crate::drain_backend::backend($pass, $signal, $poll, stop.clone());
         let stopped = async move {
             stopped(stop).await;
             Ok::<(), WorkerError>(())
@@ -46,6 +48,9 @@ macro_rules! drain_worker {
             .on_event(|_, event| count_task($label, event))
             .concurrency($concurrency)
             .data($data)
+            // Each task on its own tokio task: apalis otherwise runs a
+            // worker's tasks inside the worker's future, one thread.
+            .parallelize(tokio::spawn)
             .build($job)
             .run_until(stopped)
             // Boxed where its types are concrete: unboxed, rustc cannot
@@ -123,12 +128,12 @@ pub async fn run(
         drain_worker!(
             name,
             "inbox_drain",
-            ReadyEvents(processor.clone()),
+            InboxPass,
             crate::wake::inbox_work(&db),
             settings.poll_interval,
             settings.concurrency,
             processor.clone(),
-            crate::inbox_job::run_batch,
+            crate::inbox_job::run_pass,
             stop.clone(),
         )
     });
@@ -138,7 +143,7 @@ pub async fn run(
         drain_worker!(
             name,
             "lead_drain",
-            WaitingLeads,
+            BacklogPass,
             crate::wake::lead_work(&db),
             settings.poll_interval,
             1,
@@ -193,8 +198,10 @@ where
             break;
         }
         match result {
-            Ok(()) => tracing::warn!(worker = %name, "job worker stopped; restarting"),
-            Err(error) => tracing::error!(worker = %name, %error, "job worker failed; restarting"),
+            Ok(()) => tracing::warn!(worker = %name, "apalis worker stopped; restarting"),
+            Err(error) => {
+                tracing::error!(worker = %name, %error, "apalis worker failed; restarting")
+            }
         }
         restarts = restarts.saturating_add(1);
         let pause = Duration::from_secs(1u64 << restarts.min(5));
@@ -267,7 +274,7 @@ async fn run_lead_worker(
     stop: watch::Receiver<bool>,
 ) -> Result<(), WorkerError> {
     // One lead job at a time per process: a job drains the whole backlog.
-    // Its jobs are retries and sweeps, which the lead loop's own poll also
+    // Its jobs are retries and sweeps, which the lead drain's own poll also
     // finds, so it looks for them at the sweep's pace, not the poll's.
     apalis_worker!(
         name,
@@ -287,6 +294,9 @@ async fn run_lead_worker(
 /// from its table or queued as a job, shows in one series.
 fn count_task(worker: &'static str, event: &Event) {
     let result = match event {
+        // A drain's pass that found nothing (an idle poll) is not a task
+        // worth counting.
+        Event::Success(taken) if taken.downcast_ref::<usize>() == Some(&0) => return,
         Event::Success(_) => "ok",
         Event::Error(_) => "error",
         _ => return,

@@ -111,7 +111,7 @@ impl WorkerSettings {
     }
 
     /// Connections the workers of one process use at most at once: the
-    /// inbox loops, the lead loop, the two job workers, the publisher's
+    /// inbox drain's passes, the lead drain's pass, the two job workers, the publisher's
     /// fan-out and claims, the sweeper, housekeeping and reconcile.
     pub fn connections_wanted(&self) -> u32 {
         u32::try_from(self.concurrency)

@@ -2,7 +2,7 @@
 //! at the next poll. Polling stays as the fallback for a lost signal.
 //!
 //! In one process (SQLite runs `serve` and the workers together) the
-//! receiver bumps a counter the inbox workers wait on. Across processes (on
+//! receiver bumps a counter the inbox drain waits on. Across processes (on
 //! PostgreSQL, `serve --no-workers` and `work`) the receiving process also
 //! sends `NOTIFY leadpipe_inbox`, and every worker process `LISTEN`s and
 //! bumps its own counter. The counters are `watch` channels: a bump while a
@@ -74,6 +74,12 @@ pub fn event_stored(db: &DatabaseConnection) {
     let signals = signals(db);
     bump(&signals.inbox);
     bump(&signals.stored);
+}
+
+/// Called by an inbox pass that found events: more may be waiting, so this
+/// process's drain starts another pass (other processes are not told).
+pub(crate) fn more_inbox_work(db: &DatabaseConnection) {
+    bump(&signals(db).inbox);
 }
 
 /// Called after a batch wrote leads in `db`.
