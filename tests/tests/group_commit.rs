@@ -7,7 +7,10 @@ use std::collections::HashMap;
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event};
-use domain::lead::ingest::{IngestContext, IngestItem, Origin, Outcome, ingest_many_in};
+use domain::lead::erasure::{EraseRequest, erase};
+use domain::lead::ingest::{
+    IngestContext, IngestItem, Origin, Outcome, ingest_counted_in, ingest_many_in,
+};
 use domain::lead::record::LeadRecord;
 use domain::outbound::events::LeadSnapshot;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
@@ -36,7 +39,8 @@ on_both_backends!(
     a_batch_resolves_repeated_keys_in_arrival_order,
     concurrent_intake_through_group_commit_matches_one_by_one,
     every_record_of_a_batch_gets_its_own_payload_back,
-    an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote
+    an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote,
+    a_counted_batch_writes_what_a_whole_batch_writes
 );
 
 async fn a_batch_resolves_repeated_keys_in_arrival_order(backend: Backend) {
@@ -372,4 +376,123 @@ async fn an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote(backend: Back
             .unwrap();
         assert_eq!(&stored, r.lead.as_ref().unwrap());
     }
+}
+
+/// Reconcile pages and inbox batches read back only each lead's key, id,
+/// version and sender's time (`ingest_counted_in`): every outcome, lead id,
+/// timeline row and outbox event must be what the whole-row path gives, for
+/// new, updated, stale and unchanged records, stored or earlier in the batch,
+/// and for an erased key.
+async fn a_counted_batch_writes_what_a_whole_batch_writes(backend: Backend) {
+    let mut seen = Vec::new();
+    for counted in [true, false] {
+        let app = TestApp::spawn(backend).await;
+        // Stored before the batch: "kept" at 11:00, and "gone", then erased.
+        let txn = app.db.begin().await.unwrap();
+        let before = [
+            item("kept", "Kept", "2026-11-01T11:00:00Z"),
+            item("gone", "Gone", "2026-11-01T10:00:00Z"),
+        ]
+        .map(|mut before| {
+            before.ctx.correlation_id = Some("before".into());
+            before
+        });
+        let stored = ingest_many_in(&txn, &before).await.unwrap();
+        txn.commit().await.unwrap();
+        let request = EraseRequest {
+            lead_id: stored[1].lead_id().unwrap(),
+            reason: "subject request".into(),
+            include_contact: false,
+            erased_by: None,
+            correlation_id: None,
+        };
+        erase(&app.db, &request).await.unwrap();
+
+        let items = [
+            item("a", "First", "2026-11-01T10:00:00Z"),
+            item("kept", "Older", "2026-11-01T09:00:00Z"),
+            item("gone", "Back", "2026-11-01T12:00:00Z"),
+            item("a", "Second", "2026-11-01T11:00:00Z"),
+            item("kept", "Kept", "2026-11-01T11:00:00Z"),
+            item("a", "Older", "2026-11-01T09:00:00Z"),
+            item("kept", "Newer", "2026-11-01T12:00:00Z"),
+        ];
+        let txn = app.db.begin().await.unwrap();
+        let results: Vec<(Outcome, Option<i64>)> = if counted {
+            ingest_counted_in(&txn, &items)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.outcome, c.lead_id))
+                .collect()
+        } else {
+            ingest_many_in(&txn, &items)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|i| (i.outcome, i.lead_id()))
+                .collect()
+        };
+        txn.commit().await.unwrap();
+
+        let leads: HashMap<i64, String> = lead::Entity::find()
+            .all(&app.db)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|l| (l.id, l.source_ref))
+            .collect();
+        let answers: Vec<(Outcome, Option<String>)> = results
+            .into_iter()
+            .map(|(outcome, id)| (outcome, id.map(|id| leads[&id].clone())))
+            .collect();
+        let timeline: Vec<(String, Option<String>, Option<Value>)> = activity::Entity::find()
+            .order_by_asc(activity::Column::Id)
+            .all(&app.db)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|a| a.correlation_id.as_deref() == Some("batch-1"))
+            .map(|a| (leads[&a.lead_id].clone(), a.outcome, a.detail))
+            .collect();
+        let events: Vec<(String, String, Value)> = outbox_event::Entity::find()
+            .order_by_asc(outbox_event::Column::Id)
+            .all(&app.db)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|e| e.correlation_id.as_deref() == Some("batch-1"))
+            .filter_map(|e| {
+                let mut payload = e.payload;
+                // Times of this run's writes, not of the records.
+                for key in ["id", "created_at", "updated_at"] {
+                    payload.as_object_mut()?.remove(key);
+                }
+                Some((leads.get(&e.lead_id?)?.clone(), e.event_type, payload))
+            })
+            .collect();
+        seen.push((answers, timeline, events));
+    }
+    let answers = &seen[0].0;
+    let outcomes: Vec<Outcome> = answers.iter().map(|(o, _)| *o).collect();
+    assert_eq!(
+        outcomes,
+        [
+            Outcome::Created,
+            Outcome::Stale,
+            Outcome::Suppressed,
+            Outcome::Updated,
+            Outcome::Unchanged,
+            Outcome::Stale,
+            Outcome::Updated
+        ]
+    );
+    assert_eq!(answers[2].1, None, "an erased key reaches no lead");
+    assert_eq!(answers[1].1.as_deref(), Some("kept"));
+    // Stale rows name both times, from the stored row.
+    assert!(seen[0].1.iter().any(|(key, outcome, detail)| key == "kept"
+        && outcome.as_deref() == Some("stale")
+        && detail.as_ref().unwrap()["stored_source_updated_at"] == "2026-11-01T11:00:00Z"));
+    assert_eq!(seen[0].1.len(), 6);
+    assert_eq!(seen[0], seen[1]);
 }

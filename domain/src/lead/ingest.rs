@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
 use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
-    FromQueryResult, QueryFilter, Set,
+    FromQueryResult, Iterable, QueryFilter, QuerySelect, Set,
 };
 use serde::Serialize;
 
@@ -148,6 +148,98 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     txn: &C,
     items: &[IngestItem],
 ) -> Result<Vec<Ingested>, DbErr> {
+    ingest_batch(txn, items, Rows::Whole)
+        .await?
+        .into_iter()
+        .map(|(outcome, reached)| {
+            let lead = reached.map(Reached::into_whole).transpose()?;
+            Ok(Ingested { outcome, lead })
+        })
+        .collect()
+}
+
+/// What a caller that books outcomes needs of an ingest: no row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counted {
+    pub outcome: Outcome,
+    /// `None` only when `suppressed`.
+    pub lead_id: Option<i64>,
+}
+
+/// [`ingest_many_in`] for callers that only book outcomes (reconcile pages,
+/// inbox batches): the same writes, but on PostgreSQL the database returns
+/// and this decodes only each lead's key, id, version and sender's time.
+pub async fn ingest_counted_in<C: ConnectionTrait>(
+    txn: &C,
+    items: &[IngestItem],
+) -> Result<Vec<Counted>, DbErr> {
+    // SQLite builds the outbox events' snapshots here, from whole rows.
+    let rows = if txn.get_database_backend() == DbBackend::Postgres {
+        Rows::Keys
+    } else {
+        Rows::Whole
+    };
+    Ok(ingest_batch(txn, items, rows)
+        .await?
+        .into_iter()
+        .map(|(outcome, reached)| Counted {
+            outcome,
+            lead_id: reached.map(|r| r.id()),
+        })
+        .collect())
+}
+
+/// How much of each lead a batch reads back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Rows {
+    Whole,
+    Keys,
+}
+
+/// The lead a record reached: whole, or what deciding on it takes.
+#[derive(Debug, Clone)]
+enum Reached {
+    Whole(lead::Model),
+    Key(written::StoredKey),
+}
+
+impl Reached {
+    fn id(&self) -> i64 {
+        match self {
+            Self::Whole(lead) => lead.id,
+            Self::Key(key) => key.id,
+        }
+    }
+
+    fn version(&self) -> i64 {
+        match self {
+            Self::Whole(lead) => lead.version,
+            Self::Key(key) => key.version,
+        }
+    }
+
+    fn source_updated_at(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Self::Whole(lead) => lead.source_updated_at,
+            Self::Key(key) => key.source_updated_at,
+        }
+    }
+
+    fn into_whole(self) -> Result<lead::Model, DbErr> {
+        match self {
+            Self::Whole(lead) => Ok(lead),
+            Self::Key(_) => Err(DbErr::Custom(
+                "a batch read keys where whole rows were asked for".into(),
+            )),
+        }
+    }
+}
+
+async fn ingest_batch<C: ConnectionTrait>(
+    txn: &C,
+    items: &[IngestItem],
+    rows: Rows,
+) -> Result<Vec<(Outcome, Option<Reached>)>, DbErr> {
     let keys = tombstone::BatchKeys::of(
         items
             .iter()
@@ -162,16 +254,13 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     } else {
         keys.buried(txn).await?
     };
-    let mut results: Vec<Option<Ingested>> = vec![None; items.len()];
+    let mut results: Vec<Option<(Outcome, Option<Reached>)>> = vec![None; items.len()];
     // Keys borrowed from the records: a batch's bookkeeping copies no strings.
     let mut seen: HashMap<(&str, &str), usize> = HashMap::with_capacity(items.len());
     let mut waves: Vec<Vec<usize>> = Vec::new();
     for (index, item) in items.iter().enumerate() {
         if !buried.is_empty() && buried.contains(&key_of(&item.new)) {
-            results[index] = Some(Ingested {
-                outcome: Outcome::Suppressed,
-                lead: None,
-            });
+            results[index] = Some((Outcome::Suppressed, None));
             continue;
         }
         let occurrence = seen
@@ -204,14 +293,27 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             .enumerate()
             .map(|(p, n)| ((n.source.as_str(), n.source_ref.as_str()), p))
             .collect();
-        let mut written: Vec<Option<lead::Model>> = vec![None; news.len()];
-        for row in upsert(txn, &wave_items, &news, &keys).await? {
-            let p = position
-                .get(&row.key())
+        let place = |key: (&str, &str)| {
+            position
+                .get(&key)
                 .copied()
-                .ok_or_else(|| DbErr::Custom("the upsert returned a key it was not sent".into()))?;
-            // A written row's payload is its record's.
-            written[p] = Some(row.with_payload(news[p].payload.clone()));
+                .ok_or_else(|| DbErr::Custom("the upsert returned a key it was not sent".into()))
+        };
+        let mut written: Vec<Option<Reached>> = vec![None; news.len()];
+        match upsert(txn, &wave_items, &news, &keys, rows).await? {
+            Upserted::Whole(rows) => {
+                for row in rows {
+                    let p = place(row.key())?;
+                    // A written row's payload is its record's.
+                    written[p] = Some(Reached::Whole(row.with_payload(news[p].payload.clone())));
+                }
+            }
+            Upserted::Keys(rows) => {
+                for row in rows {
+                    let p = place(row.key())?;
+                    written[p] = Some(Reached::Key(row));
+                }
+            }
         }
         let untouched: Vec<&NewLead> = news
             .iter()
@@ -219,7 +321,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             .filter(|(_, lead)| lead.is_none())
             .map(|(new, _)| *new)
             .collect();
-        let mut stored = find_stored(txn, &untouched).await?;
+        let mut stored = find_stored(txn, &untouched, rows).await?;
         // Neither written nor stored: the upsert skipped a buried key.
         let missing: Vec<&NewLead> = untouched
             .iter()
@@ -241,13 +343,10 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             let new = &items[index].new;
             let (outcome, lead) = match written[p].take() {
                 // Inserts start at version 1; the update arm always bumps it.
-                Some(lead) if lead.version == 1 => (Outcome::Created, lead),
+                Some(lead) if lead.version() == 1 => (Outcome::Created, lead),
                 Some(lead) => (Outcome::Updated, lead),
                 None if buried_here.contains(&key_of(new)) => {
-                    results[index] = Some(Ingested {
-                        outcome: Outcome::Suppressed,
-                        lead: None,
-                    });
+                    results[index] = Some((Outcome::Suppressed, None));
                     continue;
                 }
                 None => {
@@ -255,7 +354,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
                         DbErr::RecordNotFound("lead vanished during upsert".into())
                     })?;
                     let stale = matches!(
-                        (new.source_updated_at, lead.source_updated_at),
+                        (new.source_updated_at, lead.source_updated_at()),
                         (Some(incoming), Some(stored)) if incoming < stored
                     );
                     (
@@ -271,34 +370,36 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
             if pg && !outcome.changed() {
                 untouched_rows.push(timeline_row(&items[index], outcome, &lead));
             }
-            results[index] = Some(Ingested {
-                outcome,
-                lead: Some(lead),
-            });
+            results[index] = Some((outcome, Some(lead)));
         }
     }
-    let results: Vec<Ingested> = results.into_iter().flatten().collect();
+    let results: Vec<(Outcome, Option<Reached>)> = results.into_iter().flatten().collect();
 
     let mut activities = Vec::with_capacity(if pg { 0 } else { items.len() });
     let mut events = Vec::new();
     // Counted per batch, not per record: each `counter!` call looks its
     // series up in the registry.
     let mut tally: Vec<(Origin, Outcome, u64)> = Vec::new();
-    for (item, done) in items.iter().zip(&results) {
+    for (item, (outcome, reached)) in items.iter().zip(&results) {
         match tally
             .iter_mut()
-            .find(|(origin, outcome, _)| *origin == item.origin && *outcome == done.outcome)
+            .find(|(origin, counted, _)| *origin == item.origin && counted == outcome)
         {
             Some((_, _, n)) => *n += 1,
-            None => tally.push((item.origin, done.outcome, 1)),
+            None => tally.push((item.origin, *outcome, 1)),
         }
         // PostgreSQL's rows were written with the waves.
-        let Some(lead) = done.lead.as_ref().filter(|_| !pg) else {
+        let Some(reached) = reached.as_ref().filter(|_| !pg) else {
             continue;
         };
-        activities.push(timeline_row(item, done.outcome, lead));
-        if done.outcome.changed() {
-            let event_type = if done.outcome == Outcome::Created {
+        activities.push(timeline_row(item, *outcome, reached));
+        if outcome.changed() {
+            let Reached::Whole(lead) = reached else {
+                return Err(DbErr::Custom(
+                    "an event's snapshot needs the whole row".into(),
+                ));
+            };
+            let event_type = if *outcome == Outcome::Created {
                 outbox::LEAD_CREATED
             } else {
                 outbox::LEAD_UPDATED
@@ -335,19 +436,19 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
 fn timeline_row<'a>(
     item: &'a IngestItem,
     outcome: Outcome,
-    lead: &lead::Model,
+    lead: &Reached,
 ) -> ActivityRow<'a, IngestDetail> {
     let detail = match outcome {
         Outcome::Stale => IngestDetail::Stale {
             record_source_updated_at: item.new.source_updated_at,
-            stored_source_updated_at: lead.source_updated_at,
+            stored_source_updated_at: lead.source_updated_at(),
         },
         _ => IngestDetail::Version {
-            version: lead.version,
+            version: lead.version(),
         },
     };
     ActivityRow {
-        lead_id: lead.id,
+        lead_id: lead.id(),
         kind: ActivityKind::Ingest.as_str(),
         origin: Some(item.origin.as_str()),
         outcome: Some(outcome.as_str()),
@@ -433,11 +534,13 @@ async fn insert_activities_and_events<C: ConnectionTrait>(
     Ok(())
 }
 
-/// The stored rows for these keys (all exist: their upsert conflicted).
+/// The stored rows for these keys (all exist: their upsert conflicted),
+/// whole or only what deciding on them takes.
 async fn find_stored<C: ConnectionTrait>(
     txn: &C,
     news: &[&NewLead],
-) -> Result<HashMap<Key, lead::Model>, DbErr> {
+    rows: Rows,
+) -> Result<HashMap<Key, Reached>, DbErr> {
     if news.is_empty() {
         return Ok(HashMap::new());
     }
@@ -459,11 +562,24 @@ async fn find_stored<C: ConnectionTrait>(
                 .add(Column::SourceRef.is_in(refs)),
         );
     }
-    let rows = lead::Entity::find().filter(any).all(txn).await?;
-    Ok(rows
-        .into_iter()
-        .map(|l| ((l.source.clone(), l.source_ref.clone()), l))
-        .collect())
+    let find = lead::Entity::find().filter(any);
+    Ok(match rows {
+        Rows::Whole => find
+            .all(txn)
+            .await?
+            .into_iter()
+            .map(|l| ((l.source.clone(), l.source_ref.clone()), Reached::Whole(l)))
+            .collect(),
+        Rows::Keys => find
+            .select_only()
+            .columns(written::STORED_KEY_COLUMNS)
+            .into_model::<written::StoredKey>()
+            .all(txn)
+            .await?
+            .into_iter()
+            .map(|k| ((k.source.clone(), k.source_ref.clone()), Reached::Key(k)))
+            .collect(),
+    })
 }
 
 /// `INSERT .. VALUES (..), (..) ON CONFLICT (source, source_ref) DO UPDATE ..
@@ -478,11 +594,15 @@ async fn upsert<C: ConnectionTrait>(
     wave: &[&IngestItem],
     news: &[&NewLead],
     keys: &tombstone::BatchKeys<'_>,
-) -> Result<Vec<written::WrittenRow>, DbErr> {
+    rows: Rows,
+) -> Result<Upserted, DbErr> {
     if txn.get_database_backend() == DbBackend::Postgres {
-        let sql = UPSERT_FROM_JSON
-            .as_ref()
-            .map_err(|e| DbErr::Custom(e.to_string()))?;
+        let sql = match rows {
+            Rows::Whole => &*UPSERT_FROM_JSON,
+            Rows::Keys => &*UPSERT_FROM_JSON_RETURNING_KEYS,
+        }
+        .as_ref()
+        .map_err(|e| DbErr::Custom(e.to_string()))?;
         let context: Vec<pg_batch::RecordContext<'_>> = wave
             .iter()
             .enumerate()
@@ -496,11 +616,30 @@ async fn upsert<C: ConnectionTrait>(
                 correlation_id: item.ctx.correlation_id.as_deref(),
             })
             .collect();
-        return pg_batch::upsert(txn, news, &context, keys, crate::clock::now(), sql).await;
+        let now = crate::clock::now();
+        return Ok(match rows {
+            Rows::Whole => {
+                Upserted::Whole(pg_batch::upsert(txn, news, &context, keys, now, sql).await?)
+            }
+            Rows::Keys => {
+                Upserted::Keys(pg_batch::upsert(txn, news, &context, keys, now, sql).await?)
+            }
+        });
     }
+    // SQLite's events are built from whole rows.
     let insert = upsert_statement(news)?;
     let stmt = txn.get_database_backend().build(&insert);
-    written::WrittenRow::find_by_statement(stmt).all(txn).await
+    Ok(Upserted::Whole(
+        written::WrittenRow::find_by_statement(stmt)
+            .all(txn)
+            .await?,
+    ))
+}
+
+/// What an upsert returned of the rows it wrote.
+enum Upserted {
+    Whole(Vec<written::WrittenRow>),
+    Keys(Vec<written::StoredKey>),
 }
 
 /// The upsert as PostgreSQL SQL with `rows` copies of `sample` (or of a
@@ -601,14 +740,22 @@ fn on_conflict() -> OnConflict {
 /// the same statement ([`pg_batch::upsert_with_timeline_sql`]).
 static UPSERT_FROM_JSON: std::sync::LazyLock<Result<String, DbErr>> =
     std::sync::LazyLock::new(|| {
-        upsert_from_json_returning_all().map(|upsert| {
-            let outcomes = pg_batch::WrittenOutcomes {
-                created: Outcome::Created.as_str(),
-                updated: Outcome::Updated.as_str(),
-            };
-            pg_batch::upsert_with_timeline_sql(&upsert, outcomes)
-        })
+        upsert_with_timeline(Column::iter().filter(|c| !matches!(c, Column::Payload)))
     });
+
+/// [`UPSERT_FROM_JSON`] returning only [`written::StoredKey`]'s columns.
+static UPSERT_FROM_JSON_RETURNING_KEYS: std::sync::LazyLock<Result<String, DbErr>> =
+    std::sync::LazyLock::new(|| upsert_with_timeline(written::STORED_KEY_COLUMNS));
+
+fn upsert_with_timeline(returned: impl IntoIterator<Item = Column>) -> Result<String, DbErr> {
+    upsert_from_json_returning_all().map(|upsert| {
+        let outcomes = pg_batch::WrittenOutcomes {
+            created: Outcome::Created.as_str(),
+            updated: Outcome::Updated.as_str(),
+        };
+        pg_batch::upsert_with_timeline_sql(&upsert, outcomes, returned)
+    })
+}
 
 const SKIP_BURIED: &str = r#"NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "t"."key_hash" = "h"."key_hash" WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref")"#;
 

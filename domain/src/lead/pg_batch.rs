@@ -15,13 +15,11 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use sea_orm::{ConnectionTrait, DbBackend, DbErr, FromQueryResult, Statement};
 use serde::{Serialize, Serializer};
 
-use sea_orm::Iterable;
 use sea_orm::sea_query::{Alias, PostgresQueryBuilder, Query};
 
 use crate::entities::lead;
 use crate::lead::activity::ActivityKind;
 use crate::lead::record::NewLead;
-use crate::lead::written::WrittenRow;
 use crate::outbound::outbox;
 
 /// Timeline rows and outbox events in one statement (one round trip); `$2`
@@ -121,16 +119,17 @@ pub(crate) struct WrittenOutcomes {
 /// outbox event of every row it wrote, in one statement: one round trip
 /// less per batch, and the event's lead snapshot is built from the written
 /// row where it is, not serialised here and parsed there. Created or
-/// updated is the version, as [`super::ingest`] decides it.
-pub(crate) fn upsert_with_timeline_sql(upsert: &str, outcomes: WrittenOutcomes) -> String {
+/// updated is the version, as [`super::ingest`] decides it. The statement
+/// returns the written rows' `returned` columns.
+pub(crate) fn upsert_with_timeline_sql(
+    upsert: &str,
+    outcomes: WrittenOutcomes,
+    returned: impl IntoIterator<Item = lead::Column>,
+) -> String {
     let written = "w";
     let snapshot = snapshot_sql(written);
     let returned = Query::select()
-        .columns(
-            lead::Column::iter()
-                .filter(|c| !matches!(c, lead::Column::Payload))
-                .map(|c| (Alias::new(written), c)),
-        )
+        .columns(returned.into_iter().map(|c| (Alias::new(written), c)))
         .from_as(Alias::new("written"), Alias::new(written))
         .to_string(PostgresQueryBuilder);
     let kind = ActivityKind::Ingest.as_str();
@@ -201,16 +200,17 @@ fn rfc3339_sql(alias: &str, name: &str) -> String {
 }
 
 /// The upsert of a wave's records (distinct keys) with the timeline rows and
-/// outbox events of what it wrote, returning the rows it wrote (without
-/// their payloads, [`WrittenRow`]).
-pub(crate) async fn upsert<C: ConnectionTrait>(
+/// outbox events of what it wrote, returning what `sql` returns of the rows
+/// it wrote ([`crate::lead::written::WrittenRow`] or
+/// [`crate::lead::written::StoredKey`]).
+pub(crate) async fn upsert<C: ConnectionTrait, R: FromQueryResult>(
     txn: &C,
     news: &[&NewLead],
     context: &[RecordContext<'_>],
     keys: &crate::lead::tombstone::BatchKeys<'_>,
     now: DateTime<Utc>,
     sql: &str,
-) -> Result<Vec<WrittenRow>, DbErr> {
+) -> Result<Vec<R>, DbErr> {
     let rows: Vec<LeadRow<'_>> = news
         .iter()
         .map(|new| LeadRow {
@@ -238,7 +238,7 @@ pub(crate) async fn upsert<C: ConnectionTrait>(
             rows_param(context)?,
         ],
     );
-    WrittenRow::find_by_statement(stmt).all(txn).await
+    R::find_by_statement(stmt).all(txn).await
 }
 
 /// Inserts the batch's timeline rows and its outbox events.

@@ -66,3 +66,31 @@ impl WrittenRow {
         }
     }
 }
+
+/// What the upsert returns to callers that only book outcomes
+/// ([`super::ingest::ingest_counted_in`]): the key, the id, the version and
+/// the sender's time — what an outcome and a timeline row are decided on.
+/// Decoding the whole row was 14% of the server's CPU in a reconcile.
+#[derive(Debug, Clone, FromQueryResult)]
+pub(crate) struct StoredKey {
+    pub(crate) id: i64,
+    pub(crate) source: String,
+    pub(crate) source_ref: String,
+    pub(crate) version: i64,
+    pub(crate) source_updated_at: Option<DateTime<Utc>>,
+}
+
+/// [`StoredKey`]'s columns, in its order.
+pub(crate) const STORED_KEY_COLUMNS: [Column; 5] = [
+    Column::Id,
+    Column::Source,
+    Column::SourceRef,
+    Column::Version,
+    Column::SourceUpdatedAt,
+];
+
+impl StoredKey {
+    pub(crate) fn key(&self) -> (&str, &str) {
+        (self.source.as_str(), self.source_ref.as_str())
+    }
+}

@@ -1,5 +1,5 @@
 //! One page of a reconcile run, in one transaction: its records through the
-//! write path (`ingest_many_in`, origin `reconcile`), the run's counts, and
+//! write path (`ingest_counted_in`, origin `reconcile`), the run's counts, and
 //! the source's cursor. Either all of it commits or none of it, so a crash
 //! mid-page re-reads that page next time and loses nothing.
 
@@ -157,7 +157,7 @@ pub async fn write(
             })
             .collect();
         if !items.is_empty() {
-            for done in ingest::ingest_many_in(&txn, &items).await? {
+            for done in ingest::ingest_counted_in(&txn, &items).await? {
                 counts.count(done.outcome);
             }
         }

@@ -27,7 +27,7 @@ use super::process::{
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::inbound::source::{self, Source};
 use crate::lead::erasure::blank_inbox_bodies;
-use crate::lead::ingest::{IngestItem, Origin, Outcome, ingest_in, ingest_many_in};
+use crate::lead::ingest::{IngestItem, Origin, Outcome, ingest_counted_in, ingest_in};
 use crate::retry::RetryPolicy;
 
 /// The outcome of one event of a batch.
@@ -175,7 +175,7 @@ async fn write_whole(
     let ingested = if items.is_empty() {
         Vec::new()
     } else {
-        ingest_many_in(txn, &items).await?
+        ingest_counted_in(txn, &items).await?
     };
     let mut applied: Vec<Result<Applied, ProcessError>> = prepared
         .iter()
@@ -193,7 +193,7 @@ async fn write_whole(
         .map(|(&index, done)| Ending {
             event: &events[index],
             state: InboxState::Processed,
-            result: Some((done.outcome, done.lead_id())),
+            result: Some((done.outcome, done.lead_id)),
         })
         .chain(skipped.iter().map(|&index| Ending {
             event: &events[index],
@@ -221,7 +221,7 @@ async fn write_whole(
     for (index, done) in positions.into_iter().zip(ingested) {
         applied[index] = Ok(Applied::Processed {
             outcome: done.outcome,
-            lead_id: done.lead_id(),
+            lead_id: done.lead_id,
         });
     }
     for index in skipped {
