@@ -14,9 +14,7 @@ use domain::lead::ingest::{
 use domain::lead::record::LeadRecord;
 use domain::outbound::events::LeadSnapshot;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, TransactionTrait,
-};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder, TransactionTrait};
 use serde_json::{Value, json};
 
 fn item(source_ref: &str, name: &str, updated_at: &str) -> IngestItem {
@@ -42,8 +40,7 @@ on_both_backends!(
     concurrent_intake_through_group_commit_matches_one_by_one,
     every_record_of_a_batch_gets_its_own_payload_back,
     an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote,
-    a_counted_batch_writes_what_a_whole_batch_writes,
-    a_page_sized_batch_is_planned_once_and_writes_every_record
+    a_counted_batch_writes_what_a_whole_batch_writes
 );
 
 async fn a_batch_resolves_repeated_keys_in_arrival_order(backend: Backend) {
@@ -498,67 +495,4 @@ async fn a_counted_batch_writes_what_a_whole_batch_writes(backend: Backend) {
         && detail.as_ref().unwrap()["stored_source_updated_at"] == "2026-11-01T11:00:00Z"));
     assert_eq!(seen[0].1.len(), 6);
     assert_eq!(seen[0], seen[1]);
-}
-
-/// From 256 records (reconcile's pages of up to 1,000) PostgreSQL is told to
-/// plan the upsert once per connection, for that transaction only: every
-/// record of such a batch is still written, with its timeline row and event.
-async fn a_page_sized_batch_is_planned_once_and_writes_every_record(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let mut items: Vec<IngestItem> = (0..300)
-        .map(|k| item(&format!("r{k}"), "Name", "2026-11-01T10:00:00Z"))
-        .collect();
-    // A repeat in the page: a second wave, under the same plan.
-    items.push(item("r7", "Renamed", "2026-11-01T11:00:00Z"));
-    let txn = app.db.begin().await.unwrap();
-    let counted = ingest_counted_in(&txn, &items).await.unwrap();
-    if backend == Backend::Postgres {
-        let mode = txn
-            .query_one_raw(sea_orm::Statement::from_string(
-                sea_orm::DbBackend::Postgres,
-                "SELECT current_setting('plan_cache_mode') AS mode",
-            ))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            mode.try_get::<String>("", "mode").unwrap(),
-            "force_generic_plan"
-        );
-    }
-    txn.commit().await.unwrap();
-    let created = counted
-        .iter()
-        .filter(|c| c.outcome == Outcome::Created)
-        .count();
-    assert_eq!(created, 300);
-    assert_eq!(counted[300].outcome, Outcome::Updated);
-    assert_eq!(lead::Entity::find().all(&app.db).await.unwrap().len(), 300);
-    assert_eq!(
-        activity::Entity::find().all(&app.db).await.unwrap().len(),
-        301
-    );
-    assert_eq!(
-        outbox_event::Entity::find()
-            .all(&app.db)
-            .await
-            .unwrap()
-            .len(),
-        301
-    );
-    if backend == Backend::Postgres {
-        // A later small batch's transaction plans as PostgreSQL would.
-        let txn = app.db.begin().await.unwrap();
-        ingest_counted_in(&txn, &items[..3]).await.unwrap();
-        let mode = txn
-            .query_one_raw(sea_orm::Statement::from_string(
-                sea_orm::DbBackend::Postgres,
-                "SELECT current_setting('plan_cache_mode') AS mode",
-            ))
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(mode.try_get::<String>("", "mode").unwrap(), "auto");
-        txn.rollback().await.unwrap();
-    }
 }

@@ -235,11 +235,6 @@ impl Reached {
     }
 }
 
-/// The batch size from which PostgreSQL plans the upsert once per
-/// connection: above group commit's and the inbox drain's batches (128,
-/// 100), below a reconcile page of 1,000.
-const GENERIC_PLAN_FROM: usize = 256;
-
 async fn ingest_batch<C: ConnectionTrait>(
     txn: &C,
     items: &[IngestItem],
@@ -250,14 +245,7 @@ async fn ingest_batch<C: ConnectionTrait>(
             .iter()
             .map(|i| (i.new.source.as_str(), i.new.source_ref.as_str())),
     );
-    // A generic plan pays for big batches only: for intake's few records at
-    // a time it cost 3.5% (performance.md, 2026-12-03 afternoon).
-    let plans = if items.len() >= GENERIC_PLAN_FROM {
-        tombstone::Plans::Generic
-    } else {
-        tombstone::Plans::Custom
-    };
-    keys.lock_shared_for(txn, plans).await?;
+    keys.lock_shared(txn).await?;
     // On PostgreSQL the upsert itself skips buried keys (one round trip
     // fewer): a record it neither wrote nor finds stored is looked up below.
     let checked_in_upsert = txn.get_database_backend() == DbBackend::Postgres;

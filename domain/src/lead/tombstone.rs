@@ -103,16 +103,6 @@ pub async fn suppressed<'k, C: ConnectionTrait>(
     keys.buried(txn).await
 }
 
-/// How PostgreSQL plans a batch transaction's prepared statements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Plans {
-    /// Its default: a plan for each execution's parameters.
-    Custom,
-    /// One plan per connection, made once: planning the batch upsert was 8%
-    /// of PostgreSQL's CPU in a reconcile of pages of 1,000.
-    Generic,
-}
-
 /// A batch's natural keys with their hashes under every key of the ring.
 pub struct BatchKeys<'k> {
     /// Each record's hashes in a row, the current key's first.
@@ -141,16 +131,6 @@ impl<'k> BatchKeys<'k> {
     /// A look-up must be a later statement: its snapshot is taken after the
     /// locks are granted.
     pub async fn lock_shared<C: ConnectionTrait>(&self, txn: &C) -> Result<(), DbErr> {
-        self.lock_shared_for(txn, Plans::Custom).await
-    }
-
-    /// [`Self::lock_shared`], telling PostgreSQL in the same statement how to
-    /// plan the rest of the transaction's prepared statements.
-    pub(crate) async fn lock_shared_for<C: ConnectionTrait>(
-        &self,
-        txn: &C,
-        plans: Plans,
-    ) -> Result<(), DbErr> {
         if self.by_hash.is_empty() || txn.get_database_backend() != DatabaseBackend::Postgres {
             return Ok(());
         }
@@ -164,18 +144,9 @@ impl<'k> BatchKeys<'k> {
             .collect();
         locks.sort_unstable();
         locks.dedup();
-        let sql = match plans {
-            Plans::Custom => {
-                "SELECT count(pg_advisory_xact_lock_shared(id)) FROM unnest($1::bigint[]) AS id"
-            }
-            // Local: the setting ends with the transaction.
-            Plans::Generic => {
-                "SELECT count(pg_advisory_xact_lock_shared(id)), set_config('plan_cache_mode', 'force_generic_plan', true) FROM unnest($1::bigint[]) AS id"
-            }
-        };
         txn.execute_raw(Statement::from_sql_and_values(
             DatabaseBackend::Postgres,
-            sql,
+            "SELECT count(pg_advisory_xact_lock_shared(id)) FROM unnest($1::bigint[]) AS id",
             [locks.into()],
         ))
         .await?;
