@@ -1,7 +1,8 @@
 //! Lead processing as batched jobs: a failing lead retries and dies alone
 //! while its batch is processed, visible to ops; two workers share one
 //! backlog without processing a lead twice; a lead nothing took is found by
-//! the sweep and queued as an apalis job.
+//! the sweep and queued as an apalis job; a written lead wakes the lead
+//! drain without waiting for a poll.
 
 #![allow(clippy::unwrap_used)]
 
@@ -24,6 +25,7 @@ on_both_backends!(
     a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed,
     two_workers_drain_one_lead_backlog_processing_each_lead_once,
     a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job,
+    a_written_lead_wakes_the_lead_drain_without_polling,
 );
 
 async fn unprocessed(app: &TestApp) -> Vec<String> {
@@ -215,8 +217,20 @@ async fn a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job(backend: 
     // The workers' first pass (at start) has found nothing.
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    // Written through the API: nothing wakes lead processing for it.
-    app.post_leads(["form-1".to_owned()]).await;
+    // Written by the domain's write path alone, as a wake-up lost on its
+    // way would leave it: nothing wakes lead processing for it.
+    let record = serde_json::from_value(
+        json!({"source": "webform", "source_ref": "form-1", "email": "form-1@example.com"}),
+    )
+    .unwrap();
+    domain::lead::ingest::ingest(
+        &app.db,
+        record,
+        domain::lead::ingest::Origin::Api,
+        &Default::default(),
+    )
+    .await
+    .unwrap();
     wait_until(
         "the lead was processed",
         Duration::from_secs(10),
@@ -224,5 +238,97 @@ async fn a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job(backend: 
     )
     .await;
     assert!(lead_jobs(&app).await >= 1, "the sweep queued no job");
+    app.stop_workers().await;
+}
+
+async fn wait_processed(app: &TestApp, source_ref: &str, what: &str) {
+    wait_until(what, Duration::from_secs(5), async || {
+        let lead = app.lead_by_ref(source_ref).await;
+        lead.processed_version >= lead.version
+    })
+    .await;
+}
+
+/// Intake (group commit and keyed), a sales edit and, on PostgreSQL, a lead
+/// written by another process each wake the lead drain: with the poll and
+/// the sweep set to minutes, nothing else would process the lead in time.
+async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
+    let mut app = TestApp::spawn(backend).await;
+    let mut settings = WorkerSettings::for_tests();
+    settings.poll_interval = Duration::from_secs(600);
+    settings.sweep_interval = Duration::from_secs(600);
+    settings.sweep.grace = Duration::from_secs(600);
+    app.start_workers(settings);
+    // The drain's first pass (at start) has found nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    app.post_leads(["wake-grouped".to_owned()]).await;
+    wait_processed(
+        &app,
+        "wake-grouped",
+        "the group-committed lead was processed",
+    )
+    .await;
+
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let keyed = app
+        .client
+        .post(app.url("/api/leads"))
+        .bearer_auth(&intake)
+        .header("idempotency-key", "wake-keyed-1")
+        .json(
+            &json!({"source": "webform", "source_ref": "wake-keyed", "email": "keyed@example.com"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(keyed.status(), 201);
+    wait_processed(&app, "wake-keyed", "the keyed lead was processed").await;
+
+    let sales = app.token(Role::Sales, None).await;
+    let lead = app.lead_by_ref("wake-keyed").await;
+    let moved = app
+        .client
+        .post(app.url(&format!("/api/leads/{}/transitions", lead.id)))
+        .bearer_auth(&sales)
+        .json(&json!({"to": "contacted"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(moved.status(), 200);
+    assert!(app.lead_by_ref("wake-keyed").await.version > lead.version);
+    wait_processed(&app, "wake-keyed", "the lead's new version was processed").await;
+
+    if backend == Backend::Postgres {
+        // This server announces what it wrote to other processes' drains.
+        let mut listener = sea_orm::sqlx::postgres::PgListener::connect(&app.database_url)
+            .await
+            .unwrap();
+        listener.listen(workers::wake::LEADS_CHANNEL).await.unwrap();
+        app.post_leads(["wake-announced".to_owned()]).await;
+        let notice = tokio::time::timeout(Duration::from_secs(5), listener.recv())
+            .await
+            .expect("no NOTIFY leadpipe_leads after an intake write")
+            .unwrap();
+        assert_eq!(notice.channel(), workers::wake::LEADS_CHANNEL);
+
+        // A lead written by another process (no in-process signal) is
+        // processed once that process notifies.
+        let other = sea_orm::Database::connect(&app.database_url).await.unwrap();
+        let record = serde_json::from_value(json!({
+            "source": "webform", "source_ref": "wake-elsewhere", "email": "elsewhere@example.com"
+        }))
+        .unwrap();
+        domain::lead::ingest::ingest(
+            &other,
+            record,
+            domain::lead::ingest::Origin::Api,
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+        workers::wake::announce_leads_written(&other).await;
+        wait_processed(&app, "wake-elsewhere", "the notified lead was processed").await;
+    }
     app.stop_workers().await;
 }

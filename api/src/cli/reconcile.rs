@@ -124,6 +124,9 @@ pub async fn run(
         }
     };
     bar.finish_and_clear();
+    if finished.created + finished.updated > 0 {
+        workers::wake::announce_leads_written(db).await;
+    }
     println!("{}", summary(&finished));
     if let Some(error) = &finished.error {
         anyhow::bail!("reconcile run {} failed: {error}", finished.id);

@@ -2,6 +2,9 @@
 
 pub mod wire;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
@@ -148,18 +151,31 @@ async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>)
     // Without a key, concurrent intake shares transactions (group commit);
     // a keyed request must commit its stored response with its write.
     let keyless = rule == KeyRule::Optional && !idempotency::has_key(write.request());
-    if let (Some(group), true) = (&write.state().group_commit, keyless) {
+    let state = write.state();
+    if let (Some(group), true) = (&state.group_commit, keyless) {
         let done = group.ingest(write.input, Origin::Api, ctx).await?;
+        if done.outcome.changed() {
+            workers::wake::leads_written(&state.db);
+        }
         return Ok(ingest_reply(done)?.into_response(None));
     }
     let write = write.try_map(|record| Ok(record.normalise()?))?;
-    write
+    // Set by the write, read once it is committed (a replay writes nothing).
+    let wrote = Arc::new(AtomicBool::new(false));
+    let written = wrote.clone();
+    let response = write
         .run(&caller, rule, move |txn, new, _| {
-            Box::pin(
-                async move { ingest_reply(ingest::ingest_in(txn, &new, Origin::Api, &ctx).await?) },
-            )
+            Box::pin(async move {
+                let done = ingest::ingest_in(txn, &new, Origin::Api, &ctx).await?;
+                written.store(done.outcome.changed(), Ordering::Relaxed);
+                ingest_reply(done)
+            })
         })
-        .await
+        .await?;
+    if wrote.load(Ordering::Relaxed) {
+        workers::wake::leads_written(&state.db);
+    }
+    Ok(response)
 }
 
 /// `201` with `Location` for a new lead, `200` otherwise; the lead plus its
@@ -253,10 +269,11 @@ struct TransitionIn {
 async fn transition(
     caller: Caller<SalesUp>,
     id: web::Path<i64>,
+    state: web::Data<AppState>,
     write: Write<TransitionIn>,
 ) -> WriteResult {
     let (id, actor) = (id.into_inner(), caller.actor());
-    write
+    let response = write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
                 let lead =
@@ -264,7 +281,10 @@ async fn transition(
                 lead_reply(lead)
             })
         })
-        .await
+        .await?;
+    // A new version of the lead waits to be processed.
+    workers::wake::leads_written(&state.db);
+    Ok(response)
 }
 
 /// Human-owned fields of a lead; absent fields stay as they are.
@@ -296,10 +316,11 @@ struct LeadPatch {
 async fn patch_lead(
     caller: Caller<SalesUp>,
     id: web::Path<i64>,
+    state: web::Data<AppState>,
     write: Write<LeadPatch>,
 ) -> WriteResult {
     let (id, actor) = (id.into_inner(), caller.actor());
-    write
+    let response = write
         .run(&caller, KeyRule::Optional, move |txn, patch, if_match| {
             Box::pin(async move {
                 let lead = match patch.owner_id {
@@ -312,7 +333,9 @@ async fn patch_lead(
                 lead_reply(lead)
             })
         })
-        .await
+        .await?;
+    workers::wake::leads_written(&state.db);
+    Ok(response)
 }
 
 #[derive(Deserialize, ToSchema)]
