@@ -47,6 +47,16 @@ impl RunningWorkers {
     }
 }
 
+/// Test settings under which only a wake-up finds new work in time: poll,
+/// sweep and the sweep's grace are minutes.
+pub fn woken_only_settings() -> WorkerSettings {
+    let mut settings = WorkerSettings::for_tests();
+    settings.poll_interval = Duration::from_secs(600);
+    settings.sweep_interval = Duration::from_secs(600);
+    settings.sweep.grace = Duration::from_secs(600);
+    settings
+}
+
 fn hmac_sha256(key: &[u8], message: &[u8]) -> Vec<u8> {
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).unwrap();
     mac.update(message);

@@ -21,7 +21,9 @@ use domain::inbound::inbox::process::{Applied, claim};
 use domain::inbound::inbox::receive::{Delivery, receive};
 use leadpipe_tests::poison::poison_lead_inserts;
 use leadpipe_tests::raw_http::read_answer;
-use leadpipe_tests::webhooks::{RunningWorkers, ack_id, lead_event, now, standard_headers};
+use leadpipe_tests::webhooks::{
+    RunningWorkers, ack_id, lead_event, now, standard_headers, woken_only_settings,
+};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use workers::WorkerSettings;
@@ -527,12 +529,8 @@ async fn a_refused_delivery_keeps_the_senders_connection(backend: Backend) {
 async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
     let mut app = TestApp::spawn(backend).await;
     let key = app.standard_source("webform").await;
-    let mut settings = WorkerSettings::for_tests();
-    // No poll, sweep or retry would find the event in time.
-    settings.poll_interval = Duration::from_secs(600);
-    settings.sweep_interval = Duration::from_secs(600);
-    settings.sweep.grace = Duration::from_secs(600);
-    app.start_workers(settings);
+    // No poll, sweep or retry would find the work in time.
+    app.start_workers(woken_only_settings());
     // The workers' first pass (at start) has found nothing.
     tokio::time::sleep(Duration::from_millis(500)).await;
 

@@ -13,7 +13,7 @@ use chrono::Utc;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure};
 use leadpipe_tests::poison::poison_lead_processing;
-use leadpipe_tests::webhooks::RunningWorkers;
+use leadpipe_tests::webhooks::{RunningWorkers, woken_only_settings};
 use leadpipe_tests::{Backend, TestApp, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
 use serde_json::{Value, json};
@@ -254,11 +254,7 @@ async fn wait_processed(app: &TestApp, source_ref: &str, what: &str) {
 /// the sweep set to minutes, nothing else would process the lead in time.
 async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
     let mut app = TestApp::spawn(backend).await;
-    let mut settings = WorkerSettings::for_tests();
-    settings.poll_interval = Duration::from_secs(600);
-    settings.sweep_interval = Duration::from_secs(600);
-    settings.sweep.grace = Duration::from_secs(600);
-    app.start_workers(settings);
+    app.start_workers(woken_only_settings());
     // The drain's first pass (at start) has found nothing.
     tokio::time::sleep(Duration::from_millis(500)).await;
 

@@ -165,12 +165,17 @@ pub async fn announce_leads_written(db: &DatabaseConnection) {
     if db.get_database_backend() != DatabaseBackend::Postgres {
         return;
     }
+    notify(db.get_postgres_connection_pool(), LEADS_CHANNEL).await;
+}
+
+/// One `NOTIFY channel`; a lost one is found by the workers' poll.
+async fn notify(pool: &sea_orm::sqlx::PgPool, channel: &'static str) {
     let sent = sea_orm::sqlx::query("SELECT pg_notify($1, '')")
-        .bind(LEADS_CHANNEL)
-        .execute(db.get_postgres_connection_pool())
+        .bind(channel)
+        .execute(pool)
         .await;
     if let Err(error) = sent {
-        tracing::debug!(%error, "lead wake-up not sent");
+        tracing::debug!(%error, channel, "wake-up not sent");
     }
 }
 
@@ -183,14 +188,7 @@ async fn notify_after(
 ) {
     while signal.changed().await.is_ok() {
         signal.borrow_and_update();
-        let sent = sea_orm::sqlx::query("SELECT pg_notify($1, '')")
-            .bind(channel)
-            .execute(pool)
-            .await;
-        if let Err(error) = sent {
-            // The workers' poll finds the work anyway.
-            tracing::debug!(%error, channel, "wake-up not sent");
-        }
+        notify(pool, channel).await;
         if !spacing.is_zero() {
             tokio::time::sleep(spacing).await;
         }
