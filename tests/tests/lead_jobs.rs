@@ -1,14 +1,16 @@
 //! Lead processing as batched jobs: a failing lead retries and dies alone
 //! while its batch is processed, visible to ops; two workers share one
 //! backlog without processing a lead twice; a lead nothing took is found by
-//! the sweep and queued as an apalis job; a written lead wakes the lead
-//! drain without waiting for a poll.
+//! the sweep and queued as an apalis job; a written lead (intake, a sales
+//! edit, a retried reconcile record) wakes the lead drain without waiting
+//! for a poll.
 
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
 use std::time::Duration;
 
+use api::cli::demo::fake_source::FakeSource;
 use chrono::Utc;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure};
@@ -26,6 +28,7 @@ on_both_backends!(
     two_workers_drain_one_lead_backlog_processing_each_lead_once,
     a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job,
     a_written_lead_wakes_the_lead_drain_without_polling,
+    a_rejected_record_applied_by_a_retry_wakes_the_lead_drain,
 );
 
 async fn unprocessed(app: &TestApp) -> Vec<String> {
@@ -327,4 +330,61 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
         wait_processed(&app, "wake-elsewhere", "the notified lead was processed").await;
     }
     app.stop_workers().await;
+}
+
+/// An ops retry that applies a rejected reconcile record (after a mapping
+/// fix) wakes the lead drain like any other write: with the poll and the
+/// sweep set to minutes, nothing else would process the lead in time.
+async fn a_rejected_record_applied_by_a_retry_wakes_the_lead_drain(backend: Backend) {
+    let mut app = TestApp::spawn(backend).await;
+    app.start_workers(woken_only_settings());
+    let admin = app.admin_token().await;
+    let ops = app.token(Role::Ops, None).await;
+    let fake = FakeSource::start(2).await.unwrap();
+    fake.update(1, |record| {
+        record["email"] = json!("not-an-email");
+        record["contact_email"] = json!("fixed@example.com");
+    });
+    app.standard_source("crm").await;
+    let source = |email_pointer: &str| {
+        json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url,
+               "email_pointer": email_pointer})
+    };
+    assert_eq!(
+        app.save_source(&admin, &source("/email")).await.status(),
+        200
+    );
+    let run = app.reconcile(&ops, "crm", json!({})).await;
+    assert_eq!((run.created, run.rejected), (1, 1));
+    wait_processed(
+        &app,
+        &fake.source_ref(0),
+        "the reconciled lead was processed",
+    )
+    .await;
+
+    assert_eq!(
+        app.save_source(&admin, &source("/contact_email"))
+            .await
+            .status(),
+        200
+    );
+    let retried = app
+        .client
+        .post(app.url("/api/ops/reconcile/rejected/retry"))
+        .bearer_auth(&ops)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retried.status(), 200);
+    assert_eq!(retried.json::<Value>().await.unwrap()["resolved"], 1);
+    wait_processed(
+        &app,
+        &fake.source_ref(1),
+        "the retried record's lead was processed",
+    )
+    .await;
+    app.stop_workers().await;
+    fake.stop().await;
 }

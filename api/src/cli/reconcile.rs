@@ -53,6 +53,9 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     if let Some(ReconcileCommand::RetryRejected { source }) = args.command {
         let done = domain::reconcile::rejected::retry(db, source.as_deref()).await?;
+        if done.resolved > 0 {
+            workers::wake::announce_leads_written(db).await;
+        }
         println!(
             "{} rejected record(s) retried: {} resolved, {} still rejected",
             done.retried, done.resolved, done.still_rejected
