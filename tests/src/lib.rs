@@ -11,6 +11,7 @@ pub mod poison;
 pub mod prometheus;
 pub mod raw_http;
 pub mod receiver;
+pub mod reconcile;
 pub mod webhooks;
 
 use std::path::PathBuf;

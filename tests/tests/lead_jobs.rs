@@ -10,11 +10,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use api::cli::demo::fake_source::FakeSource;
 use chrono::Utc;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure};
 use leadpipe_tests::poison::poison_lead_processing;
+use leadpipe_tests::reconcile::{crm_with_one_broken_email, map_crm_email_from};
 use leadpipe_tests::webhooks::{RunningWorkers, woken_only_settings};
 use leadpipe_tests::{Backend, TestApp, on_both_backends, wait_until};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
@@ -340,20 +340,7 @@ async fn a_rejected_record_applied_by_a_retry_wakes_the_lead_drain(backend: Back
     app.start_workers(woken_only_settings());
     let admin = app.admin_token().await;
     let ops = app.token(Role::Ops, None).await;
-    let fake = FakeSource::start(2).await.unwrap();
-    fake.update(1, |record| {
-        record["email"] = json!("not-an-email");
-        record["contact_email"] = json!("fixed@example.com");
-    });
-    app.standard_source("crm").await;
-    let source = |email_pointer: &str| {
-        json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url,
-               "email_pointer": email_pointer})
-    };
-    assert_eq!(
-        app.save_source(&admin, &source("/email")).await.status(),
-        200
-    );
+    let fake = crm_with_one_broken_email(&app, &admin, 2).await;
     let run = app.reconcile(&ops, "crm", json!({})).await;
     assert_eq!((run.created, run.rejected), (1, 1));
     wait_processed(
@@ -363,12 +350,7 @@ async fn a_rejected_record_applied_by_a_retry_wakes_the_lead_drain(backend: Back
     )
     .await;
 
-    assert_eq!(
-        app.save_source(&admin, &source("/contact_email"))
-            .await
-            .status(),
-        200
-    );
+    map_crm_email_from(&app, &admin, &fake, "/contact_email").await;
     let retried = app
         .client
         .post(app.url("/api/ops/reconcile/rejected/retry"))

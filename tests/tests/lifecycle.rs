@@ -6,12 +6,12 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use api::cli::demo::fake_source::FakeSource;
 use chrono::Utc;
 use domain::auth::Role;
 use domain::entities::{import_row, import_run, inbox_event, lead, outbox_delivery, outbox_event};
 use leadpipe_tests::prometheus::series_value;
 use leadpipe_tests::receiver::Receiver;
+use leadpipe_tests::reconcile::{crm_with_one_broken_email, map_crm_email_from};
 use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::sea_query::Expr;
 use sea_orm::{
@@ -636,29 +636,14 @@ async fn sigterm_past_the_grace_marks_the_import_interrupted_with_its_rows(backe
     );
 }
 
-/// Starts a reconcile run of `source` over the API and waits for its end.
+/// A record the mapping rejects is kept, listed, and applied once after the fix.
 async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fix(
     backend: Backend,
 ) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let ops = app.token(Role::Ops, None).await;
-    let fake = FakeSource::start(3).await.unwrap();
-    // One record carries a broken email where the mapping looks, and a
-    // good one under another name.
-    fake.update(1, |record| {
-        record["email"] = json!("not-an-email");
-        record["contact_email"] = json!("fixed@example.com");
-    });
-    app.standard_source("crm").await;
-    let source = |email_pointer: &str| {
-        json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url,
-               "email_pointer": email_pointer})
-    };
-    assert_eq!(
-        app.save_source(&admin, &source("/email")).await.status(),
-        200
-    );
+    let fake = crm_with_one_broken_email(&app, &admin, 3).await;
 
     let run = app.reconcile(&ops, "crm", json!({})).await;
     assert_eq!(
@@ -723,12 +708,7 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     assert_eq!(leads().await, 2);
 
     // The mapping fixed, the retry applies it, once.
-    assert_eq!(
-        app.save_source(&admin, &source("/contact_email"))
-            .await
-            .status(),
-        200
-    );
+    map_crm_email_from(&app, &admin, &fake, "/contact_email").await;
     assert_eq!(
         retry(json!({})).await,
         json!({"retried": 1, "resolved": 1, "still_rejected": 0})
