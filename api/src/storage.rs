@@ -79,7 +79,16 @@ fn restrict_sqlite_files(url: &str) -> anyhow::Result<()> {
             Err(e) => anyhow::bail!("creating {}: {e}", path.display()),
         }
     }
-    for suffix in ["", "-wal", "-shm", "-journal"] {
+    // The job tables' file too (workers::storage), with its companions.
+    for suffix in [
+        "",
+        "-wal",
+        "-shm",
+        "-journal",
+        "-jobs",
+        "-jobs-wal",
+        "-jobs-shm",
+    ] {
         let mut file = path.clone().into_os_string();
         file.push(suffix);
         let file = std::path::PathBuf::from(file);

@@ -18,15 +18,9 @@ static SQLITE_WRITER: Mutex<()> = Mutex::const_new(());
 /// PostgreSQL, whose writers do not block each other.
 pub async fn write_turn(db: &DatabaseConnection) -> Option<MutexGuard<'static, ()>> {
     match db.get_database_backend() {
-        DbBackend::Sqlite => Some(sqlite_write_turn().await),
+        DbBackend::Sqlite => Some(SQLITE_WRITER.lock().await),
         _ => None,
     }
-}
-
-/// The SQLite write turn itself, for a writer that holds a SQLite pool
-/// rather than a connection (the job queue's SQLite storage).
-pub async fn sqlite_write_turn() -> MutexGuard<'static, ()> {
-    SQLITE_WRITER.lock().await
 }
 
 /// Begins a transaction that will write. On SQLite it takes the write lock up

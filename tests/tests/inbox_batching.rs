@@ -15,6 +15,7 @@ use tokio::net::TcpStream;
 
 use api::config::HttpSettings;
 use chrono::Utc;
+use domain::auth::Role;
 use domain::entities::{inbox_event, lead};
 use domain::inbound::inbox::batch::{BatchPath, apply_batch, claim_batch};
 use domain::inbound::inbox::process::{Applied, claim};
@@ -38,6 +39,7 @@ on_both_backends!(
     a_batch_writes_no_event_whose_claim_another_worker_took_over,
     a_skipped_event_taken_over_mid_batch_is_left_to_its_taker,
     a_sweep_waits_for_the_write_turn_on_sqlite,
+    a_write_to_the_job_tables_holds_up_no_request,
 );
 
 async fn count_in_state(app: &TestApp, state: &str) -> u64 {
@@ -616,4 +618,56 @@ async fn a_sweep_waits_for_the_write_turn_on_sqlite(backend: Backend) {
         );
     }
     assert_ne!(app.inbox_event(id).await.enqueued_at, before);
+}
+
+/// apalis writes its job rows on its own schedule (each fetch is an
+/// `UPDATE`, each heartbeat too), outside the process's write turn. While
+/// such a write holds its lock, a webhook is still acknowledged and
+/// processed and an intake still commits: on SQLite the job tables have a
+/// file of their own, whose lock is not the database's; on PostgreSQL a
+/// lock on the job table is that table's alone.
+async fn a_write_to_the_job_tables_holds_up_no_request(backend: Backend) {
+    let mut app = TestApp::spawn_with_workers(backend).await;
+    let key = app.standard_source("webform").await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let jobs = workers::storage::job_connection(&app.db);
+    let writer = domain::db::begin_write(&jobs).await.unwrap();
+    writer
+        .execute_unprepared(match backend {
+            // BEGIN IMMEDIATE took the file's write lock; this is the write.
+            Backend::Sqlite => "UPDATE Jobs SET priority = priority",
+            Backend::Postgres => "LOCK TABLE apalis.jobs IN EXCLUSIVE MODE",
+        })
+        .await
+        .unwrap();
+    // Far inside the busy timeout (10 s) a waiting writer would sleep in.
+    let limit = Duration::from_secs(5);
+    let body = lead_event("form-held", "held@example.com", "2026-11-30T10:00:00Z");
+    let acked = tokio::time::timeout(limit, app.post_standard("webform", &key, "msg_held", &body))
+        .await
+        .expect("the receipt waited for the job tables' writer");
+    let id = ack_id(acked).await;
+    let created = tokio::time::timeout(
+        limit,
+        app.post_lead(
+            &intake,
+            &serde_json::json!({"source": "webform", "source_ref": "api-held", "email": "api@example.com"}),
+        ),
+    )
+    .await
+    .expect("the intake waited for the job tables' writer");
+    assert_eq!(created.status(), 201);
+    wait_until(
+        "the event processed while the job tables' writer holds its lock",
+        limit,
+        async || app.inbox_event(id).await.state == "processed",
+    )
+    .await;
+    assert_eq!(
+        lead::Entity::find().count(&app.db).await.unwrap(),
+        2,
+        "the webhook's lead and the intake's"
+    );
+    writer.rollback().await.unwrap();
+    app.stop_workers().await;
 }

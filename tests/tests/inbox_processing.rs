@@ -13,7 +13,7 @@ use domain::inbound::inbox::receive::{Delivery, receive};
 use domain::lead::ingest::Outcome;
 use leadpipe_tests::webhooks::{ack_id, lead_event, now, standard_headers, standard_secret};
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
-use sea_orm::ConnectionTrait;
+use sea_orm::{ConnectionTrait, Statement};
 use serde_json::{Value, json};
 use workers::WorkerSettings;
 use workers::inbox_job::Step;
@@ -344,10 +344,16 @@ async fn finished_job_count(app: &TestApp) -> i64 {
         Backend::Sqlite => "Jobs",
         Backend::Postgres => "apalis.jobs",
     };
-    app.scalar(&format!(
-        "SELECT COUNT(*) FROM {table} WHERE status = 'Done'"
-    ))
-    .await
+    workers::storage::job_connection(&app.db)
+        .query_one_raw(Statement::from_string(
+            app.db.get_database_backend(),
+            format!("SELECT COUNT(*) FROM {table} WHERE status = 'Done'"),
+        ))
+        .await
+        .unwrap()
+        .unwrap()
+        .try_get_by_index::<i64>(0)
+        .unwrap()
 }
 
 async fn finished_job_rows_are_pruned_after_their_retention(backend: Backend) {

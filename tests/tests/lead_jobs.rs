@@ -56,8 +56,7 @@ async fn lead_jobs(app: &TestApp) -> i64 {
         Backend::Sqlite => "Jobs",
         Backend::Postgres => "apalis.jobs",
     };
-    let row = app
-        .db
+    let row = workers::storage::job_connection(&app.db)
         .query_one_raw(Statement::from_string(
             app.db.get_database_backend(),
             format!("SELECT count(*) AS n FROM {table} WHERE job_type = '{PROCESS_LEADS}'"),

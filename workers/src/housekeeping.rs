@@ -47,7 +47,10 @@ pub async fn prune_finished_jobs(
             [seconds.into()],
         ),
     };
-    let deleted = db.execute_raw(statement).await?.rows_affected();
+    let deleted = crate::storage::job_connection(db)
+        .execute_raw(statement)
+        .await?
+        .rows_affected();
     if deleted > 0 {
         tracing::debug!(deleted, "pruned finished job rows");
     }

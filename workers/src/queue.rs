@@ -1,6 +1,7 @@
 //! Pushing jobs. A push is never inside the transaction that wrote the work
-//! (sea-orm does not expose its sqlx transaction), so a lost push is
-//! expected and the sweeper covers it.
+//! (sea-orm does not expose its sqlx transaction, and on SQLite the jobs
+//! have a file of their own: [`crate::storage`]), so a lost push is expected
+//! and the sweeper covers it.
 
 use std::time::SystemTime;
 
@@ -67,11 +68,12 @@ macro_rules! job_queue {
         }
 
         impl $queue {
-            /// Shares `db`'s pool, so jobs and data use the same connections.
+            /// The queue of `db`'s jobs: on PostgreSQL in `db`'s pool, on
+            /// SQLite through the jobs file's one connection.
             pub fn for_connection(db: &DatabaseConnection) -> Result<Self, StorageError> {
                 match db.get_database_backend() {
                     DatabaseBackend::Sqlite => Ok(Self::Sqlite(
-                        SqliteStorage::new(db.get_sqlite_connection_pool())
+                        SqliteStorage::new(&crate::storage::sqlite_job_pool(db))
                             .with_config(apalis_sqlite::Config::default().queue($name)),
                     )),
                     DatabaseBackend::Postgres => Ok(Self::Postgres(
@@ -95,16 +97,13 @@ macro_rules! job_queue {
                 }
                 let task = task.build();
                 match self {
-                    Self::Sqlite(storage) => {
-                        // In this process's write turn, as every other
-                        // writer: never asleep in the busy handler.
-                        let _turn = domain::db::sqlite_write_turn().await;
-                        storage
-                            .clone()
-                            .push_task(task)
-                            .await
-                            .map_err(|e| e.to_string())
-                    }
+                    // The jobs file's one connection queues this behind
+                    // apalis's own writes, not the busy handler.
+                    Self::Sqlite(storage) => storage
+                        .clone()
+                        .push_task(task)
+                        .await
+                        .map_err(|e| e.to_string()),
                     Self::Postgres(storage) => storage
                         .clone()
                         .push_task(task)
