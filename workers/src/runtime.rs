@@ -124,53 +124,108 @@ pub async fn run(
     ));
     let listener = (db.get_database_backend() == sea_orm::DatabaseBackend::Postgres)
         .then(|| tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
-    let inbox_drain = supervise(&base, "inbox-drain", stop.clone(), |name| {
-        drain_worker!(
-            name,
-            "inbox_drain",
-            InboxPass,
-            crate::wake::inbox_work(&db),
-            settings.poll_interval,
-            settings.concurrency,
+    // Each worker on a tokio task of its own: an apalis storage fetches
+    // whenever its future is polled and its last fetch came back empty, so
+    // workers sharing one task (one `join!`) woke each other with every
+    // fetch's answer and fetched without pause, ~4,000 times a second on an
+    // idle SQLite server.
+    let inbox_drain = {
+        let (db, processor, settings, stop) = (
+            db.clone(),
             processor.clone(),
-            crate::inbox_job::run_pass,
+            settings.clone(),
             stop.clone(),
-        )
-    });
-    let lead_drain = supervise(&base, "lead-drain", stop.clone(), |name| {
-        // One pass at a time: a pass takes a whole batch, and several
-        // passes in one process would only contend for the same rows.
-        drain_worker!(
-            name,
-            "lead_drain",
-            BacklogPass,
-            crate::wake::lead_work(&db),
-            settings.poll_interval,
-            1,
-            leads.clone(),
-            crate::lead_processor::run_pass,
+        );
+        tokio::spawn(supervise(
+            base.clone(),
+            "inbox-drain",
             stop.clone(),
-        )
-    });
-    let inbox_jobs = supervise(&base, "inbox", stop.clone(), |name| {
-        run_inbox_worker(
-            name,
+            move |name| {
+                drain_worker!(
+                    name,
+                    "inbox_drain",
+                    InboxPass,
+                    crate::wake::inbox_work(&db),
+                    settings.poll_interval,
+                    settings.concurrency,
+                    processor.clone(),
+                    crate::inbox_job::run_pass,
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    let lead_drain = {
+        let (db, leads, settings, stop) =
+            (db.clone(), leads.clone(), settings.clone(), stop.clone());
+        tokio::spawn(supervise(
+            base.clone(),
+            "lead-drain",
+            stop.clone(),
+            move |name| {
+                // One pass at a time: a pass takes a whole batch, and several
+                // passes in one process would only contend for the same rows.
+                drain_worker!(
+                    name,
+                    "lead_drain",
+                    BacklogPass,
+                    crate::wake::lead_work(&db),
+                    settings.poll_interval,
+                    1,
+                    leads.clone(),
+                    crate::lead_processor::run_pass,
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    let inbox_jobs = {
+        let (queue, processor, settings, stop) = (
             queue.clone(),
-            settings.clone(),
             processor.clone(),
-            stop.clone(),
-        )
-    });
-    let lead_jobs = supervise(&base, "leads", stop.clone(), |name| {
-        run_lead_worker(
-            name,
-            lead_queue.clone(),
             settings.clone(),
-            leads.clone(),
             stop.clone(),
-        )
-    });
-    tokio::join!(inbox_drain, lead_drain, inbox_jobs, lead_jobs);
+        );
+        tokio::spawn(supervise(
+            base.clone(),
+            "inbox",
+            stop.clone(),
+            move |name| {
+                run_inbox_worker(
+                    name,
+                    queue.clone(),
+                    settings.clone(),
+                    processor.clone(),
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    let lead_jobs = {
+        let (lead_queue, leads, settings, stop) = (
+            lead_queue.clone(),
+            leads.clone(),
+            settings.clone(),
+            stop.clone(),
+        );
+        tokio::spawn(supervise(
+            base.clone(),
+            "leads",
+            stop.clone(),
+            move |name| {
+                run_lead_worker(
+                    name,
+                    lead_queue.clone(),
+                    settings.clone(),
+                    leads.clone(),
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    for worker in [inbox_drain, lead_drain, inbox_jobs, lead_jobs] {
+        let _ = worker.await;
+    }
     let _ = sweeper.await;
     if let Some(task) = listener {
         let _ = task.await;
@@ -185,7 +240,7 @@ pub async fn run(
 /// Runs the apalis worker `start` makes until shutdown; a worker whose
 /// backend fails (the database went away) is restarted under a new name
 /// after a pause, since apalis refuses a name whose last heartbeat is recent.
-async fn supervise<F, W>(base: &str, kind: &str, stop: watch::Receiver<bool>, mut start: F)
+async fn supervise<F, W>(base: String, kind: &str, stop: watch::Receiver<bool>, mut start: F)
 where
     F: FnMut(String) -> W,
     W: Future<Output = Result<(), WorkerError>>,
