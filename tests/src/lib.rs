@@ -152,6 +152,11 @@ impl TestApp {
         self.workers = Some(webhooks::RunningWorkers::start(self.db.clone(), settings));
     }
 
+    /// The running workers, to stop from another task.
+    pub fn take_workers(&mut self) -> Option<webhooks::RunningWorkers> {
+        self.workers.take()
+    }
+
     pub async fn stop_workers(&mut self) {
         if let Some(running) = self.workers.take() {
             running.stop().await;

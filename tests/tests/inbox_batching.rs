@@ -40,6 +40,7 @@ on_both_backends!(
     a_skipped_event_taken_over_mid_batch_is_left_to_its_taker,
     a_sweep_waits_for_the_write_turn_on_sqlite,
     a_write_to_the_job_tables_holds_up_no_request,
+    a_stopping_worker_finishes_the_pass_it_started,
 );
 
 async fn count_in_state(app: &TestApp, state: &str) -> u64 {
@@ -670,4 +671,74 @@ async fn a_write_to_the_job_tables_holds_up_no_request(backend: Backend) {
     );
     writer.rollback().await.unwrap();
     app.stop_workers().await;
+}
+
+/// A stopping worker finishes the pass it started and starts none: its
+/// events end processed, none is left claimed with a lease for another
+/// worker to wait out. The pass is held mid-way by another writer: on
+/// PostgreSQL a lock on the lead the event updates (the pass has claimed
+/// its event and waits in the upsert), on SQLite the process's write turn
+/// (the pass waits to claim).
+async fn a_stopping_worker_finishes_the_pass_it_started(backend: Backend) {
+    let mut app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let created = app
+        .post_lead(
+            &intake,
+            &serde_json::json!({"source": "webform", "source_ref": "form-stop", "email": "old@example.com"}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    // Stored while no worker runs; the worker's first pass takes it.
+    let body = lead_event("form-stop", "new@example.com", "2026-11-30T10:00:00Z");
+    let id = ack_id(app.post_standard("webform", &key, "msg_stop", &body).await).await;
+
+    let turn = domain::db::write_turn(&app.db).await;
+    let blocker = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => {
+            let txn = domain::db::begin_write(&app.db).await.unwrap();
+            txn.execute_unprepared("SELECT id FROM lead WHERE source_ref = 'form-stop' FOR UPDATE")
+                .await
+                .unwrap();
+            Some(txn)
+        }
+    };
+    app.start_workers(woken_only_settings());
+    if backend == Backend::Postgres {
+        wait_until(
+            "the pass claimed the event",
+            Duration::from_secs(10),
+            async || app.inbox_event(id).await.state == "processing",
+        )
+        .await;
+    } else {
+        // The pass started at once and waits for the turn.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let workers = app.take_workers().unwrap();
+    let stopping = tokio::spawn(workers.stop());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !stopping.is_finished(),
+        "the workers stopped while their pass was held"
+    );
+    drop(turn);
+    if let Some(txn) = blocker {
+        txn.rollback().await.unwrap();
+    }
+    tokio::time::timeout(Duration::from_secs(10), stopping)
+        .await
+        .expect("the workers never stopped")
+        .unwrap();
+    let event = app.inbox_event(id).await;
+    assert_eq!(event.state, "processed");
+    let stored = lead::Entity::find()
+        .filter(lead::Column::SourceRef.eq("form-stop"))
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.email.as_deref(), Some("new@example.com"));
 }
