@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+pub mod captured;
 pub mod poison;
 pub mod prometheus;
 pub mod raw_http;

@@ -5,27 +5,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use leadpipe_tests::captured::Captured;
 use leadpipe_tests::{Backend, TestApp, postgres_skipped};
 use tracing_subscriber::EnvFilter;
 use workers::WorkerSettings;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// Fetches of the job queue logged so far: apalis-sqlite's claiming
 /// `UPDATE Jobs`, apalis-postgres's `get_jobs`.
@@ -34,9 +19,7 @@ fn fetches(captured: &Captured, backend: Backend) -> usize {
         Backend::Sqlite => "summary=\"UPDATE Jobs SET status",
         Backend::Postgres => "summary=\"SELECT * FROM apalis.get_jobs",
     };
-    String::from_utf8_lossy(&captured.0.lock().unwrap())
-        .matches(needle)
-        .count()
+    captured.text().matches(needle).count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

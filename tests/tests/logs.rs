@@ -3,32 +3,17 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use domain::auth::Role;
 use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
+use leadpipe_tests::captured::Captured;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp};
 use serde_json::{Value, json};
 use tracing_subscriber::EnvFilter;
 use workers::publisher::{Publisher, PublisherSettings};
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_flow_logs_no_secret_token_signature_or_email() {
@@ -90,7 +75,7 @@ async fn a_full_flow_logs_no_secret_token_signature_or_email() {
     // A careless log line, as a future change might add one: masked on the way out.
     tracing::warn!(token = %intake, secret = %secret, email, "careless line");
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(
         logs.len() > 10_000,
         "the flow should have logged plenty at trace level"
