@@ -9,13 +9,16 @@
 //! completing requires the token, so two executions can never both commit.
 
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::sea_query::{Expr, OnConflict, Query};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
+use sea_orm::{
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect,
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::clock;
 use crate::entities::idempotency_key::{self, Column, Entity};
+use crate::entities::idempotency_subject;
 
 pub const MAX_KEY_LEN: usize = 255;
 const IN_PROGRESS: &str = "in_progress";
@@ -54,7 +57,19 @@ impl IdempotencyKey {
     }
 }
 
-/// What makes two requests "the same": method, path and the body's hash.
+/// The one spelling of a request target that idempotency compares and
+/// keeps: the path, and the query only when it has one (`/api/leads?` is
+/// `/api/leads`).
+pub fn canonical_target(path: &str, query: &str) -> String {
+    if query.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{query}")
+    }
+}
+
+/// What makes two requests "the same": method, canonical target
+/// ([`canonical_target`]) and the body's hash.
 pub fn fingerprint(method: &str, path: &str, body: &[u8]) -> String {
     let body_hash = Sha256::digest(body);
     let mut hasher = Sha256::new();
@@ -64,6 +79,27 @@ pub fn fingerprint(method: &str, path: &str, body: &[u8]) -> String {
     hasher.update(b"\n");
     hasher.update(body_hash);
     hex::encode(hasher.finalize())
+}
+
+/// Whom a stored response is about: recorded with the response, so that an
+/// erasure finds every stored copy of a person by what it holds, whatever
+/// the request target looked like.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Subject {
+    Lead(i64),
+    Contact(i64),
+    /// A natural key's keyed hash (`lead::tombstone::key_hash`).
+    NaturalKey(String),
+}
+
+impl Subject {
+    fn as_text(&self) -> String {
+        match self {
+            Self::Lead(id) => format!("lead:{id}"),
+            Self::Contact(id) => format!("contact:{id}"),
+            Self::NaturalKey(hash) => format!("key:{hash}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -244,10 +280,26 @@ async fn delete_expired<C: ConnectionTrait>(
     key: &str,
     now: DateTime<Utc>,
 ) -> Result<(), DbErr> {
-    Entity::delete_many()
+    let deleted = Entity::delete_many()
         .filter(Column::PrincipalId.eq(principal_id))
         .filter(Column::Key.eq(key))
         .filter(Column::ExpiresAt.lte(now))
+        .exec(conn)
+        .await?;
+    if deleted.rows_affected > 0 {
+        forget_subjects_of(conn, principal_id, key).await?;
+    }
+    Ok(())
+}
+
+async fn forget_subjects_of<C: ConnectionTrait>(
+    conn: &C,
+    principal_id: i64,
+    key: &str,
+) -> Result<(), DbErr> {
+    idempotency_subject::Entity::delete_many()
+        .filter(idempotency_subject::Column::PrincipalId.eq(principal_id))
+        .filter(idempotency_subject::Column::Key.eq(key))
         .exec(conn)
         .await?;
     Ok(())
@@ -302,12 +354,13 @@ impl Lease {
         Ok(result.rows_affected == 1)
     }
 
-    /// Stores the response as `done`. `false` means the lease was lost: the
-    /// caller must roll back.
+    /// Stores the response as `done`, with the subjects it holds. `false`
+    /// means the lease was lost: the caller must roll back.
     pub async fn complete<C: ConnectionTrait>(
         &self,
         conn: &C,
         response: &StoredResponse,
+        subjects: &[Subject],
     ) -> Result<bool, DbErr> {
         let headers =
             serde_json::to_value(&response.headers).map_err(|e| DbErr::Json(e.to_string()))?;
@@ -320,7 +373,27 @@ impl Lease {
             .col_expr(Column::ResponseBody, Expr::val(response.body.as_str()))
             .exec(conn)
             .await?;
-        Ok(result.rows_affected == 1)
+        if result.rows_affected != 1 {
+            return Ok(false);
+        }
+        // A key taken over from an expired generation may carry its subjects.
+        forget_subjects_of(conn, self.principal_id, &self.key).await?;
+        let mut subjects: Vec<String> = subjects.iter().map(Subject::as_text).collect();
+        subjects.sort();
+        subjects.dedup();
+        if !subjects.is_empty() {
+            let rows = subjects
+                .into_iter()
+                .map(|subject| idempotency_subject::ActiveModel {
+                    principal_id: sea_orm::Set(self.principal_id),
+                    key: sea_orm::Set(self.key.clone()),
+                    subject: sea_orm::Set(subject),
+                });
+            idempotency_subject::Entity::insert_many(rows)
+                .exec_without_returning(conn)
+                .await?;
+        }
+        Ok(true)
     }
 
     /// Gives the key up so the client may retry it (validation errors, 5xx).
@@ -344,8 +417,79 @@ impl Lease {
     }
 }
 
-/// Deletes keys past their retention; returns how many.
+/// Deletes every stored response about any of `subjects` (an erasure);
+/// returns how many. Keys stored before subjects were recorded carry none:
+/// `legacy` names them by their request target, and only those are matched
+/// by it.
+pub async fn forget_about<C: ConnectionTrait>(
+    conn: &C,
+    subjects: &[Subject],
+    legacy: Condition,
+) -> Result<u64, DbErr> {
+    let texts: Vec<String> = subjects.iter().map(Subject::as_text).collect();
+    let about: Vec<(i64, String)> = idempotency_subject::Entity::find()
+        .select_only()
+        .column(idempotency_subject::Column::PrincipalId)
+        .column(idempotency_subject::Column::Key)
+        .filter(idempotency_subject::Column::Subject.is_in(texts))
+        .distinct()
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let mut deleted = 0;
+    for (principal_id, key) in &about {
+        deleted += Entity::delete_many()
+            .filter(Column::PrincipalId.eq(*principal_id))
+            .filter(Column::Key.eq(key.as_str()))
+            .exec(conn)
+            .await?
+            .rows_affected;
+        forget_subjects_of(conn, *principal_id, key).await?;
+    }
+    let with_subjects = Query::select()
+        .expr(Expr::val(1))
+        .from(idempotency_subject::Entity)
+        .and_where(
+            Expr::col((
+                idempotency_subject::Entity,
+                idempotency_subject::Column::PrincipalId,
+            ))
+            .equals((Entity, Column::PrincipalId)),
+        )
+        .and_where(
+            Expr::col((
+                idempotency_subject::Entity,
+                idempotency_subject::Column::Key,
+            ))
+            .equals((Entity, Column::Key)),
+        )
+        .to_owned();
+    deleted += Entity::delete_many()
+        .filter(legacy)
+        .filter(Expr::exists(with_subjects).not())
+        .exec(conn)
+        .await?
+        .rows_affected;
+    Ok(deleted)
+}
+
+/// Deletes keys past their retention, and their subjects; returns how many.
 pub async fn sweep_expired<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<u64, DbErr> {
+    let expired = Query::select()
+        .columns([Column::PrincipalId, Column::Key])
+        .from(Entity)
+        .and_where(Column::ExpiresAt.lte(now))
+        .to_owned();
+    idempotency_subject::Entity::delete_many()
+        .filter(
+            Expr::tuple([
+                Expr::col(idempotency_subject::Column::PrincipalId),
+                Expr::col(idempotency_subject::Column::Key),
+            ])
+            .in_subquery(expired),
+        )
+        .exec(conn)
+        .await?;
     let result = Entity::delete_many()
         .filter(Column::ExpiresAt.lte(now))
         .exec(conn)

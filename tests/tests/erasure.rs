@@ -28,6 +28,7 @@ on_both_backends!(
     erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead,
     a_reconcile_dry_run_predicts_suppressed_for_an_erased_key,
     broken_records_of_an_erased_key_arriving_later_are_not_kept,
+    stored_replays_are_erased_whatever_the_spelling_of_their_target,
 );
 
 const EMAIL: &str = "ada@example.com";
@@ -953,4 +954,159 @@ async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Ba
             "{needle} is stored again"
         );
     }
+}
+
+/// A keyed write, as sent: `(status, Idempotent-Replayed, body)`.
+async fn keyed(
+    app: &TestApp,
+    token: &str,
+    method: reqwest::Method,
+    path: &str,
+    key: &str,
+    body: &Value,
+) -> (u16, Option<String>, String) {
+    let response = app
+        .client
+        .request(method, app.url(path))
+        .bearer_auth(token)
+        .header("Idempotency-Key", key)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let replayed = response
+        .headers()
+        .get("idempotent-replayed")
+        .map(|v| v.to_str().unwrap().to_owned());
+    (status, replayed, response.text().await.unwrap())
+}
+
+async fn stored_replays_are_erased_whatever_the_spelling_of_their_target(backend: Backend) {
+    use reqwest::Method;
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let sales = app.token(Role::Sales, None).await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
+    let (status, _, created) =
+        keyed(&app, &admin, Method::POST, "/api/leads?", "k-bare", &record).await;
+    assert_eq!(status, 201, "{created}");
+    let id = serde_json::from_str::<Value>(&created).unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    // An empty query is no query: the same request, so the same key replays.
+    let (status, replayed, _) =
+        keyed(&app, &admin, Method::POST, "/api/leads", "k-bare", &record).await;
+    assert_eq!((status, replayed.as_deref()), (201, Some("true")));
+
+    let mut sent = vec![
+        (
+            Method::POST,
+            "/api/leads?ref=1".to_owned(),
+            "k-query",
+            record.clone(),
+        ),
+        (
+            Method::PATCH,
+            format!("/api/leads/{id}?x=1"),
+            "k-patch",
+            json!({}),
+        ),
+    ];
+    for (method, path, key, body) in &sent {
+        let (status, _, answer) = keyed(&app, &admin, method.clone(), path, key, body).await;
+        assert_eq!(status, 200, "{path}: {answer}");
+        assert!(answer.contains(EMAIL), "{path}: {answer}");
+    }
+    // Other spellings of an id are no ids at all.
+    for (method, path, key, body) in [
+        (
+            Method::PATCH,
+            format!("/api/leads/0{id}"),
+            "k-zero",
+            json!({}),
+        ),
+        (
+            Method::POST,
+            format!("/api/leads/+{id}/notes"),
+            "k-plus",
+            json!({"text": "hi"}),
+        ),
+        (
+            Method::GET,
+            format!("/api/leads/0{id}"),
+            "k-get",
+            Value::Null,
+        ),
+    ] {
+        let (status, _, answer) = keyed(&app, &sales, method, &path, key, &body).await;
+        assert_eq!(status, 404, "{path}: {answer}");
+    }
+    for to in ["contacted", "qualified"] {
+        let (status, _, answer) = keyed(
+            &app,
+            &sales,
+            Method::POST,
+            &format!("/api/leads/{id}/transitions"),
+            &format!("k-{to}"),
+            &json!({"to": to}),
+        )
+        .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+    let (status, _, answer) = keyed(
+        &app,
+        &sales,
+        Method::POST,
+        &format!("/api/leads/{id}/convert"),
+        "k-convert",
+        &json!({}),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    // The contact matched by email, answered (and stored) with it.
+    let contact = json!({"email": EMAIL});
+    let (status, _, answer) = keyed(
+        &app,
+        &sales,
+        Method::POST,
+        "/api/contacts",
+        "k-contact",
+        &contact,
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(answer.contains(EMAIL), "{answer}");
+    sent.push((
+        Method::POST,
+        "/api/leads?".to_owned(),
+        "k-bare",
+        record.clone(),
+    ));
+
+    let response = erase(&app, &admin, id, "reason=request&include_contact=true").await;
+    assert_eq!(response.status(), 200);
+    for needle in [EMAIL, NAME] {
+        assert_eq!(
+            tables_containing(&app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is still stored"
+        );
+    }
+    // No key answers with what it stored before the erasure.
+    for (method, path, key, body) in &sent {
+        let (_, replayed, answer) = keyed(&app, &admin, method.clone(), path, key, body).await;
+        assert_ne!(replayed.as_deref(), Some("true"), "{path}: {answer}");
+        assert!(!answer.contains(NAME), "{path}: {answer}");
+    }
+    let (_, replayed, answer) = keyed(
+        &app,
+        &sales,
+        Method::POST,
+        "/api/contacts",
+        "k-contact",
+        &contact,
+    )
+    .await;
+    assert_ne!(replayed.as_deref(), Some("true"), "{answer}");
 }

@@ -7,7 +7,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse};
 use domain::auth::Principal;
-use domain::idempotency::{self, Claim, IdempotencyKey, NewRequest, StoredResponse};
+use domain::idempotency::{self, Claim, IdempotencyKey, NewRequest, StoredResponse, Subject};
 use domain::precondition::IfMatch;
 use domain::sealed::{self, Keyring, Place};
 use futures::future::LocalBoxFuture;
@@ -35,10 +35,32 @@ pub struct Reply {
     body: String,
     /// The body reveals a secret: its copy kept for replay is sealed.
     reveals_secret: bool,
+    /// Whom the body is about: recorded with a stored copy.
+    subjects: Vec<Subject>,
 }
 
+/// What a reply's body holds about people. Every body a write answers
+/// with says so (the bound on [`Reply::new`]), so a stored copy records its
+/// subjects and an erasure finds it by them.
+pub trait About {
+    fn subjects(&self) -> Vec<Subject>;
+}
+
+/// `About` for bodies that hold nothing about a person.
+macro_rules! about_nobody {
+    ($($body:ty),* $(,)?) => {$(
+        impl $crate::http::idempotency::About for $body {
+            fn subjects(&self) -> Vec<domain::idempotency::Subject> {
+                Vec::new()
+            }
+        }
+    )*};
+}
+pub(crate) use about_nobody;
+
 impl Reply {
-    pub fn new(status: StatusCode, body: &impl Serialize) -> Result<Self, ApiError> {
+    pub fn new(status: StatusCode, body: &(impl Serialize + About)) -> Result<Self, ApiError> {
+        let subjects = body.subjects();
         let body = serde_json::to_string(body).map_err(ApiError::internal)?;
         Ok(Self {
             status,
@@ -46,13 +68,14 @@ impl Reply {
             etag: None,
             body,
             reveals_secret: false,
+            subjects,
         })
     }
 
     /// A versioned record with its `ETag`.
     pub fn tagged(
         status: StatusCode,
-        body: &(impl Serialize + Versioned),
+        body: &(impl Serialize + Versioned + About),
     ) -> Result<Self, ApiError> {
         Ok(Self::new(status, body)?.etag(etag(body.version())))
     }
@@ -205,17 +228,14 @@ where
     };
 
     let method = req.method().as_str();
-    let path = req
-        .uri()
-        .path_and_query()
-        .map_or(req.path(), |p| p.as_str());
-    let fingerprint = idempotency::fingerprint(method, path, body);
+    let target = idempotency::canonical_target(req.path(), req.query_string());
+    let fingerprint = idempotency::fingerprint(method, &target, body);
     let request = NewRequest {
         principal_id: caller.id,
         key: &key,
         fingerprint: &fingerprint,
         method,
-        path,
+        path: &target,
     };
     let claim = idempotency::claim(&state.db, &state.idempotency, &request).await?;
     let replay_place = Place::idempotent_response(caller.id, key.as_str());
@@ -261,7 +281,7 @@ where
                     return Err(err);
                 }
             };
-            if !lease.complete(&txn, &stored).await? {
+            if !lease.complete(&txn, &stored, &reply.subjects).await? {
                 // Our lease lapsed and another request took the key over:
                 // its execution is the one that counts.
                 txn.rollback().await?;
@@ -278,7 +298,13 @@ where
                     headers: vec![("content-type".to_owned(), PROBLEM_JSON.to_owned())],
                     body: err.problem_body(),
                 };
-                lease.complete(&state.db, &stored).await?;
+                // A problem body names no person; an earlier conversion's
+                // ids link to one.
+                let subjects = match &err {
+                    ApiError::AlreadyConverted { lead_id, .. } => vec![Subject::Lead(*lead_id)],
+                    _ => Vec::new(),
+                };
+                lease.complete(&state.db, &stored, &subjects).await?;
                 return Ok(respond(&stored, Some(false)));
             }
             if let Err(release_err) = lease.release(&state.db).await {

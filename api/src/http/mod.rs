@@ -18,6 +18,7 @@ pub mod kept_alive;
 pub mod list;
 pub mod metrics;
 pub mod params;
+pub mod path_id;
 pub mod rate_limit;
 pub mod read_replica;
 pub mod security_headers;

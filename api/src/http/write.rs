@@ -4,7 +4,7 @@
 //! transaction under the request's `Idempotency-Key`.
 //!
 //! ```ignore
-//! async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>)
+//! async fn patch(caller: Caller<SalesUp>, id: web::Path<PathId>, write: Write<PatchIn>)
 //!     -> Result<HttpResponse, ApiError> {
 //!     let (id, author) = (id.into_inner(), caller.author());
 //!     write.run(&caller, KeyRule::Optional, move |txn, input, if_match| Box::pin(async move {

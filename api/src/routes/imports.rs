@@ -6,6 +6,7 @@
 mod wire;
 
 use crate::http::body::{BodyPace, PacedBody};
+use crate::http::path_id::PathId;
 use crate::http::spool::Spool;
 use crate::routes::Routes;
 use actix_web::{get, post};
@@ -210,9 +211,9 @@ async fn start(
 async fn get(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let run = import::find_run(&state.db, id.into_inner()).await?;
+    let run = import::find_run(&state.db, id.into_inner().0).await?;
     Ok(HttpResponse::Ok().json(RunOut::from(run)))
 }
 
@@ -258,9 +259,9 @@ async fn list(
 async fn report_csv(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let run = import::find_run(&state.db, id.into_inner()).await?;
+    let run = import::find_run(&state.db, id.into_inner().0).await?;
     let db = state.db.clone();
     let run_id = run.id;
     let header_chunk =

@@ -16,6 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth::{AdminOnly, Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::list::WindowParams;
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::routes::Routes;
 use crate::routes::leads::wire::{ActivityOut, ErasureRecordOut, LeadConversionOut};
@@ -82,12 +83,12 @@ struct ErasureOut {
 async fn erase_lead(
     caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     params: web::Query<EraseParams>,
 ) -> Result<HttpResponse, ApiError> {
     let params = params.into_inner();
     let request = EraseRequest {
-        lead_id: id.into_inner(),
+        lead_id: id.into_inner().0,
         reason: params.reason.unwrap_or_default(),
         include_contact: params.include_contact,
         erased_by: Some(caller.id),
@@ -187,9 +188,9 @@ struct SubjectExportOut {
 async fn subject_export(
     _: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let s = export::subject(&state.db, id.into_inner()).await?;
+    let s = export::subject(&state.db, id.into_inner().0).await?;
     let out = SubjectExportOut {
         lead: LeadOut::from(s.lead),
         timeline: s.timeline.into_iter().map(ActivityOut::from).collect(),

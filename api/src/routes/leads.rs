@@ -10,6 +10,7 @@ use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
 use domain::auth::Role;
 use domain::entities::lead;
+use domain::idempotency::Subject;
 use domain::ids::PrincipalId;
 use domain::lead::ingest::{self, IngestContext, Origin, Outcome};
 use domain::lead::query::{self, LeadFilter, OwnerFilter};
@@ -22,9 +23,10 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth::{Caller, LeadWriters, SalesUp};
 use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, Reply, Versioned, ok_tagged};
+use crate::http::idempotency::{self, About, KeyRule, Reply, Versioned, about_nobody, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams, listed};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
@@ -79,6 +81,15 @@ impl Versioned for LeadOut {
         self.lead.version
     }
 }
+
+impl About for IngestOut {
+    fn subjects(&self) -> Vec<Subject> {
+        self.lead.subjects()
+    }
+}
+
+// Says nothing but `suppressed`.
+about_nobody!(SuppressedOut);
 
 impl Versioned for IngestOut {
     fn version(&self) -> i64 {
@@ -223,9 +234,9 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
 async fn get_lead(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let lead = sales::find_lead(&state.db, id.into_inner()).await?;
+    let lead = sales::find_lead(&state.db, id.into_inner().0).await?;
     let possible_duplicates = domain::lead::processing::duplicates_of(&state.db, lead.id).await?;
     let detail = LeadDetail {
         lead: LeadOut::from(lead),
@@ -268,11 +279,11 @@ struct TransitionIn {
 #[post("/api/leads/{id}/transitions")]
 async fn transition(
     caller: Caller<SalesUp>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     state: web::Data<AppState>,
     write: Write<TransitionIn>,
 ) -> WriteResult {
-    let (id, actor) = (id.into_inner(), caller.actor());
+    let (id, actor) = (id.into_inner().0, caller.actor());
     let response = write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
@@ -315,11 +326,11 @@ struct LeadPatch {
 #[patch("/api/leads/{id}")]
 async fn patch_lead(
     caller: Caller<SalesUp>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     state: web::Data<AppState>,
     write: Write<LeadPatch>,
 ) -> WriteResult {
-    let (id, actor) = (id.into_inner(), caller.actor());
+    let (id, actor) = (id.into_inner().0, caller.actor());
     let response = write
         .run(&caller, KeyRule::Optional, move |txn, patch, if_match| {
             Box::pin(async move {
@@ -364,10 +375,10 @@ struct NoteIn {
 #[post("/api/leads/{id}/notes")]
 async fn add_note(
     caller: Caller<SalesUp>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     write: Write<NoteIn>,
 ) -> WriteResult {
-    let (id, actor) = (id.into_inner(), caller.actor());
+    let (id, actor) = (id.into_inner().0, caller.actor());
     write
         .run(&caller, KeyRule::Required, move |txn, note, _| {
             Box::pin(async move {
@@ -479,10 +490,10 @@ async fn list_leads(
 async fn list_activities(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     sales::find_lead(state.reads.db(), id).await?;
     let page =
         query::list_activities(state.reads.db(), id, page.limit(), page.cursor.as_deref()).await?;

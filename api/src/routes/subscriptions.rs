@@ -11,6 +11,7 @@ use crate::http::auth::{AdminOnly, Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply};
 use crate::http::params::IdempotencyKey;
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
@@ -42,6 +43,8 @@ struct CreatedOut {
     /// Shown only in this response: verify our signatures with it.
     secret: String,
 }
+
+crate::http::idempotency::about_nobody!(CreatedOut, SubscriptionView);
 
 /// Subscribe a downstream system to our events.
 ///
@@ -128,8 +131,8 @@ async fn list(_: Caller<OpsUp>, state: web::Data<AppState>) -> Result<HttpRespon
 async fn delete(
     _: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    subscription::delete(&state.db, id.into_inner()).await?;
+    subscription::delete(&state.db, id.into_inner().0).await?;
     Ok(HttpResponse::NoContent().finish())
 }

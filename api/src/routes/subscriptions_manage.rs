@@ -12,6 +12,7 @@ use crate::http::auth::{AdminOnly, Caller};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, Versioned};
 use crate::http::params::{IdempotencyKey, IfMatch};
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
@@ -54,11 +55,11 @@ struct PatchIn {
 async fn patch(
     caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     write: Write<PatchIn>,
 ) -> WriteResult {
     let outbound = state.http.outbound_policy();
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
@@ -100,6 +101,8 @@ struct RotatedOut {
     previous_secret_valid_until: chrono::DateTime<chrono::Utc>,
 }
 
+crate::http::idempotency::about_nobody!(RotatedOut);
+
 /// Rotate a subscription's signing secret.
 ///
 /// The new `whsec_` secret is shown only in this response (a replay of the
@@ -123,11 +126,11 @@ struct RotatedOut {
 async fn rotate_secret(
     caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     write: Write<RotateIn>,
 ) -> WriteResult {
     let keyring = state.http.keyring.clone();
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     write
         .run(&caller, KeyRule::Optional, move |txn, input, _| {
             Box::pin(async move {
@@ -172,9 +175,9 @@ struct TestOut {
 async fn send_test(
     caller: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
     let correlation = caller.actor().correlation_id;
-    let event_id = subscription::send_test(&state.db, id.into_inner(), correlation).await?;
+    let event_id = subscription::send_test(&state.db, id.into_inner().0, correlation).await?;
     Ok(HttpResponse::Accepted().json(TestOut { event_id }))
 }

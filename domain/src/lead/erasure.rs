@@ -20,6 +20,7 @@ use crate::entities::{
     outbox_delivery, outbox_event, reconcile_rejected,
 };
 use crate::error::Error;
+use crate::idempotency::{self, Subject};
 use crate::inbound::inbox::InboxState;
 use crate::inbound::mapping::{record_in, source_ref_of};
 use crate::inbound::source;
@@ -368,7 +369,15 @@ async fn remove_everything<C: ConnectionTrait>(
         .rows_affected;
     counts.insert("import_applied_row", n);
 
-    let mut stored_responses = Condition::any()
+    // Stored idempotent responses go by the subjects recorded with them;
+    // `legacy_responses` names those stored before subjects were recorded.
+    let mut subjects = vec![Subject::Lead(id)];
+    subjects.extend(
+        tombstone::key_hashes(&lead.source, &lead.source_ref)
+            .into_iter()
+            .map(Subject::NaturalKey),
+    );
+    let mut legacy_responses = Condition::any()
         .add(idempotency_key::Column::Path.eq(format!("/api/leads/{id}")))
         .add(idempotency_key::Column::Path.like(format!("/api/leads/{id}/%")))
         .add(
@@ -418,15 +427,12 @@ async fn remove_everything<C: ConnectionTrait>(
             .await?
             .rows_affected;
         counts.insert("crm_activity", n);
-        stored_responses = stored_responses
+        subjects.push(Subject::Contact(cid));
+        legacy_responses = legacy_responses
             .add(idempotency_key::Column::Path.eq(format!("/api/contacts/{cid}")))
             .add(idempotency_key::Column::Path.like(format!("/api/contacts/{cid}/%")));
     }
-    let n = idempotency_key::Entity::delete_many()
-        .filter(stored_responses)
-        .exec(txn)
-        .await?
-        .rows_affected;
+    let n = idempotency::forget_about(txn, &subjects, legacy_responses).await?;
     counts.insert("idempotency_key", n);
     let n = lead_conversion::Entity::delete_many()
         .filter(lead_conversion::Column::LeadId.eq(id))

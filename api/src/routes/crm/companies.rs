@@ -17,6 +17,7 @@ use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, Versioned, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
@@ -47,6 +48,8 @@ impl From<domain::entities::company::Model> for CompanyOut {
         }
     }
 }
+
+crate::http::idempotency::about_nobody!(CompanyOut);
 
 impl Versioned for CompanyOut {
     fn version(&self) -> i64 {
@@ -122,9 +125,9 @@ async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult
 async fn get(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let company = company::find(&state.db, id.into_inner()).await?;
+    let company = company::find(&state.db, id.into_inner().0).await?;
     Ok(ok_tagged(&CompanyOut::from(company)))
 }
 
@@ -163,8 +166,12 @@ impl From<PatchIn> for CompanyPatch {
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[patch("/api/companies/{id}")]
-async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
-    let (id, author) = (id.into_inner(), caller.author());
+async fn patch(
+    caller: Caller<SalesUp>,
+    id: web::Path<PathId>,
+    write: Write<PatchIn>,
+) -> WriteResult {
+    let (id, author) = (id.into_inner().0, caller.author());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
@@ -220,10 +227,10 @@ async fn list(
 async fn activities(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     company::find(&state.db, id).await?;
     super::timeline_page(&state, Subject::Company, id, page.into_inner()).await
 }

@@ -14,9 +14,10 @@ use super::{MatchOutcome, matched};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{KeyRule, Reply, Versioned, ok_tagged};
+use crate::http::idempotency::{About, KeyRule, Reply, Versioned, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
@@ -45,6 +46,12 @@ impl From<domain::entities::contact::Model> for ContactOut {
             contact: contact.into(),
             outcome: None,
         }
+    }
+}
+
+impl About for ContactOut {
+    fn subjects(&self) -> Vec<domain::idempotency::Subject> {
+        self.contact.subjects()
     }
 }
 
@@ -136,9 +143,9 @@ async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult
 async fn get(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let contact = contact::find(&state.db, id.into_inner()).await?;
+    let contact = contact::find(&state.db, id.into_inner().0).await?;
     Ok(ok_tagged(&ContactOut::from(contact)))
 }
 
@@ -187,8 +194,12 @@ impl From<PatchIn> for ContactPatch {
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[patch("/api/contacts/{id}")]
-async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
-    let (id, author) = (id.into_inner(), caller.author());
+async fn patch(
+    caller: Caller<SalesUp>,
+    id: web::Path<PathId>,
+    write: Write<PatchIn>,
+) -> WriteResult {
+    let (id, author) = (id.into_inner().0, caller.author());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
@@ -255,10 +266,10 @@ async fn list(
 async fn activities(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     contact::find(&state.db, id).await?;
     super::timeline_page(&state, Subject::Contact, id, page.into_inner()).await
 }

@@ -12,8 +12,9 @@ use super::deals::DealIn;
 use super::wire::{Company, Contact, DealOut};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
-use crate::http::idempotency::{KeyRule, Reply, Versioned};
+use crate::http::idempotency::{About, KeyRule, Reply, Versioned};
 use crate::http::params::{IdempotencyKeyRequired, IfMatch};
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
@@ -66,6 +67,16 @@ struct ConvertOut {
     conversion: Ids,
 }
 
+impl About for ConvertOut {
+    fn subjects(&self) -> Vec<domain::idempotency::Subject> {
+        let converted = &self.converted;
+        let mut subjects = converted.lead.subjects();
+        subjects.extend(converted.contact.subjects());
+        subjects.extend(converted.deal.iter().flat_map(About::subjects));
+        subjects
+    }
+}
+
 impl Versioned for ConvertOut {
     /// The lead's: the conversion's `ETag` is the lead's new version.
     fn version(&self) -> i64 {
@@ -108,10 +119,10 @@ struct Ids {
 #[post("/api/leads/{id}/convert")]
 async fn convert(
     caller: Caller<SalesUp>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     write: Write<ConvertIn>,
 ) -> WriteResult {
-    let (id, actor) = (id.into_inner(), caller.actor());
+    let (id, actor) = (id.into_inner().0, caller.actor());
     let principal = caller.principal().clone();
     write
         .run(&caller, KeyRule::Required, move |txn, input, if_match| {
@@ -153,10 +164,10 @@ async fn convert(
 async fn get_conversion(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
     let found: Option<lead_conversion::Model> =
-        conversion::find_conversion(&state.db, id.into_inner()).await?;
+        conversion::find_conversion(&state.db, id.into_inner().0).await?;
     let found = found.ok_or_else(|| ApiError::NotFound("this lead was not converted".into()))?;
     Ok(HttpResponse::Ok().json(LeadConversionOut::from(found)))
 }

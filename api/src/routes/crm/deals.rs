@@ -18,6 +18,7 @@ use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
@@ -117,9 +118,9 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
 async fn get(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let deal = deal::find(&state.db, id.into_inner()).await?;
+    let deal = deal::find(&state.db, id.into_inner().0).await?;
     Ok(ok_tagged(&DealOut::from(deal)))
 }
 
@@ -168,8 +169,12 @@ impl From<PatchIn> for DealPatch {
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[patch("/api/deals/{id}")]
-async fn patch(caller: Caller<SalesUp>, id: web::Path<i64>, write: Write<PatchIn>) -> WriteResult {
-    let (id, author) = (id.into_inner(), caller.author());
+async fn patch(
+    caller: Caller<SalesUp>,
+    id: web::Path<PathId>,
+    write: Write<PatchIn>,
+) -> WriteResult {
+    let (id, author) = (id.into_inner().0, caller.author());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
@@ -210,10 +215,10 @@ struct TransitionIn {
 #[post("/api/deals/{id}/transitions")]
 async fn transition(
     caller: Caller<SalesUp>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     write: Write<TransitionIn>,
 ) -> WriteResult {
-    let (id, author) = (id.into_inner(), caller.author());
+    let (id, author) = (id.into_inner().0, caller.author());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
@@ -300,10 +305,10 @@ async fn list(
 async fn activities(
     _: Caller<SalesUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     deal::find(&state.db, id).await?;
     super::timeline_page(&state, Subject::Deal, id, page.into_inner()).await
 }

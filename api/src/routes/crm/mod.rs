@@ -12,7 +12,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
-use crate::http::idempotency::{Reply, Versioned};
+use crate::http::idempotency::{About, Reply, Versioned};
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 use crate::routes::Routes;
@@ -59,7 +59,7 @@ impl MatchOutcome {
 
 /// The answer to a match-or-create: `201` with `Location` for a new
 /// record, `200` for the one that matched.
-fn matched<M: Keyed, O: Serialize + Versioned>(
+fn matched<M: Keyed, O: Serialize + Versioned + About>(
     found: Matched<M>,
     collection: &str,
     out: impl FnOnce(M, Option<MatchOutcome>) -> O,

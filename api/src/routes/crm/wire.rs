@@ -7,8 +7,11 @@
 use chrono::{DateTime, Utc};
 use domain::crm::deal::DealStage;
 use domain::entities::{company, contact, crm_activity, deal};
+use domain::idempotency::Subject;
 use serde::Serialize;
 use utoipa::ToSchema;
+
+use crate::http::idempotency::About;
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Company {
@@ -129,6 +132,23 @@ impl From<crm_activity::Model> for CrmActivity {
 }
 
 crate::http::idempotency::versioned!(Company, Contact, DealOut);
+crate::http::idempotency::about_nobody!(Company);
+
+impl About for Contact {
+    fn subjects(&self) -> Vec<Subject> {
+        vec![Subject::Contact(self.id)]
+    }
+}
+
+/// A deal names its lead and contact: a stored answer about it goes with them.
+impl About for DealOut {
+    fn subjects(&self) -> Vec<Subject> {
+        let lead = self.lead_id.map(Subject::Lead);
+        lead.into_iter()
+            .chain(self.contact_id.map(Subject::Contact))
+            .collect()
+    }
+}
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

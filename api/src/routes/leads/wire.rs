@@ -3,9 +3,12 @@
 
 use chrono::{DateTime, Utc};
 use domain::entities::{activity, lead, lead_conversion, lead_erasure};
+use domain::idempotency::Subject;
 use domain::outbound::events::LeadSnapshot;
 use serde::Serialize;
 use utoipa::ToSchema;
+
+use crate::http::idempotency::About;
 
 /// A lead as the API shows it: the same shape a `lead.created` event carries
 /// (one definition, so the two cannot drift). In the OpenAPI document it
@@ -15,6 +18,13 @@ use utoipa::ToSchema;
 #[serde(transparent)]
 pub struct LeadOut {
     pub lead: LeadSnapshot<'static>,
+}
+
+impl About for LeadOut {
+    fn subjects(&self) -> Vec<Subject> {
+        let key = domain::lead::tombstone::key_hash(&self.lead.source, &self.lead.source_ref);
+        vec![Subject::Lead(self.lead.id), Subject::NaturalKey(key)]
+    }
 }
 
 impl From<&lead::Model> for LeadOut {
@@ -68,6 +78,12 @@ pub struct ActivityOut {
     pub correlation_id: Option<String>,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: DateTime<Utc>,
+}
+
+impl About for ActivityOut {
+    fn subjects(&self) -> Vec<Subject> {
+        vec![Subject::Lead(self.lead_id)]
+    }
 }
 
 impl From<activity::Model> for ActivityOut {

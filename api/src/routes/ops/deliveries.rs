@@ -14,10 +14,14 @@ use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
 use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::params::IdempotencyKey;
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
 use wire::OutboxDeliveryOut;
+
+// Counts only.
+crate::http::idempotency::about_nobody!(delivery::RetryReport);
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list).service(retry_many).service(retry_one);
@@ -95,9 +99,9 @@ async fn retry_one(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
     req: HttpRequest,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     idempotency::run(&state, &caller, &req, b"", KeyRule::Optional, move |txn| {
         Box::pin(async move {
             let report =

@@ -17,6 +17,7 @@ use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed};
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::routes::Routes;
 
@@ -178,9 +179,9 @@ async fn list_events(
 async fn get_event(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     let event = ops::get(&state.db, id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no inbox event {id}")))?;
@@ -208,9 +209,9 @@ async fn get_event(
 async fn retry_event(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     let event = ops::retry(&state.db, id, Utc::now())
         .await
         .map_err(|e| match e {

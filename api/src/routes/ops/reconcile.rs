@@ -19,8 +19,12 @@ use crate::http::body::{is_json, media_type, parse_json, read_bytes};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
 use crate::http::list::{ListParams, Page, listed, one_of};
+use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::routes::Routes;
+
+// A run's counts and cursor: no record of the run is about a person.
+crate::http::idempotency::about_nobody!(wire::ReconcileRunOut);
 pub use wire::ReconcileRunOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
@@ -178,9 +182,9 @@ fn start_error(err: StartError) -> ApiError {
 async fn get(
     _: Caller<OpsUp>,
     state: web::Data<AppState>,
-    id: web::Path<i64>,
+    id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = id.into_inner();
+    let id = id.into_inner().0;
     let run = run::find(&state.db, id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no reconcile run {id}")))?;
