@@ -457,7 +457,7 @@ async fn abandoned_claim_is_taken_over_after_the_lease(backend: Backend) {
         headers: vec![],
         body: "{}".into(),
     };
-    assert!(!dead_lease.complete(&t.app.db, &stored).await.unwrap());
+    assert!(!dead_lease.complete(&t.app.db, &stored, &[]).await.unwrap());
     let replay = t
         .post(&path, &note, &[("idempotency-key", "crashed")])
         .await;
@@ -505,6 +505,15 @@ async fn expired_keys_are_swept_and_reusable(backend: Backend) {
         .map(|k| k.key)
         .collect();
     assert_eq!(keys, ["fresh"]);
+    // What the swept response was about goes with it.
+    let about: Vec<(String, String)> = domain::entities::idempotency_subject::Entity::find()
+        .all(&t.app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.key, s.subject))
+        .collect();
+    assert_eq!(about, [("fresh".to_owned(), format!("lead:{id}"))]);
     // Past its retention a key is new again.
     let reused = t
         .post(
