@@ -99,6 +99,15 @@ async fn github_body_replayed_under_a_new_delivery_id_cannot_roll_a_lead_back(ba
         assert_eq!(ack["duplicate"], true);
         assert_eq!(ack["id"], first["id"], "it answers with the original event");
     }
+    // And without any delivery id at all.
+    let mut bare = github_headers(GITHUB_SECRET, "unused", "lead", &v1);
+    bare.retain(|(name, _)| !name.eq_ignore_ascii_case("x-github-delivery"));
+    let (status, ack) = deliver(&app, "gh", &bare, &v1).await;
+    assert_eq!(
+        status, 200,
+        "a replayed body without its id is a duplicate: {ack}"
+    );
+    assert_eq!(ack["id"], first["id"]);
     // GitHub's own redelivery (same id, same body) is still a duplicate too.
     let (status, ack) = deliver(
         &app,
@@ -119,7 +128,7 @@ async fn github_body_replayed_under_a_new_delivery_id_cannot_roll_a_lead_back(ba
     assert_eq!(after.version, before.version);
     assert_eq!(app.count(inbox_event::Entity).await, 2);
     let original = app.inbox_event(first["id"].as_i64().unwrap()).await;
-    assert_eq!(original.deliveries, 3);
+    assert_eq!(original.deliveries, 4);
 }
 
 async fn unsigned_event_id_header_cannot_turn_a_replay_into_new_events(backend: Backend) {
@@ -143,7 +152,31 @@ async fn unsigned_event_id_header_cannot_turn_a_replay_into_new_events(backend: 
         assert_eq!(status, 200, "{ack}");
         assert_eq!(ack["id"], first["id"]);
     }
+    // The same signed body with its id header left out.
+    let bare = hmac_base64_headers(HMAC_SECRET, "x-signature", body);
+    let (status, ack) = deliver(&app, "ads", &bare, body).await;
+    assert_eq!(
+        (status, ack["id"].clone()),
+        (200, first["id"].clone()),
+        "{ack}"
+    );
     assert_eq!(app.count(inbox_event::Entity).await, 1);
+
+    // A body first delivered without an id is found by a later copy that
+    // carries one.
+    let unlabelled = br#"{"id":"ad-2","name":"Bare"}"#;
+    let headers = hmac_base64_headers(HMAC_SECRET, "x-signature", unlabelled);
+    let (status, first_bare) = deliver(&app, "ads", &headers, unlabelled).await;
+    assert_eq!(status, 202, "{first_bare}");
+    let mut labelled = hmac_base64_headers(HMAC_SECRET, "x-signature", unlabelled);
+    labelled.push(("x-event-id".into(), "evt-9".into()));
+    let (status, ack) = deliver(&app, "ads", &labelled, unlabelled).await;
+    assert_eq!(
+        (status, ack["id"].clone()),
+        (200, first_bare["id"].clone()),
+        "{ack}"
+    );
+    assert_eq!(app.count(inbox_event::Entity).await, 2);
 
     // A different body under a reused id is still the same event: the id
     // keeps deduplicating as it always did.
@@ -152,7 +185,7 @@ async fn unsigned_event_id_header_cannot_turn_a_replay_into_new_events(backend: 
     headers.push(("x-event-id".into(), "evt-1".into()));
     let (status, ack) = deliver(&app, "ads", &headers, other).await;
     assert_eq!((status, ack["id"].clone()), (200, first["id"].clone()));
-    assert_eq!(app.count(inbox_event::Entity).await, 1);
+    assert_eq!(app.count(inbox_event::Entity).await, 2);
 }
 
 async fn standard_webhooks_source_cannot_take_its_event_id_from_an_unsigned_header(

@@ -1,6 +1,7 @@
 //! Storing a verified delivery. The database decides whether the event is
 //! new: `INSERT .. ON CONFLICT DO NOTHING` on the unique keys `(source,
-//! event_id)` and, where the id is not signed, `(source, body_sha256)`.
+//! event_id)` and, where the source's id is not signed, `(source,
+//! body_sha256)`, recorded whether the delivery carries an id or not.
 //! Exactly one delivery of an event inserts its row; every repeat — the same
 //! id, or the same signed body under a forged id — then counts itself on the
 //! original row and gets its id back.
@@ -102,10 +103,12 @@ pub async fn receive<C: ConnectionTrait>(
         InboxState::Skipped
     };
     let headers = kept_headers(source, delivery.headers);
-    // A header the signature does not cover can be changed by anyone who
-    // replays a captured delivery; the signed body cannot.
-    let body_sha256 = (from == EventIdFrom::Header && !source.event_id_is_signed())
-        .then(|| hex::encode(Sha256::digest(delivery.body)));
+    // A header the signature does not cover can be changed, or left out,
+    // by anyone who replays a captured delivery; the signed body cannot. So
+    // wherever the id is not signed, the body's hash is recorded whatever id
+    // the delivery carries or lacks: a signed body makes one event.
+    let body_sha256 =
+        (!source.event_id_is_signed()).then(|| hex::encode(Sha256::digest(delivery.body)));
     // So an erasure finds this event even if it never makes a lead.
     let key_hash = document
         .as_ref()
