@@ -125,13 +125,16 @@ pub struct HttpSettings {
     /// values and never queries the database.
     #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = crate::http::metrics::DEFAULT_REFRESH_SECS)]
     pub metrics_refresh_secs: f64,
-    /// Failed bearer-token authentications one client address may make per
-    /// minute (a burst of this many, then one every 60/N seconds); more
-    /// answer 429 with Retry-After. A valid token is never limited. 0: off.
+    /// Failed authentications one client address may make per minute — bad
+    /// bearer tokens and webhook deliveries whose signature does not verify
+    /// alike (a burst of this many, then one every 60/N seconds); more answer
+    /// 429 with Retry-After. A valid token or signature is never limited. 0: off.
     #[arg(long, env = "LEADPIPE_AUTH_FAIL_PER_MINUTE", default_value_t = 30)]
     pub auth_fail_per_minute: u32,
-    /// Webhook deliveries accepted per second for one source name (known or
-    /// not); more answer 429 with Retry-After. 0: off.
+    /// Verified webhook deliveries accepted per second for one source; more
+    /// answer 429 with Retry-After. Unverified ones never count here (they
+    /// count against their address, `LEADPIPE_AUTH_FAIL_PER_MINUTE`), so no
+    /// stranger can spend a sender's allowance. 0: off.
     #[arg(long, env = "LEADPIPE_WEBHOOK_RATE", default_value_t = 500)]
     pub webhook_rate: u32,
     /// Deliveries one source may send at once above `LEADPIPE_WEBHOOK_RATE`

@@ -94,7 +94,9 @@ impl Application {
             None => crate::http::read_replica::Reads::primary_only(db.clone()),
         };
         let imports = crate::http::imports::ImportTasks::on_current_runtime();
+        let unknown_source = Arc::new(domain::inbound::source::StandIn::new(&settings.keyring));
         let state = web::Data::new(AppState {
+            unknown_source,
             imports: imports.clone(),
             admission,
             reads,

@@ -22,6 +22,7 @@ on_both_backends!(
     a_scrape_answers_from_memory_while_the_database_is_down,
     failed_authentications_from_one_address_get_429_while_valid_tokens_work,
     a_webhook_flood_on_one_source_gets_429_and_other_sources_are_unaffected,
+    an_unsigned_flood_cannot_throttle_a_real_sender,
     every_response_carries_the_security_headers,
     import_report_cells_that_start_a_formula_are_neutralised,
     if_match_that_names_no_current_version_is_412,
@@ -217,6 +218,7 @@ async fn a_webhook_flood_on_one_source_gets_429_and_other_sources_are_unaffected
         HttpSettings {
             webhook_rate: 1,
             webhook_burst: 3,
+            auth_fail_per_minute: 3,
             ..HttpSettings::for_tests()
         },
     )
@@ -255,8 +257,9 @@ async fn a_webhook_flood_on_one_source_gets_429_and_other_sources_are_unaffected
     let response = app.post_standard("calm", &calm, "msg_c", &body(9)).await;
     assert_eq!(response.status(), 202);
 
-    // A name nobody configured is limited the same way, so the limit tells
-    // nothing about which names exist either.
+    // Unverified attempts (here to a name nobody configured, signed with
+    // another source's key) are limited per client address, as failed
+    // logins are, so the limit tells nothing about which names exist.
     let mut answered = Vec::new();
     for i in 0..10 {
         let response = app
@@ -280,6 +283,66 @@ async fn a_webhook_flood_on_one_source_gets_429_and_other_sources_are_unaffected
         .unwrap();
     assert_eq!(stored, accepted as u64);
     assert_eq!(app.count(inbox_event::Entity).await, accepted as u64 + 1);
+}
+
+async fn an_unsigned_flood_cannot_throttle_a_real_sender(backend: Backend) {
+    let app = TestApp::spawn_with(
+        backend,
+        HttpSettings {
+            webhook_rate: 1,
+            webhook_burst: 5,
+            auth_fail_per_minute: 10,
+            ..HttpSettings::for_tests()
+        },
+    )
+    .await;
+    let key = app.standard_source("partner").await;
+    let body = |i: usize| lead_event(&format!("p-{i}"), "p@example.com", "2026-11-30T10:00:00Z");
+    // A stranger posts junk to the source's address far faster than its
+    // allowance while the sender delivers its five signed events.
+    let junk = (0..60).map(|i| {
+        let app = &app;
+        async move {
+            let forged = leadpipe_tests::webhooks::standard_headers(
+                b"not-the-partner-key-0123456789",
+                &format!("junk_{i}"),
+                leadpipe_tests::webhooks::now(),
+                b"{}",
+            );
+            let headers = if i % 2 == 0 { forged } else { Vec::new() };
+            app.post_webhook("partner", &headers, b"{}")
+                .await
+                .status()
+                .as_u16()
+        }
+    });
+    let signed = (0..5).map(|i| {
+        let (app, key, body) = (&app, &key, body(i));
+        async move {
+            tokio::time::sleep(Duration::from_millis(20 * i as u64)).await;
+            app.post_standard("partner", key, &format!("msg_{i}"), &body)
+                .await
+                .status()
+                .as_u16()
+        }
+    });
+    let (junk, signed) = tokio::join!(
+        futures::future::join_all(junk),
+        futures::future::join_all(signed)
+    );
+    assert_eq!(signed, [202; 5], "every signed delivery is accepted");
+    assert!(junk.iter().all(|s| [401, 429].contains(s)), "{junk:?}");
+    assert!(junk.contains(&429), "the stranger is limited: {junk:?}");
+    assert_eq!(app.count(inbox_event::Entity).await, 5);
+    let text = app.metrics().await;
+    // The source's own allowance was never touched (the limit counters are
+    // shared by the tests in this binary; this series is the source's).
+    let source_limited = &[("source", "partner"), ("reason", "rate_limited")];
+    assert_eq!(
+        sample(&text, "leadpipe_webhook_deliveries_total", source_limited),
+        0.0,
+        "{text}"
+    );
 }
 
 fn header(response: &reqwest::Response, name: &str) -> String {

@@ -217,7 +217,7 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "too-many-requests",
         "Too many requests",
         429,
-        "a rate limit: failed authentications from one client address (`LEADPIPE_AUTH_FAIL_PER_MINUTE`; a valid token is never limited), or webhook deliveries to one source (`LEADPIPE_WEBHOOK_RATE`); retry after `Retry-After`",
+        "a rate limit: failed authentications from one client address — bad tokens and webhook signatures that do not verify (`LEADPIPE_AUTH_FAIL_PER_MINUTE`; a valid token or signature is never limited) — or verified webhook deliveries to one source (`LEADPIPE_WEBHOOK_RATE`); retry after `Retry-After`",
     ),
     problem(
         ProblemKind::Internal,

@@ -1,6 +1,6 @@
-//! Rate limits at the edge (GCRA, `governor`): failed bearer-token
-//! authentications per client address, and webhook deliveries per source
-//! name. Over a limit the answer is `429 /problems/too-many-requests` with
+//! Rate limits at the edge (GCRA, `governor`): failed authentications (a
+//! bad bearer token, a webhook whose signature does not verify) per client
+//! address, and verified webhook deliveries per source. Over a limit the answer is `429 /problems/too-many-requests` with
 //! `Retry-After`; each refusal is counted in
 //! `leadpipe_rate_limited_total{limit}`.
 
@@ -36,14 +36,15 @@ impl Limits {
         }
     }
 
-    /// Records one failed authentication from the request's client address:
+    /// Records one failed authentication (a token, or a webhook signature)
+    /// from the request's client address:
     /// `Err(429)` once the address is over its limit.
     pub fn auth_failed(&self, client: IpAddr) -> Result<(), ApiError> {
         self.auth_failures.check(&client)
     }
 
-    /// Counts one delivery to `source` (any name: limiting only known ones
-    /// would tell which names exist).
+    /// Counts one verified delivery to `source`: only a sender holding the
+    /// source's secret can spend its allowance.
     pub fn webhook(&self, source: &str) -> Result<(), ApiError> {
         // Bounded key length: a name longer than any valid one is one key.
         let key = if source.len() <= 64 { source } else { "" };

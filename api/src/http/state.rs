@@ -22,6 +22,8 @@ pub struct AppState {
     pub jobs: workers::InboxQueue,
     /// Executes reconcile runs started over HTTP.
     pub reconciler: Arc<workers::reconcile::Reconciler>,
+    /// What a delivery to an unconfigured source name is verified against.
+    pub unknown_source: Arc<domain::inbound::source::StandIn>,
     /// Failed-authentication and webhook rate limits.
     pub limits: Arc<crate::http::rate_limit::Limits>,
     /// Imports started over HTTP, which a graceful stop waits for.

@@ -19,6 +19,7 @@ use crate::http::admission::REFUSAL_HOLD;
 use crate::http::body::{discard_small_body, read_bytes};
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
+use crate::http::rate_limit::client_address;
 use crate::http::state::AppState;
 use crate::routes::Routes;
 
@@ -99,7 +100,7 @@ struct Acknowledged {
         (status = 401, description = "`/problems/invalid-signature`: no such source, or the signature is missing, malformed, outside the time tolerance or wrong — one answer for all, so that source names cannot be probed; the reason is logged and counted (`leadpipe_webhook_deliveries_total{result=\"rejected\",reason}`). Nothing is stored"),
         (status = 408, description = "`/problems/body-timeout`: the body came too slowly (`LEADPIPE_BODY_TIMEOUT_SECS`, then `LEADPIPE_BODY_MIN_RATE` bytes a second); nothing is stored and the connection closes"),
         (status = 413, description = "`/problems/payload-too-large`: the body is over `LEADPIPE_MAX_BODY_BYTES`"),
-        (status = 429, description = "`/problems/too-many-requests`: more deliveries to this source name than `LEADPIPE_WEBHOOK_RATE` per second (after a burst of `LEADPIPE_WEBHOOK_BURST`); retry after `Retry-After`", headers(("Retry-After" = String))),
+        (status = 429, description = "`/problems/too-many-requests`: more verified deliveries to this source than `LEADPIPE_WEBHOOK_RATE` per second (after a burst of `LEADPIPE_WEBHOOK_BURST`), or more unverified attempts from this client address than `LEADPIPE_AUTH_FAIL_PER_MINUTE`; retry after `Retry-After`", headers(("Retry-After" = String))),
         (status = 500, description = "`/problems/internal`"),
         (status = 503, description = "`/problems/unavailable`: the database is unreachable; or `/problems/inbox-backlog-full`: `LEADPIPE_INBOX_BACKLOG_LIMIT` events wait unprocessed, nothing was stored. The sender retries after `Retry-After`", headers(("Retry-After" = String))),
     ),
@@ -113,13 +114,6 @@ async fn receive_webhook(
     correlation: CorrelationId,
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
-    // Before any lookup, and for every name alike: a flood costs one map
-    // entry, and whether it is limited says nothing about the name.
-    if let Err(limited) = state.limits.webhook(&name) {
-        count(UNKNOWN_SOURCE, "rejected", "rate_limited");
-        discard_small_body(&req, payload, REFUSED_BODY_READ).await;
-        return Err(limited);
-    }
     // Before any work: while the workers are behind, a refused delivery is
     // cheaper for the database than a stored one.
     if let Err(full) = state.admission.check() {
@@ -160,9 +154,11 @@ async fn receive_webhook(
             return Err(err);
         }
     };
-    let Some(source) = found else {
-        count(UNKNOWN_SOURCE, "rejected", "unknown_source");
-        return Err(ApiError::InvalidSignature("unknown_source"));
+    // A name nobody configured is verified against a stand-in: the same
+    // work, so the answer's timing does not tell the names apart.
+    let known = found.is_some();
+    let Some(source) = found.or_else(|| state.unknown_source.source(&state.http.keyring)) else {
+        return Err(ApiError::internal("the stand-in source did not open"));
     };
 
     let headers = HeaderFn(|name: &str| {
@@ -179,11 +175,31 @@ async fn receive_webhook(
             now_unix: Utc::now().timestamp(),
         },
     );
-    if let Err(err) = verified {
+    let rejected = match (known, verified) {
+        (true, Ok(_)) => None,
+        (false, _) => Some("unknown_source"),
+        (true, Err(err)) => Some(err.reason()),
+    };
+    if let Some(reason) = rejected {
         // The source and the reason only: never the signature or a secret.
-        tracing::warn!(source = %source.name, reason = err.reason(), "webhook rejected");
-        count(&source.name, "rejected", err.reason());
-        return Err(ApiError::InvalidSignature(err.reason()));
+        if known {
+            tracing::warn!(source = %source.name, reason, "webhook rejected");
+        }
+        count(
+            if known { &source.name } else { UNKNOWN_SOURCE },
+            "rejected",
+            reason,
+        );
+        // An unverified attempt counts against its client's address, as a
+        // failed login does, never against the source's allowance: else
+        // anyone could spend a real sender's budget with junk.
+        state.limits.auth_failed(client_address(&req))?;
+        return Err(ApiError::InvalidSignature(reason));
+    }
+    // Only verified deliveries spend the source's allowance.
+    if let Err(limited) = state.limits.webhook(&source.name) {
+        count(&source.name, "rejected", "rate_limited");
+        return Err(limited);
     }
 
     let delivery = Delivery {

@@ -10,6 +10,7 @@
 //! Here: the source's types and its storage. What a source may be is decided
 //! in `validate`, which parses a [`SourceConfig`] into a [`NewSource`].
 
+mod stand_in;
 mod validate;
 
 use std::fmt;
@@ -27,6 +28,7 @@ use crate::inbound::mapping::RecordMapping;
 use crate::inbound::signature::{Scheme, SchemeConfig, secret_problem};
 use crate::reconcile::config::{self as pull_config, PullConfig, SecretChange};
 use crate::sealed::{Keyring, Place};
+pub use stand_in::StandIn;
 pub use validate::{NewSource, is_valid_pointer};
 
 pub const DEFAULT_RECORD_POINTER: &str = "/data";
