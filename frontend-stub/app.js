@@ -4,6 +4,17 @@
 "use strict";
 
 const TOKEN_KEY = "leadpipe.token";
+// Why the last session ended, shown once by the fresh page (a 401).
+const NOTICE_KEY = "leadpipe.notice";
+
+// The tabs each role may read: the roles their endpoints answer (README
+// "Roles"). An intake token only posts leads, so it gets no tab at all.
+const TABS_BY_ROLE = {
+  intake: [],
+  sales: ["leads"],
+  ops: ["leads", "ops"],
+  admin: ["leads", "ops"],
+};
 
 // The lead status machine (README "Sales API"); the server enforces it, this
 // only decides which buttons to offer.
@@ -20,8 +31,11 @@ const NEXT_STATUS = {
 // A backlog is "growing" once its oldest event has waited this long.
 const BACKLOG_ALERT_SECONDS = 300;
 
+// One session's memory. Signing out never clears it piece by piece: it
+// loads a fresh page, so nothing of one session reaches the next.
 const state = {
   me: null, // GET /api/me: who is signed in
+  token: null, // the token this page signed in with
   leads: [], // the rows of the list, as loaded
   people: new Map(), // principal id -> {name, role, active}
   seriesWindow: "1h",
@@ -114,7 +128,8 @@ function token() {
 
 /** Calls the API with the token; returns {status, headers, body} or throws ApiError. */
 async function api(method, path, { body, headers } = {}) {
-  const init = { method, headers: Object.assign({ Accept: "application/json" }, headers) };
+  // `no-store`: an answer is for this session only; the browser keeps none.
+  const init = { method, cache: "no-store", headers: Object.assign({ Accept: "application/json" }, headers) };
   const t = token();
   if (t) init.headers.Authorization = `Bearer ${t}`;
   if (body !== undefined) {
@@ -206,61 +221,77 @@ function signIn(t) {
   showApp();
 }
 
+/**
+ * Ends the session: forgets the token and loads the page afresh, without
+ * the lead's address. The lists, the lead, every answer held in memory and
+ * every request still under way go with the old page; clearing them one by
+ * one would miss the next thing added to `state`.
+ */
 function signOut(message) {
   sessionStorage.removeItem(TOKEN_KEY);
-  state.me = null;
-  state.people = new Map();
-  $("login").hidden = false;
-  $("tabs").hidden = true;
-  $("session").hidden = true;
-  $("leads-tab").hidden = true;
-  $("ops-tab").hidden = true;
-  if (message) {
-    $("problem").replaceChildren(el("strong", {}, message));
-    $("problem").hidden = false;
-  }
+  if (message) sessionStorage.setItem(NOTICE_KEY, message);
+  location.replace(location.pathname);
 }
 
-function showApp() {
-  $("login").hidden = true;
-  $("tabs").hidden = false;
-  $("session").hidden = false;
-  showTab("leads");
-  // Names arrive after the first list: show them once known, without
-  // taking the user back from a tab they have moved to meanwhile.
-  loadPeople().then(() => {
-    // In the same turn as the name in the header: once it shows, the
-    // list and the lead show names too.
-    $("lead-table").querySelector("tbody").replaceChildren(...state.leads.map(leadRow));
-    if (state.lead) renderLead();
-    if (state.me) $("whoami").textContent = `${state.me.name} (${state.me.role})`;
-    openLeadFromHash();
-  });
+/** The tabs the signed-in role may read. */
+function tabs() {
+  return (state.me && TABS_BY_ROLE[state.me.role]) || [];
 }
 
-/** Who is signed in, and the names behind principal ids. */
-async function loadPeople() {
+function mayRead(tab) {
+  return tabs().includes(tab);
+}
+
+/** Who is signed in decides what is shown: only what the role may read. */
+async function showApp() {
+  state.token = token();
   try {
     state.me = (await api("GET", "/api/me")).body;
   } catch (err) {
     showProblem(err);
     return;
   }
+  clearProblem();
+  $("login").hidden = true;
+  $("session").hidden = false;
+  const shown = tabs();
+  for (const b of document.querySelectorAll("#tabs button")) b.hidden = !shown.includes(b.dataset.tab);
+  $("tabs").hidden = shown.length === 0;
+  if (shown.length === 0) {
+    $("whoami").textContent = `${state.me.name} (${state.me.role})`;
+    $("no-views-role").textContent = state.me.role;
+    $("no-views").hidden = false;
+    return;
+  }
+  showTab(shown[0]);
+  // Names arrive after the first list: show them once known, without
+  // taking the user back from a tab they have moved to meanwhile.
+  await loadPeople();
+  // In the same turn as the name in the header: once it shows, the list
+  // and the lead show names too.
+  $("lead-table").querySelector("tbody").replaceChildren(...state.leads.map(leadRow));
+  if (state.lead) renderLead();
+  $("whoami").textContent = `${state.me.name} (${state.me.role})`;
+  openLeadFromHash();
+}
+
+/** The names behind principal ids (every role with a tab may list them). */
+async function loadPeople() {
   try {
     const { body } = await api("GET", "/api/principals");
     state.people = new Map(body.map((p) => [p.id, p]));
   } catch (err) {
-    // Intake tokens may not list people; ids stay ids.
-    if (err.status !== 403) showProblem(err);
+    showProblem(err);
   }
 }
 
 function openLeadFromHash() {
   const m = /^#lead\/(\d+)$/.exec(location.hash);
-  if (m) openLead(Number(m[1]));
+  if (m && mayRead("leads")) openLead(Number(m[1]));
 }
 
 function showTab(name) {
+  if (!mayRead(name)) return;
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === name);
   $("leads-tab").hidden = name !== "leads";
   $("ops-tab").hidden = name !== "ops";
@@ -856,9 +887,7 @@ document.addEventListener("DOMContentLoaded", () => {
     e.preventDefault();
     if (state.lead) convertLead();
   });
-  window.addEventListener("hashchange", () => {
-    if (token()) openLeadFromHash();
-  });
+  window.addEventListener("hashchange", openLeadFromHash);
   for (const b of document.querySelectorAll(".window-choice button")) {
     b.addEventListener("click", () => {
       state.seriesWindow = b.dataset.window;
@@ -871,5 +900,17 @@ document.addEventListener("DOMContentLoaded", () => {
     const source = $("reconcile-source").value.trim();
     if (source) startReconcile(source);
   });
+  const notice = sessionStorage.getItem(NOTICE_KEY);
+  if (notice) {
+    sessionStorage.removeItem(NOTICE_KEY);
+    $("problem").replaceChildren(el("strong", {}, notice));
+    $("problem").hidden = false;
+  }
   if (token()) showApp();
+});
+
+// Back or Forward may restore a page from memory: one of another session
+// (or of none) starts afresh.
+window.addEventListener("pageshow", (e) => {
+  if (e.persisted && state.token !== token()) location.replace(location.pathname);
 });

@@ -224,7 +224,112 @@ async fn sign_in(browser: &Client, token: &str) {
 on_both_backends!(
     sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead,
     ops_sees_figures_alerts_and_charts_and_retries_a_dead_event,
+    sign_out_forgets_the_previous_session,
+    each_role_sees_only_the_tabs_it_may_read,
 );
+
+/// Everything the page holds, hidden or not: the document's markup and its
+/// in-memory state (the lists, the lead, the names it has read). `None`
+/// while a page is being loaded.
+async fn everything_the_page_holds(browser: &Client) -> Option<String> {
+    let held = browser
+        .execute(
+            "const kept = typeof state === 'object' && state \
+               ? JSON.stringify({me: state.me, leads: state.leads, lead: state.lead, \
+                   conversion: state.conversion || null, people: [...state.people.values()]}) \
+               : ''; \
+             return document.documentElement.outerHTML + '\\n' + kept;",
+            vec![],
+        )
+        .await
+        .ok()?;
+    held.as_str().map(str::to_owned)
+}
+
+/// Waits until the sign-in form shows and nothing of `previous` is left
+/// anywhere in the page.
+async fn wait_until_forgotten(browser: &Client, previous: &[&str]) {
+    let started = Instant::now();
+    loop {
+        let signed_out = match browser.find(Locator::Css("#login")).await {
+            Ok(login) => login.is_displayed().await.unwrap_or(false),
+            Err(_) => false,
+        };
+        let held = everything_the_page_holds(browser).await.unwrap_or_default();
+        let kept: Vec<&&str> = previous.iter().filter(|p| held.contains(**p)).collect();
+        if signed_out && !held.is_empty() && kept.is_empty() {
+            return;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "after signing out the page still holds {kept:?} (sign-in form shown: {signed_out})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn assert_forgotten(held: &str, previous: &[&str], when: &str) {
+    for text in previous {
+        assert!(
+            !held.contains(text),
+            "{when}: the page still holds {text:?} of the previous session"
+        );
+    }
+}
+
+/// The tabs a user can see, in page order.
+async fn visible_tabs(browser: &Client) -> Vec<String> {
+    let mut shown = Vec::new();
+    for button in browser
+        .find_all(Locator::Css("#tabs button"))
+        .await
+        .unwrap()
+    {
+        if button.is_displayed().await.unwrap() {
+            shown.push(button.attr("data-tab").await.unwrap().unwrap());
+        }
+    }
+    shown
+}
+
+/// Every API call this page (since it was loaded) made, with its status:
+/// the browser's own record of the requests.
+async fn api_calls(browser: &Client) -> Vec<(String, u64)> {
+    let calls = browser
+        .execute(
+            "return performance.getEntriesByType('resource') \
+               .filter(e => new URL(e.name).pathname.startsWith('/api/')) \
+               .map(e => [new URL(e.name).pathname, e.responseStatus]);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c[0].as_str().unwrap().to_owned(), c[1].as_u64().unwrap()))
+        .collect()
+}
+
+/// Waits until the page has called `path`, then checks that no call it made
+/// was refused: a role is never offered a view of `403`s.
+async fn assert_nothing_refused(browser: &Client, path: &str, role: &str) {
+    let started = Instant::now();
+    let calls = loop {
+        let calls = api_calls(browser).await;
+        if calls.iter().any(|(p, _)| p == path) {
+            break calls;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "{role}: the page never called {path}: {calls:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let refused: Vec<_> = calls.iter().filter(|(_, status)| *status >= 400).collect();
+    assert!(refused.is_empty(), "{role}: refused calls {refused:?}");
+}
 
 async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backend: Backend) {
     let chromium = find_program(&["chromium", "chromium-browser"]);
@@ -617,5 +722,149 @@ async fn the_api_reference_renders_from_the_binary_without_the_network() {
         assert!(url.starts_with(&origin), "{url} is not from {origin}");
     }
     screenshot(&browser, "api-reference").await;
+    browser.close().await.unwrap();
+}
+
+/// chromium and chromedriver, or `None` (the test is skipped) outside CI.
+fn browser_programs() -> Option<(PathBuf, PathBuf)> {
+    let chromium = find_program(&["chromium", "chromium-browser"]);
+    let chromedriver = find_program(&["chromedriver"]);
+    let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but chromium or chromedriver is missing"
+        );
+        eprintln!("skipped: chromium and chromedriver are not installed; CI runs this test");
+        return None;
+    };
+    Some((chromium, chromedriver))
+}
+
+async fn sign_out_forgets_the_previous_session(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let response = app
+        .post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": "form-77", "name": "Ada Lovelace",
+                    "email": "ada.private@example.com", "company": "Analytical Engines"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let id = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let sales = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
+        .await
+        .unwrap()
+        .token;
+    // What the sales session read: the lead, its timeline, who was signed in.
+    let previous = [
+        "ada.private@example.com",
+        "Ada Lovelace",
+        "Analytical Engines",
+        "form-77",
+        "Grace Hopper",
+    ];
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+    sign_in(&browser, &sales).await;
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+    let row = format!("#lead-table tbody tr[data-lead-id=\"{id}\"]");
+    wait_for_text(&browser, &row, "ada.private@example.com").await;
+    click(&browser, &row).await;
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+    wait_for(&browser, "#timeline li[data-kind=\"ingest\"]").await;
+
+    // Signed out, with no token: nothing of the session is left, not even
+    // the lead's address.
+    click(&browser, "#sign-out").await;
+    wait_until_forgotten(&browser, &previous).await;
+    let address = browser.current_url().await.unwrap();
+    assert!(
+        !address.as_str().contains("#lead/"),
+        "the address still opens the lead: {address}"
+    );
+    screenshot(&browser, "signed-out").await;
+
+    // An intake token in the same tab: nothing of the previous session
+    // comes back from memory, however long one waits.
+    sign_in(&browser, &intake).await;
+    wait_for_text(&browser, "#whoami", "(intake)").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_forgotten(
+        &everything_the_page_holds(&browser).await.unwrap(),
+        &previous,
+        "signed in with an intake token",
+    );
+
+    // A token the server refuses: back to the sign-in form, saying why.
+    click(&browser, "#sign-out").await;
+    wait_until_forgotten(&browser, &previous).await;
+    sign_in(&browser, "not-a-token").await;
+    wait_for_text(&browser, "#problem", "Your token was not accepted").await;
+    wait_until_forgotten(&browser, &previous).await;
+
+    browser.close().await.unwrap();
+}
+
+async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let response = app
+        .post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": "form-78", "email": "b@example.com"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let sales = app.token(Role::Sales, None).await;
+    let ops = app.token(Role::Ops, None).await;
+    let admin = app.token(Role::Admin, None).await;
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+
+    // intake may read nothing but who it is: no tab, and a word on why.
+    sign_in(&browser, &intake).await;
+    wait_for_text(&browser, "#whoami", "(intake)").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(visible_tabs(&browser).await, Vec::<String>::new(), "intake");
+    assert_nothing_refused(&browser, "/api/me", "intake").await;
+    wait_for_text(&browser, "#no-views", "intake").await;
+    screenshot(&browser, "intake-signed-in").await;
+    click(&browser, "#sign-out").await;
+    wait_for(&browser, "#login:not([hidden])").await;
+
+    // Sales reads leads, not the ops figures: no Ops tab.
+    sign_in(&browser, &sales).await;
+    wait_for_text(&browser, "#whoami", "(sales)").await;
+    wait_for_text(&browser, "#lead-table", "b@example.com").await;
+    assert_eq!(visible_tabs(&browser).await, ["leads"], "sales");
+    assert_nothing_refused(&browser, "/api/leads", "sales").await;
+    click(&browser, "#sign-out").await;
+    wait_for(&browser, "#login:not([hidden])").await;
+
+    // Ops and admin read both.
+    for (token, role) in [(&ops, "ops"), (&admin, "admin")] {
+        sign_in(&browser, token).await;
+        wait_for_text(&browser, "#whoami", &format!("({role})")).await;
+        assert_eq!(visible_tabs(&browser).await, ["leads", "ops"], "{role}");
+        click(&browser, "#tabs button[data-tab=\"ops\"]").await;
+        wait_for_text(&browser, "#dead-events", "none").await;
+        assert_nothing_refused(&browser, "/api/ops/stats", role).await;
+        click(&browser, "#sign-out").await;
+        wait_for(&browser, "#login:not([hidden])").await;
+    }
+
     browser.close().await.unwrap();
 }

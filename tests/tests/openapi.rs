@@ -486,3 +486,238 @@ fn each_problem_type_is_one_row_of_the_catalogue() {
         );
     }
 }
+
+/// The document's promise about answers, checked against real ones: each
+/// answer's body fits the schema the document gives for its operation,
+/// status and content type. `components` is put beside the schema, so its
+/// `#/components/schemas/…` references resolve as they do in the document
+/// (OpenAPI 3.1 schemas are JSON Schema 2020-12).
+struct Contract {
+    doc: Value,
+    app: TestApp,
+}
+
+impl Contract {
+    /// Sends `request`, checks its answer against `method template` and
+    /// returns the status and body.
+    async fn send(
+        &self,
+        method: &str,
+        template: &str,
+        request: reqwest::RequestBuilder,
+    ) -> (u16, Value) {
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default();
+        let text = response.text().await.unwrap();
+        let body: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{method} {template} {status}: not JSON ({e}): {text}"));
+        self.check(method, template, status, &content_type, &body);
+        (status, body)
+    }
+
+    fn check(&self, method: &str, template: &str, status: u16, content_type: &str, body: &Value) {
+        let at = format!("{} {template} {status}", method.to_uppercase());
+        let op = &self.doc["paths"][template][method];
+        assert!(op.is_object(), "{at}: the operation is not described");
+        let mut response = op["responses"]
+            .get(status.to_string())
+            .or_else(|| op["responses"].get("default"))
+            .unwrap_or_else(|| panic!("{at}: not a documented answer: {body}"));
+        if let Some(reference) = response["$ref"].as_str() {
+            response = self.doc.pointer(&reference[1..]).unwrap();
+        }
+        let media = content_type.split(';').next().unwrap_or_default().trim();
+        let schema = response["content"][media]["schema"].clone();
+        assert!(
+            schema.is_object(),
+            "{at}: the document gives no {media:?} schema: {body}"
+        );
+        let Value::Object(mut schema) = schema else {
+            unreachable!()
+        };
+        schema.insert("components".into(), self.doc["components"].clone());
+        let validator = jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(&Value::Object(schema))
+            .unwrap_or_else(|e| panic!("{at}: the schema does not compile: {e}"));
+        let errors: Vec<String> = validator
+            .iter_errors(body)
+            .map(|e| format!("{e} (at \"{}\")", e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{at}: the answer does not fit the document:\n  {}\nanswer: {body}",
+            errors.join("\n  ")
+        );
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str, token: &str) -> reqwest::RequestBuilder {
+        self.app
+            .client
+            .request(method, self.app.url(path))
+            .bearer_auth(token)
+    }
+}
+
+leadpipe_tests::on_both_backends!(every_answer_the_intake_door_gives_fits_the_document);
+
+/// Every outcome of `POST /api/leads` (created, updated, unchanged, stale,
+/// a keyed replay, suppressed after erasure) and a sample of the other
+/// answers fit the schemas the document gives them.
+async fn every_answer_the_intake_door_gives_fits_the_document(backend: Backend) {
+    use reqwest::Method;
+    use serde_json::json;
+
+    let app = TestApp::spawn(backend).await;
+    let doc: Value = serde_json::from_str(&served(&app).await).unwrap();
+    let intake = app.token(domain::auth::Role::Intake, Some("webform")).await;
+    let sales = app.token(domain::auth::Role::Sales, None).await;
+    let ops = app.token(domain::auth::Role::Ops, None).await;
+    let admin = app.token(domain::auth::Role::Admin, None).await;
+    let api = Contract { doc, app };
+    let post = |record: Value| {
+        api.request(Method::POST, "/api/leads", &intake)
+            .json(&record)
+    };
+    let lead = |name: &str, at: &str| {
+        json!({"source": "webform", "source_ref": "form-1", "name": name,
+               "email": "ada@example.com", "source_updated_at": at})
+    };
+
+    let (status, created) = api
+        .send(
+            "post",
+            "/api/leads",
+            post(lead("Ada", "2026-01-02T00:00:00Z")),
+        )
+        .await;
+    assert_eq!(
+        (status, created["outcome"].as_str()),
+        (201, Some("created"))
+    );
+    let id = created["id"].as_i64().unwrap();
+    for (record, outcome) in [
+        (lead("Ada", "2026-01-02T00:00:00Z"), "unchanged"),
+        (lead("Ada Lovelace", "2026-01-03T00:00:00Z"), "updated"),
+        (lead("A. L.", "2026-01-01T00:00:00Z"), "stale"),
+    ] {
+        let (status, body) = api.send("post", "/api/leads", post(record)).await;
+        assert_eq!((status, body["outcome"].as_str()), (200, Some(outcome)));
+    }
+    // A keyed request and its replay.
+    for _ in 0..2 {
+        let keyed = post(json!({"source": "webform", "source_ref": "form-2"}))
+            .header("Idempotency-Key", "fits-the-document-1");
+        let (status, body) = api.send("post", "/api/leads", keyed).await;
+        assert_eq!((status, body["outcome"].as_str()), (201, Some("created")));
+    }
+
+    // The reads and writes around a lead.
+    let path = format!("/api/leads/{id}");
+    let (status, _) = api
+        .send(
+            "get",
+            "/api/leads",
+            api.request(Method::GET, "/api/leads", &sales),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, _) = api
+        .send(
+            "get",
+            "/api/leads/{id}",
+            api.request(Method::GET, &path, &sales),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let transition = api
+        .request(Method::POST, &format!("{path}/transitions"), &sales)
+        .json(&json!({"to": "contacted"}));
+    let (status, _) = api
+        .send("post", "/api/leads/{id}/transitions", transition)
+        .await;
+    assert_eq!(status, 200);
+    let illegal = api
+        .request(Method::POST, &format!("{path}/transitions"), &sales)
+        .json(&json!({"to": "new"}));
+    let (status, _) = api
+        .send("post", "/api/leads/{id}/transitions", illegal)
+        .await;
+    assert_eq!(status, 409);
+    let note = api
+        .request(Method::POST, &format!("{path}/notes"), &sales)
+        .header("Idempotency-Key", "fits-the-document-2")
+        .json(&json!({"text": "called"}));
+    let (status, _) = api.send("post", "/api/leads/{id}/notes", note).await;
+    assert_eq!(status, 201);
+    let activities = api.request(Method::GET, &format!("{path}/activities"), &sales);
+    let (status, _) = api
+        .send("get", "/api/leads/{id}/activities", activities)
+        .await;
+    assert_eq!(status, 200);
+    for (template, token) in [
+        ("/api/me", &intake),
+        ("/api/principals", &sales),
+        ("/api/ops/stats", &ops),
+    ] {
+        let (status, _) = api
+            .send("get", template, api.request(Method::GET, template, token))
+            .await;
+        assert_eq!(status, 200, "{template}");
+    }
+
+    // Refusals: problems, in the shape the document gives them.
+    let (status, _) = api
+        .send(
+            "post",
+            "/api/leads",
+            post(json!({"source": "webform", "email": 5})),
+        )
+        .await;
+    assert!(status == 400 || status == 422, "{status}");
+    let (status, _) = api
+        .send(
+            "get",
+            "/api/leads/{id}",
+            api.request(Method::GET, "/api/leads/999999", &sales),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = api
+        .send(
+            "get",
+            "/api/leads",
+            api.request(Method::GET, "/api/leads", &intake),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = api
+        .send(
+            "get",
+            "/api/leads",
+            api.request(Method::GET, "/api/leads", "not-a-token"),
+        )
+        .await;
+    assert_eq!(status, 401);
+
+    // Erased: the key's next arrival is `suppressed`, with no lead.
+    let erase = api.request(Method::DELETE, &format!("{path}?reason=asked"), &admin);
+    let (status, _) = api.send("delete", "/api/leads/{id}", erase).await;
+    assert_eq!(status, 200);
+    let (status, suppressed) = api
+        .send(
+            "post",
+            "/api/leads",
+            post(lead("Ada", "2026-02-01T00:00:00Z")),
+        )
+        .await;
+    assert_eq!(
+        (status, &suppressed),
+        (200, &json!({"outcome": "suppressed"}))
+    );
+}

@@ -68,8 +68,31 @@ struct IngestOut {
 #[derive(Serialize, ToSchema)]
 #[schema(as = IngestSuppressed)]
 struct SuppressedOut {
-    /// Always `suppressed`.
+    #[schema(schema_with = only_suppressed)]
     outcome: Outcome,
+}
+
+/// `outcome` of [`SuppressedOut`]: only ever `suppressed`, so no answer fits
+/// both shapes of [`IngestOrSuppressed`].
+fn only_suppressed() -> utoipa::openapi::Object {
+    use utoipa::openapi::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some([Outcome::Suppressed.as_str()]))
+        .description(Some("Always `suppressed`."))
+        .build()
+}
+
+/// The `200` of an upsert: the lead and what the upsert did (`updated`,
+/// `unchanged`, `stale`), or `{"outcome": "suppressed"}` alone for an erased
+/// key.
+// Describes the answer only: `ingest_reply` writes one of the two shapes.
+#[derive(ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum IngestOrSuppressed {
+    Ingested(Box<IngestOut>),
+    Suppressed(SuppressedOut),
 }
 
 fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
@@ -126,7 +149,7 @@ impl Versioned for LeadDetail {
             headers(("Location" = String), ("ETag" = String))),
         (status = 200, description = "An existing lead: `updated`, `unchanged` or `stale`; or \
             `{\"outcome\": \"suppressed\"}` alone when the key was erased (nothing written)",
-            body = IngestOut, headers(("ETag" = String))),
+            body = IngestOrSuppressed, headers(("ETag" = String))),
     ),
     security(("bearer" = ["intake", "sales", "admin"])),
 )]
