@@ -509,6 +509,12 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
         assert_eq!(response.status(), status);
     }
 
+    // An empty change changes nothing, not even the version.
+    let tag = etag_of(&app, &admin, "partner").await;
+    let response = patch(&app, &admin, "partner", Some(&tag), &json!({})).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["etag"].to_str().unwrap(), tag);
+
     // The name is the path's; unknown fields and names are refused.
     let renamed = patch(&app, &admin, "partner", None, &json!({"name": "other"})).await;
     assert_problem(renamed, 422, "/problems/validation").await;

@@ -184,6 +184,9 @@ pub async fn update<C: ConnectionTrait>(
     for _ in 0..3 {
         let stored = find_stored(conn, name).await?.ok_or(Error::NotFound)?;
         if_match.check(stored.version)?;
+        if patch.is_empty() {
+            return Ok(stored);
+        }
         let valid = NewSource::parse(patch.clone().merge(&stored)?, outbound)?;
         check_against_stored(&valid, Some(&stored))?;
         let mut model = valid.active_model(Utc::now());
