@@ -36,7 +36,8 @@ mod m20261201_000810_natural_key_hash;
 mod m20261201_000830_lead_processing_failure;
 mod m20261201_000840_outbox_delivery_unsettled_index;
 mod m20261206_000900_idempotency_subject;
-mod m20261206_000910_sealing_key_check;
+mod m20261206_000910_source_version;
+mod m20261206_000920_sealing_key_check;
 
 pub struct Migrator;
 
@@ -73,7 +74,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000830_lead_processing_failure::Migration),
             Box::new(m20261201_000840_outbox_delivery_unsettled_index::Migration),
             Box::new(m20261206_000900_idempotency_subject::Migration),
-            Box::new(m20261206_000910_sealing_key_check::Migration),
+            Box::new(m20261206_000910_source_version::Migration),
+            Box::new(m20261206_000920_sealing_key_check::Migration),
         ]
     }
 }

@@ -167,6 +167,17 @@ impl TestApp {
             .unwrap()
     }
 
+    /// `PATCH /api/sources/{name}`: changes only the fields in `body`.
+    pub async fn patch_source(&self, token: &str, name: &str, body: &Value) -> reqwest::Response {
+        self.client
+            .patch(self.url(&format!("/api/sources/{name}")))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
     /// Creates a standard-webhooks source with the default mapping; returns
     /// its raw signing key.
     pub async fn standard_source(&self, name: &str) -> Vec<u8> {

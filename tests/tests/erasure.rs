@@ -676,10 +676,10 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
 async fn partner_source(app: &TestApp, admin: &str, fake: &FakeSource) -> Vec<u8> {
     let key = app.standard_source("partner").await;
     let saved = app
-        .save_source(
+        .patch_source(
             admin,
-            &json!({"name": "partner", "scheme": "standard-webhooks",
-                    "pull_url": fake.pull_url, "pull_page_size": 10}),
+            "partner",
+            &json!({"pull_url": fake.pull_url, "pull_page_size": 10}),
         )
         .await;
     assert_eq!(saved.status(), 200, "{}", saved.text().await.unwrap());

@@ -193,10 +193,10 @@ async fn a_skipped_event_taken_over_mid_batch_is_left_to_its_taker(backend: Back
             .unwrap();
     let deleted = ack_id(app.post_standard("webform", &key, "msg_del", &body).await).await;
     let narrowed = app
-        .save_source(
+        .patch_source(
             &app.admin_token().await,
-            &serde_json::json!({"name": "webform", "scheme": "standard-webhooks",
-                                "allowed_event_types": ["lead.created"]}),
+            "webform",
+            &serde_json::json!({"allowed_event_types": ["lead.created"]}),
         )
         .await;
     assert!(narrowed.status().is_success(), "{}", narrowed.status());

@@ -95,9 +95,10 @@ async fn bad_record_is_dead_until_the_mapping_is_fixed_and_the_event_retried(bac
         r#"mapping: no record at "/data""#
     );
     let fixed = app
-        .save_source(
+        .patch_source(
             &app.admin_token().await,
-            &json!({"name": "partner", "scheme": "standard-webhooks", "record_pointer": "/lead"}),
+            "partner",
+            &json!({"record_pointer": "/lead"}),
         )
         .await;
     assert_eq!(fixed.status(), 200);

@@ -215,10 +215,10 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
     let fake = FakeSource::start(3).await.unwrap();
     let key = app.standard_source(source).await;
     let response = app
-        .save_source(
+        .patch_source(
             &app.admin_token().await,
-            &json!({"name": source, "scheme": "standard-webhooks",
-                    "pull_url": fake.pull_url, "pull_page_size": 10}),
+            source,
+            &json!({"pull_url": fake.pull_url, "pull_page_size": 10}),
         )
         .await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());

@@ -40,10 +40,10 @@ const WAIT: Duration = Duration::from_secs(20);
 async fn pull_source(app: &TestApp, name: &str, fake: &FakeSource, page_size: u32) -> Vec<u8> {
     let key = app.standard_source(name).await;
     let response = app
-        .save_source(
+        .patch_source(
             &app.admin_token().await,
-            &json!({"name": name, "scheme": "standard-webhooks",
-                    "pull_url": fake.pull_url, "pull_page_size": page_size}),
+            name,
+            &json!({"pull_url": fake.pull_url, "pull_page_size": page_size}),
         )
         .await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
@@ -678,12 +678,12 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
     assert_eq!(view["pull_auth_configured"], true);
     assert_eq!(view["cron"], "0 0 3 * * *");
 
-    // Saving again without the value keeps it.
+    // A change that does not give the value keeps it.
     let resaved = app
-        .save_source(
+        .patch_source(
             &admin,
-            &json!({"name": "locked", "scheme": "hmac-sha256",
-                    "pull_url": fake.pull_url, "pull_auth_header": "authorization"}),
+            "locked",
+            &json!({"pull_url": fake.pull_url, "pull_auth_header": "authorization"}),
         )
         .await;
     assert_eq!(resaved.status(), 200);
@@ -876,11 +876,7 @@ async fn cron_starts_one_run_per_tick_across_worker_processes(backend: Backend) 
     pull_source(&app, "nightly", &fake, 10).await;
     let admin = app.admin_token().await;
     let every_second = app
-        .save_source(
-            &admin,
-            &json!({"name": "nightly", "scheme": "standard-webhooks",
-                    "pull_url": fake.pull_url, "cron": "* * * * * *"}),
-        )
+        .patch_source(&admin, "nightly", &json!({"cron": "* * * * * *"}))
         .await;
     assert_eq!(every_second.status(), 200);
     // Two worker processes' runtimes on one database.

@@ -113,15 +113,28 @@ async fn a_public_key_source_cannot_turn_github_without_new_secrets(backend: Bac
 
     // The attack: switch the scheme, keep the stored (public!) key.
     let switched = app
-        .save_source(&admin, &json!({"name": "partner", "scheme": "github"}))
+        .patch_source(&admin, "partner", &json!({"scheme": "github"}))
         .await;
     let problem = assert_problem(switched, 422, "/problems/validation").await;
     assert_eq!(problem["errors"][0]["field"], "secrets", "{problem}");
     let message = problem["errors"][0]["message"].as_str().unwrap();
     assert!(
-        message.contains("stored secrets do not fit scheme github") && message.contains("ed25519"),
+        message.contains("must be given again")
+            && message.contains("from standard-webhooks to github"),
         "{message}"
     );
+    assert!(!message.contains(public), "{message}");
+    // Given again, the public key is refused for an HMAC scheme, by its rule.
+    let given = app
+        .patch_source(
+            &admin,
+            "partner",
+            &json!({"scheme": "github", "secrets": [public]}),
+        )
+        .await;
+    let problem = assert_problem(given, 422, "/problems/validation").await;
+    let message = problem["errors"][0]["message"].as_str().unwrap();
+    assert!(message.contains("ed25519"), "{message}");
     assert!(!message.contains(public), "{message}");
     let view: Value = app
         .get(&admin, "/api/sources/partner")
@@ -144,9 +157,10 @@ async fn a_public_key_source_cannot_turn_github_without_new_secrets(backend: Bac
 
     // With new secrets that fit, the switch is fine.
     let fixed = app
-        .save_source(
+        .patch_source(
             &admin,
-            &json!({"name": "partner", "scheme": "github", "secrets": ["a-real-github-secret"]}),
+            "partner",
+            &json!({"scheme": "github", "secrets": ["a-real-github-secret"]}),
         )
         .await;
     assert_eq!(fixed.status(), 200);
@@ -365,8 +379,10 @@ async fn a_pull_url_on_a_new_origin_needs_the_auth_value_again(backend: Backend)
     first["pull_auth_secret"] = json!("Bearer old-host-only");
     assert_eq!(app.save_source(&admin, &first).await.status(), 201);
 
-    // The careless re-save: a new host, no new value.
-    let moved = app.save_source(&admin, &config(&new_host.pull_url)).await;
+    // The careless change: a new host, no new value.
+    let moved = app
+        .patch_source(&admin, "moving", &json!({"pull_url": new_host.pull_url}))
+        .await;
     let problem = assert_problem(moved, 422, "/problems/validation").await;
     assert_eq!(
         problem["errors"][0]["field"], "pull_auth_secret",
@@ -382,9 +398,14 @@ async fn a_pull_url_on_a_new_origin_needs_the_auth_value_again(backend: Backend)
     assert_eq!(reconcile(&app, &ops, "moving").await["state"], "done");
 
     // Moving with a value of its own is fine, and only that value goes there.
-    let mut with_value = config(&new_host.pull_url);
-    with_value["pull_auth_secret"] = json!("Bearer new-host-value");
-    assert_eq!(app.save_source(&admin, &with_value).await.status(), 200);
+    let with_value = json!({"pull_url": new_host.pull_url,
+                            "pull_auth_secret": "Bearer new-host-value"});
+    assert_eq!(
+        app.patch_source(&admin, "moving", &with_value)
+            .await
+            .status(),
+        200
+    );
     assert_eq!(reconcile(&app, &ops, "moving").await["state"], "done");
     let sent: Vec<Option<String>> = new_host.requests().into_iter().map(|r| r.auth).collect();
     assert!(!sent.is_empty());

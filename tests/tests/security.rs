@@ -75,6 +75,7 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("GET", "/api/sources", OPS_UP),
     ("POST", "/api/sources", ADMIN),
     ("GET", "/api/sources/{name}", OPS_UP),
+    ("PATCH", "/api/sources/{name}", ADMIN),
     ("GET", "/api/subscriptions", OPS_UP),
     ("POST", "/api/subscriptions", ADMIN),
     ("DELETE", "/api/subscriptions/{id}", ADMIN),

@@ -116,10 +116,10 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
     assert_eq!(created.headers()["location"], "/api/sources/webform");
     seen.push(created.text().await.unwrap());
     let updated = app
-        .save_source(
+        .patch_source(
             &admin,
-            &json!({"name": "webform", "scheme": "standard-webhooks",
-                    "secrets": [secret.clone(), standard_secret(b"second-key-0000002")]}),
+            "webform",
+            &json!({"secrets": [secret.clone(), standard_secret(b"second-key-0000002")]}),
         )
         .await;
     assert_eq!(updated.status(), 200);

@@ -189,10 +189,7 @@ async fn a_pull_host_rebinding_to_loopback_is_never_connected(backend: Backend) 
     app.standard_source("rebinder").await;
     let pull_url = format!("http://rebind.test:{}/leads", port_of(&fake.pull_url));
     let saved = app
-        .save_source(
-            &admin,
-            &json!({"name": "rebinder", "scheme": "standard-webhooks", "pull_url": pull_url}),
-        )
+        .patch_source(&admin, "rebinder", &json!({"pull_url": pull_url}))
         .await;
     assert_eq!(saved.status(), 200, "{}", saved.text().await.unwrap());
 

@@ -186,9 +186,10 @@ async fn rotated_secret_is_accepted_and_a_retired_one_is_not(backend: Backend) {
 
     // Rotation, step 1: both secrets valid while the sender switches.
     let both = app
-        .save_source(
+        .patch_source(
             &admin,
-            &source(vec![standard_secret(new), standard_secret(old)]),
+            "partner",
+            &json!({"secrets": [standard_secret(new), standard_secret(old)]}),
         )
         .await;
     assert_eq!(both.status(), 200);
@@ -201,7 +202,11 @@ async fn rotated_secret_is_accepted_and_a_retired_one_is_not(backend: Backend) {
 
     // Step 2: the old secret retired.
     let retired = app
-        .save_source(&admin, &source(vec![standard_secret(new)]))
+        .patch_source(
+            &admin,
+            "partner",
+            &json!({"secrets": [standard_secret(new)]}),
+        )
         .await;
     assert_eq!(retired.status(), 200);
     let response = app.post_standard("partner", old, "msg_old_2", &body).await;

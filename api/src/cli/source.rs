@@ -7,20 +7,26 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use domain::inbound::signature::{Scheme, generate_standard_secret};
-use domain::inbound::source::{self, NewSource, Saved};
+use domain::inbound::source::{self, NewSource, SourcePatch};
 use domain::outbound::net_guard::OutboundPolicy;
+use domain::precondition::IfMatch;
 use domain::sealed::Keyring;
 use sea_orm::DatabaseConnection;
 
-use super::describe;
+use super::{Exit, Failure, describe};
 use crate::routes::sources::wire::{SourceIn, SourceOut};
 
 // Parsed once per run: the size of the variants does not matter.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum SourceCommand {
-    /// Create a webhook source, or replace the configuration of an existing one.
+    /// Create a webhook source. An existing name is refused: change a
+    /// source with `source update`.
     Add(SourceArgs),
+    /// Change a webhook source: only the options given change (`--reset F`
+    /// puts field F back to its default). A new --scheme needs the secrets
+    /// again.
+    Update(UpdateArgs),
     /// List sources (secrets are never shown).
     List {
         #[command(flatten)]
@@ -34,9 +40,64 @@ pub struct SourceArgs {
     name: String,
     #[arg(long, value_parser = super::one_of(Scheme::ALL.map(Scheme::as_str)))]
     scheme: String,
-    /// A verification secret; repeat for rotation (any may match). Omit on
-    /// an update to keep the stored ones. Discouraged: argv is visible to
-    /// every user of the machine (`ps`); use --secret-file or --secret-env.
+    #[command(flatten)]
+    secrets: SecretArgs,
+    /// standard-webhooks: generate a whsec_ secret and print it once.
+    #[arg(long, conflicts_with_all = ["secrets", "secret_file", "secret_env"])]
+    generate_secret: bool,
+    #[command(flatten)]
+    fields: FieldArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The source to change.
+    #[arg(long)]
+    name: String,
+    /// A new scheme: only with new secrets (they are checked against the
+    /// scheme they are for).
+    #[arg(long, value_parser = super::one_of(Scheme::ALL.map(Scheme::as_str)))]
+    scheme: Option<String>,
+    /// New secrets replace the stored ones; without, they are kept.
+    #[command(flatten)]
+    secrets: SecretArgs,
+    #[command(flatten)]
+    fields: FieldArgs,
+    /// Put this field back to its default (repeatable); `pull_url` turns
+    /// reconcile off, with its auth header, value and cron.
+    #[arg(long, value_name = "FIELD", value_parser = super::one_of(RESETTABLE))]
+    reset: Vec<String>,
+}
+
+/// The fields `source update --reset` puts back to their defaults, named as
+/// in the API.
+const RESETTABLE: [&str; 18] = [
+    "tolerance_secs",
+    "signature_header",
+    "event_id_header",
+    "event_id_pointer",
+    "event_type_header",
+    "event_type_pointer",
+    "allowed_event_types",
+    "record_pointer",
+    "source_ref_pointer",
+    "email_pointer",
+    "name_pointer",
+    "phone_pointer",
+    "company_pointer",
+    "updated_at_pointer",
+    "pull_url",
+    "pull_auth_header",
+    "pull_page_size",
+    "cron",
+];
+
+/// Where the verification secrets come from.
+#[derive(Debug, Args)]
+pub struct SecretArgs {
+    /// A verification secret; repeat for rotation (any may match).
+    /// Discouraged: argv is visible to every user of the machine (`ps`); use
+    /// --secret-file or --secret-env.
     #[arg(long = "secret")]
     secrets: Vec<String>,
     /// Read the secrets from this file, one a line (`-`: standard input).
@@ -45,9 +106,11 @@ pub struct SourceArgs {
     /// Read the secrets from this environment variable, one a line.
     #[arg(long, value_name = "VAR", conflicts_with_all = ["secrets", "secret_file"])]
     secret_env: Option<String>,
-    /// standard-webhooks: generate a whsec_ secret and print it once.
-    #[arg(long, conflicts_with_all = ["secrets", "secret_file", "secret_env"])]
-    generate_secret: bool,
+}
+
+/// Everything of a source but its name, scheme and secrets.
+#[derive(Debug, Args)]
+pub struct FieldArgs {
     #[arg(long)]
     tolerance_secs: Option<i64>,
     /// hmac-sha256: the header carrying the signature (default x-signature).
@@ -62,6 +125,7 @@ pub struct SourceArgs {
     #[arg(long)]
     event_type_pointer: Option<String>,
     /// An event type to process (repeatable); others are stored as skipped.
+    /// On an update, the ones given replace the list.
     #[arg(long = "allow-event-type")]
     allowed_event_types: Vec<String>,
     #[arg(long)]
@@ -84,7 +148,7 @@ pub struct SourceArgs {
     /// A header sent with every pull, e.g. `authorization`.
     #[arg(long)]
     pull_auth_header: Option<String>,
-    /// Its value (write-only; omitted on an update: the stored one stays,
+    /// Its value (write-only; not given on an update: the stored one stays,
     /// unless pull_url moves to another origin). Discouraged on the command
     /// line: use the environment variable or --pull-auth-secret-file.
     #[arg(long, env = "LEADPIPE_PULL_AUTH_SECRET", hide_env_values = true)]
@@ -99,6 +163,54 @@ pub struct SourceArgs {
     /// (`0 */15 * * * *`: every quarter hour).
     #[arg(long)]
     cron: Option<String>,
+}
+
+impl SecretArgs {
+    /// The secrets given, read from where they were given; `None`: none.
+    fn read(self) -> anyhow::Result<Option<Vec<String>>> {
+        let given = match (&self.secret_file, &self.secret_env) {
+            (Some(path), _) => Some((read_secret_file(path)?, path.display().to_string())),
+            (None, Some(var)) => {
+                let value = std::env::var(var)
+                    .map_err(|_| anyhow::anyhow!("environment variable {var} is not set"))?;
+                Some((value, var.clone()))
+            }
+            (None, None) => None,
+        };
+        let Some((text, from)) = given else {
+            return Ok((!self.secrets.is_empty()).then_some(self.secrets));
+        };
+        let secrets: Vec<String> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if secrets.is_empty() {
+            anyhow::bail!("{from} holds no secret");
+        }
+        Ok(Some(secrets))
+    }
+}
+
+/// Standard input can feed only one of the two secret files.
+fn check_stdin_once(secrets: &SecretArgs, fields: &FieldArgs) -> anyhow::Result<()> {
+    let stdin = Some(Path::new("-"));
+    if secrets.secret_file.as_deref() == stdin && fields.pull_auth_secret_file.as_deref() == stdin {
+        anyhow::bail!("only one of --secret-file and --pull-auth-secret-file can be `-`");
+    }
+    Ok(())
+}
+
+impl FieldArgs {
+    /// The pull auth value given, read from its file if it was given so.
+    fn pull_auth_secret(&mut self) -> anyhow::Result<Option<String>> {
+        if let Some(path) = &self.pull_auth_secret_file {
+            let value = read_secret_file(path)?;
+            return Ok(Some(value.trim_end_matches(['\r', '\n']).to_owned()));
+        }
+        Ok(self.pull_auth_secret.take())
+    }
 }
 
 /// A secret-bearing file's contents (`-`: standard input), so secrets need
@@ -121,93 +233,8 @@ pub async fn run_source(
     keys: &Keyring,
 ) -> anyhow::Result<()> {
     match command {
-        SourceCommand::Add(mut args) => {
-            let stdin_twice = args.secret_file.as_deref() == Some(Path::new("-"))
-                && args.pull_auth_secret_file.as_deref() == Some(Path::new("-"));
-            if stdin_twice {
-                anyhow::bail!("only one of --secret-file and --pull-auth-secret-file can be `-`");
-            }
-            let given = match (&args.secret_file, &args.secret_env) {
-                (Some(path), _) => Some((read_secret_file(path)?, path.display().to_string())),
-                (None, Some(var)) => {
-                    let value = std::env::var(var)
-                        .map_err(|_| anyhow::anyhow!("environment variable {var} is not set"))?;
-                    Some((value, var.clone()))
-                }
-                (None, None) => None,
-            };
-            if let Some((text, from)) = given {
-                args.secrets = text
-                    .lines()
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_owned)
-                    .collect();
-                if args.secrets.is_empty() {
-                    anyhow::bail!("{from} holds no secret");
-                }
-            }
-            if let Some(path) = &args.pull_auth_secret_file {
-                let value = read_secret_file(path)?;
-                args.pull_auth_secret = Some(value.trim_end_matches(['\r', '\n']).to_owned());
-            }
-            let generated = if args.generate_secret {
-                if args.scheme.parse::<Scheme>().ok() != Some(Scheme::StandardWebhooks) {
-                    anyhow::bail!("--generate-secret is for the standard-webhooks scheme");
-                }
-                Some(generate_standard_secret())
-            } else {
-                None
-            };
-            let secrets = match &generated {
-                Some(secret) => Some(vec![secret.clone()]),
-                None if args.secrets.is_empty() => None,
-                None => Some(args.secrets),
-            };
-            let input = SourceIn {
-                name: args.name,
-                scheme: args.scheme,
-                secrets,
-                tolerance_secs: args.tolerance_secs,
-                signature_header: args.signature_header,
-                event_id_header: args.event_id_header,
-                event_id_pointer: args.event_id_pointer,
-                event_type_header: args.event_type_header,
-                event_type_pointer: args.event_type_pointer,
-                allowed_event_types: Some(args.allowed_event_types),
-                record_pointer: args.record_pointer,
-                source_ref_pointer: args.source_ref_pointer,
-                email_pointer: args.email_pointer,
-                name_pointer: args.name_pointer,
-                phone_pointer: args.phone_pointer,
-                company_pointer: args.company_pointer,
-                updated_at_pointer: args.updated_at_pointer,
-                pull_url: args.pull_url,
-                pull_auth_header: args.pull_auth_header,
-                pull_auth_secret: args.pull_auth_secret,
-                pull_page_size: args.pull_page_size,
-                cron: args.cron,
-            };
-            let new = NewSource::parse(input.into(), outbound).map_err(describe)?;
-            let (saved, how) = source::upsert(db, new, keys).await.map_err(describe)?;
-            let view = SourceOut::from(saved);
-            eprintln!(
-                "{} source '{}' ({}); webhook URL path: /webhooks/{}",
-                if how == Saved::Created {
-                    "created"
-                } else {
-                    "updated"
-                },
-                view.name,
-                view.scheme,
-                view.name
-            );
-            eprintln!("{}", serde_json::to_string_pretty(&view)?);
-            if let Some(secret) = generated {
-                eprintln!("the generated secret below is shown only once:");
-                println!("{secret}");
-            }
-        }
+        SourceCommand::Add(args) => add(db, args, outbound, keys).await?,
+        SourceCommand::Update(args) => update(db, args, outbound, keys).await?,
         SourceCommand::List { output } => {
             let sources: Vec<SourceOut> = source::list(db)
                 .await?
@@ -220,5 +247,190 @@ pub async fn run_source(
             )?;
         }
     }
+    Ok(())
+}
+
+async fn add(
+    db: &DatabaseConnection,
+    args: SourceArgs,
+    outbound: &OutboundPolicy,
+    keys: &Keyring,
+) -> anyhow::Result<()> {
+    let SourceArgs {
+        name,
+        scheme,
+        secrets,
+        generate_secret,
+        mut fields,
+    } = args;
+    check_stdin_once(&secrets, &fields)?;
+    let secrets = secrets.read()?;
+    let pull_auth_secret = fields.pull_auth_secret()?;
+    let generated = if generate_secret {
+        if scheme.parse::<Scheme>().ok() != Some(Scheme::StandardWebhooks) {
+            anyhow::bail!("--generate-secret is for the standard-webhooks scheme");
+        }
+        Some(generate_standard_secret())
+    } else {
+        None
+    };
+    let secrets = match &generated {
+        Some(secret) => Some(vec![secret.clone()]),
+        None => secrets,
+    };
+    let f = fields;
+    let input = SourceIn {
+        name: name.clone(),
+        scheme,
+        secrets,
+        tolerance_secs: f.tolerance_secs,
+        signature_header: f.signature_header,
+        event_id_header: f.event_id_header,
+        event_id_pointer: f.event_id_pointer,
+        event_type_header: f.event_type_header,
+        event_type_pointer: f.event_type_pointer,
+        allowed_event_types: Some(f.allowed_event_types),
+        record_pointer: f.record_pointer,
+        source_ref_pointer: f.source_ref_pointer,
+        email_pointer: f.email_pointer,
+        name_pointer: f.name_pointer,
+        phone_pointer: f.phone_pointer,
+        company_pointer: f.company_pointer,
+        updated_at_pointer: f.updated_at_pointer,
+        pull_url: f.pull_url,
+        pull_auth_header: f.pull_auth_header,
+        pull_auth_secret,
+        pull_page_size: f.pull_page_size,
+        cron: f.cron,
+    };
+    let new = NewSource::parse(input.into(), outbound).map_err(describe)?;
+    let created = source::create(db, new, keys)
+        .await
+        .map_err(|err| match err {
+            domain::Error::Conflict(message) => Failure::error(
+                Exit::Conflict,
+                format!(
+                    "{message}; change it with `leadpipe source update --name {}` \
+                     (only the options given change)",
+                    name.trim()
+                ),
+            ),
+            other => describe(other),
+        })?;
+    show("created", SourceOut::from(created))?;
+    if let Some(secret) = generated {
+        eprintln!("the generated secret below is shown only once:");
+        println!("{secret}");
+    }
+    Ok(())
+}
+
+async fn update(
+    db: &DatabaseConnection,
+    args: UpdateArgs,
+    outbound: &OutboundPolicy,
+    keys: &Keyring,
+) -> anyhow::Result<()> {
+    let UpdateArgs {
+        name,
+        scheme,
+        secrets,
+        mut fields,
+        reset,
+    } = args;
+    check_stdin_once(&secrets, &fields)?;
+    let secrets = secrets.read()?;
+    let pull_auth_secret = fields.pull_auth_secret()?;
+    let f = fields;
+    let given_or_reset = |field: &str, value: Option<String>| -> Option<Option<String>> {
+        match value {
+            Some(value) => Some(Some(value)),
+            None => reset.iter().any(|r| r == field).then_some(None),
+        }
+    };
+    let number_or_reset = |field: &str, value: Option<i64>| match value {
+        Some(value) => Some(Some(value)),
+        None => reset.iter().any(|r| r == field).then_some(None),
+    };
+    if let Some(both) = reset.iter().find(|field| given(&f, field)) {
+        anyhow::bail!("--reset {both} and a new value for it: give one");
+    }
+    let patch = SourcePatch {
+        scheme,
+        secrets,
+        tolerance_secs: number_or_reset("tolerance_secs", f.tolerance_secs),
+        signature_header: given_or_reset("signature_header", f.signature_header),
+        event_id_header: given_or_reset("event_id_header", f.event_id_header),
+        event_id_pointer: given_or_reset("event_id_pointer", f.event_id_pointer),
+        event_type_header: given_or_reset("event_type_header", f.event_type_header),
+        event_type_pointer: given_or_reset("event_type_pointer", f.event_type_pointer),
+        allowed_event_types: if f.allowed_event_types.is_empty() {
+            reset
+                .iter()
+                .any(|r| r == "allowed_event_types")
+                .then_some(None)
+        } else {
+            Some(Some(f.allowed_event_types))
+        },
+        record_pointer: given_or_reset("record_pointer", f.record_pointer),
+        source_ref_pointer: given_or_reset("source_ref_pointer", f.source_ref_pointer),
+        email_pointer: given_or_reset("email_pointer", f.email_pointer),
+        name_pointer: given_or_reset("name_pointer", f.name_pointer),
+        phone_pointer: given_or_reset("phone_pointer", f.phone_pointer),
+        company_pointer: given_or_reset("company_pointer", f.company_pointer),
+        updated_at_pointer: given_or_reset("updated_at_pointer", f.updated_at_pointer),
+        pull_url: given_or_reset("pull_url", f.pull_url),
+        pull_auth_header: given_or_reset("pull_auth_header", f.pull_auth_header),
+        pull_auth_secret,
+        pull_page_size: number_or_reset("pull_page_size", f.pull_page_size),
+        cron: given_or_reset("cron", f.cron),
+    };
+    if patch.is_empty() {
+        anyhow::bail!("nothing to change: give the options to change, or --reset FIELD");
+    }
+    let changed = source::update(db, &name, patch, &IfMatch::Any, outbound, keys)
+        .await
+        .map_err(|err| match err {
+            domain::Error::NotFound => Failure::error(
+                Exit::NotFound,
+                format!("no source '{name}' (create one with `leadpipe source add`)"),
+            ),
+            other => describe(other),
+        })?;
+    show("updated", SourceOut::from(changed))
+}
+
+/// Whether `field` was given a new value on the command line.
+fn given(f: &FieldArgs, field: &str) -> bool {
+    match field {
+        "tolerance_secs" => f.tolerance_secs.is_some(),
+        "signature_header" => f.signature_header.is_some(),
+        "event_id_header" => f.event_id_header.is_some(),
+        "event_id_pointer" => f.event_id_pointer.is_some(),
+        "event_type_header" => f.event_type_header.is_some(),
+        "event_type_pointer" => f.event_type_pointer.is_some(),
+        "allowed_event_types" => !f.allowed_event_types.is_empty(),
+        "record_pointer" => f.record_pointer.is_some(),
+        "source_ref_pointer" => f.source_ref_pointer.is_some(),
+        "email_pointer" => f.email_pointer.is_some(),
+        "name_pointer" => f.name_pointer.is_some(),
+        "phone_pointer" => f.phone_pointer.is_some(),
+        "company_pointer" => f.company_pointer.is_some(),
+        "updated_at_pointer" => f.updated_at_pointer.is_some(),
+        "pull_url" => f.pull_url.is_some(),
+        "pull_auth_header" => f.pull_auth_header.is_some(),
+        "pull_page_size" => f.pull_page_size.is_some(),
+        "cron" => f.cron.is_some(),
+        _ => false,
+    }
+}
+
+/// What was done, and the source as it is now (no secret), on stderr.
+fn show(done: &str, view: SourceOut) -> anyhow::Result<()> {
+    eprintln!(
+        "{done} source '{}' ({}); webhook URL path: /webhooks/{}",
+        view.name, view.scheme, view.name
+    );
+    eprintln!("{}", serde_json::to_string_pretty(&view)?);
     Ok(())
 }

@@ -1,25 +1,34 @@
 //! `/api/sources`: webhook source configuration. Admins write, ops read.
-//! Secrets are write-only: no response ever contains one.
+//! Secrets are write-only: no response ever contains one. Creating (`POST`)
+//! and changing (`PATCH`) are different verbs, so a create never replaces a
+//! working configuration.
+//!
+//! Neither takes an `Idempotency-Key`: their bodies carry secrets, and the
+//! key's fingerprint is a plain hash of the body. A repeated `POST` is `409`
+//! and changes nothing; a repeated `PATCH` sets the same fields again.
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use actix_web::{get, post};
-use domain::inbound::source::{self, NewSource, Saved};
+use actix_web::{get, patch, post};
+use domain::inbound::source::{self, NewSource, SourcePatch};
 
 use crate::http::auth::{AdminOnly, Caller, OpsUp};
 use crate::http::body::read_json;
 use crate::http::error::ApiError;
+use crate::http::idempotency::{etag, if_match_version, ok_tagged};
+use crate::http::params::IfMatch;
 use crate::http::state::AppState;
 use crate::routes::Routes;
 
 pub mod wire;
 
-use wire::{SourceIn, SourceOut};
+use wire::{SourceIn, SourceOut, SourcePatchIn};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list_sources)
-        .service(save_source)
-        .service(get_source);
+        .service(create_source)
+        .service(get_source)
+        .service(patch_source);
 }
 
 /// Every source, without secrets.
@@ -51,7 +60,7 @@ async fn list_sources(
     tag = "sources",
     params(("name" = String, Path, description = "The source's name")),
     responses(
-        (status = 200, description = "The source", body = SourceOut),
+        (status = 200, description = "The source", body = SourceOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such source"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -66,44 +75,97 @@ async fn get_source(
     let found = source::find_stored(&state.db, &name)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no source '{name}'")))?;
-    Ok(HttpResponse::Ok().json(SourceOut::from(found)))
+    Ok(ok_tagged(&SourceOut::from(found)))
 }
 
-/// Create a webhook source, or replace the configuration of the one with this name.
+/// Create a webhook source.
 ///
 /// `secrets` are write-only (responses show `secret_count`) and stored
-/// sealed; omit them on a replace to keep the stored ones, which must then
-/// fit a new `scheme` (HMAC schemes: at least 16 bytes, never `whpk_`/`whsk_`
-/// keys). A `pull_url` on another origin needs `pull_auth_secret` again.
-/// To rotate, list the new secret with the old, switch the sender, then list
-/// the new one alone. Without a sealing key on the server:
-/// `503 /problems/secret-key-missing`.
+/// sealed. A name that exists is `409`: change a source with `PATCH
+/// /api/sources/{name}`, which keeps what it does not name. Without a
+/// sealing key on the server: `503 /problems/secret-key-missing`.
 #[utoipa::path(
-    operation_id = "save_source",
+    operation_id = "create_source",
     tag = "sources",
     request_body = SourceIn,
     responses(
-        (status = 201, description = "Created", body = SourceOut, headers(("Location" = String))),
-        (status = 200, description = "The configuration was replaced", body = SourceOut),
+        (status = 201, description = "Created", body = SourceOut, headers(("Location" = String), ("ETag" = String))),
+        (status = 409, description = "`/problems/conflict`: a source of this name exists (change it with `PATCH`)"),
     ),
     security(("bearer" = ["admin"])),
 )]
 #[post("/api/sources")]
-async fn save_source(
+async fn create_source(
     _: Caller<AdminOnly>,
     state: web::Data<AppState>,
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let input: SourceIn = read_json(&req, body, state.http.body_limits()).await?;
+    let name = input.name.trim().to_owned();
     let new = NewSource::parse(input.into(), &state.http.outbound_policy())?;
-    let (saved, how) = source::upsert(&state.db, new, &state.http.keyring).await?;
-    let saved = SourceOut::from(saved);
-    tracing::info!(source = %saved.name, scheme = %saved.scheme, created = how == Saved::Created, "source saved");
-    Ok(match how {
-        Saved::Created => HttpResponse::Created()
-            .insert_header((header::LOCATION, format!("/api/sources/{}", saved.name)))
-            .json(saved),
-        Saved::Updated => HttpResponse::Ok().json(saved),
-    })
+    let created = source::create(&state.db, new, &state.http.keyring)
+        .await
+        .map_err(|err| match err {
+            domain::Error::Conflict(message) => ApiError::Conflict(format!(
+                "{message}; change it with PATCH /api/sources/{name}"
+            )),
+            other => other.into(),
+        })?;
+    let created = SourceOut::from(created);
+    tracing::info!(source = %created.name, scheme = %created.scheme, "source created");
+    Ok(HttpResponse::Created()
+        .insert_header((header::LOCATION, format!("/api/sources/{}", created.name)))
+        .insert_header((header::ETAG, etag(created.version)))
+        .json(created))
+}
+
+/// Change a webhook source: only the fields given.
+///
+/// Fields left out stay as they are; `null` puts one back to its default.
+/// A new `scheme` needs new `secrets` (`422` naming `secrets` without them:
+/// secrets are checked against the scheme they are for). Secrets may be
+/// replaced alone. `If-Match` with the `ETag` of `GET /api/sources/{name}`
+/// makes the change apply only to that version (`412` otherwise). The
+/// response, like every other, shows no secret.
+#[utoipa::path(
+    operation_id = "patch_source",
+    tag = "sources",
+    params(("name" = String, Path, description = "The source's name"), IfMatch),
+    request_body = SourcePatchIn,
+    responses(
+        (status = 200, description = "The source after the change", body = SourceOut, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such source"),
+        (status = 412, description = "`/problems/precondition-failed`: the source changed since the `ETag` given"),
+        (status = 422, description = "`/problems/validation`: a field does not fit, or a new `scheme` without `secrets`"),
+    ),
+    security(("bearer" = ["admin"])),
+)]
+#[patch("/api/sources/{name}")]
+async fn patch_source(
+    _: Caller<AdminOnly>,
+    state: web::Data<AppState>,
+    name: web::Path<String>,
+    req: HttpRequest,
+    body: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let name = name.into_inner();
+    let input: SourcePatchIn = read_json(&req, body, state.http.body_limits()).await?;
+    let patch = SourcePatch::from(input);
+    let changed = source::update(
+        &state.db,
+        &name,
+        patch,
+        &if_match_version(&req),
+        &state.http.outbound_policy(),
+        &state.http.keyring,
+    )
+    .await
+    .map_err(|err| match err {
+        domain::Error::NotFound => ApiError::NotFound(format!("no source '{name}'")),
+        other => other.into(),
+    })?;
+    let changed = SourceOut::from(changed);
+    tracing::info!(source = %changed.name, scheme = %changed.scheme, version = changed.version, "source changed");
+    Ok(ok_tagged(&changed))
 }

@@ -35,6 +35,9 @@ pub struct Model {
     pub pull_page_size: i64,
     pub reconcile_cron: Option<String>,
     pub reconcile_cursor: Option<String>,
+    /// The configuration's version, its `ETag`: every change moves it (the
+    /// reconcile cursor and a re-sealing of the secrets do not).
+    pub version: i64,
 }
 
 // Hand-written so the secrets never reach logs through `{:?}`.

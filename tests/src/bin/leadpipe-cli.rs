@@ -10,7 +10,8 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::FAILURE
+            // The exit codes of the real binary, which tests check.
+            ExitCode::from(api::cli::exit_code(&err))
         }
     }
 }

@@ -151,9 +151,11 @@ async fn start(
 fn start_error(err: StartError) -> ApiError {
     match err {
         StartError::NoSuchSource(name) => ApiError::NotFound(format!("no source '{name}'")),
-        StartError::NoPullUrl(_) => ApiError::invalid(
+        StartError::NoPullUrl(name) => ApiError::invalid(
             "source",
-            "has no pull_url: set one on the source (POST /api/sources) to reconcile it",
+            format!(
+                "has no pull_url: set one on the source (PATCH /api/sources/{name}) to reconcile it"
+            ),
         ),
         StartError::Running(run) => ApiError::ReconcileRunning {
             run_id: run.id,

@@ -1,19 +1,20 @@
 //! What `/api/sources` and `leadpipe source` take and show. Secrets are
-//! write-only: `SourceIn` carries them in, `SourceOut` is built from the
-//! stored row field by field and shows only their count, and whether a pull
-//! auth value is set.
+//! write-only: `SourceIn` and `SourcePatchIn` carry them in, `SourceOut` is
+//! built from the stored row field by field and shows only their count, and
+//! whether a pull auth value is set.
 
 use std::fmt;
 
 use chrono::{DateTime, Utc};
 use domain::entities::source;
-use domain::inbound::source::SourceConfig;
+use domain::inbound::source::{SourceConfig, SourcePatch};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// A source to create, or the new configuration of an existing one. Omitted
-/// fields take their defaults; omitted `secrets` keep the stored ones (a new
-/// source needs them).
+use crate::http::body::present;
+use crate::http::idempotency::Versioned;
+
+/// A source to create. Omitted fields take their defaults.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = SourceInput)]
@@ -39,7 +40,7 @@ pub struct SourceIn {
     pub pull_url: Option<String>,
     /// A header sent with every pull (e.g. `authorization`)…
     pub pull_auth_header: Option<String>,
-    /// …and its value. Write-only; omitted on an update: the stored one stays.
+    /// …and its value. Write-only.
     pub pull_auth_secret: Option<String>,
     pub pull_page_size: Option<i64>,
     /// When to reconcile by itself: cron with a seconds field (`0 */5 * * * *`).
@@ -60,6 +61,118 @@ impl From<SourceIn> for SourceConfig {
     fn from(i: SourceIn) -> Self {
         Self {
             name: i.name,
+            scheme: i.scheme,
+            secrets: i.secrets,
+            tolerance_secs: i.tolerance_secs,
+            signature_header: i.signature_header,
+            event_id_header: i.event_id_header,
+            event_id_pointer: i.event_id_pointer,
+            event_type_header: i.event_type_header,
+            event_type_pointer: i.event_type_pointer,
+            allowed_event_types: i.allowed_event_types,
+            record_pointer: i.record_pointer,
+            source_ref_pointer: i.source_ref_pointer,
+            email_pointer: i.email_pointer,
+            name_pointer: i.name_pointer,
+            phone_pointer: i.phone_pointer,
+            company_pointer: i.company_pointer,
+            updated_at_pointer: i.updated_at_pointer,
+            pull_url: i.pull_url,
+            pull_auth_header: i.pull_auth_header,
+            pull_auth_secret: i.pull_auth_secret,
+            pull_page_size: i.pull_page_size,
+            cron: i.cron,
+        }
+    }
+}
+
+/// What to change in a source; fields left out stay as they are, `null`
+/// puts one back to its default. A new `scheme` needs new `secrets`, and
+/// resets `signature_header`, `event_id_*` and `event_type_*` to the new
+/// scheme's defaults unless given too; giving a header or a pointer for the
+/// event id (or type) replaces both; `"pull_url": null` turns reconcile off
+/// with its auth header, value and `cron`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = SourcePatch)]
+pub struct SourcePatchIn {
+    /// A new scheme: only with new `secrets` (`422` naming `secrets` without).
+    pub scheme: Option<String>,
+    /// Write-only: replace the stored secrets (absent or `null`: kept).
+    pub secrets: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
+    pub tolerance_secs: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub signature_header: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub event_id_header: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub event_id_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub event_type_header: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub event_type_pointer: Option<Option<String>>,
+    /// The full new list; `null` or `[]`: every event type.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<Vec<String>>)]
+    pub allowed_event_types: Option<Option<Vec<String>>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub record_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub source_ref_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub email_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub name_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub phone_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub company_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub updated_at_pointer: Option<Option<String>>,
+    /// `null` turns reconcile off (with `pull_auth_header`, its value and `cron`).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub pull_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub pull_auth_header: Option<Option<String>>,
+    /// Write-only: replace the stored value (absent or `null`: kept, unless
+    /// `pull_url` moves to another origin: then it is required again).
+    pub pull_auth_secret: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
+    pub pull_page_size: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub cron: Option<Option<String>>,
+}
+
+// Hand-written so the secrets never reach logs through `{:?}`.
+impl fmt::Debug for SourcePatchIn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourcePatchIn")
+            .field("scheme", &self.scheme)
+            .finish_non_exhaustive()
+    }
+}
+
+impl From<SourcePatchIn> for SourcePatch {
+    fn from(i: SourcePatchIn) -> Self {
+        Self {
             scheme: i.scheme,
             secrets: i.secrets,
             tolerance_secs: i.tolerance_secs,
@@ -117,6 +230,15 @@ pub struct SourceOut {
     pub cron: Option<String>,
     /// Where the next reconcile run continues (`null`: from the start).
     pub reconcile_cursor: Option<String>,
+    /// The configuration's version, also its `ETag` (`"3"`): send it as
+    /// `If-Match` with a change. Moving the reconcile cursor leaves it.
+    pub version: i64,
+}
+
+impl Versioned for SourceOut {
+    fn version(&self) -> i64 {
+        self.version
+    }
 }
 
 impl From<source::Model> for SourceOut {
@@ -147,6 +269,7 @@ impl From<source::Model> for SourceOut {
             pull_page_size: m.pull_page_size,
             cron: m.reconcile_cron,
             reconcile_cursor: m.reconcile_cursor,
+            version: m.version,
         }
     }
 }
@@ -188,6 +311,7 @@ mod tests {
             pull_page_size: 100,
             reconcile_cron: Some("0 */5 * * * *".into()),
             reconcile_cursor: Some("cursor-1".into()),
+            version: 1,
         }
     }
 
@@ -211,5 +335,16 @@ mod tests {
         let debug = format!("{input:?}");
         assert!(!debug.contains(SECRET), "{debug}");
         assert!(!debug.contains("sealed-pull-secret-value"), "{debug}");
+        let patch: SourcePatchIn = serde_json::from_value(serde_json::json!({
+            "secrets": [SECRET], "pull_auth_secret": PULL_SECRET,
+        }))
+        .unwrap();
+        for debug in [
+            format!("{patch:?}"),
+            format!("{:?}", SourcePatch::from(patch)),
+        ] {
+            assert!(!debug.contains(SECRET), "{debug}");
+            assert!(!debug.contains("sealed-pull-secret-value"), "{debug}");
+        }
     }
 }

@@ -8,26 +8,32 @@
 //! every `Debug` redacts them.
 //!
 //! Here: the source's types and its storage. What a source may be is decided
-//! in `validate`, which parses a [`SourceConfig`] into a [`NewSource`].
+//! in `validate`, which parses a [`SourceConfig`] into a [`NewSource`]; how a
+//! change applies to a stored source, in `patch` ([`SourcePatch`]). Creating
+//! ([`create`]) and changing ([`update`]) are separate on purpose: a create
+//! never replaces a working configuration.
 
+mod patch;
 mod stand_in;
 mod validate;
 
 use std::fmt;
 
 use chrono::Utc;
-use sea_orm::sea_query::OnConflict;
 use sea_orm::{
     ActiveValue::{NotSet, Set},
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, SqlErr,
 };
 
 use crate::entities::source::{self, Column};
 use crate::error::Error;
 use crate::inbound::mapping::RecordMapping;
-use crate::inbound::signature::{Scheme, SchemeConfig, secret_problem};
+use crate::inbound::signature::{Scheme, SchemeConfig};
+use crate::outbound::net_guard::OutboundPolicy;
+use crate::precondition::IfMatch;
 use crate::reconcile::config::{self as pull_config, PullConfig, SecretChange};
 use crate::sealed::{Keyring, Place};
+pub use patch::SourcePatch;
 pub use stand_in::StandIn;
 pub use validate::{NewSource, is_valid_pointer};
 
@@ -78,10 +84,10 @@ impl Source {
     }
 }
 
-/// A source to create, or the new configuration of an existing one, as
-/// given: [`NewSource::parse`] checks it and fills in the defaults. Omitted
-/// fields take their defaults; omitted `secrets` keep the stored ones (a new
-/// source needs them).
+/// A source's whole configuration, as given: [`NewSource::parse`] checks it
+/// and fills in the defaults. Omitted fields take their defaults; `None`
+/// `secrets` (and pull auth value) keep the stored ones: a new source needs
+/// its secrets, and a change ([`SourcePatch::merge`]) keeps them unless given.
 #[derive(Clone, Default)]
 pub struct SourceConfig {
     pub name: String,
@@ -125,109 +131,107 @@ impl fmt::Debug for SourceConfig {
     }
 }
 
-/// Whether an upsert created the source or replaced its configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Saved {
-    Created,
-    Updated,
-}
-
-/// Creates the source, or replaces the configuration of the one with this
-/// name, in one statement (`INSERT .. ON CONFLICT (name) DO UPDATE`). New
-/// secrets and pull auth values are sealed under `keys`. Returns the stored
-/// row: secrets sealed, for the caller to show without them.
-pub async fn upsert<C: ConnectionTrait>(
+/// Creates the source; a name already taken is `Conflict` (changing a
+/// source is [`update`]'s, so that a mistyped create never replaces a
+/// working configuration). Secrets and the pull auth value are sealed under
+/// `keys`. Returns the stored row: secrets sealed, for the caller to show
+/// without them.
+pub async fn create<C: ConnectionTrait>(
     conn: &C,
     valid: NewSource,
     keys: &Keyring,
-) -> Result<(source::Model, Saved), Error> {
-    let stored = source::Entity::find_by_id(valid.name.clone())
-        .one(conn)
-        .await?;
-    check_against_stored(&valid, stored.as_ref(), keys)?;
-    let now = Utc::now();
-    let mut model = valid.active_model(now);
+) -> Result<source::Model, Error> {
+    let taken = || Error::Conflict(format!("source '{}' already exists", valid.name));
+    if find_stored(conn, &valid.name).await?.is_some() {
+        return Err(taken());
+    }
+    check_against_stored(&valid, None)?;
+    let Some(secrets) = &valid.secrets else {
+        return Err(Error::invalid(
+            "secrets",
+            "are required when creating a source",
+        ));
+    };
+    let mut model = valid.active_model(Utc::now());
+    model.secrets = Set(seal_secrets(&valid.name, secrets, keys)?);
+    model.version = Set(1);
     if let SecretChange::Set(secret) = &valid.pull.auth_secret {
         model.pull_auth_secret = Set(Some(
             keys.seal(secret, &Place::pull_auth_secret(&valid.name))?,
         ));
     }
-    let mut updated = vec![
-        Column::Scheme,
-        Column::ToleranceSecs,
-        Column::SignatureHeader,
-        Column::EventIdHeader,
-        Column::EventIdPointer,
-        Column::EventTypeHeader,
-        Column::EventTypePointer,
-        Column::AllowedEventTypes,
-        Column::RecordPointer,
-        Column::SourceRefPointer,
-        Column::EmailPointer,
-        Column::NamePointer,
-        Column::PhonePointer,
-        Column::CompanyPointer,
-        Column::UpdatedAtPointer,
-        Column::UpdatedAt,
-        Column::PullUrl,
-        Column::PullAuthHeader,
-        Column::PullPageSize,
-        Column::ReconcileCron,
-    ];
-    // The cursor is never part of a configuration: saving keeps it.
-    match &valid.pull.auth_secret {
-        SecretChange::Keep => model.pull_auth_secret = NotSet,
-        SecretChange::Set(_) | SecretChange::Clear => updated.push(Column::PullAuthSecret),
-    }
-    let stored = match &valid.secrets {
-        Some(secrets) => {
-            let place = Place::source_secrets(&valid.name);
-            let sealed = secrets
-                .iter()
-                .map(|secret| keys.seal(secret, &place))
-                .collect::<Result<Vec<_>, _>>()?;
-            model.secrets = Set(serde_json::json!(sealed));
-            updated.push(Column::Secrets);
-            source::Entity::insert(model)
-                .on_conflict(
-                    OnConflict::column(Column::Name)
-                        .update_columns(updated)
-                        .to_owned(),
-                )
-                .exec_with_returning(conn)
-                .await?
-        }
-        // Without secrets only an existing source can be updated.
-        None => {
-            model.created_at = NotSet;
-            let found = source::Entity::update_many()
-                .set(model)
-                .filter(Column::Name.eq(&valid.name))
-                .exec_with_returning(conn)
-                .await?;
-            found
-                .into_iter()
-                .next()
-                .ok_or_else(|| Error::invalid("secrets", "are required when creating a source"))?
-        }
-    };
-    // Both timestamps are `now` only on insert.
-    let saved = if stored.created_at == stored.updated_at {
-        Saved::Created
-    } else {
-        Saved::Updated
-    };
-    Ok((stored, saved))
+    // A create racing this one for the name: the unique key decides.
+    source::Entity::insert(model)
+        .exec_with_returning(conn)
+        .await
+        .map_err(|e| match e.sql_err() {
+            Some(SqlErr::UniqueConstraintViolation(_)) => taken(),
+            _ => e.into(),
+        })
 }
 
-/// What a save must agree with in the stored source: the stored secrets must
-/// fit a new scheme, and a kept pull auth value must exist and keep going to
-/// the origin it was given for.
-fn check_against_stored(
-    valid: &NewSource,
-    stored: Option<&source::Model>,
+/// Changes the fields `patch` gives on the source `name` (see
+/// [`SourcePatch`] for the merge rule), only at a version `if_match` names.
+/// The whole result is checked as a new source is, and stored in one
+/// compare-and-set on the version. Returns the stored row.
+pub async fn update<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+    patch: SourcePatch,
+    if_match: &IfMatch,
+    outbound: &OutboundPolicy,
     keys: &Keyring,
-) -> Result<(), Error> {
+) -> Result<source::Model, Error> {
+    // Without If-Match a concurrent change just means: read again, merge again.
+    for _ in 0..3 {
+        let stored = find_stored(conn, name).await?.ok_or(Error::NotFound)?;
+        if_match.check(stored.version)?;
+        if patch.is_empty() {
+            return Ok(stored);
+        }
+        let valid = NewSource::parse(patch.clone().merge(&stored)?, outbound)?;
+        check_against_stored(&valid, Some(&stored))?;
+        let mut model = valid.active_model(Utc::now());
+        model.created_at = NotSet;
+        model.version = Set(stored.version + 1);
+        if let Some(secrets) = &valid.secrets {
+            model.secrets = Set(seal_secrets(name, secrets, keys)?);
+        }
+        if let SecretChange::Set(secret) = &valid.pull.auth_secret {
+            model.pull_auth_secret = Set(Some(keys.seal(secret, &Place::pull_auth_secret(name))?));
+        }
+        let saved = source::Entity::update_many()
+            .set(model)
+            .filter(Column::Name.eq(name))
+            .filter(Column::Version.eq(stored.version))
+            .exec_with_returning(conn)
+            .await?;
+        if let Some(saved) = saved.into_iter().next() {
+            return Ok(saved);
+        }
+    }
+    let current = find_stored(conn, name).await?.ok_or(Error::NotFound)?;
+    Err(Error::PreconditionFailed {
+        current: current.version,
+    })
+}
+
+fn seal_secrets(
+    name: &str,
+    secrets: &[String],
+    keys: &Keyring,
+) -> Result<serde_json::Value, Error> {
+    let place = Place::source_secrets(name);
+    let sealed = secrets
+        .iter()
+        .map(|secret| keys.seal(secret, &place))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(serde_json::json!(sealed))
+}
+
+/// What a save must agree with in the stored source: a kept pull auth value
+/// must exist and keep going to the origin it was given for.
+fn check_against_stored(valid: &NewSource, stored: Option<&source::Model>) -> Result<(), Error> {
     let keep_auth = valid.pull.auth_secret == SecretChange::Keep;
     let Some(stored) = stored else {
         if keep_auth {
@@ -238,21 +242,8 @@ fn check_against_stored(
         }
         return Ok(());
     };
-    if valid.secrets.is_none() && stored.scheme != valid.scheme.as_str() {
-        let secrets = open_secrets(stored, keys)?;
-        if let Some(problem) = secrets
-            .iter()
-            .find_map(|secret| secret_problem(valid.scheme, secret))
-        {
-            return Err(Error::invalid(
-                "secrets",
-                &format!(
-                    "the stored secrets do not fit scheme {}: {problem}; send new secrets",
-                    valid.scheme
-                ),
-            ));
-        }
-    }
+    // A scheme change without new secrets never gets here: the merge
+    // refuses it (`SourcePatch::merge`).
     if keep_auth {
         if stored.pull_auth_secret.is_none() {
             return Err(Error::invalid(
@@ -579,6 +570,7 @@ mod tests {
             pull_page_size: 100,
             reconcile_cron: None,
             reconcile_cursor: None,
+            version: 1,
         }
     }
 

@@ -55,6 +55,7 @@ impl StandIn {
                 pull_page_size: 100,
                 reconcile_cron: None,
                 reconcile_cursor: None,
+                version: 1,
             },
         }
     }

@@ -88,6 +88,7 @@ impl NewSource {
             pull_page_size: Set(self.pull.page_size),
             reconcile_cron: Set(self.pull.cron.clone()),
             reconcile_cursor: NotSet,
+            version: NotSet,
         }
     }
 }
