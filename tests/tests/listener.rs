@@ -390,6 +390,9 @@ async fn import_report_cells_that_start_a_formula_are_neutralised(backend: Backe
         "-1+1",
         "@SUM(1,1)",
         "\u{FF1D}1+1",
+        // Invisible in a spreadsheet, so the formula behind them still runs.
+        "\u{FEFF}=1+1",
+        "\u{200B}\u{202E}@SUM(1,1)",
         "plain-1",
     ];
     let mut file = String::from("ref,email\n");
