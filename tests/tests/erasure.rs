@@ -10,6 +10,7 @@ use std::time::Duration;
 use api::cli::demo::fake_source::FakeSource;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_tombstone, outbox_event};
+use leadpipe_tests::prometheus::sample;
 use leadpipe_tests::webhooks::lead_event;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
@@ -28,6 +29,7 @@ on_both_backends!(
     erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead,
     a_reconcile_dry_run_predicts_suppressed_for_an_erased_key,
     broken_records_of_an_erased_key_arriving_later_are_not_kept,
+    an_event_erasure_emptied_is_not_retried,
 );
 
 const EMAIL: &str = "ada@example.com";
@@ -954,3 +956,166 @@ async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Ba
         );
     }
 }
+
+/// Delivers a `lead_event` to `source` as `msg_id` and processes it.
+async fn delivered_and_processed(
+    app: &TestApp,
+    source: &str,
+    key: &[u8],
+    msg_id: &str,
+    body: &[u8],
+) -> (i64, Step) {
+    let response = app.post_standard(source, key, msg_id, body).await;
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    let id = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    (id, process(app, id).await)
+}
+
+async fn retry_event(app: &TestApp, ops: &str, id: i64) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("/api/ops/inbox/{id}/retry")))
+        .bearer_auth(ops)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn retry_matching(app: &TestApp, ops: &str, body: &Value) -> Value {
+    let response = app
+        .client
+        .post(app.url("/api/ops/inbox/retry"))
+        .bearer_auth(ops)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    response.json().await.unwrap()
+}
+
+/// Erasure empties the body of every event of the person and keeps the
+/// row. Retrying such an event has nothing to process: it once went on to
+/// fail as "body is not JSON", turned `dead` and raised a dead-letter alert.
+/// Ops are told it was erased, and the row stays as it is.
+async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let ops = app.token(Role::Ops, None).await;
+    // A source of this test's own: the dead-letter counter is per source.
+    let source = "forgotten";
+    let key = app.standard_source(source).await;
+    let (made, step) = delivered_and_processed(
+        &app,
+        source,
+        &key,
+        "msg_made",
+        &lead_event(REF, EMAIL, "2026-11-30T10:00:00Z"),
+    )
+    .await;
+    let Step::Processed {
+        lead_id: Some(lead_id),
+        ..
+    } = step
+    else {
+        panic!("{step:?}")
+    };
+    // The same person, dated in the future: it maps, then fails validation.
+    let (dead, step) = delivered_and_processed(
+        &app,
+        source,
+        &key,
+        "msg_dead",
+        &lead_event(REF, EMAIL, FUTURE),
+    )
+    .await;
+    assert!(matches!(step, Step::Dead(_)), "{step:?}");
+    // Someone else's dead event stays retryable.
+    let (other, step) = delivered_and_processed(
+        &app,
+        source,
+        &key,
+        "msg_other",
+        &lead_event("other-1", "bob@example.com", FUTURE),
+    )
+    .await;
+    assert!(matches!(step, Step::Dead(_)), "{step:?}");
+    erased(&app, &admin, lead_id).await;
+    let dead_letters = || async {
+        sample(
+            &app.metrics().await,
+            "leadpipe_inbox_dead_total",
+            &[("source", source)],
+        )
+    };
+    let dead_before = dead_letters().await;
+
+    for event in [made, dead] {
+        let before = app.inbox_event(event).await;
+        assert!(before.body.is_empty(), "{before:?}");
+        let problem = assert_problem(
+            retry_event(&app, &ops, event).await,
+            409,
+            "/problems/inbox-event-erased",
+        )
+        .await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains("erased"), "{detail}");
+        assert_eq!(app.inbox_event(event).await, before);
+        // Nothing was sent back: a worker finds nothing to do.
+        assert_eq!(process(&app, event).await, Step::NothingToDo);
+        assert_eq!(app.inbox_event(event).await, before);
+
+        let id = event.to_string();
+        let refused = cli(&app, &["inbox", "retry", &id]);
+        assert!(!refused.status.success(), "{refused:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("erased"), "{stderr}");
+        assert_eq!(app.inbox_event(event).await, before);
+    }
+
+    // In bulk, the erased events are skipped and counted; the others go on.
+    let dead_event = app.inbox_event(dead).await;
+    let dry = retry_matching(
+        &app,
+        &ops,
+        &json!({"source": source, "state": "dead", "dry_run": true}),
+    )
+    .await;
+    assert_eq!(
+        (&dry["matched"], &dry["skipped_erased"]),
+        (&json!(1), &json!(1)),
+        "{dry}"
+    );
+    let done = retry_matching(&app, &ops, &json!({"source": source, "state": "dead"})).await;
+    assert_eq!(
+        (&done["matched"], &done["retried"], &done["skipped_erased"]),
+        (&json!(1), &json!(1), &json!(1)),
+        "{done}"
+    );
+    assert_eq!(app.inbox_event(other).await.retries, 1);
+    assert_eq!(app.inbox_event(dead).await, dead_event);
+    let all = retry_matching(
+        &app,
+        &ops,
+        &json!({"source": source, "include_processed": true, "dry_run": true}),
+    )
+    .await;
+    assert_eq!(
+        (&all["matched"], &all["skipped_erased"]),
+        (&json!(1), &json!(2)),
+        "{all}"
+    );
+    let bulk = cli(
+        &app,
+        &["inbox", "retry", "--source", source, "--state", "dead"],
+    );
+    assert!(bulk.status.success(), "{bulk:?}");
+    let stdout = String::from_utf8_lossy(&bulk.stdout);
+    assert!(stdout.contains("1 erased event(s) skipped"), "{stdout}");
+    assert_eq!(app.inbox_event(dead).await, dead_event);
+
+    assert_eq!(dead_letters().await, dead_before);
+}
+
