@@ -35,6 +35,7 @@ mod m20261201_000760_inbox_processed_at_index;
 mod m20261201_000810_natural_key_hash;
 mod m20261201_000830_lead_processing_failure;
 mod m20261201_000840_outbox_delivery_unsettled_index;
+mod m20261206_000913_tombstone_folded_hash;
 
 pub struct Migrator;
 
@@ -70,6 +71,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000810_natural_key_hash::Migration),
             Box::new(m20261201_000830_lead_processing_failure::Migration),
             Box::new(m20261201_000840_outbox_delivery_unsettled_index::Migration),
+            Box::new(m20261206_000913_tombstone_folded_hash::Migration),
         ]
     }
 }

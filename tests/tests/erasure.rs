@@ -30,6 +30,7 @@ on_both_backends!(
     a_reconcile_dry_run_predicts_suppressed_for_an_erased_key,
     broken_records_of_an_erased_key_arriving_later_are_not_kept,
     an_event_erasure_emptied_is_not_retried,
+    look_alikes_of_an_erased_key_are_suppressed_too,
 );
 
 const EMAIL: &str = "ada@example.com";
@@ -1119,3 +1120,110 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
     assert_eq!(dead_letters().await, dead_before);
 }
 
+/// Posts `source_ref` at intake to `webform`; the answer's outcome.
+async fn intake_outcome(app: &TestApp, token: &str, source_ref: &str) -> String {
+    let response = app
+        .post_lead(
+            token,
+            &json!({"source": "webform", "source_ref": source_ref, "email": EMAIL}),
+        )
+        .await;
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    match body["outcome"].as_str() {
+        Some("suppressed") => assert_eq!((status, &body), (200, &json!({"outcome": "suppressed"}))),
+        Some("created") => assert_eq!(status, 201, "{body}"),
+        _ => {}
+    }
+    body["outcome"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A key that differs from an erased one only in how its characters are
+/// encoded — Unicode normalisation (NFC or NFD), compatibility forms such as
+/// full-width letters and digits, zero-width or bidirectional characters —
+/// reads as the same key, and the tombstone answers it `suppressed` at every
+/// door. The stored key stays as the sender wrote it; a different key still
+/// makes a lead; lifting the tombstone lifts it for the look-alikes too.
+async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let key = app.standard_source("webform").await;
+    let full_width = "\u{FF21}-123"; // "Ａ-123"
+    let composed = "caf\u{E9}"; // "café", NFC
+    let mut hashes = Vec::new();
+    for erased_ref in [full_width, composed] {
+        assert_eq!(intake_outcome(&app, &admin, erased_ref).await, "created");
+        let lead = &leads_with_ref(&app, erased_ref).await[0];
+        assert_eq!(lead.source_ref, erased_ref, "stored as sent");
+        let body = erased(&app, &admin, lead.id).await;
+        hashes.push(body["erasure"]["key_hash"].as_str().unwrap().to_owned());
+    }
+
+    let look_alikes = [
+        "A-123",
+        "\u{FF21}-\u{FF11}\u{FF12}\u{FF13}",
+        "A\u{200B}-123",
+        "cafe\u{301}",
+        "caf\u{200B}\u{E9}",
+        "\u{FEFF}caf\u{E9}",
+        "\u{200E}ca\u{200D}fe\u{301}",
+        "caf\u{202E}\u{E9}\u{202C}",
+    ];
+    for look_alike in look_alikes {
+        assert_eq!(
+            intake_outcome(&app, &admin, look_alike).await,
+            "suppressed",
+            "{look_alike:?}"
+        );
+    }
+    // Through a webhook too.
+    for (n, look_alike) in ["A-123", "cafe\u{301}"].into_iter().enumerate() {
+        let body = lead_event(look_alike, EMAIL, "2026-11-30T10:00:00Z");
+        let (_, step) =
+            delivered_and_processed(&app, "webform", &key, &format!("msg_look_{n}"), &body).await;
+        assert!(
+            matches!(step, Step::Processed { lead_id: None, .. }),
+            "{look_alike:?}: {step:?}"
+        );
+    }
+    for look_alike in look_alikes {
+        assert!(
+            leads_with_ref(&app, look_alike).await.is_empty(),
+            "{look_alike:?}"
+        );
+    }
+
+    // Keys that read differently are other keys.
+    for other in ["A-124", "a-123", "cafe", "caf\u{E8}"] {
+        assert_eq!(
+            intake_outcome(&app, &admin, other).await,
+            "created",
+            "{other:?}"
+        );
+    }
+
+    // A tombstone kept before look-alikes were folded holds the key's own
+    // hash only: it still buries that exact key.
+    app.db
+        .execute_raw(Statement::from_string(
+            app.db.get_database_backend(),
+            format!(
+                "UPDATE lead_tombstone SET folded_hash = NULL WHERE key_hash = '{}'",
+                hashes[0]
+            ),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(intake_outcome(&app, &admin, full_width).await, "suppressed");
+
+    // Lifting the tombstone of "café" lifts it for its look-alikes.
+    let lifted = app
+        .client
+        .delete(app.url(&format!("/api/tombstones/{}", hashes[1])))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lifted.status(), 204);
+    assert_eq!(intake_outcome(&app, &admin, "cafe\u{301}").await, "created");
+}
