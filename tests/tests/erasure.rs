@@ -1004,8 +1004,12 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let ops = app.token(Role::Ops, None).await;
-    // A source of this test's own: the dead-letter counter is per source.
-    let source = "forgotten";
+    // A source of this test's own, per backend: the dead-letter counter is
+    // per source, and one recorder serves every test of the binary.
+    let source = match backend {
+        Backend::Sqlite => "forgotten-sqlite",
+        Backend::Postgres => "forgotten-postgres",
+    };
     let key = app.standard_source(source).await;
     let (made, step) = delivered_and_processed(
         &app,
