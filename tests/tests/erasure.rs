@@ -1190,6 +1190,17 @@ async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
             "{look_alike:?}: {step:?}"
         );
     }
+    // A look-alike delivery that cannot become a lead keeps no body either.
+    let (dead, step) = delivered_and_processed(
+        &app,
+        "webform",
+        &key,
+        "msg_look_dead",
+        &lead_event("cafe\u{301}", EMAIL, FUTURE),
+    )
+    .await;
+    assert!(matches!(step, Step::Dead(_)), "{step:?}");
+    assert!(app.inbox_event(dead).await.body.is_empty());
     for look_alike in look_alikes {
         assert!(
             leads_with_ref(&app, look_alike).await.is_empty(),
