@@ -35,6 +35,14 @@ pub enum Error {
     /// The lead was converted before; names that conversion.
     #[error("lead {} was already converted", .0.lead_id)]
     AlreadyConverted(Box<crate::entities::lead_conversion::Model>),
+    /// Ops asked to retry an inbox event whose body was erased (with the
+    /// person it was about, or at the end of its retention): nothing is left
+    /// to process.
+    #[error(
+        "inbox event {id} was erased: its body is gone (erased with the person it was about, \
+         or at the end of its retention), so there is nothing to process again"
+    )]
+    InboxEventErased { id: i64 },
     /// A secret could not be sealed or opened (no key configured, or a
     /// stored value under a key that is not).
     #[error(transparent)]

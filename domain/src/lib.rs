@@ -52,5 +52,6 @@ pub mod redact;
 pub mod retention;
 pub mod retry;
 pub mod sealed;
+pub mod text;
 
 pub use error::{Error, FieldError};

@@ -9,16 +9,17 @@ pub enum IfMatch {
     /// No header, or `*`: no check (the record exists, or the write 404s).
     #[default]
     Any,
-    /// The write happens only if the record's version is one of these. An
-    /// empty list matches nothing: a weak, opaque or malformed tag can never
-    /// equal one of our strong version tags, so the answer is 412, not 422.
-    OneOf(Vec<i64>),
+    /// The write happens only if the record's tag is one of these opaque
+    /// tags (the text between the quotes of a strong tag). An empty list
+    /// matches nothing: a weak, opaque or malformed tag can never equal one
+    /// of our strong version tags, so the answer is 412, not 422.
+    OneOf(Vec<String>),
 }
 
 impl IfMatch {
     /// Parses the header value: `*`, or a comma-separated list of entity
-    /// tags. Tags that are not one of our strong version tags are kept out
-    /// of the list (they match no version).
+    /// tags. Weak and malformed tags are kept out of the list (they match
+    /// nothing).
     pub fn parse(value: &str) -> Self {
         let value = value.trim();
         if value == "*" {
@@ -31,17 +32,19 @@ impl IfMatch {
                     tag.trim()
                         .strip_prefix('"')
                         .and_then(|t| t.strip_suffix('"'))
-                        .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
-                        .and_then(|t| t.parse::<i64>().ok())
+                        .map(str::to_owned)
                 })
                 .collect(),
         )
     }
 
+    /// Strong comparison (RFC 9110, 8.8.3.2): a tag matches when its text is
+    /// the version's tag character for character, so `"05"` or `"+5"` is
+    /// not version 5.
     pub fn matches(&self, version: i64) -> bool {
         match self {
             Self::Any => true,
-            Self::OneOf(versions) => versions.contains(&version),
+            Self::OneOf(tags) => tags.contains(&version.to_string()),
         }
     }
 
@@ -76,5 +79,29 @@ mod tests {
         ] {
             assert!(!IfMatch::parse(never).matches(3), "{never}");
         }
+    }
+
+    /// RFC 9110, 8.8.3.2: two strong tags match only when their opaque text
+    /// is the same, character for character. `"05"` is not `"5"`.
+    #[test]
+    fn a_tag_matches_only_the_canonical_text_of_the_version() {
+        assert!(IfMatch::parse("\"5\"").matches(5));
+        assert!(IfMatch::parse("\"0\"").matches(0));
+        for never in [
+            "\"05\"",
+            "\"005\"",
+            "\"+5\"",
+            "\" 5\"",
+            "\"5 \"",
+            "W/\"5\"",
+            "w/\"5\"",
+            "\"5.0\"",
+            "\"0x5\"",
+            "\"\u{FF15}\"",
+        ] {
+            assert!(!IfMatch::parse(never).matches(5), "{never}");
+        }
+        assert!(!IfMatch::parse("\"00\"").matches(0));
+        assert!(IfMatch::parse("\"05\", \"5\"").matches(5));
     }
 }

@@ -37,6 +37,7 @@ mod m20261201_000830_lead_processing_failure;
 mod m20261201_000840_outbox_delivery_unsettled_index;
 mod m20261206_000900_idempotency_subject;
 mod m20261206_000910_source_version;
+mod m20261206_000913_tombstone_folded_hash;
 mod m20261206_000920_sealing_key_check;
 
 pub struct Migrator;
@@ -75,6 +76,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261201_000840_outbox_delivery_unsettled_index::Migration),
             Box::new(m20261206_000900_idempotency_subject::Migration),
             Box::new(m20261206_000910_source_version::Migration),
+            Box::new(m20261206_000913_tombstone_folded_hash::Migration),
             Box::new(m20261206_000920_sealing_key_check::Migration),
         ]
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use api::cli::demo::fake_source::FakeSource;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_tombstone, outbox_event};
+use leadpipe_tests::prometheus::sample;
 use leadpipe_tests::webhooks::lead_event;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
@@ -28,6 +29,8 @@ on_both_backends!(
     erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead,
     a_reconcile_dry_run_predicts_suppressed_for_an_erased_key,
     broken_records_of_an_erased_key_arriving_later_are_not_kept,
+    an_event_erasure_emptied_is_not_retried,
+    look_alikes_of_an_erased_key_are_suppressed_too,
     stored_replays_are_erased_whatever_the_spelling_of_their_target,
 );
 
@@ -954,6 +957,291 @@ async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Ba
             "{needle} is stored again"
         );
     }
+}
+
+/// Delivers a `lead_event` to `source` as `msg_id` and processes it.
+async fn delivered_and_processed(
+    app: &TestApp,
+    source: &str,
+    key: &[u8],
+    msg_id: &str,
+    body: &[u8],
+) -> (i64, Step) {
+    let response = app.post_standard(source, key, msg_id, body).await;
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    let id = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    (id, process(app, id).await)
+}
+
+async fn retry_event(app: &TestApp, ops: &str, id: i64) -> reqwest::Response {
+    app.client
+        .post(app.url(&format!("/api/ops/inbox/{id}/retry")))
+        .bearer_auth(ops)
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn retry_matching(app: &TestApp, ops: &str, body: &Value) -> Value {
+    let response = app
+        .client
+        .post(app.url("/api/ops/inbox/retry"))
+        .bearer_auth(ops)
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    response.json().await.unwrap()
+}
+
+/// Erasure empties the body of every event of the person and keeps the
+/// row. Retrying such an event has nothing to process: it once went on to
+/// fail as "body is not JSON", turned `dead` and raised a dead-letter alert.
+/// Ops are told it was erased, and the row stays as it is.
+async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let ops = app.token(Role::Ops, None).await;
+    // A source of this test's own, per backend: the dead-letter counter is
+    // per source, and one recorder serves every test of the binary.
+    let source = match backend {
+        Backend::Sqlite => "forgotten-sqlite",
+        Backend::Postgres => "forgotten-postgres",
+    };
+    let key = app.standard_source(source).await;
+    let (made, step) = delivered_and_processed(
+        &app,
+        source,
+        &key,
+        "msg_made",
+        &lead_event(REF, EMAIL, "2026-11-30T10:00:00Z"),
+    )
+    .await;
+    let Step::Processed {
+        lead_id: Some(lead_id),
+        ..
+    } = step
+    else {
+        panic!("{step:?}")
+    };
+    // The same person, dated in the future: it maps, then fails validation.
+    let (dead, step) = delivered_and_processed(
+        &app,
+        source,
+        &key,
+        "msg_dead",
+        &lead_event(REF, EMAIL, FUTURE),
+    )
+    .await;
+    assert!(matches!(step, Step::Dead(_)), "{step:?}");
+    // Someone else's dead event stays retryable.
+    let (other, step) = delivered_and_processed(
+        &app,
+        source,
+        &key,
+        "msg_other",
+        &lead_event("other-1", "bob@example.com", FUTURE),
+    )
+    .await;
+    assert!(matches!(step, Step::Dead(_)), "{step:?}");
+    erased(&app, &admin, lead_id).await;
+    let dead_letters = || async {
+        sample(
+            &app.metrics().await,
+            "leadpipe_inbox_dead_total",
+            &[("source", source)],
+        )
+    };
+    let dead_before = dead_letters().await;
+
+    for event in [made, dead] {
+        let before = app.inbox_event(event).await;
+        assert!(before.body.is_empty(), "{before:?}");
+        let problem = assert_problem(
+            retry_event(&app, &ops, event).await,
+            409,
+            "/problems/inbox-event-erased",
+        )
+        .await;
+        let detail = problem["detail"].as_str().unwrap();
+        assert!(detail.contains("erased"), "{detail}");
+        assert_eq!(app.inbox_event(event).await, before);
+        // Nothing was sent back: a worker finds nothing to do.
+        assert_eq!(process(&app, event).await, Step::NothingToDo);
+        assert_eq!(app.inbox_event(event).await, before);
+
+        let id = event.to_string();
+        let refused = cli(&app, &["inbox", "retry", &id]);
+        assert!(!refused.status.success(), "{refused:?}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains("erased"), "{stderr}");
+        assert_eq!(app.inbox_event(event).await, before);
+    }
+
+    // In bulk, the erased events are skipped and counted; the others go on.
+    let dead_event = app.inbox_event(dead).await;
+    let dry = retry_matching(
+        &app,
+        &ops,
+        &json!({"source": source, "state": "dead", "dry_run": true}),
+    )
+    .await;
+    assert_eq!(
+        (&dry["matched"], &dry["skipped_erased"]),
+        (&json!(1), &json!(1)),
+        "{dry}"
+    );
+    let done = retry_matching(&app, &ops, &json!({"source": source, "state": "dead"})).await;
+    assert_eq!(
+        (&done["matched"], &done["retried"], &done["skipped_erased"]),
+        (&json!(1), &json!(1), &json!(1)),
+        "{done}"
+    );
+    assert_eq!(app.inbox_event(other).await.retries, 1);
+    assert_eq!(app.inbox_event(dead).await, dead_event);
+    let all = retry_matching(
+        &app,
+        &ops,
+        &json!({"source": source, "include_processed": true, "dry_run": true}),
+    )
+    .await;
+    assert_eq!(
+        (&all["matched"], &all["skipped_erased"]),
+        (&json!(1), &json!(2)),
+        "{all}"
+    );
+    let bulk = cli(
+        &app,
+        &["inbox", "retry", "--source", source, "--state", "dead"],
+    );
+    assert!(bulk.status.success(), "{bulk:?}");
+    let stdout = String::from_utf8_lossy(&bulk.stdout);
+    assert!(stdout.contains("1 erased event(s) skipped"), "{stdout}");
+    assert_eq!(app.inbox_event(dead).await, dead_event);
+
+    assert_eq!(dead_letters().await, dead_before);
+}
+
+/// Posts `source_ref` at intake to `webform`; the answer's outcome.
+async fn intake_outcome(app: &TestApp, token: &str, source_ref: &str) -> String {
+    let response = app
+        .post_lead(
+            token,
+            &json!({"source": "webform", "source_ref": source_ref, "email": EMAIL}),
+        )
+        .await;
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap();
+    match body["outcome"].as_str() {
+        Some("suppressed") => assert_eq!((status, &body), (200, &json!({"outcome": "suppressed"}))),
+        Some("created") => assert_eq!(status, 201, "{body}"),
+        _ => {}
+    }
+    body["outcome"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A key that differs from an erased one only in how its characters are
+/// encoded — Unicode normalisation (NFC or NFD), compatibility forms such as
+/// full-width letters and digits, zero-width or bidirectional characters —
+/// reads as the same key, and the tombstone answers it `suppressed` at every
+/// door. The stored key stays as the sender wrote it; a different key still
+/// makes a lead; lifting the tombstone lifts it for the look-alikes too.
+async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let key = app.standard_source("webform").await;
+    let full_width = "\u{FF21}-123"; // "Ａ-123"
+    let composed = "caf\u{E9}"; // "café", NFC
+    let mut hashes = Vec::new();
+    for erased_ref in [full_width, composed] {
+        assert_eq!(intake_outcome(&app, &admin, erased_ref).await, "created");
+        let lead = &leads_with_ref(&app, erased_ref).await[0];
+        assert_eq!(lead.source_ref, erased_ref, "stored as sent");
+        let body = erased(&app, &admin, lead.id).await;
+        hashes.push(body["erasure"]["key_hash"].as_str().unwrap().to_owned());
+    }
+
+    let look_alikes = [
+        "A-123",
+        "\u{FF21}-\u{FF11}\u{FF12}\u{FF13}",
+        "A\u{200B}-123",
+        "cafe\u{301}",
+        "caf\u{200B}\u{E9}",
+        "\u{FEFF}caf\u{E9}",
+        "\u{200E}ca\u{200D}fe\u{301}",
+        "caf\u{202E}\u{E9}\u{202C}",
+    ];
+    for look_alike in look_alikes {
+        assert_eq!(
+            intake_outcome(&app, &admin, look_alike).await,
+            "suppressed",
+            "{look_alike:?}"
+        );
+    }
+    // Through a webhook too.
+    for (n, look_alike) in ["A-123", "cafe\u{301}"].into_iter().enumerate() {
+        let body = lead_event(look_alike, EMAIL, "2026-11-30T10:00:00Z");
+        let (_, step) =
+            delivered_and_processed(&app, "webform", &key, &format!("msg_look_{n}"), &body).await;
+        assert!(
+            matches!(step, Step::Processed { lead_id: None, .. }),
+            "{look_alike:?}: {step:?}"
+        );
+    }
+    // A look-alike delivery that cannot become a lead keeps no body either.
+    let (dead, step) = delivered_and_processed(
+        &app,
+        "webform",
+        &key,
+        "msg_look_dead",
+        &lead_event("cafe\u{301}", EMAIL, FUTURE),
+    )
+    .await;
+    assert!(matches!(step, Step::Dead(_)), "{step:?}");
+    assert!(app.inbox_event(dead).await.body.is_empty());
+    for look_alike in look_alikes {
+        assert!(
+            leads_with_ref(&app, look_alike).await.is_empty(),
+            "{look_alike:?}"
+        );
+    }
+
+    // Keys that read differently are other keys.
+    for other in ["A-124", "a-123", "cafe", "caf\u{E8}"] {
+        assert_eq!(
+            intake_outcome(&app, &admin, other).await,
+            "created",
+            "{other:?}"
+        );
+    }
+
+    // A tombstone kept before look-alikes were folded holds the key's own
+    // hash only: it still buries that exact key.
+    app.db
+        .execute_raw(Statement::from_string(
+            app.db.get_database_backend(),
+            format!(
+                "UPDATE lead_tombstone SET folded_hash = NULL WHERE key_hash = '{}'",
+                hashes[0]
+            ),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(intake_outcome(&app, &admin, full_width).await, "suppressed");
+
+    // Lifting the tombstone of "café" lifts it for its look-alikes.
+    let lifted = app
+        .client
+        .delete(app.url(&format!("/api/tombstones/{}", hashes[1])))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lifted.status(), 204);
+    assert_eq!(intake_outcome(&app, &admin, "cafe\u{301}").await, "created");
 }
 
 /// A keyed write, as sent: `(status, Idempotent-Replayed, body)`.

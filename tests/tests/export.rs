@@ -16,6 +16,7 @@ use workers::WorkerSettings;
 on_both_backends!(
     the_subject_export_holds_everything_stored_about_the_lead,
     the_bulk_export_streams_every_lead_the_filters_match,
+    a_formula_behind_invisible_characters_is_defused_in_the_export,
 );
 
 async fn the_subject_export_holds_everything_stored_about_the_lead(backend: Backend) {
@@ -203,4 +204,42 @@ async fn the_bulk_export_streams_every_lead_the_filters_match(backend: Backend) 
         "/problems/forbidden",
     )
     .await;
+}
+
+/// A spreadsheet does not show a byte-order mark, a zero-width or a
+/// bidirectional character, and runs the formula behind it: the export
+/// defuses such a cell as it does a bare `=`.
+async fn a_formula_behind_invisible_characters_is_defused_in_the_export(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let name = "\u{FEFF}=HYPERLINK(\"http://evil.example\",\"x\")";
+    let company = "\u{202E}@SUM(1,1)";
+    let source_ref = "\u{200B}+1+1";
+    let response = app
+        .post_lead(
+            &admin,
+            &json!({"source": "hidden", "source_ref": source_ref,
+                    "email": "hidden@example.com", "name": name, "company": company}),
+        )
+        .await;
+    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+
+    let text = app
+        .get(&admin, "/api/leads/export?format=csv&source=hidden")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 1, "{text}");
+    assert_eq!(
+        (&rows[0][2], &rows[0][5], &rows[0][6]),
+        (
+            format!("'{source_ref}").as_str(),
+            format!("'{name}").as_str(),
+            format!("'{company}").as_str()
+        ),
+        "{text}"
+    );
 }

@@ -1,6 +1,7 @@
 //! The listener under attack: who may read `/metrics` and what a scrape
 //! costs, rate limits on failed authentication and webhook floods, security
-//! headers, CSV formula injection, `If-Match` that names no version, and
+//! headers, CSV formula injection, `If-Match` that names no version (or
+//! names it in another spelling), and
 //! `converted` without a conversion.
 
 #![allow(clippy::unwrap_used)]
@@ -26,6 +27,7 @@ on_both_backends!(
     every_response_carries_the_security_headers,
     import_report_cells_that_start_a_formula_are_neutralised,
     if_match_that_names_no_current_version_is_412,
+    if_match_compares_entity_tags_strongly,
     a_transition_cannot_convert_a_lead_only_the_conversion_can,
 );
 
@@ -451,6 +453,9 @@ async fn import_report_cells_that_start_a_formula_are_neutralised(backend: Backe
         "-1+1",
         "@SUM(1,1)",
         "\u{FF1D}1+1",
+        // Invisible in a spreadsheet, so the formula behind them still runs.
+        "\u{FEFF}=1+1",
+        "\u{200B}\u{202E}@SUM(1,1)",
         "plain-1",
     ];
     let mut file = String::from("ref,email\n");
@@ -586,6 +591,63 @@ async fn if_match_that_names_no_current_version_is_412(backend: Backend) {
     .await;
     assert_eq!(body["current_version"], 1);
     assert_eq!(patch("\"1\"").await.unwrap().status(), 200);
+}
+
+/// RFC 9110's strong comparison: a tag matches when its text is the
+/// version's tag, character for character. `"05"` once passed as version 5.
+async fn if_match_compares_entity_tags_strongly(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let sales = app.token(Role::Sales, None).await;
+    let contact: Value = app
+        .client
+        .post(app.url("/api/contacts"))
+        .bearer_auth(&sales)
+        .json(&json!({"email": "etag@example.com", "name": "Version 1"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let id = contact["id"].as_i64().unwrap();
+    let patch = |if_match: &'static str, name: &'static str| {
+        app.client
+            .patch(app.url(&format!("/api/contacts/{id}")))
+            .bearer_auth(&sales)
+            .header("if-match", if_match)
+            .json(&json!({ "name": name }))
+            .send()
+    };
+    for (tag, name) in [
+        ("\"1\"", "Version 2"),
+        ("\"2\"", "Version 3"),
+        ("\"3\"", "Version 4"),
+        ("\"4\"", "Version 5"),
+    ] {
+        assert_eq!(patch(tag, name).await.unwrap().status(), 200, "{tag}");
+    }
+    for spelling in ["\"05\"", "\"+5\"", "W/\"5\"", "\"005\", \"6\""] {
+        let body = assert_problem(
+            patch(spelling, "Overwritten").await.unwrap(),
+            412,
+            "/problems/precondition-failed",
+        )
+        .await;
+        assert_eq!(body["current_version"], 5, "{spelling}");
+    }
+    let stored: Value = app
+        .get(&sales, &format!("/api/contacts/{id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&stored["name"], &stored["version"]),
+        (&json!("Version 5"), &json!(5))
+    );
+    let changed = patch("\"5\"", "Version 6").await.unwrap();
+    assert_eq!(changed.status(), 200);
+    assert_eq!(changed.headers()["etag"], "\"6\"");
 }
 
 async fn a_transition_cannot_convert_a_lead_only_the_conversion_can(backend: Backend) {

@@ -354,7 +354,7 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
     assert_eq!(dry.status(), 200);
     assert_eq!(
         dry.json::<Value>().await.unwrap(),
-        json!({"dry_run": true, "matched": 1, "by_state": {"dead": 1}, "retried": 0, "results": {}})
+        json!({"dry_run": true, "matched": 1, "skipped_erased": 0, "by_state": {"dead": 1}, "retried": 0, "results": {}})
     );
     assert_eq!(
         app.inbox_event(ids[1]).await.state,
@@ -393,7 +393,7 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
     .await;
     assert_eq!(
         real.json::<Value>().await.unwrap(),
-        json!({"dry_run": false, "matched": 1, "by_state": {"dead": 1}, "retried": 1, "results": {"processed": 1}})
+        json!({"dry_run": false, "matched": 1, "skipped_erased": 0, "by_state": {"dead": 1}, "retried": 1, "results": {"processed": 1}})
     );
     // Re-applied at once, as a job would have: one attempt of a fresh budget.
     let event = app.inbox_event(ids[1]).await;

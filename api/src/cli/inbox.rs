@@ -162,6 +162,12 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
                         counts(&done.results)
                     );
                 }
+                if done.skipped_erased > 0 {
+                    println!(
+                        "{} erased event(s) skipped: their body is gone, nothing is left to process",
+                        done.skipped_erased
+                    );
+                }
                 if let Some(note) = ops::historic_note(&done, dry_run) {
                     println!("note: {note}");
                 }

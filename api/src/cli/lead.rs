@@ -97,11 +97,11 @@ pub async fn run_lead(db: &DatabaseConnection, command: LeadCommand) -> anyhow::
             );
         }
         LeadCommand::Unsuppress { source, source_ref } => {
-            let hash = tombstone::key_hash(source.trim(), source_ref.trim());
-            if !tombstone::lift(db, &hash).await? {
+            let lifted = tombstone::lift_key(db, source.trim(), source_ref.trim()).await?;
+            if lifted == 0 {
                 anyhow::bail!("no tombstone for this source and source_ref");
             }
-            println!("tombstone {hash} lifted");
+            println!("{lifted} tombstone(s) lifted");
         }
         LeadCommand::Failures {
             state,

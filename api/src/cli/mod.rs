@@ -205,6 +205,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
                 domain::Error::NotFound => Some(Exit::NotFound),
                 domain::Error::Invalid(_) => Some(Exit::Usage),
                 domain::Error::Conflict(_)
+                | domain::Error::InboxEventErased { .. }
                 | domain::Error::AlreadyConverted(_)
                 | domain::Error::PreconditionFailed { .. } => Some(Exit::Conflict),
                 domain::Error::Db(db) if domain::error::is_transient_db(db) => {

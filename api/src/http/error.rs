@@ -35,6 +35,7 @@ pub enum ProblemKind {
     IllegalTransition,
     AlreadyConverted,
     IdempotencyKeyInFlight,
+    InboxEventErased,
     PreconditionFailed,
     PayloadTooLarge,
     UnsupportedMediaType,
@@ -176,6 +177,13 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "Request in progress",
         409,
         "a request with this key is still running; retry after `Retry-After`",
+    ),
+    problem(
+        ProblemKind::InboxEventErased,
+        "inbox-event-erased",
+        "Inbox event erased",
+        409,
+        "retrying an inbox event whose body was erased (with the person it was about, or at the end of its retention): nothing is left to process, and the event is left as it is",
     ),
     problem(
         ProblemKind::PreconditionFailed,
@@ -328,6 +336,9 @@ pub enum ApiError {
     MethodNotAllowed { method: String, allow: String },
     #[error("{0}")]
     Conflict(String),
+    /// Carries the domain's explanation of why the event cannot be retried.
+    #[error("{0}")]
+    InboxEventErased(String),
     #[error("cannot move a lead from '{from}' to '{to}'")]
     IllegalTransition {
         from: String,
@@ -427,6 +438,7 @@ impl ApiError {
             Self::NotFound(_) => ProblemKind::NotFound,
             Self::MethodNotAllowed { .. } => ProblemKind::MethodNotAllowed,
             Self::Conflict(_) => ProblemKind::Conflict,
+            Self::InboxEventErased(_) => ProblemKind::InboxEventErased,
             Self::ReconcileRunning { .. } => ProblemKind::ReconcileRunning,
             Self::IllegalTransition { .. } => ProblemKind::IllegalTransition,
             Self::IllegalStageMove { .. } => ProblemKind::IllegalTransition,
@@ -561,6 +573,9 @@ impl From<domain::Error> for ApiError {
             domain::Error::Invalid(fields) => Self::Validation(fields),
             domain::Error::NotFound => Self::NotFound("no such resource".into()),
             domain::Error::Conflict(msg) => Self::Conflict(msg),
+            erased @ domain::Error::InboxEventErased { .. } => {
+                Self::InboxEventErased(erased.to_string())
+            }
             domain::Error::IllegalTransition(TransitionError::Illegal { from, to, allowed }) => {
                 Self::IllegalTransition {
                     from: from.to_string(),

@@ -586,6 +586,7 @@ mod tests {
                 run_id: 1,
                 message: String::new(),
             },
+            ApiError::InboxEventErased(String::new()),
             ApiError::PreconditionFailed { current: 1 },
             ApiError::IdempotencyKeyMissing,
             ApiError::IdempotencyKeyInvalid("x"),
@@ -625,6 +626,7 @@ mod tests {
                 | ApiError::AlreadyConverted { .. }
                 | ApiError::UnsupportedImportType
                 | ApiError::ReconcileRunning { .. }
+                | ApiError::InboxEventErased(_)
                 | ApiError::PreconditionFailed { .. }
                 | ApiError::IdempotencyKeyMissing
                 | ApiError::IdempotencyKeyInvalid(_)

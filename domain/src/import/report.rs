@@ -31,11 +31,18 @@ pub fn to_csv(rows: &[import_row::Model]) -> Vec<u8> {
 /// return, or their full-width forms) gets a leading `'`, as OWASP advises
 /// against CSV injection. The report echoes what the file's author wrote, and
 /// whoever opens it in a spreadsheet should not run the author's formulas.
+///
+/// What a spreadsheet does not show (a byte-order mark, zero-width and
+/// bidirectional characters) and leading blanks are looked past: a formula
+/// behind them still runs.
 pub fn neutralise(cell: &str) -> Cow<'_, str> {
     const TRIGGERS: &[char] = &[
         '=', '+', '-', '@', '\t', '\r', '\u{FF1D}', '\u{FF0B}', '\u{FF0D}', '\u{FF20}',
     ];
-    if cell.starts_with(TRIGGERS) {
+    let shown = cell.trim_start_matches(|c: char| {
+        crate::text::is_invisible(c) || (c.is_whitespace() && !TRIGGERS.contains(&c))
+    });
+    if shown.starts_with(TRIGGERS) {
         Cow::Owned(format!("'{cell}"))
     } else {
         Cow::Borrowed(cell)
@@ -53,6 +60,44 @@ mod tests {
         }
         for cell in ["", "abc", "a=b", "1-2", "ref-1"] {
             assert_eq!(neutralise(cell), cell);
+        }
+    }
+
+    /// A spreadsheet skips what it does not show: a byte-order mark, a
+    /// zero-width or bidirectional character, or spaces before `=` still
+    /// leave a live formula.
+    #[test]
+    fn invisible_and_blank_characters_before_a_trigger_do_not_hide_it() {
+        let hidden = [
+            "\u{FEFF}",
+            "\u{200B}",
+            "\u{200C}",
+            "\u{200D}",
+            "\u{2060}",
+            "\u{200E}",
+            "\u{200F}",
+            "\u{202A}",
+            "\u{202B}",
+            "\u{202C}",
+            "\u{202D}",
+            "\u{202E}",
+            "\u{2066}",
+            "\u{2067}",
+            "\u{2068}",
+            "\u{2069}",
+            " ",
+            "\u{A0}",
+            "\n",
+            "\u{FEFF}\u{200B} \u{202E}",
+        ];
+        for prefix in hidden {
+            for trigger in ["=1+1", "+1", "-1", "@SUM(A1)", "\u{FF1D}1+1"] {
+                let cell = format!("{prefix}{trigger}");
+                assert_eq!(neutralise(&cell), format!("'{cell}"), "{cell:?}");
+            }
+            // Without a trigger behind them they are the sender's text.
+            let plain = format!("{prefix}abc");
+            assert_eq!(neutralise(&plain), plain, "{plain:?}");
         }
     }
 }

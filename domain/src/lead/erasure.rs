@@ -66,7 +66,11 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     let hash = tombstone::key_hash(&found.source, &found.source_ref);
     let _turn = crate::db::write_turn(db).await;
     let txn = crate::db::begin_write(db).await?;
-    tombstone::lock_for_erasure(&txn, &hash).await?;
+    tombstone::lock_for_erasure(
+        &txn,
+        &tombstone::folded_hash(&found.source, &found.source_ref),
+    )
+    .await?;
     // Read again under the lock: a concurrent erasure may have won, and an
     // ingest that committed meanwhile left rows this one must remove.
     let Some(lead) = lead::Entity::find_by_id(request.lead_id).one(&txn).await? else {
@@ -86,19 +90,7 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     }
     .insert(&txn)
     .await?;
-    lead_tombstone::Entity::insert(lead_tombstone::ActiveModel {
-        key_hash: Set(hash.clone()),
-        lead_id: Set(lead.id),
-        erasure_id: Set(Some(audit.id)),
-        created_at: Set(now),
-    })
-    .on_conflict(
-        sea_orm::sea_query::OnConflict::column(lead_tombstone::Column::KeyHash)
-            .do_nothing()
-            .to_owned(),
-    )
-    .exec_without_returning(&txn)
-    .await?;
+    tombstone::bury(&txn, &lead.source, &lead.source_ref, lead.id, audit.id, now).await?;
     // No `lead_id` column value: the lead row is gone (the key would dangle).
     outbox::enqueue_event(
         &txn,

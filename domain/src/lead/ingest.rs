@@ -757,7 +757,7 @@ fn upsert_with_timeline(returned: impl IntoIterator<Item = Column>) -> Result<St
     })
 }
 
-const SKIP_BURIED: &str = r#"NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "t"."key_hash" = "h"."key_hash" WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref")"#;
+const SKIP_BURIED: &str = r#"NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "h"."key_hash" IN ("t"."key_hash", "t"."folded_hash") WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref")"#;
 
 /// The upsert alone, as the statement's first part renders it (pinned by a
 /// test).
@@ -876,7 +876,7 @@ mod tests {
             r#"INSERT INTO "lead" ("source", "source_ref", "email", "phone", "name", "company", "payload", "content_hash", "source_updated_at", "status", "version", "created_at", "updated_at") "#,
             r#"SELECT "r"."source", "r"."source_ref", "r"."email", "r"."phone", "r"."name", "r"."company", "r"."payload", "r"."content_hash", "r"."source_updated_at", 'new', 1, $2, $2 "#,
             r#"FROM jsonb_populate_recordset(NULL::"lead", $1::jsonb) AS "r" "#,
-            r#"WHERE NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "t"."key_hash" = "h"."key_hash" WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref") "#,
+            r#"WHERE NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "h"."key_hash" IN ("t"."key_hash", "t"."folded_hash") WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref") "#,
             r#"ON CONFLICT ("source", "source_ref") DO UPDATE SET "email" = "excluded"."email", "phone" = "excluded"."phone", "name" = "excluded"."name", "company" = "excluded"."company", "payload" = "excluded"."payload", "content_hash" = "excluded"."content_hash", "updated_at" = "excluded"."updated_at", "source_updated_at" = COALESCE("excluded"."source_updated_at", "lead"."source_updated_at"), "version" = "lead"."version" + 1 "#,
             r#"WHERE "lead"."content_hash" <> "excluded"."content_hash" AND ("lead"."source_updated_at" IS NULL OR "excluded"."source_updated_at" IS NULL OR "excluded"."source_updated_at" >= "lead"."source_updated_at") "#,
             r#"RETURNING "id", "source", "source_ref", "email", "phone", "name", "company", "content_hash", "source_updated_at", "status", "owner_id", "version", "processed_version", "created_at", "updated_at""#,

@@ -9,19 +9,34 @@
 //! key of the ring are checked, so a rotation keeps tombstones working while
 //! the old key stays in the ring.
 //!
+//! Look-alikes: a `source_ref` that differs from an erased one only in how
+//! its characters are encoded (composed or decomposed accents, full-width
+//! letters and digits, zero-width or bidirectional characters) reads as the
+//! same key, and is buried with it. A tombstone also holds the hash of the
+//! key's [`fold`]ed form (`folded_hash`), and a key is buried when its own
+//! hash or its folded form's hash is either of a tombstone's hashes. Keys
+//! are stored as sent; only the comparison folds. Tombstones written before
+//! `folded_hash` existed hold the raw hash alone (the key itself was never
+//! kept, so it cannot be folded now): they bury the exact key, and a key
+//! that is already in folded form.
+//!
 //! On PostgreSQL an erasure holds an exclusive transaction advisory lock on
-//! the key while it deletes and buries; every ingest takes the same lock
+//! the key (named by its folded form, so look-alikes share it) while it
+//! deletes and buries; every ingest takes the same lock
 //! shared before it looks for tombstones. So an ingest of that key either
 //! commits before the erasure reads (and the erasure removes what it wrote),
 //! or waits and then sees the tombstone: a concurrent redelivery cannot
 //! resurrect the lead. SQLite has one writer, so the question does not arise.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::sync::{PoisonError, RwLock};
 
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, Statement,
 };
+
+use unicode_normalization::UnicodeNormalization;
 
 use crate::entities::lead_tombstone::{self, Column};
 use crate::sealed::Keyring;
@@ -62,6 +77,32 @@ pub fn key_hash(source: &str, source_ref: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The form in which a tombstone compares a `source_ref`: invisible
+/// characters (zero-width, byte-order mark, bidirectional controls) removed,
+/// then Unicode NFKC, which composes accents (`e` + U+0301 is `é`) and
+/// folds compatibility forms (full-width `Ａ１` is `A1`). Keys with the same
+/// folded form read as one key. Letter case is kept: senders' keys may
+/// differ by case alone.
+pub fn fold(source_ref: &str) -> Cow<'_, str> {
+    if source_ref.is_ascii() {
+        // NFKC leaves ASCII as it is, and no invisible character is ASCII.
+        return Cow::Borrowed(source_ref);
+    }
+    Cow::Owned(
+        source_ref
+            .chars()
+            .filter(|c| !crate::text::is_invisible(*c))
+            .nfkc()
+            .collect(),
+    )
+}
+
+/// The hash of the key's folded form under the current key: a tombstone's
+/// `folded_hash`, and the name of the key's lock.
+pub fn folded_hash(source: &str, source_ref: &str) -> String {
+    key_hash(source, &fold(source_ref))
+}
+
 /// The key's hashes under every key of the ring, current first: rows
 /// hashed before a key rotation still match.
 pub fn key_hashes(source: &str, source_ref: &str) -> Vec<String> {
@@ -77,14 +118,16 @@ fn lock_id(hash: &str) -> i64 {
     u64::from_str_radix(prefix, 16).map_or(0, |v| v as i64)
 }
 
-/// Takes the key's lock exclusively until the transaction ends (PostgreSQL;
-/// nothing on SQLite, whose write transactions are already exclusive).
-pub async fn lock_for_erasure<C: ConnectionTrait>(txn: &C, hash: &str) -> Result<(), DbErr> {
+/// Takes the key's lock, named by its [`folded_hash`] (the one lock of the
+/// key and its look-alikes), exclusively until the transaction ends
+/// (PostgreSQL; nothing on SQLite, whose write transactions are already
+/// exclusive).
+pub async fn lock_for_erasure<C: ConnectionTrait>(txn: &C, folded_hash: &str) -> Result<(), DbErr> {
     if txn.get_database_backend() == DatabaseBackend::Postgres {
         txn.execute_raw(Statement::from_sql_and_values(
             DatabaseBackend::Postgres,
             "SELECT pg_advisory_xact_lock($1)",
-            [lock_id(hash).into()],
+            [lock_id(folded_hash).into()],
         ))
         .await?;
     }
@@ -103,27 +146,38 @@ pub async fn suppressed<'k, C: ConnectionTrait>(
     keys.buried(txn).await
 }
 
-/// A batch's natural keys with their hashes under every key of the ring.
+/// A batch's natural keys with their hashes, and their folded forms'
+/// hashes, under every key of the ring.
 pub struct BatchKeys<'k> {
-    /// Each record's hashes in a row, the current key's first.
+    /// Each record's hashes: the key's own under every key of the ring, then
+    /// its folded form's (when that differs).
     by_hash: Vec<(String, (&'k str, &'k str))>,
-    keys_per_record: usize,
+    /// Each record's lock: its folded form's hash under the current key.
+    locks: Vec<i64>,
 }
 
 impl<'k> BatchKeys<'k> {
     pub fn of(natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>) -> Self {
         let keys = keys();
-        let by_hash = natural_keys
-            .into_iter()
-            .flat_map(|key| {
+        let mut by_hash = Vec::new();
+        let mut locks = Vec::new();
+        for key @ (source, source_ref) in natural_keys {
+            let folded = fold(source_ref);
+            by_hash.extend(
                 keys.iter()
-                    .map(move |hashing| (hash_with(hashing, key.0, key.1), key))
-            })
-            .collect();
-        Self {
-            by_hash,
-            keys_per_record: keys.len().max(1),
+                    .map(|hashing| (hash_with(hashing, source, source_ref), key)),
+            );
+            if folded != source_ref {
+                by_hash.extend(
+                    keys.iter()
+                        .map(|hashing| (hash_with(hashing, source, &folded), key)),
+                );
+            }
+            if let Some(current) = keys.first() {
+                locks.push(lock_id(&hash_with(current, source, &folded)));
+            }
         }
+        Self { by_hash, locks }
     }
 
     /// Takes every key's lock shared until the transaction ends, so a running
@@ -131,17 +185,11 @@ impl<'k> BatchKeys<'k> {
     /// A look-up must be a later statement: its snapshot is taken after the
     /// locks are granted.
     pub async fn lock_shared<C: ConnectionTrait>(&self, txn: &C) -> Result<(), DbErr> {
-        if self.by_hash.is_empty() || txn.get_database_backend() != DatabaseBackend::Postgres {
+        if self.locks.is_empty() || txn.get_database_backend() != DatabaseBackend::Postgres {
             return Ok(());
         }
-        // The current key's hash names the lock. Sorted, so two batches take
-        // their locks in one order.
-        let mut locks: Vec<i64> = self
-            .by_hash
-            .iter()
-            .step_by(self.keys_per_record)
-            .map(|(hash, _)| lock_id(hash))
-            .collect();
+        // Sorted, so two batches take their locks in one order.
+        let mut locks = self.locks.clone();
         locks.sort_unstable();
         locks.dedup();
         txn.execute_raw(Statement::from_sql_and_values(
@@ -153,7 +201,8 @@ impl<'k> BatchKeys<'k> {
         Ok(())
     }
 
-    /// Which of the keys are buried.
+    /// Which of the keys are buried: one of a record's hashes is a
+    /// tombstone's `key_hash` or `folded_hash`.
     pub async fn buried<C: ConnectionTrait>(
         &self,
         txn: &C,
@@ -168,23 +217,29 @@ impl<'k> BatchKeys<'k> {
         let lookup = match backend {
             DatabaseBackend::Postgres => Statement::from_sql_and_values(
                 backend,
-                "SELECT key_hash FROM lead_tombstone WHERE key_hash = ANY($1)",
+                "SELECT key_hash, folded_hash FROM lead_tombstone \
+                 WHERE key_hash = ANY($1) OR folded_hash = ANY($1)",
                 [hashes.into()],
             ),
-            _ => Statement::from_sql_and_values(
-                backend,
-                "SELECT key_hash FROM lead_tombstone WHERE key_hash IN (SELECT value FROM json_each(?))",
-                [serde_json::to_string(&hashes)
-                    .map_err(|e| DbErr::Json(e.to_string()))?
-                    .into()],
-            ),
+            _ => {
+                let hashes =
+                    serde_json::to_string(&hashes).map_err(|e| DbErr::Json(e.to_string()))?;
+                Statement::from_sql_and_values(
+                    backend,
+                    "SELECT key_hash, folded_hash FROM lead_tombstone \
+                     WHERE key_hash IN (SELECT value FROM json_each(?)) \
+                     OR folded_hash IN (SELECT value FROM json_each(?))",
+                    [hashes.clone().into(), hashes.into()],
+                )
+            }
         };
-        let found: HashSet<String> = txn
-            .query_all_raw(lookup)
-            .await?
-            .iter()
-            .map(|row| row.try_get::<String>("", "key_hash"))
-            .collect::<Result<_, _>>()?;
+        let mut found: HashSet<String> = HashSet::new();
+        for row in txn.query_all_raw(lookup).await? {
+            found.insert(row.try_get::<String>("", "key_hash")?);
+            if let Some(folded) = row.try_get::<Option<String>>("", "folded_hash")? {
+                found.insert(folded);
+            }
+        }
         Ok(self
             .by_hash
             .iter()
@@ -207,7 +262,60 @@ impl<'k> BatchKeys<'k> {
     }
 }
 
-/// Lifts the tombstone with this hash; false when there was none.
+/// Buries `(source, source_ref)` for the erasure `erasure_id` of `lead_id`:
+/// its hash, and its folded form's, so look-alikes stay out too. A key
+/// buried already stays buried by its first tombstone.
+pub async fn bury<C: ConnectionTrait>(
+    txn: &C,
+    source: &str,
+    source_ref: &str,
+    lead_id: i64,
+    erasure_id: i64,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), DbErr> {
+    use sea_orm::ActiveValue::Set;
+    lead_tombstone::Entity::insert(lead_tombstone::ActiveModel {
+        key_hash: Set(key_hash(source, source_ref)),
+        folded_hash: Set(Some(folded_hash(source, source_ref))),
+        lead_id: Set(lead_id),
+        erasure_id: Set(Some(erasure_id)),
+        created_at: Set(now),
+    })
+    .on_conflict(
+        sea_orm::sea_query::OnConflict::column(Column::KeyHash)
+            .do_nothing()
+            .to_owned(),
+    )
+    .exec_without_returning(txn)
+    .await?;
+    Ok(())
+}
+
+/// Lifts every tombstone that buries `(source, source_ref)`, the key's own
+/// and those of keys it is a look-alike of; how many.
+pub async fn lift_key<C: ConnectionTrait>(
+    conn: &C,
+    source: &str,
+    source_ref: &str,
+) -> Result<u64, DbErr> {
+    let keys = BatchKeys::of([(source, source_ref)]);
+    let hashes: Vec<String> = keys.by_hash.into_iter().map(|(hash, _)| hash).collect();
+    let deleted = lead_tombstone::Entity::delete_many()
+        .filter(
+            sea_orm::Condition::any()
+                .add(Column::KeyHash.is_in(hashes.clone()))
+                .add(Column::FoldedHash.is_in(hashes)),
+        )
+        .exec(conn)
+        .await?;
+    if deleted.rows_affected > 0 {
+        tracing::info!(count = deleted.rows_affected, "tombstones lifted");
+    }
+    Ok(deleted.rows_affected)
+}
+
+/// Lifts the tombstone with this hash (for the key and its look-alikes);
+/// false when there was none.
 pub async fn lift<C: ConnectionTrait>(conn: &C, hash: &str) -> Result<bool, DbErr> {
     let deleted = lead_tombstone::Entity::delete_many()
         .filter(Column::KeyHash.eq(hash))
@@ -235,5 +343,37 @@ mod tests {
             hash_with(&[1; 32], "ab", "c"),
             hash_with(&[1; 32], "a", "bc")
         );
+    }
+
+    #[test]
+    fn look_alikes_fold_to_one_key_and_other_keys_do_not() {
+        let composed = "caf\u{E9}";
+        for look_alike in [
+            composed,
+            "cafe\u{301}",
+            "caf\u{200B}\u{E9}",
+            "\u{FEFF}caf\u{E9}",
+            "\u{200E}ca\u{200D}fe\u{301}",
+            "caf\u{202E}\u{E9}\u{202C}",
+        ] {
+            assert_eq!(fold(look_alike), composed, "{look_alike:?}");
+        }
+        for look_alike in [
+            "\u{FF21}-123",
+            "\u{FF21}-\u{FF11}\u{FF12}\u{FF13}",
+            "A\u{2060}-123",
+        ] {
+            assert_eq!(fold(look_alike), "A-123", "{look_alike:?}");
+        }
+        for other in ["a-123", "cafe", "caf\u{E8}", "A-124"] {
+            assert_ne!(fold(other), "A-123");
+            assert_ne!(fold(other), composed);
+        }
+        // Folding twice changes nothing more.
+        assert_eq!(
+            fold(&fold("\u{FF21}\u{200B}e\u{301}")),
+            fold("\u{FF21}\u{200B}e\u{301}")
+        );
+        assert!(matches!(fold("form-1"), Cow::Borrowed("form-1")));
     }
 }

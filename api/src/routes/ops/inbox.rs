@@ -193,7 +193,8 @@ async fn get_event(
 /// A `failed`, `dead`, `skipped` or `processed` event goes back to
 /// `received` with a fresh budget of attempts. The same row is reprocessed —
 /// same source, event id and natural-key upsert — so it never creates a
-/// second lead.
+/// second lead. An event whose body was erased (with its person, or at the
+/// end of its retention) has nothing to process: `409`, and it stays as it is.
 #[utoipa::path(
     operation_id = "retry_inbox_event",
     tag = "ops",
@@ -201,7 +202,7 @@ async fn get_event(
     responses(
         (status = 202, description = "Queued again", body = InboxEventOut),
         (status = 404, description = "`/problems/not-found`: no such event"),
-        (status = 409, description = "`/problems/conflict`: the event is already waiting or being processed"),
+        (status = 409, description = "`/problems/conflict`: the event is already waiting or being processed; `/problems/inbox-event-erased`: its body was erased, nothing is left to process"),
     ),
     security(("bearer" = ["ops", "admin"])),
 )]
@@ -250,7 +251,11 @@ struct BulkRetryIn {
 #[schema(as = InboxRetryOut)]
 struct BulkRetryOut {
     dry_run: bool,
+    /// Matched events that can be re-applied.
     matched: u64,
+    /// Events the filter matched whose body was erased (with their person,
+    /// or at the end of their retention): skipped, left as they are.
+    skipped_erased: u64,
     /// The matched events by state.
     by_state: BTreeMap<String, u64>,
     retried: u64,
@@ -266,7 +271,8 @@ struct BulkRetryOut {
 ///
 /// Events are re-applied one at a time in the order they were received, so
 /// two events for one lead end with the later one on the lead; the answer
-/// says what each came to. `processed` events are refused unless
+/// says what each came to. Events whose body was erased are skipped and
+/// counted in `skipped_erased`. `processed` events are refused unless
 /// `include_processed` is true: they re-apply historic payloads. With
 /// `dry_run`, only counts them by state.
 #[utoipa::path(
@@ -309,6 +315,7 @@ async fn retry_matching(
     Ok(HttpResponse::Ok().json(BulkRetryOut {
         dry_run: input.dry_run,
         matched: done.matched,
+        skipped_erased: done.skipped_erased,
         by_state: done.by_state,
         retried: done.retried,
         results: done.results,

@@ -1,14 +1,16 @@
 //! What ops do with the inbox: look, and send events back for processing. A
 //! retry reprocesses the SAME row — same source and event id, through the
-//! same natural-key upsert — so it can never create a second lead.
+//! same natural-key upsert — so it can never create a second lead. An event
+//! whose body was erased (with its person, or at the end of its retention)
+//! has nothing left to process and is never sent back.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait};
+use sea_orm::sea_query::{Expr, ExprTrait, Func};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 
 use super::InboxState;
@@ -63,7 +65,9 @@ pub async fn get<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>,
 }
 
 /// Sends one event back to `received` with a fresh budget of attempts. The
-/// caller then pushes its job.
+/// caller then pushes its job. An event whose body was erased is refused
+/// (`InboxEventErased`) and left as it is: processed again, it could only
+/// fail and end `dead`, a false alarm.
 pub async fn retry<C: ConnectionTrait>(
     conn: &C,
     id: i64,
@@ -72,6 +76,7 @@ pub async fn retry<C: ConnectionTrait>(
     let reset = reset_for_retry(now, None)
         .filter(Column::Id.eq(id))
         .filter(retryable())
+        .filter(holds_body())
         .exec_with_returning(conn)
         .await?;
     if let Some(event) = reset.into_iter().next() {
@@ -79,6 +84,7 @@ pub async fn retry<C: ConnectionTrait>(
     }
     match get(conn, id).await? {
         None => Err(Error::NotFound),
+        Some(event) if event.body.is_empty() => Err(Error::InboxEventErased { id }),
         Some(event) => Err(Error::Conflict(format!(
             "event {id} is {}; only failed, dead, skipped or processed events can be retried",
             event.state
@@ -100,8 +106,11 @@ pub struct BulkRetryRequest {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BulkRetry {
-    /// Events matching the request.
+    /// Events matching the request, erased ones aside.
     pub matched: u64,
+    /// Events matching the request whose body was erased: skipped, and left
+    /// as they are (nothing is left to process).
+    pub skipped_erased: u64,
     /// The matched events by their state before the retry.
     pub by_state: BTreeMap<String, u64>,
     /// Events re-applied (none on a dry run).
@@ -126,10 +135,16 @@ pub async fn retry_matching(
     policy: &RetryPolicy,
 ) -> Result<BulkRetry, Error> {
     let states = retry_states(request)?;
-    let condition = request
+    let in_states = request
         .filter
         .condition()
         .add(Column::State.is_in(states.iter().map(|s| s.as_str())));
+    let skipped_erased = inbox_event::Entity::find()
+        .filter(in_states.clone())
+        .filter(holds_body().not())
+        .count(db)
+        .await?;
+    let condition = in_states.add(holds_body());
     let mut by_state = BTreeMap::new();
     let counted: Vec<(String, i64)> = inbox_event::Entity::find()
         .select_only()
@@ -145,6 +160,7 @@ pub async fn retry_matching(
     }
     let mut done = BulkRetry {
         matched: by_state.values().sum(),
+        skipped_erased,
         by_state,
         ..Default::default()
     };
@@ -167,10 +183,12 @@ pub async fn retry_matching(
         let now = crate::clock::now();
         // Reset and claimed in one statement, so a worker woken meanwhile
         // cannot take the event between the two; and only while it is still
-        // in a state the request takes: a job may have finished it meanwhile.
+        // in a state the request takes and holds its body: a job may have
+        // finished it, or an erasure emptied it, meanwhile.
         let claimed = reset_for_retry(now, Some(BULK_RETRY_WORKER))
             .filter(Column::Id.eq(id))
             .filter(Column::State.is_in(allowed.clone()))
+            .filter(holds_body())
             .exec_with_returning(db)
             .await?;
         let Some(event) = claimed.into_iter().next() else {
@@ -239,6 +257,12 @@ fn retry_states(request: &BulkRetryRequest) -> Result<Vec<InboxState>, Error> {
 
 fn retryable() -> Condition {
     Condition::all().add(Column::State.is_in(InboxState::RETRYABLE.map(InboxState::as_str)))
+}
+
+/// The event still holds its body: erasure (and retention) empty it and keep
+/// the row, and an empty body has nothing to process.
+fn holds_body() -> Condition {
+    Condition::all().add(Expr::expr(Func::cust("LENGTH").arg(Expr::col(Column::Body))).gt(0))
 }
 
 /// A fresh budget: back to `received` for the workers, or (`claim_by`)

@@ -14,10 +14,11 @@ use sea_orm::{
 use super::InboxState;
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::entities::lead_tombstone;
-use crate::inbound::mapping::map_record;
+use crate::inbound::mapping::{map_record, record_in, source_ref_of};
 use crate::inbound::source::{self, Source};
 use crate::lead::ingest::{IngestContext, Origin, Outcome, ingest_in};
 use crate::lead::record::NewLead;
+use crate::lead::tombstone::BatchKeys;
 use crate::retry::{Decision, RetryPolicy};
 
 pub use crate::retry::ProcessError;
@@ -192,19 +193,44 @@ pub async fn record_failure<C: ConnectionTrait>(
 
 /// A dead event of an erased key keeps no body: nothing will process it
 /// again, and the person's data must not come back through a broken
-/// delivery. Found by the key hash read on receipt.
+/// delivery.
 async fn forget_if_erased<C: ConnectionTrait>(conn: &C, event: &Model) -> Result<(), DbErr> {
-    let Some(hash) = &event.key_hash else {
-        return Ok(());
-    };
-    if lead_tombstone::Entity::find_by_id(hash.clone())
-        .one(conn)
-        .await?
-        .is_some()
-    {
+    if of_erased_key(conn, event).await? {
         crate::lead::erasure::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
     }
     Ok(())
+}
+
+/// Whether the event's natural key is buried: by the key hash read on
+/// receipt, or else by the key read from the body now, which also finds a
+/// look-alike of an erased key (a key hash is of the key as sent).
+async fn of_erased_key<C: ConnectionTrait>(conn: &C, event: &Model) -> Result<bool, DbErr> {
+    if let Some(hash) = &event.key_hash {
+        let buried = lead_tombstone::Entity::find()
+            .filter(
+                Condition::any()
+                    .add(lead_tombstone::Column::KeyHash.eq(hash))
+                    .add(lead_tombstone::Column::FoldedHash.eq(hash)),
+            )
+            .one(conn)
+            .await?;
+        if buried.is_some() {
+            return Ok(true);
+        }
+    }
+    let Some(source) = source::find_without_secrets(conn, &event.source).await? else {
+        return Ok(false);
+    };
+    let Ok(document) = serde_json::from_slice::<serde_json::Value>(&event.body) else {
+        return Ok(false);
+    };
+    let Some(source_ref) = record_in(&source.mapping, &document)
+        .and_then(|record| source_ref_of(&source.mapping, record))
+    else {
+        return Ok(false);
+    };
+    let keys = BatchKeys::of([(event.source.as_str(), source_ref.as_str())]);
+    Ok(!keys.buried(conn).await?.is_empty())
 }
 
 /// Ends an attempt that ingested its record: `processed` with the outcome;
