@@ -96,6 +96,7 @@ impl Application {
         let imports = crate::http::imports::ImportTasks::on_current_runtime();
         let unknown_source = Arc::new(domain::inbound::source::StandIn::new(&settings.keyring));
         let state = web::Data::new(AppState {
+            key_health: Arc::default(),
             unknown_source,
             imports: imports.clone(),
             admission,

@@ -47,6 +47,10 @@ pub enum Error {
     /// stored value under a key that is not).
     #[error(transparent)]
     Sealed(#[from] crate::sealed::SealError),
+    /// The configured keys do not open what is stored (a wrong key under a
+    /// known id, or a value under an id that is not configured).
+    #[error(transparent)]
+    KeyMismatch(#[from] crate::sealed::key_check::KeyMismatch),
     #[error("database error: {0}")]
     Db(#[from] DbErr),
 }

@@ -35,6 +35,7 @@ on_both_backends!(
     rotate_reseals_everything_under_the_new_key,
     a_source_created_with_a_secret_file_stdin_or_env_verifies_webhooks,
     stale_upload_spools_are_removed_and_uploads_leave_none,
+    a_wrong_key_is_refused_before_traffic_and_by_rotate,
 );
 
 /// `Keyring::for_tests()` as the command line spells it.
@@ -771,4 +772,146 @@ async fn the_sqlite_database_and_its_wal_are_only_readable_by_their_owner() {
     assert_eq!(mode(&old_jobs), 0o600);
     drop(conn);
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `serve` with `env`: its output once it exits by itself, or `None` if it
+/// was still running (serving) after `patience`.
+fn serve_exit(database_url: &str, env: &[(&str, &str)], patience: Duration) -> Option<Output> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--no-workers"])
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "error")
+        .env_remove("LEADPIPE_SECRET_KEY_FILE")
+        .env_remove("LEADPIPE_INSECURE_DEV_SECRETS")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + patience;
+    while std::time::Instant::now() < deadline {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    None
+}
+
+async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
+    // The test app seals under `Keyring::for_tests()` (id `test`).
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let secret = standard_secret(b"keycheck-signing-key-1");
+    let saved = app
+        .save_source(
+            &admin,
+            &json!({"name": "kc", "scheme": "standard-webhooks", "secrets": [secret]}),
+        )
+        .await;
+    assert_eq!(saved.status(), 201);
+    let sealed_before = source_row(&app, "kc").await.secrets;
+    let right = test_key_env();
+    let wrong = format!("test:{}", STANDARD.encode([8u8; 32]));
+
+    // The right key: rotate has nothing to do and records the key-check value.
+    let rotated = cli(
+        &app.database_url,
+        &["secrets", "rotate"],
+        &[("LEADPIPE_SECRET_KEY", &right)],
+        None,
+    );
+    assert!(rotated.status.success(), "{}", text(&rotated));
+    assert!(
+        text(&rotated).contains("1 already current"),
+        "{}",
+        text(&rotated)
+    );
+    let checks = domain::entities::sealing_key_check::Entity::find()
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(checks.len(), 1);
+    assert_eq!(checks[0].key_id, "test");
+
+    // Other key material under the same id: refused, naming the id, and
+    // nothing rewritten.
+    let refused = cli(
+        &app.database_url,
+        &["secrets", "rotate"],
+        &[("LEADPIPE_SECRET_KEY", &wrong)],
+        None,
+    );
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(text(&refused).contains("'test'"), "{}", text(&refused));
+    assert!(
+        !text(&refused).contains("already current"),
+        "{}",
+        text(&refused)
+    );
+    assert_eq!(source_row(&app, "kc").await.secrets, sealed_before);
+
+    // `serve` refuses to start with it, naming the id; with the right key it serves.
+    let output = serve_exit(
+        &app.database_url,
+        &[("LEADPIPE_SECRET_KEY", &wrong)],
+        Duration::from_secs(30),
+    )
+    .expect("serve started with a wrong key");
+    assert!(!output.status.success());
+    assert!(text(&output).contains("'test'"), "{}", text(&output));
+    assert!(
+        serve_exit(
+            &app.database_url,
+            &[("LEADPIPE_SECRET_KEY", &right)],
+            Duration::from_secs(3)
+        )
+        .is_none(),
+        "serve did not stay up with the right key"
+    );
+    // A key id that is not configured at all opens nothing either.
+    let other = format!("other:{}", STANDARD.encode([9u8; 32]));
+    let output = serve_exit(
+        &app.database_url,
+        &[("LEADPIPE_SECRET_KEY", &other)],
+        Duration::from_secs(30),
+    )
+    .expect("serve started without the key that sealed the secrets");
+    assert!(text(&output).contains("'test'"), "{}", text(&output));
+
+    // A running server is not ready while a stored secret does not open.
+    assert_eq!(
+        app.client
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let foreign = Keyring::parse(&other, false)
+        .unwrap()
+        .seal(&secret, &sealed::Place::source_secrets("kc2"))
+        .unwrap();
+    let mut row = source_row(&app, "kc").await;
+    row.name = "kc2".into();
+    row.secrets = json!([foreign]);
+    source::Entity::insert(source::ActiveModel::from(row))
+        .exec(&app.db)
+        .await
+        .unwrap();
+    leadpipe_tests::eventually("readyz to fail", Duration::from_secs(20), || async {
+        let status = app
+            .client
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status();
+        (status == 503).then_some(())
+    })
+    .await;
 }

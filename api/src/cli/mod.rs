@@ -269,6 +269,7 @@ pub async fn run() -> anyhow::Result<()> {
             http.reconcile = settings.reconcile.clone();
             http.keyring = keyring;
             let conn = storage::open(&db.database_url, db.max_connections()?, !no_migrate).await?;
+            refuse_keys_that_do_not_open(&conn, &http.keyring).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             let imports = app.imports();
             let import_grace = std::time::Duration::from_secs(http.import_shutdown_grace_secs);
@@ -308,6 +309,7 @@ pub async fn run() -> anyhow::Result<()> {
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
             let conn = storage::open(&db.database_url, db.max_connections()?, !no_migrate).await?;
+            refuse_keys_that_do_not_open(&conn, &keyring).await?;
             let settings = workers
                 .settings(cli.outbound.policy())
                 .with_keyring(&keyring);
@@ -447,6 +449,19 @@ pub fn describe_missing(what: &'static str) -> impl Fn(domain::Error) -> anyhow:
 }
 
 /// Ctrl-C or SIGTERM.
+/// Before a process takes traffic: the configured keys must open what is
+/// stored (a wrong key under a known id was otherwise found only when every
+/// webhook to a sealed source answered 500).
+async fn refuse_keys_that_do_not_open(
+    conn: &sea_orm::DatabaseConnection,
+    keyring: &domain::sealed::Keyring,
+) -> anyhow::Result<()> {
+    if let Err(mismatch) = domain::sealed::key_check::verify(conn, keyring).await? {
+        anyhow::bail!("refusing to start: {mismatch}");
+    }
+    Ok(())
+}
+
 async fn shutdown_signal() {
     #[cfg(unix)]
     {

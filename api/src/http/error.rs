@@ -239,7 +239,7 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "unavailable",
         "Service unavailable",
         503,
-        "the database is unreachable; retry after `Retry-After`",
+        "the database is unreachable, or (`/readyz`) a stored secret does not open with the configured keys; retry after `Retry-After`",
     ),
     problem(
         ProblemKind::SecretKeyMissing,
@@ -380,6 +380,12 @@ pub enum ApiError {
     },
     #[error("the database is unavailable")]
     Unavailable,
+    /// `/readyz`: a stored secret does not open with the configured keys.
+    #[error(
+        "not ready: a stored secret does not open with the configured keys (the server log \
+         names the key id)"
+    )]
+    KeysDoNotOpen,
     /// Storing a secret needs a sealing key, and none is configured.
     #[error(
         "secrets cannot be stored: no secret key is configured. Set LEADPIPE_SECRET_KEY \
@@ -449,7 +455,7 @@ impl ApiError {
             Self::IdempotencyKeyInFlight => ProblemKind::IdempotencyKeyInFlight,
             Self::IdempotencyKeyReused { .. } => ProblemKind::IdempotencyKeyReused,
             Self::TooManyRequests { .. } => ProblemKind::TooManyRequests,
-            Self::Unavailable => ProblemKind::Unavailable,
+            Self::Unavailable | Self::KeysDoNotOpen => ProblemKind::Unavailable,
             Self::SecretKeyMissing => ProblemKind::SecretKeyMissing,
             Self::InboxBacklogFull { .. } => ProblemKind::InboxBacklogFull,
             Self::Internal(_) => ProblemKind::Internal,
@@ -547,7 +553,10 @@ impl ResponseError for ApiError {
         if matches!(self, Self::Unauthorized) {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
         }
-        if matches!(self, Self::Unavailable | Self::IdempotencyKeyInFlight) {
+        if matches!(
+            self,
+            Self::Unavailable | Self::KeysDoNotOpen | Self::IdempotencyKeyInFlight
+        ) {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
         }
         if matches!(self, Self::BodyTimeout { .. }) {
@@ -602,6 +611,7 @@ impl From<domain::Error> for ApiError {
             },
             domain::Error::Sealed(domain::sealed::SealError::NoKey) => Self::SecretKeyMissing,
             domain::Error::Sealed(other) => Self::internal(other),
+            domain::Error::KeyMismatch(mismatch) => Self::internal(mismatch),
             domain::Error::Db(db) => db.into(),
         }
     }

@@ -15,6 +15,7 @@ pub mod error;
 pub mod idempotency;
 pub mod imports;
 pub mod kept_alive;
+pub mod key_health;
 pub mod list;
 pub mod metrics;
 pub mod params;

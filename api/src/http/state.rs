@@ -22,6 +22,8 @@ pub struct AppState {
     pub jobs: workers::InboxQueue,
     /// Executes reconcile runs started over HTTP.
     pub reconciler: Arc<workers::reconcile::Reconciler>,
+    /// Whether the configured keys open the stored secrets (`/readyz`).
+    pub key_health: Arc<crate::http::key_health::KeyHealth>,
     /// What a delivery to an unconfigured source name is verified against.
     pub unknown_source: Arc<domain::inbound::source::StandIn>,
     /// Failed-authentication and webhook rate limits.

@@ -600,6 +600,7 @@ mod tests {
                 retry_after: 1,
             },
             ApiError::Unavailable,
+            ApiError::KeysDoNotOpen,
             ApiError::SecretKeyMissing,
             ApiError::InboxBacklogFull {
                 backlog: 1,
@@ -634,6 +635,7 @@ mod tests {
                 | ApiError::IdempotencyKeyReused { .. }
                 | ApiError::TooManyRequests { .. }
                 | ApiError::Unavailable
+                | ApiError::KeysDoNotOpen
                 | ApiError::SecretKeyMissing
                 | ApiError::InboxBacklogFull { .. }
                 | ApiError::Internal(_) => {}

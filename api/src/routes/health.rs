@@ -25,7 +25,8 @@ async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({ "status": "ok" }))
 }
 
-/// Readiness: the process can serve, its database answers.
+/// Readiness: the process can serve: its database answers, and its keys
+/// open every stored secret.
 ///
 /// **Roles:** anyone (no token).
 #[utoipa::path(
@@ -33,7 +34,7 @@ async fn healthz() -> HttpResponse {
     tag = "meta",
     responses(
         (status = 200, description = "Ready", body = Object, example = json!({"status": "ready", "database": "ok"})),
-        (status = 503, description = "`/problems/unavailable`: the database does not answer"),
+        (status = 503, description = "`/problems/unavailable`: the database does not answer, or a stored secret does not open with the configured keys (the log names the key id; checked at most every 10 s)"),
     ),
 )]
 #[get("/readyz")]
@@ -42,5 +43,9 @@ async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
         tracing::warn!(error = %err, "readiness check failed");
         ApiError::Unavailable
     })?;
+    let keys = &state.http.keyring;
+    if state.key_health.mismatch(&state.db, keys).await?.is_some() {
+        return Err(ApiError::KeysDoNotOpen);
+    }
     Ok(HttpResponse::Ok().json(json!({ "status": "ready", "database": "ok" })))
 }

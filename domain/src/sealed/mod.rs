@@ -12,6 +12,7 @@
 //! Values without the `lpsec:` prefix are legacy plaintext, written before
 //! sealing existed: they still open (as themselves) until rotated.
 
+pub mod key_check;
 pub mod rotation;
 
 use std::fmt;
@@ -55,6 +56,10 @@ impl Place {
 
     pub fn subscription_previous_secret(id: i64) -> Self {
         Self::new("subscription", &id.to_string(), "previous_secret")
+    }
+
+    pub fn key_check(key_id: &str) -> Self {
+        Self::new("sealing_key_check", key_id, "check_value")
     }
 
     pub fn idempotent_response(principal_id: i64, key: &str) -> Self {
@@ -272,21 +277,24 @@ impl Keyring {
             None if self.inner.dev_mode => (DEV_KEY_ID, dev_cipher()),
             None => return Err(SealError::NoKey),
         };
-        let mut nonce = [0u8; NONCE_LEN];
-        rand::rng().fill_bytes(&mut nonce);
-        let sealed = cipher
-            .encrypt(
-                &XNonce::from(nonce),
-                Payload {
-                    msg: secret.as_bytes(),
-                    aad: place.0.as_bytes(),
-                },
-            )
-            .map_err(|_| SealError::Malformed)?;
-        let mut out = Vec::with_capacity(NONCE_LEN + sealed.len());
-        out.extend_from_slice(&nonce);
-        out.extend_from_slice(&sealed);
-        Ok(format!("{PREFIX}{id}:{}", STANDARD.encode(out)))
+        seal_with(id, &cipher, secret, place)
+    }
+
+    /// Seals under the configured key `key_id`, current or not (a key-check
+    /// value is sealed under each key).
+    pub fn seal_under(
+        &self,
+        key_id: &str,
+        secret: &str,
+        place: &Place,
+    ) -> Result<String, SealError> {
+        let key = self
+            .inner
+            .keys
+            .iter()
+            .find(|k| k.id == key_id)
+            .ok_or_else(|| SealError::UnknownKey(key_id.to_owned()))?;
+        seal_with(&key.id, &key.cipher, secret, place)
     }
 
     /// The secret in `stored` (legacy plaintext is returned as it is).
@@ -332,6 +340,29 @@ impl Keyring {
             (Some(id), Some(current)) => id != current,
         }
     }
+}
+
+fn seal_with(
+    id: &str,
+    cipher: &XChaCha20Poly1305,
+    secret: &str,
+    place: &Place,
+) -> Result<String, SealError> {
+    let mut nonce = [0u8; NONCE_LEN];
+    rand::rng().fill_bytes(&mut nonce);
+    let sealed = cipher
+        .encrypt(
+            &XNonce::from(nonce),
+            Payload {
+                msg: secret.as_bytes(),
+                aad: place.0.as_bytes(),
+            },
+        )
+        .map_err(|_| SealError::Malformed)?;
+    let mut out = Vec::with_capacity(NONCE_LEN + sealed.len());
+    out.extend_from_slice(&nonce);
+    out.extend_from_slice(&sealed);
+    Ok(format!("{PREFIX}{id}:{}", STANDARD.encode(out)))
 }
 
 /// The key id of a sealed value; `None` for legacy plaintext.

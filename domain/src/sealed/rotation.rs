@@ -31,11 +31,17 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
     if !keys.can_seal() {
         return Err(SealError::NoKey.into());
     }
+    // A key that is not the one that sealed is refused before anything is
+    // rewritten, naming its id.
+    if let Err(mismatch) = super::key_check::verify(conn, keys).await? {
+        return Err(Error::KeyMismatch(mismatch));
+    }
     let mut report = RotateReport::default();
     let reseal = |stored: &str, place: &Place, count: &mut u64, current: &mut u64| {
+        // Opened either way: a value is "current" only if it opens.
+        let open = keys.open(stored, place)?;
         if keys.needs_reseal(stored) {
             *count += 1;
-            let open = keys.open(stored, place)?;
             keys.seal(&open, place).map(Some)
         } else {
             *current += 1;
