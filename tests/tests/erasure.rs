@@ -1398,3 +1398,55 @@ async fn stored_replays_are_erased_whatever_the_spelling_of_their_target(backend
     .await;
     assert_ne!(replayed.as_deref(), Some("true"), "{answer}");
 }
+
+/// PostgreSQL: a keyed write that answers with the lead, caught mid-commit by
+/// an erasure, leaves no stored replay of the person behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_keyed_write_racing_an_erasure_leaves_no_stored_replay() {
+    if leadpipe_tests::postgres_skipped() {
+        return;
+    }
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let admin = app.admin_token().await;
+    let sales = app.token(Role::Sales, None).await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
+    let id = intake_id(&app, &admin, &record).await;
+    // Storing a finished reply takes a while: the write holds its
+    // transaction open while the erasure starts.
+    app.exec(
+        "CREATE FUNCTION slow_reply() RETURNS trigger AS $$ \
+         BEGIN PERFORM pg_sleep(1.5); RETURN NEW; END $$ LANGUAGE plpgsql",
+    )
+    .await;
+    app.exec(
+        "CREATE TRIGGER slow_reply BEFORE UPDATE ON idempotency_key FOR EACH ROW \
+         WHEN (NEW.state = 'done') EXECUTE FUNCTION slow_reply()",
+    )
+    .await;
+    let patch = async {
+        keyed(
+            &app,
+            &sales,
+            reqwest::Method::PATCH,
+            // A target no path match would find.
+            &format!("/api/leads/{id}?via=list"),
+            "k-racing",
+            &json!({}),
+        )
+        .await
+    };
+    let erasure = async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        erase(&app, &admin, id, "reason=request").await.status()
+    };
+    let ((status, _, answer), erased) = tokio::join!(patch, erasure);
+    assert_eq!(erased, 200);
+    assert!([200, 404].contains(&status), "{status}: {answer}");
+    for needle in [EMAIL, NAME] {
+        assert_eq!(
+            tables_containing(&app, needle).await,
+            Vec::<String>::new(),
+            "{needle} is still stored"
+        );
+    }
+}

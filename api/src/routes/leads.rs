@@ -362,7 +362,7 @@ async fn patch_lead(
                         let owner_id = owner_id.map(PrincipalId);
                         sales::assign(txn, id, owner_id, &if_match, &actor).await?
                     }
-                    None => sales::find_lead(txn, id).await?,
+                    None => sales::find_lead_for_write(txn, id).await?,
                 };
                 lead_reply(lead)
             })

@@ -19,7 +19,7 @@ use crate::entities::{lead, lead_conversion};
 use crate::error::Error;
 use crate::ids::{CompanyId, ContactId, LeadId, PrincipalId};
 use crate::lead::activity::{self, ActivityKind, NewActivity};
-use crate::lead::sales::{Actor, find_lead};
+use crate::lead::sales::{Actor, find_lead_for_write};
 use crate::lead::status::LeadStatus;
 use crate::outbound::outbox;
 use crate::precondition::IfMatch;
@@ -187,7 +187,7 @@ async fn move_to_converted<C: ConnectionTrait>(
     if_match: &IfMatch,
 ) -> Result<lead::Model, Error> {
     for _ in 0..3 {
-        let lead = find_lead(conn, lead_id).await?;
+        let lead = find_lead_for_write(conn, lead_id).await?;
         if find_conversion(conn, lead_id).await?.is_some() {
             return Err(already_converted(conn, lead_id).await);
         }
@@ -212,7 +212,7 @@ async fn move_to_converted<C: ConnectionTrait>(
             return Ok(updated);
         }
     }
-    let current = find_lead(conn, lead_id).await?;
+    let current = find_lead_for_write(conn, lead_id).await?;
     Err(Error::PreconditionFailed {
         current: current.version,
     })

@@ -4,8 +4,8 @@
 
 use sea_orm::sea_query::{Expr, ExprTrait, InsertStatement};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, Select, SqlErr,
-    Value,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QuerySelect,
+    Select, SqlErr, Value,
 };
 
 use crate::entities::{company, contact, deal};
@@ -77,8 +77,11 @@ pub(super) async fn insert_or_find<E: Table, C: ConnectionTrait>(
             created: true,
         });
     }
+    // Locked like every record a write answers with: an erasure blanking a
+    // contact waits for this write, then finds its stored reply.
     let existing = E::find()
         .filter(key.eq(value))
+        .lock_exclusive()
         .one(conn)
         .await?
         .ok_or_else(|| DbErr::RecordNotFound("a matched record vanished during upsert".into()))?;

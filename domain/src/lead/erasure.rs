@@ -73,7 +73,14 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     .await?;
     // Read again under the lock: a concurrent erasure may have won, and an
     // ingest that committed meanwhile left rows this one must remove.
-    let Some(lead) = lead::Entity::find_by_id(request.lead_id).one(&txn).await? else {
+    // Locked, so a write that answers with this lead (and stores the answer
+    // for replay) either commits before the rows below are read or waits
+    // and then finds no lead (PostgreSQL; SQLite has one writer).
+    let Some(lead) = lead::Entity::find_by_id(request.lead_id)
+        .lock_exclusive()
+        .one(&txn)
+        .await?
+    else {
         txn.rollback().await?;
         return earlier(db, request.lead_id).await;
     };
@@ -424,8 +431,6 @@ async fn remove_everything<C: ConnectionTrait>(
             .add(idempotency_key::Column::Path.eq(format!("/api/contacts/{cid}")))
             .add(idempotency_key::Column::Path.like(format!("/api/contacts/{cid}/%")));
     }
-    let n = idempotency::forget_about(txn, &subjects, legacy_responses).await?;
-    counts.insert("idempotency_key", n);
     let n = lead_conversion::Entity::delete_many()
         .filter(lead_conversion::Column::LeadId.eq(id))
         .exec(txn)
@@ -437,6 +442,10 @@ async fn remove_everything<C: ConnectionTrait>(
         .await?
         .rows_affected;
     counts.insert("lead", n);
+    // Last: every write that held the lead or the contact has committed by
+    // now, so its stored reply and subjects are visible to this statement.
+    let n = idempotency::forget_about(txn, &subjects, legacy_responses).await?;
+    counts.insert("idempotency_key", n);
     Ok(counts)
 }
 

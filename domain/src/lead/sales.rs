@@ -4,7 +4,7 @@
 
 use crate::ids::PrincipalId;
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
 use serde_json::json;
 
 use crate::auth::check_sales_owner;
@@ -28,6 +28,21 @@ pub const MAX_REASON_LEN: usize = 1_000;
 
 pub async fn find_lead<C: ConnectionTrait>(conn: &C, id: i64) -> Result<lead::Model, Error> {
     lead::Entity::find_by_id(id)
+        .one(conn)
+        .await?
+        .ok_or(Error::NotFound)
+}
+
+/// The lead, row-locked until the write's commit (PostgreSQL; SQLite has
+/// one writer): an erasure that locked it first makes this wait and then
+/// find nothing, so no write answers with (and stores for replay) a lead
+/// that an erasure is removing.
+pub async fn find_lead_for_write<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+) -> Result<lead::Model, Error> {
+    lead::Entity::find_by_id(id)
+        .lock_exclusive()
         .one(conn)
         .await?
         .ok_or(Error::NotFound)
@@ -93,7 +108,7 @@ pub async fn transition<C: ConnectionTrait>(
     }
     // Without If-Match a concurrent change just means: read again and decide again.
     for _ in 0..3 {
-        let lead = find_lead(conn, lead_id).await?;
+        let lead = find_lead_for_write(conn, lead_id).await?;
         if_match.check(lead.version)?;
         let from = lead.status;
         from.transition(to, reason.as_deref())?;
@@ -126,7 +141,7 @@ pub async fn transition<C: ConnectionTrait>(
         outbox::enqueue_event(conn, Some(lead_id), &payload, actor.correlation_id.clone()).await?;
         return Ok(updated);
     }
-    let current = find_lead(conn, lead_id).await?;
+    let current = find_lead_for_write(conn, lead_id).await?;
     Err(Error::PreconditionFailed {
         current: current.version,
     })
@@ -145,7 +160,7 @@ pub async fn assign<C: ConnectionTrait>(
     }
     let owner_id = owner_id.map(i64::from);
     for _ in 0..3 {
-        let lead = find_lead(conn, lead_id).await?;
+        let lead = find_lead_for_write(conn, lead_id).await?;
         if_match.check(lead.version)?;
         if lead.owner_id == owner_id {
             return Ok(lead);
@@ -178,7 +193,7 @@ pub async fn assign<C: ConnectionTrait>(
         outbox::enqueue_event(conn, Some(lead_id), &payload, actor.correlation_id.clone()).await?;
         return Ok(updated);
     }
-    let current = find_lead(conn, lead_id).await?;
+    let current = find_lead_for_write(conn, lead_id).await?;
     Err(Error::PreconditionFailed {
         current: current.version,
     })
@@ -195,7 +210,7 @@ pub async fn add_note<C: ConnectionTrait>(
     if text.is_empty() || text.chars().count() > MAX_NOTE_LEN {
         return Err(Error::invalid("text", "must be 1 to 10000 characters"));
     }
-    find_lead(conn, lead_id).await?;
+    find_lead_for_write(conn, lead_id).await?;
     let note = activity::record(
         conn,
         NewActivity {
