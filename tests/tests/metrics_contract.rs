@@ -172,8 +172,9 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
         assert!(names.contains(name), "{name} is in neither file: {names:?}");
     }
 
+    // Two failures: the forged delivery below, then one bad token.
     let settings = HttpSettings {
-        auth_fail_per_minute: 1,
+        auth_fail_per_minute: 2,
         ..HttpSettings::for_tests()
     };
     let mut app = match backend {

@@ -157,17 +157,17 @@ async fn receive_webhook(
     // A name nobody configured is verified against a stand-in: the same
     // work, so the answer's timing does not tell the names apart.
     let known = found.is_some();
-    let Some(source) = found.or_else(|| state.unknown_source.source(&state.http.keyring)) else {
-        return Err(ApiError::internal("the stand-in source did not open"));
-    };
-
     let headers = HeaderFn(|name: &str| {
         req.headers()
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     });
-    let verified = signature::verify(
+    let stand_in = || state.unknown_source.source(&state.http.keyring, &headers);
+    let Some(source) = found.or_else(stand_in) else {
+        return Err(ApiError::internal("the stand-in source did not open"));
+    };
+    let verified = signature::verify_evenly(
         &source.scheme,
         &VerifyRequest {
             headers: &headers,
@@ -181,15 +181,10 @@ async fn receive_webhook(
         (true, Err(err)) => Some(err.reason()),
     };
     if let Some(reason) = rejected {
+        let label = if known { &source.name } else { UNKNOWN_SOURCE };
         // The source and the reason only: never the signature or a secret.
-        if known {
-            tracing::warn!(source = %source.name, reason, "webhook rejected");
-        }
-        count(
-            if known { &source.name } else { UNKNOWN_SOURCE },
-            "rejected",
-            reason,
-        );
+        tracing::warn!(source = %label, reason, "webhook rejected");
+        count(label, "rejected", reason);
         // An unverified attempt counts against its client's address, as a
         // failed login does, never against the source's allowance: else
         // anyone could spend a real sender's budget with junk.
