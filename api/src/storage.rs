@@ -37,6 +37,11 @@ fn sqlite_options(url: &str) -> anyhow::Result<SqliteConnectOptions> {
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(10))
         .foreign_keys(true)
+        // Erasure: a deleted or overwritten row is zeroed in its page, and a
+        // freed page is zeroed, instead of staying readable in free space
+        // until reused. The WAL still holds older page images until a
+        // checkpoint: `domain::db::scrub_after_erasure` truncates it.
+        .pragma("secure_delete", "on")
         // Memory, not speed: each pooled connection keeps its own page cache
         // and prepared statements (group commit prepares one per batch
         // size), and SQLite's defaults (2 MiB, 100) multiplied by the pool

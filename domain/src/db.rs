@@ -1,5 +1,7 @@
 //! Transactions that write.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use sea_orm::sea_query::{Expr, ExprTrait, IntoIden, SelectStatement, UpdateStatement};
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
@@ -88,4 +90,129 @@ pub async fn begin_ordered_claim(db: &DatabaseConnection) -> Result<DatabaseTran
             .await?;
     }
     Ok(txn)
+}
+
+/// Set when the last scrub after an erasure could not finish (a reader kept
+/// SQLite's WAL busy, PostgreSQL refused the vacuum): housekeeping runs it
+/// again ([`scrub_if_pending`]).
+static SCRUB_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Attempts at truncating SQLite's WAL after an erasure, and how long each
+/// waits for readers before giving up.
+const CHECKPOINT_ATTEMPTS: u32 = 5;
+const CHECKPOINT_WAIT: &str = "PRAGMA busy_timeout = 200";
+
+/// After an erasure has committed: gets the erased bytes off the disk as far
+/// as the database allows. Deleted and overwritten rows are already zeroed
+/// in the database file on SQLite (`secure_delete`, set on every
+/// connection); their earlier page images stay in the WAL until a
+/// checkpoint, so the WAL is checkpointed and truncated to nothing, here,
+/// before the erasure answers. On PostgreSQL the deleted rows stay in the
+/// table files as dead tuples until a vacuum makes their space reusable: the
+/// `tables` are vacuumed in a task of their own (a vacuum of large tables,
+/// or one waiting for autovacuum's lock, would hold the answer back), whose
+/// handle is returned. A scrub that fails is logged and left to
+/// housekeeping.
+pub async fn scrub_after_erasure(
+    db: &DatabaseConnection,
+    tables: &'static [&'static str],
+) -> Option<tokio::task::JoinHandle<()>> {
+    match db.get_database_backend() {
+        DbBackend::Sqlite => {
+            scrub_sqlite(db).await;
+            None
+        }
+        DbBackend::Postgres => {
+            let db = db.clone();
+            Some(tokio::spawn(async move { vacuum(&db, tables).await }))
+        }
+        _ => None,
+    }
+}
+
+/// Runs a scrub that failed earlier in this process again (see
+/// [`scrub_after_erasure`]); called by housekeeping. Does nothing when none
+/// is pending.
+pub async fn scrub_if_pending(db: &DatabaseConnection, tables: &'static [&'static str]) {
+    if SCRUB_PENDING.swap(false, Ordering::AcqRel) {
+        tracing::info!("retrying the scrub after an erasure");
+        match db.get_database_backend() {
+            DbBackend::Sqlite => scrub_sqlite(db).await,
+            DbBackend::Postgres => vacuum(db, tables).await,
+            _ => {}
+        }
+    }
+}
+
+async fn scrub_sqlite(db: &DatabaseConnection) {
+    for attempt in 1..=CHECKPOINT_ATTEMPTS {
+        match truncate_sqlite_wal(db).await {
+            Ok(true) => return,
+            Ok(false) => {
+                tracing::debug!(attempt, "a reader kept the WAL from being truncated");
+            }
+            Err(error) => {
+                tracing::warn!(%error, attempt, "checkpointing the WAL after an erasure failed");
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    SCRUB_PENDING.store(true, Ordering::Release);
+    tracing::warn!(
+        "the WAL could not be truncated after an erasure (readers kept it busy): \
+         the erased rows' old page images stay in the -wal file until housekeeping retries"
+    );
+}
+
+/// `PRAGMA wal_checkpoint(TRUNCATE)` on one connection, holding this
+/// process's write turn: every frame is copied into the database file and
+/// the `-wal` file is cut to zero bytes. `false` when a reader still in an
+/// older snapshot kept it from finishing. The connection waits at most
+/// 200 ms ([`CHECKPOINT_WAIT`]) for readers (not its usual busy timeout), so the
+/// erasure's answer is not held for long.
+async fn truncate_sqlite_wal(db: &DatabaseConnection) -> Result<bool, DbErr> {
+    use sea_orm::sqlx;
+    let failed = |e: sqlx::Error| DbErr::Custom(format!("WAL checkpoint: {e}"));
+    let _turn = write_turn(db).await;
+    let mut conn = db
+        .get_sqlite_connection_pool()
+        .acquire()
+        .await
+        .map_err(failed)?;
+    let (usual,): (i64,) = sqlx::query_as("PRAGMA busy_timeout")
+        .fetch_one(&mut *conn)
+        .await
+        .map_err(failed)?;
+    sqlx::query(CHECKPOINT_WAIT)
+        .execute(&mut *conn)
+        .await
+        .map_err(failed)?;
+    let checkpoint: Result<(i64, i64, i64), _> = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+        .fetch_one(&mut *conn)
+        .await;
+    // An integer SQLite itself answered, not input.
+    let restored = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "PRAGMA busy_timeout = {usual}"
+    )))
+    .execute(&mut *conn)
+    .await;
+    if restored.is_err() {
+        // Not back in the pool with the short timeout.
+        conn.close_on_drop();
+    }
+    let (busy, _, _) = checkpoint.map_err(failed)?;
+    Ok(busy == 0)
+}
+
+/// `VACUUM` of `tables` on PostgreSQL, outside any transaction.
+async fn vacuum(db: &DatabaseConnection, tables: &[&str]) {
+    let list = tables
+        .iter()
+        .map(|table| format!("\"{table}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Err(error) = db.execute_unprepared(&format!("VACUUM {list}")).await {
+        SCRUB_PENDING.store(true, Ordering::Release);
+        tracing::warn!(%error, "vacuuming after an erasure failed; housekeeping retries");
+    }
 }

@@ -150,5 +150,7 @@ pub async fn run(
         if let Err(err) = abandon_silent_imports(&db, domain::import::ABANDONED_AFTER).await {
             tracing::warn!(error = %err, "looking for abandoned imports failed; retrying next tick");
         }
+        // A WAL checkpoint or vacuum after an erasure that could not finish.
+        domain::db::scrub_if_pending(&db, domain::lead::erasure::ERASED_TABLES).await;
     }
 }

@@ -91,6 +91,10 @@ pub async fn run_lead(db: &DatabaseConnection, command: LeadCommand) -> anyhow::
             if done.repeated {
                 eprintln!("lead {id} was already erased");
             }
+            if let Some(vacuum) = done.vacuum {
+                // The process ends next: finish the vacuum first.
+                vacuum.await?;
+            }
             println!(
                 "{}",
                 serde_json::to_string(&ErasureRecordOut::from(done.audit))?

@@ -40,10 +40,14 @@ pub struct EraseRequest {
 }
 
 /// The audit row, and whether this call found the lead already erased.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Erased {
     pub audit: lead_erasure::Model,
     pub repeated: bool,
+    /// PostgreSQL: the vacuum of the erased tables, running after the
+    /// answer (`crate::db::scrub_after_erasure`). A process that exits
+    /// right after erasing (the CLI) awaits it.
+    pub vacuum: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// The longest reason kept.
@@ -64,7 +68,7 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
         return earlier(db, request.lead_id).await;
     };
     let hash = tombstone::key_hash(&found.source, &found.source_ref);
-    let _turn = crate::db::write_turn(db).await;
+    let turn = crate::db::write_turn(db).await;
     let txn = crate::db::begin_write(db).await?;
     tombstone::lock_for_erasure(
         &txn,
@@ -111,13 +115,36 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     )
     .await?;
     txn.commit().await?;
+    drop(turn);
     metrics::counter!("leadpipe_lead_erasures_total").increment(1);
     tracing::info!(erasure_id = audit.id, "lead erased");
+    let vacuum = crate::db::scrub_after_erasure(db, ERASED_TABLES).await;
     Ok(Erased {
         audit,
         repeated: false,
+        vacuum,
     })
 }
+
+/// Every table [`remove_everything`] deletes from or overwrites: vacuumed
+/// after an erasure on PostgreSQL.
+pub const ERASED_TABLES: &[&str] = &[
+    "outbox_delivery",
+    "outbox_event",
+    "activity",
+    "inbox_event",
+    "reconcile_rejected",
+    "import_row",
+    "import_applied_row",
+    "lead_duplicate",
+    "deal",
+    "contact",
+    "crm_activity",
+    "idempotency_key",
+    "idempotency_subject",
+    "lead_conversion",
+    "lead",
+];
 
 /// The audit row of an earlier erasure of `lead_id`, or `NotFound`.
 async fn earlier(db: &DatabaseConnection, lead_id: i64) -> Result<Erased, Error> {
@@ -126,6 +153,7 @@ async fn earlier(db: &DatabaseConnection, lead_id: i64) -> Result<Erased, Error>
         .map(|audit| Erased {
             audit,
             repeated: true,
+            vacuum: None,
         })
         .ok_or(Error::NotFound)
 }
