@@ -1243,6 +1243,33 @@ async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
         .unwrap();
     assert_eq!(lifted.status(), 204);
     assert_eq!(intake_outcome(&app, &admin, "cafe\u{301}").await, "created");
+
+    // Two look-alikes that were leads of their own, erased one by one, hold
+    // a tombstone each; lifting one lifts the key for every spelling.
+    let mut naive = Vec::new();
+    for spelling in ["na\u{EF}ve", "nai\u{308}ve"] {
+        assert_eq!(intake_outcome(&app, &admin, spelling).await, "created");
+    }
+    for spelling in ["na\u{EF}ve", "nai\u{308}ve"] {
+        let lead = &leads_with_ref(&app, spelling).await[0];
+        let body = erased(&app, &admin, lead.id).await;
+        naive.push(body["erasure"]["key_hash"].as_str().unwrap().to_owned());
+    }
+    let lifted = app
+        .client
+        .delete(app.url(&format!("/api/tombstones/{}", naive[0])))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lifted.status(), 204);
+    for spelling in ["na\u{EF}ve", "nai\u{308}ve"] {
+        assert_eq!(
+            intake_outcome(&app, &admin, spelling).await,
+            "created",
+            "{spelling:?}"
+        );
+    }
 }
 
 /// A keyed write, as sent: `(status, Idempotent-Replayed, body)`.

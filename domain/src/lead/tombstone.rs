@@ -317,8 +317,23 @@ pub async fn lift_key<C: ConnectionTrait>(
 /// Lifts the tombstone with this hash (for the key and its look-alikes);
 /// false when there was none.
 pub async fn lift<C: ConnectionTrait>(conn: &C, hash: &str) -> Result<bool, DbErr> {
+    let Some(found) = lead_tombstone::Entity::find_by_id(hash.to_owned())
+        .one(conn)
+        .await?
+    else {
+        return Ok(false);
+    };
+    // Look-alikes erased apart hold tombstones of their own that bury the
+    // same folded key: lifting one must lift them all, or the key stays
+    // suppressed after a `204`.
+    let mut buried = sea_orm::Condition::any().add(Column::KeyHash.eq(hash));
+    if let Some(folded) = &found.folded_hash {
+        buried = buried
+            .add(Column::KeyHash.eq(folded.as_str()))
+            .add(Column::FoldedHash.eq(folded.as_str()));
+    }
     let deleted = lead_tombstone::Entity::delete_many()
-        .filter(Column::KeyHash.eq(hash))
+        .filter(buried)
         .exec(conn)
         .await?;
     if deleted.rows_affected > 0 {
