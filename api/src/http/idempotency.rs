@@ -304,7 +304,10 @@ where
                     ApiError::AlreadyConverted { lead_id, .. } => vec![Subject::Lead(*lead_id)],
                     _ => Vec::new(),
                 };
-                lease.complete(&state.db, &stored, &subjects).await?;
+                // The reply and its subjects together, or neither.
+                let txn = domain::db::begin_write(&state.db).await?;
+                lease.complete(&txn, &stored, &subjects).await?;
+                txn.commit().await?;
                 return Ok(respond(&stored, Some(false)));
             }
             if let Err(release_err) = lease.release(&state.db).await {
