@@ -14,6 +14,8 @@ use futures::future::LocalBoxFuture;
 use sea_orm::DatabaseTransaction;
 use serde::Serialize;
 
+pub use crate::http::about::About;
+pub(crate) use crate::http::about::about_nobody;
 use crate::http::error::{ApiError, PROBLEM_JSON};
 use crate::http::state::AppState;
 
@@ -38,25 +40,6 @@ pub struct Reply {
     /// Whom the body is about: recorded with a stored copy.
     subjects: Vec<Subject>,
 }
-
-/// What a reply's body holds about people. Every body a write answers
-/// with says so (the bound on [`Reply::new`]), so a stored copy records its
-/// subjects and an erasure finds it by them.
-pub trait About {
-    fn subjects(&self) -> Vec<Subject>;
-}
-
-/// `About` for bodies that hold nothing about a person.
-macro_rules! about_nobody {
-    ($($body:ty),* $(,)?) => {$(
-        impl $crate::http::idempotency::About for $body {
-            fn subjects(&self) -> Vec<domain::idempotency::Subject> {
-                Vec::new()
-            }
-        }
-    )*};
-}
-pub(crate) use about_nobody;
 
 impl Reply {
     pub fn new(status: StatusCode, body: &(impl Serialize + About)) -> Result<Self, ApiError> {

@@ -11,7 +11,7 @@ use domain::idempotency::Subject;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::idempotency::About;
+use crate::http::about::About;
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Company {
@@ -132,7 +132,7 @@ impl From<crm_activity::Model> for CrmActivity {
 }
 
 crate::http::idempotency::versioned!(Company, Contact, DealOut);
-crate::http::idempotency::about_nobody!(Company);
+crate::http::about::about_nobody!(Company);
 
 impl About for Contact {
     fn subjects(&self) -> Vec<Subject> {

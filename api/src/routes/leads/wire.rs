@@ -8,7 +8,7 @@ use domain::outbound::events::LeadSnapshot;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::idempotency::About;
+use crate::http::about::About;
 
 /// A lead as the API shows it: the same shape a `lead.created` event carries
 /// (one definition, so the two cannot drift). In the OpenAPI document it
