@@ -179,33 +179,45 @@ async fn truncate_sqlite_wal(db: &DatabaseConnection) -> Result<bool, DbErr> {
         .acquire()
         .await
         .map_err(failed)?;
-    let (usual,): (i64,) = sqlx::query_as("PRAGMA busy_timeout")
-        .fetch_one(&mut *conn)
-        .await
-        .map_err(failed)?;
+    // Closed when dropped, whatever happens (a cancelled request included):
+    // never back in the pool with the short busy timeout set below.
+    conn.close_on_drop();
     sqlx::query(CHECKPOINT_WAIT)
         .execute(&mut *conn)
         .await
         .map_err(failed)?;
-    let checkpoint: Result<(i64, i64, i64), _> = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
+    let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
         .fetch_one(&mut *conn)
-        .await;
-    // An integer SQLite itself answered, not input.
-    let restored = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "PRAGMA busy_timeout = {usual}"
-    )))
-    .execute(&mut *conn)
-    .await;
-    if restored.is_err() {
-        // Not back in the pool with the short timeout.
-        conn.close_on_drop();
-    }
-    let (busy, _, _) = checkpoint.map_err(failed)?;
+        .await
+        .map_err(failed)?;
     Ok(busy == 0)
 }
 
 /// `VACUUM` of `tables` on PostgreSQL, outside any transaction.
 async fn vacuum(db: &DatabaseConnection, tables: &[&str]) {
+    // One vacuum at a time in a process: a burst of erasures would queue a
+    // vacuum each on the same tables, each holding a pooled connection.
+    // Erasures meanwhile ask the running one for another pass.
+    VACUUM_WANTED.store(true, Ordering::Release);
+    loop {
+        if VACUUM_RUNNING.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        while VACUUM_WANTED.swap(false, Ordering::AcqRel) {
+            vacuum_once(db, tables).await;
+        }
+        VACUUM_RUNNING.store(false, Ordering::Release);
+        // A request that came after the last pass but saw it running.
+        if !VACUUM_WANTED.load(Ordering::Acquire) {
+            return;
+        }
+    }
+}
+
+static VACUUM_RUNNING: AtomicBool = AtomicBool::new(false);
+static VACUUM_WANTED: AtomicBool = AtomicBool::new(false);
+
+async fn vacuum_once(db: &DatabaseConnection, tables: &[&str]) {
     let list = tables
         .iter()
         .map(|table| format!("\"{table}\""))

@@ -464,8 +464,11 @@ pub async fn forget_about<C: ConnectionTrait>(
             .equals((Entity, Column::Key)),
         )
         .to_owned();
+    // Finished replies only: an in-flight key's row is locked by its write,
+    // which may itself wait for the erasure's lock on the lead.
     deleted += Entity::delete_many()
         .filter(legacy)
+        .filter(Column::State.eq(DONE))
         .filter(Expr::exists(with_subjects).not())
         .exec(conn)
         .await?

@@ -1585,3 +1585,45 @@ async fn lead_vacuumed_at_now(app: &TestApp) -> Option<String> {
         .unwrap();
     row.try_get("", "at").unwrap()
 }
+
+/// PostgreSQL: an erasure that holds the lead while a keyed write to it
+/// waits (its key already claimed) finishes, and so does the write: the
+/// erasure does not wait for the write's in-flight key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_erasure_and_a_keyed_write_waiting_for_its_lead_do_not_deadlock() {
+    if leadpipe_tests::postgres_skipped() {
+        return;
+    }
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let admin = app.admin_token().await;
+    let sales = app.token(Role::Sales, None).await;
+    let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
+    let id = intake_id(&app, &admin, &record).await;
+    // The erasure holds the lead a while before it reaches stored replies.
+    app.exec(
+        "CREATE FUNCTION slow_erasure() RETURNS trigger AS $$ \
+         BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$ LANGUAGE plpgsql",
+    )
+    .await;
+    app.exec(
+        "CREATE TRIGGER slow_erasure BEFORE DELETE ON activity FOR EACH STATEMENT \
+         EXECUTE FUNCTION slow_erasure()",
+    )
+    .await;
+    let erasure = async { erase(&app, &admin, id, "reason=request").await.status() };
+    let patch = async {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        keyed(
+            &app,
+            &sales,
+            reqwest::Method::PATCH,
+            &format!("/api/leads/{id}"),
+            "k-waiting",
+            &json!({}),
+        )
+        .await
+    };
+    let (erased, (status, _, answer)) = tokio::join!(erasure, patch);
+    assert_eq!(erased, 200);
+    assert_eq!(status, 404, "{answer}");
+}

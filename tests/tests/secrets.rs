@@ -853,6 +853,34 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         text(&refused)
     );
     assert_eq!(source_row(&app, "kc").await.secrets, sealed_before);
+    // So does a command that would seal a secret under it.
+    let refused = cli(
+        &app.database_url,
+        &[
+            "source",
+            "add",
+            "--name",
+            "kc-new",
+            "--scheme",
+            "github",
+            "--secret-env",
+            "S",
+        ],
+        &[
+            ("LEADPIPE_SECRET_KEY", &wrong),
+            ("S", "a-github-secret-0123456789"),
+        ],
+        None,
+    );
+    assert!(!refused.status.success(), "{}", text(&refused));
+    assert!(text(&refused).contains("'test'"), "{}", text(&refused));
+    assert!(
+        source::Entity::find_by_id("kc-new".to_owned())
+            .one(&app.db)
+            .await
+            .unwrap()
+            .is_none()
+    );
 
     // `serve` refuses to start with it, naming the id; with the right key it serves.
     let output = serve_exit(

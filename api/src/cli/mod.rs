@@ -378,11 +378,19 @@ pub async fn run() -> anyhow::Result<()> {
         Command::Source { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
+            // A secret sealed under a wrong key would stop every process
+            // that has the right one (without a key nothing is sealed).
+            if !keyring.key_ids().is_empty() {
+                refuse_keys_that_do_not_open(&conn, &keyring).await?;
+            }
             source::run_source(&conn, command, &cli.outbound.policy(), &keyring).await?;
         }
         Command::Subscription { command } => {
             let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
+            if !keyring.key_ids().is_empty() {
+                refuse_keys_that_do_not_open(&conn, &keyring).await?;
+            }
             subscription::run_subscription(&conn, &cli.outbound.policy(), &keyring, command)
                 .await?;
         }
@@ -448,7 +456,6 @@ pub fn describe_missing(what: &'static str) -> impl Fn(domain::Error) -> anyhow:
     }
 }
 
-/// Ctrl-C or SIGTERM.
 /// Before a process takes traffic: the configured keys must open what is
 /// stored (a wrong key under a known id was otherwise found only when every
 /// webhook to a sealed source answered 500).
@@ -462,6 +469,7 @@ async fn refuse_keys_that_do_not_open(
     Ok(())
 }
 
+/// Ctrl-C or SIGTERM.
 async fn shutdown_signal() {
     #[cfg(unix)]
     {

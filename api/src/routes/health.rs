@@ -44,7 +44,15 @@ async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
         ApiError::Unavailable
     })?;
     let keys = &state.http.keyring;
-    if state.key_health.mismatch(&state.db, keys).await?.is_some() {
+    let mismatch = state
+        .key_health
+        .mismatch(&state.db, keys)
+        .await
+        .map_err(|err| {
+            tracing::warn!(error = %err, "readiness check failed");
+            ApiError::Unavailable
+        })?;
+    if mismatch.is_some() {
         return Err(ApiError::KeysDoNotOpen);
     }
     Ok(HttpResponse::Ok().json(json!({ "status": "ready", "database": "ok" })))

@@ -5,15 +5,18 @@
 //! sealed under a key id that is not configured, or one written before
 //! key-check values existed, is found as well.
 //!
+//! Stored replies that reveal a secret are not part of this check (one
+//! unreadable reply should not stop every process); `rotate` opens each.
+//!
 //! A wrong key was otherwise found only by traffic: every webhook to a
 //! sealed source answered `500`, and `secrets rotate` called the values it
 //! could not open "already current".
 
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, Set};
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait, Set};
 
-use super::{Keyring, PREFIX, Place, SealError, sealed_key_id};
-use crate::entities::{idempotency_key, sealing_key_check, source, subscription};
+use super::{Keyring, Place, SealError, sealed_key_id};
+use crate::entities::{sealing_key_check, source, subscription};
 
 const CHECK_TEXT: &str = "leadpipe key check v1";
 
@@ -94,8 +97,9 @@ fn opens_check(keys: &Keyring, key_id: &str, value: &str) -> bool {
 }
 
 /// The first stored secret that the configured keys cannot open, if any:
-/// source secrets and pull auth values, subscription secrets, and stored
-/// replies that reveal one.
+/// source secrets and pull auth values, subscription secrets. Stored replies
+/// that reveal a secret are left to `rotate`, which opens each: one such
+/// reply (72 hours at most) is no reason to refuse every process.
 pub async fn first_unopenable<C: ConnectionTrait>(
     conn: &C,
     keys: &Keyring,
@@ -125,20 +129,6 @@ pub async fn first_unopenable<C: ConnectionTrait>(
             let what = format!("the previous secret of subscription {}", row.id);
             values.push((previous, Place::subscription_previous_secret(row.id), what));
         }
-    }
-    for row in idempotency_key::Entity::find()
-        .filter(idempotency_key::Column::ResponseBody.starts_with(PREFIX))
-        .all(conn)
-        .await?
-    {
-        let Some(body) = row.response_body else {
-            continue;
-        };
-        values.push((
-            body,
-            Place::idempotent_response(row.principal_id, &row.key),
-            "a stored reply that reveals a secret".to_owned(),
-        ));
     }
     for (value, place, what) in values {
         match keys.open(&value, &place) {
