@@ -195,29 +195,6 @@ async fn truncate_sqlite_wal(db: &DatabaseConnection) -> Result<bool, DbErr> {
 
 /// `VACUUM` of `tables` on PostgreSQL, outside any transaction.
 async fn vacuum(db: &DatabaseConnection, tables: &[&str]) {
-    // One vacuum at a time in a process: a burst of erasures would queue a
-    // vacuum each on the same tables, each holding a pooled connection.
-    // Erasures meanwhile ask the running one for another pass.
-    VACUUM_WANTED.store(true, Ordering::Release);
-    loop {
-        if VACUUM_RUNNING.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        while VACUUM_WANTED.swap(false, Ordering::AcqRel) {
-            vacuum_once(db, tables).await;
-        }
-        VACUUM_RUNNING.store(false, Ordering::Release);
-        // A request that came after the last pass but saw it running.
-        if !VACUUM_WANTED.load(Ordering::Acquire) {
-            return;
-        }
-    }
-}
-
-static VACUUM_RUNNING: AtomicBool = AtomicBool::new(false);
-static VACUUM_WANTED: AtomicBool = AtomicBool::new(false);
-
-async fn vacuum_once(db: &DatabaseConnection, tables: &[&str]) {
     let list = tables
         .iter()
         .map(|table| format!("\"{table}\""))

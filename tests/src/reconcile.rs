@@ -22,13 +22,13 @@ pub async fn crm_with_one_broken_email(app: &TestApp, admin: &str, records: usiz
     fake
 }
 
-/// Saves source `crm` pulling from `fake` with its email read at `pointer`.
+/// Changes source `crm` to pull from `fake` with its email read at `pointer`.
 pub async fn map_crm_email_from(app: &TestApp, admin: &str, fake: &FakeSource, pointer: &str) {
     let saved = app
-        .save_source(
+        .patch_source(
             admin,
-            &json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url,
-                    "email_pointer": pointer}),
+            "crm",
+            &json!({"pull_url": fake.pull_url, "email_pointer": pointer}),
         )
         .await;
     assert_eq!(saved.status(), 200);

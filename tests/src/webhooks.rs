@@ -210,9 +210,8 @@ impl TestApp {
         let fake = FakeSource::start(3).await.unwrap();
         fake.update(1, break_it);
         self.standard_source("crm").await;
-        let source =
-            json!({"name": "crm", "scheme": "standard-webhooks", "pull_url": fake.pull_url});
-        assert_eq!(self.save_source(&admin, &source).await.status(), 200);
+        let pull = json!({"pull_url": fake.pull_url});
+        assert_eq!(self.patch_source(&admin, "crm", &pull).await.status(), 200);
 
         let run = self.reconcile(&ops, "crm", json!({})).await;
         assert_eq!(
