@@ -51,6 +51,26 @@ fn ensure_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
+/// How many fresh files [`Spool::create`] tries before giving up.
+const CREATE_ATTEMPTS: usize = 8;
+
+/// Whether the spool's path still names the file it has open (a concurrent
+/// [`remove_stale`] did not unlink it before the lock was taken).
+fn still_in_place(file: &NamedTempFile) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (fs::metadata(file.path()), file.as_file().metadata()) {
+            (Ok(named), Ok(open)) => named.dev() == open.dev() && named.ino() == open.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        file.path().exists()
+    }
+}
+
 /// A spool file, locked while it lives and removed when dropped.
 pub struct Spool {
     file: NamedTempFile,
@@ -59,20 +79,31 @@ pub struct Spool {
 impl Spool {
     pub fn create(dir: &Path) -> io::Result<Self> {
         ensure_dir(dir)?;
-        let file = tempfile::Builder::new().prefix(PREFIX).tempfile_in(dir)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::MetadataExt;
-            // A directory someone else owns could swap the file under us.
-            if fs::metadata(dir)?.uid() != file.as_file().metadata()?.uid() {
-                return Err(io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!("spool directory {} belongs to another user", dir.display()),
-                ));
+        // Between its creation and its lock a new spool looks stale to a
+        // process starting up ([`remove_stale`]): that sweep may hold it
+        // locked for a moment or remove it. Either way this attempt gives it
+        // up and makes another; once locked and still in place, it is ours.
+        for _ in 0..CREATE_ATTEMPTS {
+            let file = tempfile::Builder::new().prefix(PREFIX).tempfile_in(dir)?;
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                // A directory someone else owns could swap the file under us.
+                if fs::metadata(dir)?.uid() != file.as_file().metadata()?.uid() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::PermissionDenied,
+                        format!("spool directory {} belongs to another user", dir.display()),
+                    ));
+                }
+            }
+            if file.as_file().try_lock().is_ok() && still_in_place(&file) {
+                return Ok(Self { file });
             }
         }
-        file.as_file().try_lock().map_err(io::Error::other)?;
-        Ok(Self { file })
+        Err(io::Error::other(format!(
+            "could not create a spool in {}: each new file was taken by a concurrent clean-up",
+            dir.display()
+        )))
     }
 
     pub fn path(&self) -> &Path {
@@ -140,5 +171,37 @@ mod tests {
         drop(live);
         assert!(!path.exists(), "a dropped spool is removed");
         fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Another process starting up sweeps the directory while this one
+    /// creates spools: no spool may vanish between its creation and its use.
+    #[test]
+    fn a_sweep_racing_spool_creation_removes_no_live_spool() {
+        let dir = std::env::temp_dir().join(format!("lp-spool-race-{}", uuid::Uuid::new_v4()));
+        ensure_dir(&dir).unwrap();
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sweeper = {
+            let (dir, done) = (dir.clone(), done.clone());
+            std::thread::spawn(move || {
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = remove_stale(&dir);
+                }
+            })
+        };
+        let mut lost = 0;
+        for _ in 0..2000 {
+            match Spool::create(&dir) {
+                Ok(spool) => {
+                    if spool.writer().is_err() || !spool.path().exists() {
+                        lost += 1;
+                    }
+                }
+                Err(_) => lost += 1,
+            }
+        }
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        sweeper.join().unwrap();
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(lost, 0, "spools lost to a concurrent sweep");
     }
 }
