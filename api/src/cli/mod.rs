@@ -1,6 +1,5 @@
 //! `leadpipe …`: serve, migrate, and the admin commands.
 
-use anyhow::Context as _;
 use clap::{CommandFactory, Parser, Subcommand};
 
 pub mod delivery;
@@ -83,17 +82,6 @@ pub enum Command {
     Backup {
         /// The copy; must not exist yet.
         file: std::path::PathBuf,
-    },
-    /// Print the intake upsert as PostgreSQL SQL with sample rows (for bench/run's pgbench).
-    #[command(hide = true)]
-    BenchSql {
-        #[arg(long, default_value_t = 1)]
-        rows: usize,
-        /// A lead record (JSON, as `POST /api/leads` takes it) every row
-        /// copies, instead of the built-in sample (`loadgen record N` prints
-        /// the load generator's).
-        #[arg(long)]
-        record: Option<std::path::PathBuf>,
     },
     /// Import leads from a CSV (header row) or NDJSON file, through the same
     /// write path as the API; safe to re-run (see README, "Bulk import").
@@ -347,22 +335,6 @@ pub async fn run() -> anyhow::Result<()> {
             let bytes = storage::backup(&db.database_url, &file).await?;
             println!("backed up to {} ({bytes} bytes)", file.display());
         }
-        Command::BenchSql { rows, record } => {
-            let sample = match record {
-                Some(path) => {
-                    let text = std::fs::read_to_string(&path)
-                        .with_context(|| format!("reading {}", path.display()))?;
-                    let record: domain::lead::record::LeadRecord = serde_json::from_str(&text)
-                        .with_context(|| format!("{} is not a lead record", path.display()))?;
-                    Some(record.normalise()?)
-                }
-                None => None,
-            };
-            println!(
-                "{}",
-                domain::lead::ingest::upsert_sql_for_benchmark(rows.max(1), sample)?
-            );
-        }
         Command::Import(args) => {
             let conn = storage::open(&db.database_url, 2, true).await?;
             import::run(&conn, args).await?;
@@ -496,6 +468,7 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use anyhow::Context as _;
 
     #[test]
     fn each_kind_of_failure_has_its_exit_code() {

@@ -884,7 +884,7 @@ mod tests {
         assert_eq!(upsert_from_json_sql().unwrap(), expected);
     }
 
-    /// The values path (SQLite, `bench-sql`) carries the same clause.
+    /// The values path (SQLite, `loadgen upsert-sql`) carries the same clause.
     #[test]
     fn the_values_upsert_has_the_same_conflict_clause() {
         let record = NewLead {

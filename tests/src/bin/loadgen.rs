@@ -8,6 +8,9 @@
 //! loadgen intake  URL TOKEN  --clients 32 --seconds 10 [--dup-share 0.9] [--rate 500] [--source S]
 //! loadgen webhook URL SECRET --clients 32 --seconds 10 [--rate 500] [--source S] [--run R]
 //! loadgen record N     (prints the intake record number N sends, for the raw baseline's pgbench script)
+//! loadgen upsert-sql [--rows N] [--record FILE]
+//!                       (prints leadpipe's intake upsert as PostgreSQL SQL, N sample rows or
+//!                        copies of FILE's record, for the raw baseline's pgbench script)
 //!
 //! `webhook` posts Standard Webhooks deliveries to `/webhooks/{source}`,
 //! signed with the source's `whsec_` secret, event ids `msg_{run}_{n}`.
@@ -205,6 +208,10 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
+    if std::env::args().nth(1).as_deref() == Some("upsert-sql") {
+        print_upsert_sql();
+        return;
+    }
     if std::env::args().nth(1).as_deref() == Some("record") {
         let n = std::env::args()
             .nth(2)
@@ -381,4 +388,31 @@ mod tests {
         assert_eq!(delivery["data"]["form"], record["payload"]);
         assert_eq!(delivery["data"]["email"], record["email"]);
     }
+}
+
+/// `upsert-sql`: the statement leadpipe's intake issues on PostgreSQL, from
+/// the same query builder, so the raw baseline writes what the server writes.
+fn print_upsert_sql() {
+    let mut rows = 1;
+    let mut record = None;
+    let mut raw = std::env::args().skip(2);
+    while let Some(flag) = raw.next() {
+        let value = raw.next().expect("flag value");
+        match flag.as_str() {
+            "--rows" => rows = value.parse().expect("--rows N, a number"),
+            "--record" => record = Some(value),
+            other => panic!("unknown flag {other}"),
+        }
+    }
+    let sample = record.map(|path| {
+        let text = std::fs::read_to_string(&path).expect("the record file");
+        let record: domain::lead::record::LeadRecord =
+            serde_json::from_str(&text).expect("a lead record (JSON, as POST /api/leads takes it)");
+        record.normalise().expect("a valid lead record")
+    });
+    println!(
+        "{}",
+        domain::lead::ingest::upsert_sql_for_benchmark(rows.max(1), sample)
+            .expect("the upsert SQL")
+    );
 }
