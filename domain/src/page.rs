@@ -7,8 +7,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
-    Select,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Select,
 };
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +29,66 @@ pub enum SortKey {
 pub struct Page<T> {
     pub data: Vec<T>,
     pub next_cursor: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// The page of rows fetched with `limit + 1`: the extra row only says
+    /// that more follow, and the last kept row gives the next cursor.
+    pub fn from_overfetch(mut rows: Vec<T>, limit: u64, cursor: impl FnOnce(&T) -> String) -> Self {
+        let next_cursor = if rows.len() as u64 > limit {
+            rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+            rows.last().map(cursor)
+        } else {
+            None
+        };
+        Self {
+            data: rows,
+            next_cursor,
+        }
+    }
+
+    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
+        Page {
+            data: self.data.into_iter().map(f).collect(),
+            next_cursor: self.next_cursor,
+        }
+    }
+}
+
+/// Where a list ordered by id, newest first, goes on: the page size and
+/// the last id of the previous page (the ops lists; their cursor is that
+/// id as text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdWindow {
+    pub limit: u64,
+    pub before: Option<i64>,
+}
+
+/// A page of `query` by `id`, newest first, after `window.before`;
+/// `row_id` reads a row's id for the next cursor.
+pub async fn fetch_by_id<E, C>(
+    conn: &C,
+    mut query: Select<E>,
+    id: E::Column,
+    window: IdWindow,
+    row_id: impl FnOnce(&E::Model) -> i64,
+) -> Result<Page<E::Model>, DbErr>
+where
+    E: EntityTrait,
+    E::Model: Send + Sync,
+    C: ConnectionTrait,
+{
+    if let Some(before) = window.before {
+        query = query.filter(id.lt(before));
+    }
+    let rows = query
+        .order_by_desc(id)
+        .limit(window.limit.saturating_add(1))
+        .all(conn)
+        .await?;
+    Ok(Page::from_overfetch(rows, window.limit, |row| {
+        row_id(row).to_string()
+    }))
 }
 
 pub fn clamp_limit(limit: Option<u64>) -> u64 {
@@ -108,33 +168,23 @@ where
             ),
         );
     }
-    let limit = window.limit;
-    let mut rows = query
+    let rows = query
         .order_by_desc(sort_col)
         .order_by_desc(cols.id)
-        .limit(limit + 1)
+        .limit(window.limit + 1)
         .all(conn)
         .await?;
-    let next_cursor = if rows.len() as u64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|last| {
-            let t = match window.sort {
-                SortKey::UpdatedAt => last.updated_at(),
-                SortKey::CreatedAt => last.created_at(),
-            };
-            encode(&Cursor {
-                s: window.sort,
-                t,
-                i: last.id(),
-            })
+    Ok(Page::from_overfetch(rows, window.limit, |last| {
+        let t = match window.sort {
+            SortKey::UpdatedAt => last.updated_at(),
+            SortKey::CreatedAt => last.created_at(),
+        };
+        encode(&Cursor {
+            s: window.sort,
+            t,
+            i: last.id(),
         })
-    } else {
-        None
-    };
-    Ok(Page {
-        data: rows,
-        next_cursor,
-    })
+    }))
 }
 
 macro_rules! keyed {

@@ -3,6 +3,7 @@
 
 use clap::Subcommand;
 use domain::outbound::delivery::{self, DeliveryFilter};
+use domain::page::IdWindow;
 use sea_orm::DatabaseConnection;
 
 use super::output::OutputArgs;
@@ -50,12 +51,19 @@ pub async fn run_delivery(db: &DatabaseConnection, command: DeliveryCommand) -> 
                 state,
                 subscription_id: subscription,
             };
-            let rows: Vec<OutboxDeliveryOut> =
-                delivery::list(db, &filter, limit.clamp(1, 1_000), None)
-                    .await?
-                    .into_iter()
-                    .map(OutboxDeliveryOut::from)
-                    .collect();
+            let rows: Vec<OutboxDeliveryOut> = delivery::list(
+                db,
+                &filter,
+                IdWindow {
+                    limit: limit.clamp(1, 1_000),
+                    before: None,
+                },
+            )
+            .await?
+            .data
+            .into_iter()
+            .map(OutboxDeliveryOut::from)
+            .collect();
             output.print(
                 &rows,
                 &[

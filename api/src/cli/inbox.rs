@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
 use domain::inbound::inbox::InboxState;
 use domain::inbound::inbox::ops::{self, InboxFilter};
+use domain::page::IdWindow;
 use domain::retry::RetryPolicy;
 use sea_orm::DatabaseConnection;
 use workers::InboxQueue;
@@ -84,22 +85,30 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
             limit,
             output,
         } => {
-            let rows: Vec<serde_json::Value> = ops::list(db, &filter.filter()?, None, limit)
-                .await?
-                .into_iter()
-                .map(|e| {
-                    serde_json::json!({
-                        "id": e.id,
-                        "source": e.source,
-                        "state": e.state,
-                        "attempts": e.attempts,
-                        "event_type": e.event_type,
-                        "received_at": e.received_at,
-                        "lead_id": e.lead_id,
-                        "last_error": e.last_error,
-                    })
+            let rows: Vec<serde_json::Value> = ops::list(
+                db,
+                &filter.filter()?,
+                IdWindow {
+                    limit,
+                    before: None,
+                },
+            )
+            .await?
+            .data
+            .into_iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id,
+                    "source": e.source,
+                    "state": e.state,
+                    "attempts": e.attempts,
+                    "event_type": e.event_type,
+                    "received_at": e.received_at,
+                    "lead_id": e.lead_id,
+                    "last_error": e.last_error,
                 })
-                .collect();
+            })
+            .collect();
             output.print(
                 &rows,
                 &[

@@ -4,6 +4,7 @@
 //! `DELETE /api/tombstones/{hash}`, `/api/ops/lead-processing/…` and
 //! `GET /api/leads/export`.
 
+use domain::page::IdWindow;
 use std::io::Write;
 
 use chrono::{DateTime, Utc};
@@ -112,21 +113,29 @@ pub async fn run_lead(db: &DatabaseConnection, command: LeadCommand) -> anyhow::
             limit,
             output,
         } => {
-            let rows: Vec<serde_json::Value> = failures::list(db, state.as_deref(), None, limit)
-                .await?
-                .into_iter()
-                .map(|f| {
-                    serde_json::json!({
-                        "lead_id": f.lead_id,
-                        "version": f.version,
-                        "state": f.state,
-                        "attempts": f.attempts,
-                        "next_attempt_at": f.next_attempt_at,
-                        "updated_at": f.updated_at,
-                        "last_error": f.last_error,
-                    })
+            let rows: Vec<serde_json::Value> = failures::list(
+                db,
+                state.as_deref(),
+                IdWindow {
+                    limit,
+                    before: None,
+                },
+            )
+            .await?
+            .data
+            .into_iter()
+            .map(|f| {
+                serde_json::json!({
+                    "lead_id": f.lead_id,
+                    "version": f.version,
+                    "state": f.state,
+                    "attempts": f.attempts,
+                    "next_attempt_at": f.next_attempt_at,
+                    "updated_at": f.updated_at,
+                    "last_error": f.last_error,
                 })
-                .collect();
+            })
+            .collect();
             output.print(
                 &rows,
                 &[

@@ -468,7 +468,6 @@ async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anyhow::Context as _;
 
     #[test]
     fn each_kind_of_failure_has_its_exit_code() {

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use chrono::{DateTime, Utc};
-use domain::page::{self, SortKey, Window};
+use domain::page::{self, IdWindow, SortKey, Window};
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
 use utoipa::openapi::{Ref, RefOr, Schema};
@@ -26,21 +26,6 @@ impl<T> Page<T> {
         Page {
             data: self.data.into_iter().map(f).collect(),
             next_cursor: self.next_cursor,
-        }
-    }
-
-    /// A page from rows fetched with `limit + 1`: the extra row only says
-    /// that there is more, and the last kept row's id continues the list.
-    pub fn from_overfetch(mut rows: Vec<T>, limit: u64, id: impl Fn(&T) -> i64) -> Self {
-        let next_cursor = if rows.len() as u64 > limit {
-            rows.truncate(limit as usize);
-            rows.last().map(|row| id(row).to_string())
-        } else {
-            None
-        };
-        Self {
-            data: rows,
-            next_cursor,
         }
     }
 }
@@ -168,14 +153,19 @@ impl ListParams {
     }
 
     /// A list ordered by id, newest first: the cursor is the last id seen.
-    pub fn before_id(&self) -> Result<Option<i64>, ApiError> {
-        self.cursor
+    pub fn id_window(&self) -> Result<IdWindow, ApiError> {
+        let before = self
+            .cursor
             .as_deref()
             .map(|c| {
                 c.parse::<i64>()
                     .map_err(|_| ApiError::invalid("cursor", "is not a cursor this API returned"))
             })
-            .transpose()
+            .transpose()?;
+        Ok(IdWindow {
+            limit: self.limit(),
+            before,
+        })
     }
 }
 

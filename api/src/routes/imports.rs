@@ -235,9 +235,7 @@ async fn list(
     state: web::Data<AppState>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let limit = page.limit();
-    let runs = import::list_runs(state.reads.db(), limit + 1, page.before_id()?).await?;
-    let page = Page::from_overfetch(runs, limit, |r| r.id);
+    let page = Page::from(import::list_runs(state.reads.db(), page.id_window()?).await?);
     Ok(HttpResponse::Ok().json(page.map(RunOut::from)))
 }
 

@@ -78,19 +78,12 @@ pub async fn list<C: ConnectionTrait>(
         let cursor: Cursor = decode(cursor)?;
         query = query.filter(crm_activity::Column::Id.lt(cursor.i));
     }
-    let mut rows = query
+    let rows = query
         .order_by_desc(crm_activity::Column::Id)
         .limit(limit + 1)
         .all(conn)
         .await?;
-    let next_cursor = if rows.len() as u64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|last| encode(&Cursor { i: last.id }))
-    } else {
-        None
-    };
-    Ok(Page {
-        data: rows,
-        next_cursor,
-    })
+    Ok(Page::from_overfetch(rows, limit, |last| {
+        encode(&Cursor { i: last.id })
+    }))
 }

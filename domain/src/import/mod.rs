@@ -12,6 +12,7 @@ pub mod mapping;
 pub mod reader;
 pub mod report;
 
+use crate::page::{self, IdWindow, Page};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -639,21 +640,13 @@ pub async fn find_run<C: ConnectionTrait>(conn: &C, id: i64) -> Result<import_ru
         .ok_or(Error::NotFound)
 }
 
-/// Runs, newest first; `before` is the last id of the previous page.
+/// Runs, newest first.
 pub async fn list_runs<C: ConnectionTrait>(
     conn: &C,
-    limit: u64,
-    before: Option<i64>,
-) -> Result<Vec<import_run::Model>, Error> {
-    let mut query = import_run::Entity::find();
-    if let Some(before) = before {
-        query = query.filter(import_run::Column::Id.lt(before));
-    }
-    Ok(query
-        .order_by_desc(import_run::Column::Id)
-        .limit(limit)
-        .all(conn)
-        .await?)
+    window: IdWindow,
+) -> Result<Page<import_run::Model>, Error> {
+    let query = import_run::Entity::find();
+    Ok(page::fetch_by_id(conn, query, import_run::Column::Id, window, |r| r.id).await?)
 }
 
 /// A page of a run's report, in row order, after row `after`.

@@ -4,6 +4,7 @@
 //! only in the claiming transaction), so two retries at once, or a retry
 //! and a worker, process it once: one set of activities and outbox events.
 
+use crate::page::{self, IdWindow, Page};
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -37,22 +38,18 @@ pub fn parse_state(state: &str) -> Result<&'static str, Error> {
         .ok_or_else(|| Error::invalid("state", "must be one of failed, dead"))
 }
 
-/// Failures by lead id, newest lead first; `before_lead_id` continues a
-/// previous page.
+/// Failures by lead id, newest lead first (the window's `before` is a lead
+/// id).
 pub async fn list<C: ConnectionTrait>(
     conn: &C,
     state: Option<&str>,
-    before_lead_id: Option<i64>,
-    limit: u64,
-) -> Result<Vec<Model>, DbErr> {
+    window: IdWindow,
+) -> Result<Page<Model>, DbErr> {
     let mut query = failure::Entity::find();
     if let Some(state) = state {
         query = query.filter(F::State.eq(state));
     }
-    if let Some(before) = before_lead_id {
-        query = query.filter(F::LeadId.lt(before));
-    }
-    query.order_by_desc(F::LeadId).limit(limit).all(conn).await
+    page::fetch_by_id(conn, query, F::LeadId, window, |f| f.lead_id).await
 }
 
 /// What a retry matched and what processing the leads came to.

@@ -126,32 +126,23 @@ pub async fn list_leads_by<C: ConnectionTrait>(
             ),
         );
     }
-    let mut rows = query
+    let rows = query
         .order_by_desc(sort_col)
         .order_by_desc(lead::Column::Id)
         .limit(limit + 1)
         .all(conn)
         .await?;
-    let next_cursor = if rows.len() as u64 > limit {
-        rows.truncate(limit as usize);
-        rows.last().map(|last| {
-            let t = match filter.sort {
-                SortKey::UpdatedAt => last.updated_at,
-                SortKey::CreatedAt => last.created_at,
-            };
-            encode(&LeadCursor {
-                s: filter.sort,
-                t,
-                i: last.id,
-            })
+    Ok(Page::from_overfetch(rows, limit, |last| {
+        let t = match filter.sort {
+            SortKey::UpdatedAt => last.updated_at,
+            SortKey::CreatedAt => last.created_at,
+        };
+        encode(&LeadCursor {
+            s: filter.sort,
+            t,
+            i: last.id,
         })
-    } else {
-        None
-    };
-    Ok(Page {
-        data: rows,
-        next_cursor,
-    })
+    }))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -171,22 +162,14 @@ pub async fn list_activities<C: ConnectionTrait>(
         let cursor: ActivityCursor = decode(cursor)?;
         query = query.filter(activity::Column::Id.lt(cursor.i));
     }
-    let mut rows = query
+    let rows = query
         .order_by_desc(activity::Column::Id)
         .limit(limit + 1)
         .all(conn)
         .await?;
-    let next_cursor = if rows.len() as u64 > limit {
-        rows.truncate(limit as usize);
-        rows.last()
-            .map(|last| encode(&ActivityCursor { i: last.id }))
-    } else {
-        None
-    };
-    Ok(Page {
-        data: rows,
-        next_cursor,
-    })
+    Ok(Page::from_overfetch(rows, limit, |last| {
+        encode(&ActivityCursor { i: last.id })
+    }))
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! publishers with `SKIP LOCKED`, attempted, and settled only by the
 //! receiver's answer. Never `delivered` before a 2xx.
 
+use crate::page::{self, IdWindow, Page};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -605,12 +606,12 @@ pub struct DeliveryFilter {
     pub subscription_id: Option<i64>,
 }
 
+/// Newest first.
 pub async fn list<C: ConnectionTrait>(
     conn: &C,
     filter: &DeliveryFilter,
-    limit: u64,
-    before_id: Option<i64>,
-) -> Result<Vec<outbox_delivery::Model>, Error> {
+    window: IdWindow,
+) -> Result<Page<outbox_delivery::Model>, Error> {
     let mut query = outbox_delivery::Entity::find();
     if let Some(state) = &filter.state {
         query = query.filter(outbox_delivery::Column::State.eq(state.as_str()));
@@ -618,14 +619,7 @@ pub async fn list<C: ConnectionTrait>(
     if let Some(id) = filter.subscription_id {
         query = query.filter(outbox_delivery::Column::SubscriptionId.eq(id));
     }
-    if let Some(before) = before_id {
-        query = query.filter(outbox_delivery::Column::Id.lt(before));
-    }
-    Ok(query
-        .order_by_desc(outbox_delivery::Column::Id)
-        .limit(limit)
-        .all(conn)
-        .await?)
+    Ok(page::fetch_by_id(conn, query, outbox_delivery::Column::Id, window, |d| d.id).await?)
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, utoipa::ToSchema)]

@@ -5,6 +5,7 @@
 //! the mapping is fixed. One row per distinct record of a source, so a page
 //! read again adds none; a retried record that now applies is `resolved`.
 
+use crate::page::{self, IdWindow, Page};
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -169,18 +170,14 @@ impl RejectedFilter {
     }
 }
 
-/// Newest first; `before_id` continues a previous page.
+/// Newest first.
 pub async fn list<C: ConnectionTrait>(
     conn: &C,
     filter: &RejectedFilter,
-    before_id: Option<i64>,
-    limit: u64,
-) -> Result<Vec<Model>, DbErr> {
-    let mut query = reconcile_rejected::Entity::find().filter(filter.condition());
-    if let Some(before) = before_id {
-        query = query.filter(Column::Id.lt(before));
-    }
-    query.order_by_desc(Column::Id).limit(limit).all(conn).await
+    window: IdWindow,
+) -> Result<Page<Model>, DbErr> {
+    let query = reconcile_rejected::Entity::find().filter(filter.condition());
+    page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await
 }
 
 /// What a retry came to.

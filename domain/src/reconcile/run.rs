@@ -8,13 +8,11 @@
 //! write on a run is fenced on `state = 'running'`, so a process that wakes
 //! up after losing its run cannot write into it, nor advance the cursor.
 
+use crate::page::{self, IdWindow, Page};
 use std::time::Duration;
 
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter, QueryOrder,
-    QuerySelect,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, QueryFilter};
 
 use crate::entities::reconcile_run::{self, Column, Model};
 use crate::entities::source;
@@ -238,28 +236,21 @@ pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>
     reconcile_run::Entity::find_by_id(id).one(conn).await
 }
 
-/// Runs, newest first, optionally of one source and in one state, before
-/// the run id `before` (the previous page's last).
+/// Runs, newest first, optionally of one source and in one state.
 pub async fn list<C: ConnectionTrait>(
     conn: &C,
     source: Option<&str>,
     state: Option<&str>,
-    before: Option<i64>,
-    limit: u64,
-) -> Result<Vec<Model>, DbErr> {
-    let mut query = reconcile_run::Entity::find()
-        .order_by_desc(Column::Id)
-        .limit(limit);
+    window: IdWindow,
+) -> Result<Page<Model>, DbErr> {
+    let mut query = reconcile_run::Entity::find();
     if let Some(source) = source {
         query = query.filter(Column::Source.eq(source));
     }
     if let Some(state) = state {
         query = query.filter(Column::State.eq(state));
     }
-    if let Some(before) = before {
-        query = query.filter(Column::Id.lt(before));
-    }
-    query.all(conn).await
+    page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await
 }
 
 /// At most `max` bytes, cut at a character boundary.

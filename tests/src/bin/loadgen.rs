@@ -367,29 +367,6 @@ async fn main() {
     );
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The hand-written bodies are the JSON they look like, with the fields
-    /// the old `json!` bodies had.
-    #[test]
-    fn bodies_are_valid_json_of_the_record() {
-        let mut out = String::new();
-        intake_body(&mut out, "bench", "run1-1000", 1000);
-        let record: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(record["source_ref"], "run1-1000");
-        assert_eq!(record["phone"], "+493000001000");
-        assert_eq!(record["payload"]["consent"]["marketing"], true);
-        assert!((550..700).contains(&out.len()), "{} bytes", out.len());
-        webhook_body(&mut out, "run1-1000", 1000);
-        let delivery: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(delivery["type"], "lead.created");
-        assert_eq!(delivery["data"]["form"], record["payload"]);
-        assert_eq!(delivery["data"]["email"], record["email"]);
-    }
-}
-
 /// `upsert-sql`: the statement leadpipe's intake issues on PostgreSQL, from
 /// the same query builder, so the raw baseline writes what the server writes.
 fn print_upsert_sql() {
@@ -415,4 +392,27 @@ fn print_upsert_sql() {
         domain::lead::ingest::upsert_sql_for_benchmark(rows.max(1), sample)
             .expect("the upsert SQL")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hand-written bodies are the JSON they look like, with the fields
+    /// the old `json!` bodies had.
+    #[test]
+    fn bodies_are_valid_json_of_the_record() {
+        let mut out = String::new();
+        intake_body(&mut out, "bench", "run1-1000", 1000);
+        let record: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(record["source_ref"], "run1-1000");
+        assert_eq!(record["phone"], "+493000001000");
+        assert_eq!(record["payload"]["consent"]["marketing"], true);
+        assert!((550..700).contains(&out.len()), "{} bytes", out.len());
+        webhook_body(&mut out, "run1-1000", 1000);
+        let delivery: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(delivery["type"], "lead.created");
+        assert_eq!(delivery["data"]["form"], record["payload"]);
+        assert_eq!(delivery["data"]["email"], record["email"]);
+    }
 }

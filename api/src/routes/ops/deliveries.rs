@@ -69,15 +69,14 @@ async fn list(
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     one_of("state", filter.state.as_deref(), STATES)?;
-    let before = page.before_id()?.or(filter.before);
+    let mut window = page.id_window()?;
+    window.before = window.before.or(filter.before);
     let filter = DeliveryFilter {
         state: filter.state.clone(),
         subscription_id: filter.subscription_id,
     };
-    let limit = page.limit();
-    let rows = delivery::list(state.reads.db(), &filter, limit + 1, before).await?;
-    let rows: Vec<OutboxDeliveryOut> = rows.into_iter().map(OutboxDeliveryOut::from).collect();
-    Ok(HttpResponse::Ok().json(Page::from_overfetch(rows, limit, |d| d.id)))
+    let rows = delivery::list(state.reads.db(), &filter, window).await?;
+    Ok(HttpResponse::Ok().json(Page::from(rows).map(OutboxDeliveryOut::from)))
 }
 
 /// Put one dead delivery back in line.

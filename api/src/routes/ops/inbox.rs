@@ -158,9 +158,7 @@ async fn list_events(
         received_since: q.received_since,
         received_until: q.received_until,
     };
-    let limit = page.limit();
-    let events = ops::list(state.reads.db(), &filter, page.before_id()?, limit + 1).await?;
-    let page = Page::from_overfetch(events, limit, |e| e.id);
+    let page = Page::from(ops::list(state.reads.db(), &filter, page.id_window()?).await?);
     Ok(HttpResponse::Ok().json(page.map(InboxEventOut::summary)))
 }
 

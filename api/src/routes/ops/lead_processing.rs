@@ -94,15 +94,8 @@ async fn list_failures(
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let failure_state = parse_state(query.state.as_deref())?;
-    let limit = page.limit();
-    let rows = failures::list(
-        state.reads.db(),
-        failure_state,
-        page.before_id()?,
-        limit + 1,
-    )
-    .await?;
-    let page = Page::from_overfetch(rows, limit, |f| f.lead_id);
+    let rows = failures::list(state.reads.db(), failure_state, page.id_window()?).await?;
+    let page = Page::from(rows);
     Ok(HttpResponse::Ok().json(page.map(FailureOut::from)))
 }
 

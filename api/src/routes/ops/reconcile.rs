@@ -221,15 +221,13 @@ async fn list(
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     one_of("state", filter.state.as_deref(), &run::STATES)?;
-    let limit = page.limit();
     let runs = run::list(
         state.reads.db(),
         filter.source.as_deref(),
         filter.state.as_deref(),
-        page.before_id()?,
-        limit + 1,
+        page.id_window()?,
     )
     .await?;
-    let page = Page::from_overfetch(runs, limit, |r| r.id).map(|r| ReconcileRunOut::from(&r));
+    let page = Page::from(runs).map(|r| ReconcileRunOut::from(&r));
     Ok(HttpResponse::Ok().json(page))
 }

@@ -65,13 +65,12 @@ async fn list(
         wanted.as_deref(),
         &[rejected::REJECTED, rejected::RESOLVED],
     )?;
-    let limit = page.limit();
     let filter = RejectedFilter {
         source,
         state: wanted,
     };
-    let rows = rejected::list(state.reads.db(), &filter, page.before_id()?, limit + 1).await?;
-    let page = Page::from_overfetch(rows, limit, |r| r.id).map(ReconcileRejectedOut::from);
+    let rows = rejected::list(state.reads.db(), &filter, page.id_window()?).await?;
+    let page = Page::from(rows).map(ReconcileRejectedOut::from);
     Ok(HttpResponse::Ok().json(page))
 }
 

@@ -4,6 +4,7 @@
 //! whose body was erased (with its person, or at the end of its retention)
 //! has nothing left to process and is never sent back.
 
+use crate::page::{self, IdWindow, Page};
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -46,18 +47,14 @@ impl InboxFilter {
     }
 }
 
-/// Newest first; `before_id` continues a previous page.
+/// Newest first.
 pub async fn list<C: ConnectionTrait>(
     conn: &C,
     filter: &InboxFilter,
-    before_id: Option<i64>,
-    limit: u64,
-) -> Result<Vec<Model>, DbErr> {
-    let mut query = inbox_event::Entity::find().filter(filter.condition());
-    if let Some(before) = before_id {
-        query = query.filter(Column::Id.lt(before));
-    }
-    query.order_by_desc(Column::Id).limit(limit).all(conn).await
+    window: IdWindow,
+) -> Result<Page<Model>, DbErr> {
+    let query = inbox_event::Entity::find().filter(filter.condition());
+    page::fetch_by_id(conn, query, Column::Id, window, |e| e.id).await
 }
 
 pub async fn get<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>, DbErr> {
