@@ -26,12 +26,12 @@ pub enum Error {
     #[error("conflict: {0}")]
     Conflict(String),
     #[error("{0}")]
-    IllegalTransition(#[from] crate::lead::status::TransitionError),
+    IllegalTransition(#[from] crate::lifecycle::lead_status::TransitionError),
     /// `If-Match` named another version than the stored one.
     #[error("the lead is at version {current}, not the one given in If-Match")]
     PreconditionFailed { current: i64 },
     #[error("{0}")]
-    IllegalStageMove(#[from] crate::crm::deal::stage::IllegalStageMove),
+    IllegalStageMove(#[from] crate::lifecycle::deal_stage::IllegalStageMove),
     /// The lead was converted before; names that conversion.
     #[error("lead {} was already converted", .0.lead_id)]
     AlreadyConverted(Box<crate::entities::lead_conversion::Model>),

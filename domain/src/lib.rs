@@ -43,6 +43,7 @@ pub mod import;
 pub mod inbound;
 pub mod json_number;
 pub mod lead;
+pub mod lifecycle;
 pub mod ops;
 pub mod outbound;
 pub mod page;

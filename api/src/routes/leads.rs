@@ -16,7 +16,7 @@ use domain::lead::ingest::{self, IngestContext, Origin, Outcome};
 use domain::lead::query::{self, LeadFilter, OwnerFilter};
 use domain::lead::record::LeadRecord;
 use domain::lead::sales;
-use domain::lead::status::LeadStatus;
+use domain::lifecycle::lead_status::LeadStatus;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

@@ -20,7 +20,7 @@ use crate::error::Error;
 use crate::ids::{CompanyId, ContactId, LeadId, PrincipalId};
 use crate::lead::activity::{self, ActivityKind, NewActivity};
 use crate::lead::sales::{Actor, find_lead_for_write};
-use crate::lead::status::LeadStatus;
+use crate::lifecycle::lead_status::LeadStatus;
 use crate::outbound::outbox;
 use crate::precondition::IfMatch;
 

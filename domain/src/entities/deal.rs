@@ -6,7 +6,7 @@ pub struct Model {
     #[sea_orm(primary_key)]
     pub id: i64,
     pub name: String,
-    pub stage: crate::crm::deal::stage::DealStage,
+    pub stage: crate::lifecycle::deal_stage::DealStage,
     pub amount_cents: i64,
     pub currency: String,
     pub owner_id: Option<i64>,

@@ -16,7 +16,7 @@ pub struct Model {
     pub payload: Json,
     pub content_hash: String,
     pub source_updated_at: Option<ChronoDateTimeUtc>,
-    pub status: crate::lead::status::LeadStatus,
+    pub status: crate::lifecycle::lead_status::LeadStatus,
     /// The owning `sales` principal, or `null`.
     pub owner_id: Option<i64>,
     /// Goes up with every change; the `ETag` is `"{version}"`.

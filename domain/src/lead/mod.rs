@@ -1,7 +1,7 @@
 //! The lead, from arrival to hand-off: the record a sender states and its
 //! normalised form ([`record`]), the one write path every door ends in
 //! ([`ingest`], batched by [`group_commit`]), the status machine
-//! ([`status`]) and what sales staff do ([`sales`]), the timeline
+//! ([`crate::lifecycle::lead_status`]) and what sales staff do ([`sales`]), the timeline
 //! ([`activity`]), reading ([`query`]) and the job that runs after each
 //! change ([`processing`]). One folder, so a reader finds the lead's rules in
 //! one place.
@@ -18,6 +18,5 @@ pub mod processing;
 pub mod query;
 pub mod record;
 pub mod sales;
-pub mod status;
 pub mod tombstone;
 mod written;

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::entities::{activity, lead};
 use crate::error::Error;
-use crate::lead::status::LeadStatus;
+use crate::lifecycle::lead_status::LeadStatus;
 use crate::page::{Page, SortKey, decode, encode, like_pattern};
 
 #[derive(Debug, Clone, PartialEq, Eq)]

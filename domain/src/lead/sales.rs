@@ -12,7 +12,7 @@ use crate::clock;
 use crate::entities::{activity as activity_entity, lead};
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
-use crate::lead::status::LeadStatus;
+use crate::lifecycle::lead_status::LeadStatus;
 use crate::outbound::{events, outbox};
 use crate::precondition::IfMatch;
 

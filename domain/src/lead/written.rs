@@ -9,7 +9,7 @@ use sea_orm::sea_query::{Query, ReturningClause};
 use sea_orm::{FromQueryResult, Iterable};
 
 use crate::entities::lead::{self, Column};
-use crate::lead::status::LeadStatus;
+use crate::lifecycle::lead_status::LeadStatus;
 
 /// The upsert's `RETURNING` clause: every column of `lead` but `payload`.
 /// A column added to `lead` is returned with the rest, and

@@ -7,9 +7,9 @@ use std::borrow::Cow;
 use serde::Serialize;
 use utoipa::openapi::{RefOr, Schema};
 
-use crate::crm::deal::stage::DealStage;
 use crate::entities::lead;
-use crate::lead::status::LeadStatus;
+use crate::lifecycle::deal_stage::DealStage;
+use crate::lifecycle::lead_status::LeadStatus;
 
 /// A payload type and the event type it is sent as.
 pub trait Event: Serialize + utoipa::ToSchema {

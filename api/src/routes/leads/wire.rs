@@ -166,7 +166,7 @@ impl From<lead_erasure::Model> for ErasureRecordOut {
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
-    use domain::lead::status::LeadStatus;
+    use domain::lifecycle::lead_status::LeadStatus;
     use serde_json::json;
 
     use super::*;

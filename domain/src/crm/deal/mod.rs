@@ -2,8 +2,6 @@
 //! 4217 currency, an owner (an active sales principal), and links to a
 //! contact and a company.
 
-pub mod stage;
-
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use serde_json::json;
 
@@ -18,7 +16,7 @@ use crate::outbound::outbox;
 use crate::page::{self, Page, Window};
 use crate::precondition::IfMatch;
 
-pub use stage::{DealStage, IllegalStageMove};
+pub use crate::lifecycle::deal_stage::{DealStage, IllegalStageMove};
 
 use crate::ids::{CompanyId, ContactId, LeadId, PrincipalId};
 
