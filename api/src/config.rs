@@ -223,8 +223,8 @@ impl HttpSettings {
         crate::http::metrics::refresh_period(self.metrics_refresh_secs)
     }
 
-    pub fn outbound_policy(&self) -> domain::outbound::net_guard::OutboundPolicy {
-        domain::outbound::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
+    pub fn outbound_policy(&self) -> domain::net_guard::OutboundPolicy {
+        domain::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
     }
 
     pub fn idempotency_policy(&self) -> domain::idempotency::Policy {
@@ -250,8 +250,8 @@ pub struct OutboundSettings {
 }
 
 impl OutboundSettings {
-    pub fn policy(&self) -> domain::outbound::net_guard::OutboundPolicy {
-        domain::outbound::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
+    pub fn policy(&self) -> domain::net_guard::OutboundPolicy {
+        domain::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
     }
 }
 

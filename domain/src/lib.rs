@@ -44,6 +44,7 @@ pub mod inbound;
 pub mod json_number;
 pub mod lead;
 pub mod lifecycle;
+pub mod net_guard;
 pub mod ops;
 pub mod outbound;
 pub mod page;
@@ -53,6 +54,7 @@ pub mod redact;
 pub mod retention;
 pub mod retry;
 pub mod sealed;
+pub mod secret_rotation;
 pub mod text;
 
 pub use error::{Error, FieldError};

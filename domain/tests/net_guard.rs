@@ -9,7 +9,7 @@
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use leadpipe_domain::outbound::net_guard::{OutboundPolicy, is_internal};
+use leadpipe_domain::net_guard::{OutboundPolicy, is_internal};
 use proptest::prelude::*;
 
 /// The IPv4 registry's ranges that are not globally reachable, plus

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use domain::auth::Role;
 use domain::entities::{outbox_delivery, outbox_event};
+use domain::net_guard::OutboundPolicy;
 use domain::outbound::delivery;
-use domain::outbound::net_guard::OutboundPolicy;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::{EntityTrait, QueryOrder};

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use domain::auth::Role;
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use leadpipe_tests::captured::Captured;
 use leadpipe_tests::receiver::Receiver;

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use domain::auth::Role;
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use leadpipe_tests::prometheus::sample;
 use leadpipe_tests::receiver::Receiver;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_delivery, subscription};
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};

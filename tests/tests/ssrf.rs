@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use api::cli::demo::fake_source::FakeSource;
 use domain::auth::Role;
 use domain::entities::outbox_delivery;
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::reconcile::run::{self as runs, StartRun, Trigger};
 use domain::retry::RetryPolicy;
 use futures::future::BoxFuture;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use domain::auth::Role;
 use domain::entities::{idempotency_key, outbox_delivery};
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -267,7 +267,7 @@ async fn a_new_sealing_key_reseals_the_previous_secret_too(backend: Backend) {
     let both =
         domain::sealed::Keyring::parse(&format!("{},{}", key("new", 2), key("test", 7)), false)
             .unwrap();
-    domain::sealed::rotation::rotate(&t.app.db, &both)
+    domain::secret_rotation::rotate(&t.app.db, &both)
         .await
         .unwrap();
     let new_only = domain::sealed::Keyring::parse(&key("new", 2), false).unwrap();

@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use futures::future::BoxFuture;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 

@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use domain::inbound::signature::standard_webhooks;
+use domain::net_guard::OutboundPolicy;
 use domain::outbound::delivery::{self, AttemptResult, Claimed, Settlement};
-use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 use domain::sealed::Keyring;
 use futures::StreamExt;

@@ -100,9 +100,7 @@ impl WorkerSettings {
                     cap: Duration::from_millis(200),
                     max_attempts: 8,
                 },
-                outbound: domain::outbound::net_guard::OutboundPolicy::from_list(
-                    "127.0.0.1,localhost",
-                ),
+                outbound: domain::net_guard::OutboundPolicy::from_list("127.0.0.1,localhost"),
                 keyring: domain::sealed::Keyring::for_tests(),
                 ..PublisherSettings::default()
             },

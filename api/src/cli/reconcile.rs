@@ -8,7 +8,7 @@
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use domain::entities::reconcile_run::Model as Run;
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
 use indicatif::{ProgressBar, ProgressStyle};
 use sea_orm::DatabaseConnection;

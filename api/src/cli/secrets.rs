@@ -23,7 +23,7 @@ pub async fn run_secrets(
                 anyhow::bail!(domain::sealed::SealError::NoKey);
             };
             let conn = crate::storage::open(database_url, 1, true).await?;
-            let report = domain::sealed::rotation::rotate(&conn, keyring).await?;
+            let report = domain::secret_rotation::rotate(&conn, keyring).await?;
             println!(
                 "re-sealed under key '{key_id}': {} source secrets, {} pull auth values, {} \
              subscription secrets, {} stored replies; {} already current; {} changed while \

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use domain::inbound::signature::{Scheme, generate_standard_secret};
 use domain::inbound::source::{self, NewSource, SourcePatch};
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::precondition::IfMatch;
 use domain::sealed::Keyring;
 use sea_orm::DatabaseConnection;

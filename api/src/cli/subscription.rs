@@ -2,7 +2,7 @@
 //! straight on the database.
 
 use clap::Subcommand;
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::outbound::subscription::{self, NewSubscription};
 use domain::sealed::Keyring;
 use sea_orm::{DatabaseConnection, TransactionTrait};

@@ -90,10 +90,7 @@ pub struct WorkerArgs {
 }
 
 impl WorkerArgs {
-    pub fn settings(
-        &self,
-        outbound: domain::outbound::net_guard::OutboundPolicy,
-    ) -> WorkerSettings {
+    pub fn settings(&self, outbound: domain::net_guard::OutboundPolicy) -> WorkerSettings {
         WorkerSettings {
             concurrency: self.worker_concurrency,
             batch_size: self.inbox_batch,

@@ -10,7 +10,7 @@ use crate::clock;
 use crate::entities::subscription::{self, Column, Entity};
 use crate::error::Error;
 use crate::inbound::signature::generate_standard_secret;
-use crate::outbound::net_guard::OutboundPolicy;
+use crate::net_guard::OutboundPolicy;
 use crate::outbound::outbox;
 use crate::precondition::IfMatch;
 use crate::sealed::{Keyring, Place, SealError};

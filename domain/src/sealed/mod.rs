@@ -7,13 +7,12 @@
 //! value copied into another row or column does not open. The key id lets
 //! several keys coexist: the first configured key seals, every configured key
 //! opens, and `leadpipe secrets rotate` re-seals under the first
-//! ([`rotation`]).
+//! ([`crate::secret_rotation`]).
 //!
 //! Values without the `lpsec:` prefix are legacy plaintext, written before
 //! sealing existed: they still open (as themselves) until rotated.
 
 pub mod key_check;
-pub mod rotation;
 
 use std::fmt;
 use std::sync::Arc;

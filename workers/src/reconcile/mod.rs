@@ -8,7 +8,7 @@ pub mod scheduler;
 
 use std::time::Duration;
 
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 
 pub use runner::{ExecuteError, Progress, Reconciler};

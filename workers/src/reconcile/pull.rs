@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::net_guard::OutboundPolicy;
 use domain::reconcile::{PullConfig, PulledPage};
 use serde::Deserialize;
 use serde_json::Value;

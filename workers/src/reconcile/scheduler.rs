@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use domain::entities::source;
+use domain::inbound::source::schedule;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
-use domain::reconcile::schedule;
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use tokio::sync::watch;
 use tokio::task::JoinSet;

@@ -9,11 +9,14 @@
 //!
 //! Here: the source's types and its storage. What a source may be is decided
 //! in `validate`, which parses a [`SourceConfig`] into a [`NewSource`]; how a
-//! change applies to a stored source, in `patch` ([`SourcePatch`]). Creating
+//! change applies to a stored source, in `patch` ([`SourcePatch`]); how it
+//! is pulled and when, in [`pull`] and [`schedule`]. Creating
 //! ([`create`]) and changing ([`update`]) are separate on purpose: a create
 //! never replaces a working configuration.
 
 mod patch;
+pub mod pull;
+pub mod schedule;
 mod stand_in;
 mod validate;
 
@@ -29,9 +32,9 @@ use crate::entities::source::{self, Column};
 use crate::error::Error;
 use crate::inbound::mapping::RecordMapping;
 use crate::inbound::signature::{Scheme, SchemeConfig};
-use crate::outbound::net_guard::OutboundPolicy;
+use crate::inbound::source::pull::{self as pull_config, PullConfig, SecretChange};
+use crate::net_guard::OutboundPolicy;
 use crate::precondition::IfMatch;
-use crate::reconcile::config::{self as pull_config, PullConfig, SecretChange};
 use crate::sealed::{Keyring, Place};
 pub use patch::SourcePatch;
 pub use stand_in::StandIn;
@@ -398,7 +401,7 @@ impl source::Model {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::outbound::net_guard::OutboundPolicy;
+    use crate::net_guard::OutboundPolicy;
 
     fn input(scheme: &str, secrets: &[&str]) -> SourceConfig {
         SourceConfig {

@@ -221,7 +221,7 @@ fn pair(
 mod tests {
     use super::*;
     use crate::inbound::source::{Locator, NewSource};
-    use crate::outbound::net_guard::OutboundPolicy;
+    use crate::net_guard::OutboundPolicy;
     use chrono::Utc;
 
     fn stored() -> source::Model {
@@ -276,7 +276,7 @@ mod tests {
         assert_eq!(valid.allowed_event_types, ["lead.created"]);
         assert_eq!(valid.pull.page_size, 50);
         assert_eq!(valid.pull.cron.as_deref(), Some("0 */15 * * * *"));
-        assert!(valid.pull.auth_secret == crate::reconcile::config::SecretChange::Keep);
+        assert!(valid.pull.auth_secret == crate::inbound::source::pull::SecretChange::Keep);
     }
 
     #[test]
@@ -339,6 +339,6 @@ mod tests {
         assert_eq!(valid.pull.url, None);
         assert_eq!(valid.pull.auth_header, None);
         assert_eq!(valid.pull.cron, None);
-        assert!(valid.pull.auth_secret == crate::reconcile::config::SecretChange::Clear);
+        assert!(valid.pull.auth_secret == crate::inbound::source::pull::SecretChange::Clear);
     }
 }

@@ -6,9 +6,9 @@
 use sea_orm::sea_query::Expr;
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
-use super::{Keyring, PREFIX, Place, SealError};
 use crate::entities::{idempotency_key, source, subscription};
 use crate::error::Error;
+use crate::sealed::{Keyring, PREFIX, Place, SealError};
 
 /// What [`rotate`] did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -33,7 +33,7 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
     }
     // A key that is not the one that sealed is refused before anything is
     // rewritten, naming its id.
-    if let Err(mismatch) = super::key_check::verify(conn, keys).await? {
+    if let Err(mismatch) = crate::sealed::key_check::verify(conn, keys).await? {
         return Err(Error::KeyMismatch(mismatch));
     }
     let mut report = RotateReport::default();

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::error::FieldError;
-use crate::outbound::net_guard::OutboundPolicy;
+use crate::net_guard::OutboundPolicy;
 
 pub const DEFAULT_PAGE_SIZE: i64 = 100;
 pub const MAX_PAGE_SIZE: i64 = 1000;
