@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::entities::principal;
 use crate::error::Error;
 use crate::ids::PrincipalId;
-use crate::lead::record::is_valid_source_name;
+use crate::source_name::is_valid_source_name;
 
 const TOKEN_PREFIX: &str = "lp_";
 

@@ -34,6 +34,7 @@ macro_rules! text_enum {
 pub mod auth;
 pub mod clock;
 pub mod crm;
+pub mod crypto;
 pub mod db;
 pub mod entities;
 pub mod error;
@@ -55,6 +56,8 @@ pub mod retention;
 pub mod retry;
 pub mod sealed;
 pub mod secret_rotation;
+pub mod source_name;
+pub mod spreadsheet;
 pub mod text;
 
 pub use error::{Error, FieldError};

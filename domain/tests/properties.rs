@@ -138,7 +138,7 @@ proptest! {
     ) {
         let record = LeadRecord { source, source_ref, email, phone, ..Default::default() };
         if let Ok(lead) = record.normalise() {
-            prop_assert!(leadpipe_domain::lead::record::is_valid_source_name(&lead.source));
+            prop_assert!(leadpipe_domain::source_name::is_valid_source_name(&lead.source));
             prop_assert!(lead.phone.as_ref().is_none_or(|p| p.trim_start_matches('+').bytes().all(|b| b.is_ascii_digit())));
         }
     }

@@ -150,7 +150,7 @@ async fn start(
     // A malformed name is a validation error (422) from `prepare`, not a
     // question of permission.
     if caller.role != Role::Admin
-        && domain::lead::record::is_valid_source_name(&params.source)
+        && domain::source_name::is_valid_source_name(&params.source)
         && !import::is_configured_source(&state.db, &params.source).await?
     {
         return Err(ApiError::Forbidden(format!(

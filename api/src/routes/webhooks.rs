@@ -11,7 +11,7 @@ use domain::inbound::inbox::InboxState;
 use domain::inbound::inbox::receive::{Delivery, Received, receive};
 use domain::inbound::signature::{self, HeaderFn, VerifyRequest};
 use domain::inbound::source;
-use domain::lead::record::is_valid_source_name;
+use domain::source_name::is_valid_source_name;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 

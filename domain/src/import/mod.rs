@@ -30,7 +30,8 @@ pub use reader::{Format, Row, RowReader};
 use crate::entities::{import_applied_row, import_row, import_run, lead};
 use crate::error::Error;
 use crate::lead::ingest::{self, IngestContext, Origin, Outcome};
-use crate::lead::record::{NewLead, is_valid_source_name};
+use crate::lead::record::NewLead;
+use crate::source_name::is_valid_source_name;
 
 pub const DEFAULT_BATCH_SIZE: usize = 500;
 /// SQLite allows 32766 bound parameters per statement; 500 rows × 7 columns is far below.

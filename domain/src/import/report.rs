@@ -1,8 +1,7 @@
 //! The per-row report as CSV: `row,line,source_ref,outcome,lead_id,reason`.
 
-use std::borrow::Cow;
-
 use crate::entities::import_row;
+use crate::spreadsheet::neutralise;
 
 pub const HEADER: &str = "row,line,source_ref,outcome,lead_id,reason\n";
 
@@ -26,32 +25,9 @@ pub fn to_csv(rows: &[import_row::Model]) -> Vec<u8> {
     writer.into_inner().unwrap_or_default()
 }
 
-/// A text cell made inert for spreadsheets: one that starts with a character
-/// a spreadsheet reads as the start of a formula (`= + - @`, tab, carriage
-/// return, or their full-width forms) gets a leading `'`, as OWASP advises
-/// against CSV injection. The report echoes what the file's author wrote, and
-/// whoever opens it in a spreadsheet should not run the author's formulas.
-///
-/// What a spreadsheet does not show (a byte-order mark, zero-width and
-/// bidirectional characters) and leading blanks are looked past: a formula
-/// behind them still runs.
-pub fn neutralise(cell: &str) -> Cow<'_, str> {
-    const TRIGGERS: &[char] = &[
-        '=', '+', '-', '@', '\t', '\r', '\u{FF1D}', '\u{FF0B}', '\u{FF0D}', '\u{FF20}',
-    ];
-    let shown = cell.trim_start_matches(|c: char| {
-        crate::text::is_invisible(c) || (c.is_whitespace() && !TRIGGERS.contains(&c))
-    });
-    if shown.starts_with(TRIGGERS) {
-        Cow::Owned(format!("'{cell}"))
-    } else {
-        Cow::Borrowed(cell)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::neutralise;
+    use crate::spreadsheet::neutralise;
 
     #[test]
     fn formula_triggers_are_prefixed_and_plain_text_is_untouched() {

@@ -22,6 +22,7 @@ use crate::entities::{
 use crate::error::Error;
 use crate::idempotency::{self, Subject};
 use crate::inbound::inbox::InboxState;
+use crate::inbound::inbox::blank_inbox_bodies;
 use crate::inbound::mapping::{record_in, source_ref_of};
 use crate::inbound::source;
 use crate::lead::ingest::Outcome;
@@ -166,28 +167,6 @@ pub async fn find_audit<C: ConnectionTrait>(
         .filter(lead_erasure::Column::LeadId.eq(lead_id))
         .one(conn)
         .await
-}
-
-/// Empties the raw body and headers of the matching inbox events, keeping
-/// the rows (their ids still make a late redelivery a duplicate).
-pub async fn blank_inbox_bodies<C: ConnectionTrait>(
-    conn: &C,
-    which: impl sea_orm::sea_query::IntoCondition,
-) -> Result<u64, DbErr> {
-    Ok(inbox_event::Entity::update_many()
-        .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
-        .col_expr(
-            inbox_event::Column::Headers,
-            Expr::value(serde_json::json!({})),
-        )
-        .col_expr(
-            inbox_event::Column::LastError,
-            Expr::value(Option::<String>::None),
-        )
-        .filter(which)
-        .exec(conn)
-        .await?
-        .rows_affected)
 }
 
 /// Which inbox events and reconcile dead letters hold the person's record:

@@ -12,10 +12,10 @@ use crate::entities::{
     outbox_delivery, outbox_event, reconcile_rejected,
 };
 use crate::error::Error;
-use crate::import::report::neutralise;
 use crate::lead::query::{self, LeadFilter};
 use crate::lead::tombstone;
 use crate::outbound::events::LeadSnapshot;
+use crate::spreadsheet::neutralise;
 
 /// Everything stored about one lead.
 #[derive(Debug, Clone)]

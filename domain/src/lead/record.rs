@@ -7,8 +7,8 @@ use validator::Validate;
 
 use crate::error::{Error, FieldError, field_errors};
 use crate::json_number;
+use crate::source_name::is_valid_source_name;
 
-pub const MAX_SOURCE_LEN: usize = 64;
 pub const MAX_SOURCE_REF_LEN: usize = 255;
 /// How far ahead of this server's clock a sender's `source_updated_at` may
 /// be. Clocks drift by seconds; a record dated hours ahead would make every
@@ -253,17 +253,6 @@ fn validate_source_name(source: &str) -> Result<(), validator::ValidationError> 
     } else {
         Err(validator::ValidationError::new("source").with_message(SOURCE_RULE.into()))
     }
-}
-
-/// `^[a-z0-9][a-z0-9_.-]{0,63}$`: safe in URLs, logs and metric labels.
-pub fn is_valid_source_name(source: &str) -> bool {
-    let mut chars = source.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-    first_ok
-        && source.len() <= MAX_SOURCE_LEN
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c))
 }
 
 fn validate_phone(phone: &str) -> Result<(), validator::ValidationError> {

@@ -63,7 +63,7 @@ fn keys() -> Vec<[u8; 32]> {
 }
 
 fn hash_with(key: &[u8; 32], source: &str, source_ref: &str) -> String {
-    hex::encode(crate::inbound::signature::hmac_sha256_bytes(
+    hex::encode(crate::crypto::hmac_sha256_bytes(
         key,
         &[source.as_bytes(), b"\0", source_ref.as_bytes()],
     ))

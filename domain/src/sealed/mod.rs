@@ -140,7 +140,7 @@ fn dev_cipher() -> XChaCha20Poly1305 {
 }
 
 fn hashing_subkey(key: &[u8]) -> [u8; KEY_LEN] {
-    let mac = crate::inbound::signature::hmac_sha256_bytes(key, &[b"leadpipe hashing subkey v1"]);
+    let mac = crate::crypto::hmac_sha256_bytes(key, &[b"leadpipe hashing subkey v1"]);
     let mut out = [0u8; KEY_LEN];
     let n = KEY_LEN.min(mac.len());
     out[..n].copy_from_slice(&mac[..n]);

@@ -20,13 +20,13 @@ use sea_orm::{
 };
 
 use super::InboxState;
+use super::blank_inbox_bodies;
 use super::process::{
     Applied, FailureRecorded, Prepared, ProcessError, claimable, context_of, ended, finish,
     finish_ingested, prepare, record_failure,
 };
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::inbound::source::{self, Source};
-use crate::lead::erasure::blank_inbox_bodies;
 use crate::lead::ingest::{IngestItem, Origin, Outcome, ingest_counted_in, ingest_in};
 use crate::retry::RetryPolicy;
 

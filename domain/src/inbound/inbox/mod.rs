@@ -16,7 +16,11 @@ pub mod sweep;
 use std::fmt;
 use std::str::FromStr;
 
+use sea_orm::sea_query::Expr;
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde::Serialize;
+
+use crate::entities::inbox_event;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -75,4 +79,26 @@ impl FromStr for InboxState {
                 )
             })
     }
+}
+
+/// Empties the raw body and headers of the matching inbox events, keeping
+/// the rows (their ids still make a late redelivery a duplicate).
+pub async fn blank_inbox_bodies<C: ConnectionTrait>(
+    conn: &C,
+    which: impl sea_orm::sea_query::IntoCondition,
+) -> Result<u64, DbErr> {
+    Ok(inbox_event::Entity::update_many()
+        .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
+        .col_expr(
+            inbox_event::Column::Headers,
+            Expr::value(serde_json::json!({})),
+        )
+        .col_expr(
+            inbox_event::Column::LastError,
+            Expr::value(Option::<String>::None),
+        )
+        .filter(which)
+        .exec(conn)
+        .await?
+        .rows_affected)
 }

@@ -196,7 +196,7 @@ pub async fn record_failure<C: ConnectionTrait>(
 /// delivery.
 async fn forget_if_erased<C: ConnectionTrait>(conn: &C, event: &Model) -> Result<(), DbErr> {
     if of_erased_key(conn, event).await? {
-        crate::lead::erasure::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
+        super::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
     }
     Ok(())
 }
@@ -248,7 +248,7 @@ pub(super) async fn finish_ingested<C: ConnectionTrait>(
     }
     if ingested.outcome == Outcome::Suppressed {
         // The person was erased: their data must not stay here either.
-        crate::lead::erasure::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
+        super::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
     }
     Ok(true)
 }

@@ -366,7 +366,10 @@ pub fn verify_evenly(
 ) -> Result<Verified, SignatureError> {
     let verified = verify(cfg, req);
     if matches!(&verified, Err(err) if !matches!(err, SignatureError::NoMatchingSignature)) {
-        std::hint::black_box(hmac_sha256_bytes(b"leadpipe even work", &[req.body]));
+        std::hint::black_box(crate::crypto::hmac_sha256_bytes(
+            b"leadpipe even work",
+            &[req.body],
+        ));
     }
     verified
 }
@@ -473,16 +476,8 @@ fn first_matching_secret(
     Err(SignatureError::NoMatchingSignature)
 }
 
-/// For the infallible signing helpers. HMAC accepts keys of any length, so the error arm is
-/// dead; were it ever hit, the empty tag fails verification rather than panicking.
-pub(crate) fn hmac_sha256_bytes(key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
-    mac_sha256(key, parts)
-        .map(|mac| mac.finalize().into_bytes().to_vec())
-        .unwrap_or_default()
-}
-
 fn hmac_sha256_hex(key: &[u8], parts: &[&[u8]]) -> String {
-    hex::encode(hmac_sha256_bytes(key, parts))
+    hex::encode(crate::crypto::hmac_sha256_bytes(key, parts))
 }
 
 #[cfg(test)]

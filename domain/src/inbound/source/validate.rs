@@ -15,8 +15,8 @@ use crate::inbound::signature::{
     DEFAULT_TOLERANCE_SECS, Scheme, secret_problem, standard_webhooks,
 };
 use crate::inbound::source::pull::{self as pull_config, PullInput, SecretChange, ValidPull};
-use crate::lead::record::is_valid_source_name;
 use crate::net_guard::OutboundPolicy;
+use crate::source_name::is_valid_source_name;
 
 const MAX_TOLERANCE_SECS: i64 = 24 * 3600;
 const MAX_SECRETS: usize = 8;
