@@ -37,6 +37,7 @@ pub mod crm;
 pub mod crypto;
 pub mod db;
 pub mod entities;
+pub mod erasure;
 pub mod error;
 pub mod idempotency;
 pub mod ids;

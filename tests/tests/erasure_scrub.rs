@@ -76,6 +76,6 @@ async fn a_reader_delays_the_wal_truncation_until_housekeeping_retries() {
 
     reading.commit().await.unwrap();
     reader.close().await.unwrap();
-    domain::db::scrub_if_pending(&app.db, domain::lead::erasure::ERASED_TABLES).await;
+    domain::db::scrub_if_pending(&app.db, domain::erasure::ERASED_TABLES).await;
     assert_eq!(on_disk(&app, CANARY), Vec::<&str>::new());
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event};
-use domain::lead::erasure::{EraseRequest, erase};
+use domain::erasure::{EraseRequest, erase};
 use domain::lead::ingest::{
     IngestContext, IngestItem, Origin, Outcome, ingest_counted_in, ingest_many_in,
 };

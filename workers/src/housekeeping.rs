@@ -151,6 +151,6 @@ pub async fn run(
             tracing::warn!(error = %err, "looking for abandoned imports failed; retrying next tick");
         }
         // A WAL checkpoint or vacuum after an erasure that could not finish.
-        domain::db::scrub_if_pending(&db, domain::lead::erasure::ERASED_TABLES).await;
+        domain::db::scrub_if_pending(&db, domain::erasure::ERASED_TABLES).await;
     }
 }

@@ -9,7 +9,7 @@ use std::io::Write;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
-use domain::lead::erasure::{self, EraseRequest};
+use domain::erasure::{self, EraseRequest};
 use domain::lead::export::{BulkExport, Format};
 use domain::lead::failures::{self, BulkRetryRequest, RetryReport};
 use domain::lead::query::{LeadFilter, OwnerFilter};

@@ -7,7 +7,7 @@ use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use actix_web::{delete, get};
 use chrono::{DateTime, Utc};
-use domain::lead::erasure::{self, EraseRequest};
+use domain::erasure::{self, EraseRequest};
 use domain::lead::export::{self, BulkExport, Format};
 use domain::lead::tombstone;
 use serde::{Deserialize, Serialize};

@@ -8,7 +8,6 @@
 
 pub mod activity;
 pub mod backlog;
-pub mod erasure;
 pub mod export;
 pub mod failures;
 pub mod group_commit;
