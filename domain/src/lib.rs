@@ -39,6 +39,7 @@ pub mod db;
 pub mod entities;
 pub mod erasure;
 pub mod error;
+pub mod field_presence;
 pub mod idempotency;
 pub mod ids;
 pub mod import;

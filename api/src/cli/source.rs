@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use domain::inbound::signature::{Scheme, generate_standard_secret};
-use domain::inbound::source::{self, NewSource, SourcePatch};
+use domain::inbound::source::{self, NewSource, SourceConfig, SourcePatch};
 use domain::net_guard::OutboundPolicy;
 use domain::precondition::IfMatch;
 use domain::sealed::Keyring;
 use sea_orm::DatabaseConnection;
 
 use super::{Exit, Failure, describe};
-use crate::routes::sources::wire::{SourceIn, SourceOut};
+use crate::routes::sources::wire::SourceOut;
 
 // Parsed once per run: the size of the variants does not matter.
 #[allow(clippy::large_enum_variant)]
@@ -279,7 +279,7 @@ async fn add(
         None => secrets,
     };
     let f = fields;
-    let input = SourceIn {
+    let input = SourceConfig {
         name: name.clone(),
         scheme,
         secrets,
@@ -303,7 +303,7 @@ async fn add(
         pull_page_size: f.pull_page_size,
         cron: f.cron,
     };
-    let new = NewSource::parse(input.into(), outbound).map_err(describe)?;
+    let new = NewSource::parse(input, outbound).map_err(describe)?;
     let created = source::create(db, new, keys)
         .await
         .map_err(|err| match err {

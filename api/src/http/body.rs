@@ -254,15 +254,7 @@ fn has_nul_escape(body: &[u8]) -> bool {
         })
 }
 
-/// For PATCH fields: `null` (`Some(None)`) and absent (`None`, with
-/// `#[serde(default)]`) are different things.
-pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    T::deserialize(d).map(Some)
-}
+pub use domain::field_presence::present;
 
 fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {

@@ -10,7 +10,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use actix_web::{get, patch, post};
-use domain::inbound::source::{self, NewSource, SourcePatch};
+use domain::inbound::source::{self, NewSource, SourceConfig, SourcePatch};
 
 use crate::http::auth::{AdminOnly, Caller, OpsUp};
 use crate::http::body::read_json;
@@ -22,7 +22,7 @@ use crate::routes::Routes;
 
 pub mod wire;
 
-use wire::{SourceIn, SourceOut, SourcePatchIn};
+use wire::SourceOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list_sources)
@@ -87,7 +87,7 @@ async fn get_source(
 #[utoipa::path(
     operation_id = "create_source",
     tag = "sources",
-    request_body = SourceIn,
+    request_body = SourceConfig,
     responses(
         (status = 201, description = "Created", body = SourceOut, headers(("Location" = String), ("ETag" = String))),
         (status = 409, description = "`/problems/conflict`: a source of this name exists (change it with `PATCH`)"),
@@ -101,9 +101,9 @@ async fn create_source(
     req: HttpRequest,
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
-    let input: SourceIn = read_json(&req, body, state.http.body_limits()).await?;
+    let input: SourceConfig = read_json(&req, body, state.http.body_limits()).await?;
     let name = input.name.trim().to_owned();
-    let new = NewSource::parse(input.into(), &state.http.outbound_policy())?;
+    let new = NewSource::parse(input, &state.http.outbound_policy())?;
     let created = source::create(&state.db, new, &state.http.keyring)
         .await
         .map_err(|err| match err {
@@ -132,7 +132,7 @@ async fn create_source(
     operation_id = "patch_source",
     tag = "sources",
     params(("name" = String, Path, description = "The source's name"), IfMatch),
-    request_body = SourcePatchIn,
+    request_body = SourcePatch,
     responses(
         (status = 200, description = "The source after the change", body = SourceOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such source"),
@@ -150,8 +150,7 @@ async fn patch_source(
     body: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
-    let input: SourcePatchIn = read_json(&req, body, state.http.body_limits()).await?;
-    let patch = SourcePatch::from(input);
+    let patch: SourcePatch = read_json(&req, body, state.http.body_limits()).await?;
     let changed = source::update(
         &state.db,
         &name,

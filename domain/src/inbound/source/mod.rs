@@ -91,7 +91,13 @@ impl Source {
 /// and fills in the defaults. Omitted fields take their defaults; `None`
 /// `secrets` (and pull auth value) keep the stored ones: a new source needs
 /// its secrets, and a change ([`SourcePatch::merge`]) keeps them unless given.
-#[derive(Clone, Default)]
+/// The API's request body as it is (`SourceInput` in the OpenAPI document).
+#[derive(Clone, Default, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(
+    as = SourceInput,
+    description = "A source to create. Omitted fields take their defaults."
+)]
 pub struct SourceConfig {
     pub name: String,
     pub scheme: String,
@@ -110,11 +116,14 @@ pub struct SourceConfig {
     pub phone_pointer: Option<String>,
     pub company_pointer: Option<String>,
     pub updated_at_pointer: Option<String>,
+    /// Reconcile: the sender's pull API (`GET {pull_url}?since=…&limit=…`).
     pub pull_url: Option<String>,
+    /// A header sent with every pull (e.g. `authorization`)…
     pub pull_auth_header: Option<String>,
-    /// Write-only, as `secrets`; `None` on an update keeps the stored one.
+    /// …and its value. Write-only.
     pub pull_auth_secret: Option<String>,
     pub pull_page_size: Option<i64>,
+    /// When to reconcile by itself: cron with a seconds field (`0 */5 * * * *`).
     pub cron: Option<String>,
 }
 

@@ -23,29 +23,77 @@ use crate::inbound::signature::Scheme;
 ///   either replaces both;
 /// - `pull_url: None` (cleared) turns reconcile off: its auth header, value
 ///   and schedule go with it.
-#[derive(Clone, Default)]
+///
+/// The API's request body as it is (`SourcePatch` in the OpenAPI document).
+#[derive(Clone, Default, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(
+    as = SourcePatch,
+    description = "What to change in a source; fields left out stay as they are, `null`\nputs one back to its default. A new `scheme` needs new `secrets`, and\nresets `signature_header`, `event_id_*` and `event_type_*` to the new\nscheme's defaults unless given too; giving a header or a pointer for the\nevent id (or type) replaces both; `\"pull_url\": null` turns reconcile off\nwith its auth header, value and `cron`."
+)]
 pub struct SourcePatch {
+    /// A new scheme: only with new `secrets` (`422` naming `secrets` without).
     pub scheme: Option<String>,
+    /// Write-only: replace the stored secrets (absent or `null`: kept).
     pub secrets: Option<Vec<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<i64>)]
     pub tolerance_secs: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub signature_header: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub event_id_header: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub event_id_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub event_type_header: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub event_type_pointer: Option<Option<String>>,
-    /// `Some(None)`: every event type is processed.
+    /// The full new list; `null` or `[]`: every event type.
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<Vec<String>>)]
     pub allowed_event_types: Option<Option<Vec<String>>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub record_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub source_ref_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub email_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub name_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub phone_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub company_pointer: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub updated_at_pointer: Option<Option<String>>,
+    /// `null` turns reconcile off (with `pull_auth_header`, its value and `cron`).
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub pull_url: Option<Option<String>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub pull_auth_header: Option<Option<String>>,
+    /// Write-only: replace the stored value (absent or `null`: kept, unless
+    /// `pull_url` moves to another origin: then it is required again).
     pub pull_auth_secret: Option<String>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<i64>)]
     pub pull_page_size: Option<Option<i64>>,
+    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[schema(value_type = Option<String>)]
     pub cron: Option<Option<String>>,
 }
 
