@@ -7,9 +7,9 @@ use sea_orm::{
 use serde::Serialize;
 
 use crate::clock;
+use crate::crypto::generate_standard_secret;
 use crate::entities::subscription::{self, Column, Entity};
 use crate::error::Error;
-use crate::inbound::signature::generate_standard_secret;
 use crate::net_guard::OutboundPolicy;
 use crate::outbound::outbox;
 use crate::precondition::IfMatch;

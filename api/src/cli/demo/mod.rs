@@ -514,7 +514,7 @@ async fn add_feed(
     if args.sources > 1 {
         source.push_str(&format!("-{}", index + 1));
     }
-    let secret = standard_webhooks::generate_standard_secret();
+    let secret = domain::crypto::generate_standard_secret();
     let saved = client
         .post(format!("{base}/api/sources"))
         .bearer_auth(admin)

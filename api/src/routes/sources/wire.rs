@@ -92,6 +92,7 @@ impl From<source::Model> for SourceOut {
 mod tests {
     use super::*;
     use crate::routes::wire_check::assert_documented;
+    use domain::inbound::source::{SourceConfig, SourcePatch};
 
     const SECRET: &str = "sealed-webhook-secret-value";
     const PULL_SECRET: &str = "Bearer sealed-pull-secret-value";
@@ -140,7 +141,7 @@ mod tests {
 
     #[test]
     fn debug_of_an_input_hides_its_secrets() {
-        let input: SourceIn = serde_json::from_value(serde_json::json!({
+        let input: SourceConfig = serde_json::from_value(serde_json::json!({
             "name": "partner", "scheme": "github", "secrets": [SECRET],
             "pull_auth_secret": PULL_SECRET,
         }))
@@ -148,16 +149,12 @@ mod tests {
         let debug = format!("{input:?}");
         assert!(!debug.contains(SECRET), "{debug}");
         assert!(!debug.contains("sealed-pull-secret-value"), "{debug}");
-        let patch: SourcePatchIn = serde_json::from_value(serde_json::json!({
+        let patch: SourcePatch = serde_json::from_value(serde_json::json!({
             "secrets": [SECRET], "pull_auth_secret": PULL_SECRET,
         }))
         .unwrap();
-        for debug in [
-            format!("{patch:?}"),
-            format!("{:?}", SourcePatch::from(patch)),
-        ] {
-            assert!(!debug.contains(SECRET), "{debug}");
-            assert!(!debug.contains("sealed-pull-secret-value"), "{debug}");
-        }
+        let debug = format!("{patch:?}");
+        assert!(!debug.contains(SECRET), "{debug}");
+        assert!(!debug.contains("sealed-pull-secret-value"), "{debug}");
     }
 }

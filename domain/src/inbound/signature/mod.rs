@@ -11,7 +11,7 @@ pub mod hmac_header;
 pub mod standard_webhooks;
 pub mod stripe;
 
-pub use standard_webhooks::generate_standard_secret;
+pub use crate::crypto::generate_standard_secret;
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -5,7 +5,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use ed25519_dalek::{Signature, VerifyingKey};
 use hmac::Mac;
-use rand::RngCore;
 
 use super::{
     BASE64_STANDARD_ANY_PAD, MAC_LEN, MAX_SIGNATURES, SchemeConfig, SignatureError, Verified,
@@ -17,15 +16,12 @@ pub const ID_HEADER: &str = "webhook-id";
 pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
 pub const SIGNATURE_HEADER: &str = "webhook-signature";
 
-const SECRET_PREFIX: &str = "whsec_";
+const SECRET_PREFIX: &str = crate::crypto::STANDARD_SECRET_PREFIX;
 pub(super) const PUBLIC_KEY_PREFIX: &str = "whpk_";
 pub(super) const SIGNING_KEY_PREFIX: &str = "whsk_";
 
 /// Shortest decoded `whsec_` key accepted when saving a source.
 const MIN_SECRET_BYTES: usize = super::MIN_HMAC_SECRET_BYTES;
-
-/// Length of the random key in [`generate_standard_secret`]; the spec asks for 24–64 bytes.
-const GENERATED_SECRET_BYTES: usize = 24;
 
 // Kept separate so a public key can never be used as an HMAC key: it is not secret, and
 // accepting it for `v1` would let anyone forge signatures.
@@ -201,18 +197,12 @@ pub fn sign_all<S: AsRef<str>>(
     Ok(signatures.join(" "))
 }
 
-/// New `whsec_` secret: base64 of 24 bytes from the thread-local CSPRNG.
-pub fn generate_standard_secret() -> String {
-    let mut key = [0u8; GENERATED_SECRET_BYTES];
-    rand::rng().fill_bytes(&mut key);
-    format!("{SECRET_PREFIX}{}", STANDARD.encode(key))
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::super::{HeaderLookup, Scheme, verify as verify_any};
     use super::*;
+    use crate::crypto::{GENERATED_SECRET_BYTES, generate_standard_secret};
     use ed25519_dalek::{Signer, SigningKey};
     use hmac::{Hmac, KeyInit};
     use sha2::Sha256;
