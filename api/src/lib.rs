@@ -16,3 +16,4 @@ pub mod routes;
 pub mod startup;
 pub mod storage;
 pub mod telemetry;
+pub mod wire;

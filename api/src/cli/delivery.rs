@@ -7,7 +7,7 @@ use domain::page::IdWindow;
 use sea_orm::DatabaseConnection;
 
 use super::output::OutputArgs;
-use crate::routes::ops::deliveries::wire::OutboxDeliveryOut;
+use crate::wire::deliveries::OutboxDeliveryOut;
 
 #[derive(Debug, Subcommand)]
 pub enum DeliveryCommand {

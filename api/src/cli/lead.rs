@@ -20,7 +20,7 @@ use sea_orm::DatabaseConnection;
 
 use super::output::{self, OutputArgs};
 use super::{describe, describe_missing};
-use crate::routes::leads::wire::ErasureRecordOut;
+use crate::wire::leads::ErasureRecordOut;
 
 #[derive(Debug, Subcommand)]
 pub enum LeadCommand {

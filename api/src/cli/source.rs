@@ -14,7 +14,7 @@ use domain::sealed::Keyring;
 use sea_orm::DatabaseConnection;
 
 use super::{Exit, Failure, describe};
-use crate::routes::sources::wire::SourceOut;
+use crate::wire::sources::SourceOut;
 
 // Parsed once per run: the size of the variants does not matter.
 #[allow(clippy::large_enum_variant)]

@@ -14,7 +14,7 @@ use serde::Serialize;
 use utoipa::openapi::{ObjectBuilder, RefOr, Schema, Type};
 use utoipa::{PartialSchema, ToSchema};
 
-use crate::routes::leads::wire::LeadConversionOut;
+use crate::wire::leads::LeadConversionOut;
 
 pub const PROBLEM_JSON: &str = "application/problem+json";
 

@@ -14,10 +14,10 @@ use futures::future::LocalBoxFuture;
 use sea_orm::DatabaseTransaction;
 use serde::Serialize;
 
-pub use crate::http::about::About;
-pub(crate) use crate::http::about::about_nobody;
 use crate::http::error::{ApiError, PROBLEM_JSON};
 use crate::http::state::AppState;
+use crate::wire::about::About;
+use crate::wire::versioned::Versioned;
 
 pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
 pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
@@ -112,23 +112,6 @@ impl Reply {
 pub fn etag(version: i64) -> String {
     format!("\"{version}\"")
 }
-
-/// A record whose `version` is its `ETag` and the `If-Match` it accepts.
-pub trait Versioned {
-    fn version(&self) -> i64;
-}
-
-/// `Versioned` for types with a `version` field.
-macro_rules! versioned {
-    ($($model:ty),*) => {$(
-        impl $crate::http::idempotency::Versioned for $model {
-            fn version(&self) -> i64 {
-                self.version
-            }
-        }
-    )*};
-}
-pub(crate) use versioned;
 
 /// `200` with a versioned record and its `ETag`, for a read.
 pub fn ok_tagged(body: &(impl Serialize + Versioned)) -> HttpResponse {

@@ -5,7 +5,6 @@
 //! headers and the watch that keeps a kept-alive connection's next request
 //! in time.
 
-pub mod about;
 pub mod admission;
 pub mod allow;
 pub mod auth;

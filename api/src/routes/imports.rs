@@ -3,7 +3,7 @@
 //! in the background exactly as `leadpipe import` does; the client polls
 //! `GET /api/imports/{id}` and downloads `GET /api/imports/{id}/report.csv`.
 
-mod wire;
+use crate::wire::imports as wire;
 
 use crate::http::body::{BodyPace, PacedBody};
 use crate::http::path_id::PathId;

@@ -19,11 +19,11 @@ use crate::http::list::WindowParams;
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::routes::Routes;
-use crate::routes::leads::wire::{ActivityOut, ErasureRecordOut, LeadConversionOut};
 use crate::routes::leads::{Filter, LeadOut};
-use crate::routes::ops::deliveries::wire::{OutboxDeliveryOut, OutboxEventOut};
 use crate::routes::ops::inbox::InboxEventOut;
-use crate::routes::ops::reconcile::wire::ReconcileRejectedOut;
+use crate::wire::deliveries::{OutboxDeliveryOut, OutboxEventOut};
+use crate::wire::leads::{ActivityOut, ErasureRecordOut, LeadConversionOut};
+use crate::wire::reconcile::ReconcileRejectedOut;
 
 /// Registered before `leads::configure`: the literal `/api/leads/export`
 /// must win over `/api/leads/{id}`.

@@ -1,6 +1,6 @@
 //! `/api/leads`: intake upsert, the sales API (status, owner, notes) and reads.
 
-pub mod wire;
+use crate::wire::leads as wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,13 +23,16 @@ use utoipa::{IntoParams, ToSchema};
 use crate::http::auth::{Caller, LeadWriters, SalesUp};
 use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, About, KeyRule, Reply, Versioned, about_nobody, ok_tagged};
+use crate::http::idempotency::{self, KeyRule, Reply, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams, listed};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use crate::wire::about::About;
+use crate::wire::about::about_nobody;
+use crate::wire::versioned::Versioned;
 use wire::ActivityOut;
 pub use wire::LeadOut;
 

@@ -26,8 +26,6 @@ pub mod sources;
 pub mod subscriptions;
 pub mod subscriptions_manage;
 pub mod webhooks;
-#[cfg(test)]
-mod wire_check;
 
 /// Where a module registers its handlers: actix's `ServiceConfig`, also
 /// collecting each handler's OpenAPI operation and the schemas it names.

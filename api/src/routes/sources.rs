@@ -20,7 +20,7 @@ use crate::http::params::IfMatch;
 use crate::http::state::AppState;
 use crate::routes::Routes;
 
-pub mod wire;
+use crate::wire::sources as wire;
 
 use wire::SourceOut;
 

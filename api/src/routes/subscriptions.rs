@@ -44,7 +44,7 @@ struct CreatedOut {
     secret: String,
 }
 
-crate::http::idempotency::about_nobody!(CreatedOut, SubscriptionView);
+crate::wire::about::about_nobody!(CreatedOut, SubscriptionView);
 
 /// Subscribe a downstream system to our events.
 ///

@@ -10,12 +10,13 @@ use utoipa::ToSchema;
 
 use crate::http::auth::{AdminOnly, Caller};
 use crate::http::error::ApiError;
-use crate::http::idempotency::{KeyRule, Reply, Versioned};
+use crate::http::idempotency::{KeyRule, Reply};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use crate::wire::versioned::Versioned;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(patch);
@@ -101,7 +102,7 @@ struct RotatedOut {
     previous_secret_valid_until: chrono::DateTime<chrono::Utc>,
 }
 
-crate::http::idempotency::about_nobody!(RotatedOut);
+crate::wire::about::about_nobody!(RotatedOut);
 
 /// Rotate a subscription's signing secret.
 ///

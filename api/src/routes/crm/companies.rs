@@ -14,13 +14,14 @@ use super::{MatchOutcome, matched};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::body::present;
 use crate::http::error::ApiError;
-use crate::http::idempotency::{KeyRule, Reply, Versioned, ok_tagged};
+use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use crate::wire::versioned::Versioned;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create)
@@ -49,7 +50,7 @@ impl From<domain::entities::company::Model> for CompanyOut {
     }
 }
 
-crate::http::idempotency::about_nobody!(CompanyOut);
+crate::wire::about::about_nobody!(CompanyOut);
 
 impl Versioned for CompanyOut {
     fn version(&self) -> i64 {

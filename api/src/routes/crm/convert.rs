@@ -12,14 +12,16 @@ use super::deals::DealIn;
 use super::wire::{Company, Contact, DealOut};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
-use crate::http::idempotency::{About, KeyRule, Reply, Versioned};
+use crate::http::idempotency::{KeyRule, Reply};
 use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
 use crate::routes::leads::LeadOut;
-use crate::routes::leads::wire::LeadConversionOut;
+use crate::wire::about::About;
+use crate::wire::leads::LeadConversionOut;
+use crate::wire::versioned::Versioned;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(convert).service(get_conversion);

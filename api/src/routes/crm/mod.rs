@@ -12,16 +12,18 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
-use crate::http::idempotency::{About, Reply, Versioned};
+use crate::http::idempotency::Reply;
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 use crate::routes::Routes;
+use crate::wire::about::About;
+use crate::wire::versioned::Versioned;
 
 mod companies;
 mod contacts;
 mod convert;
 mod deals;
-mod wire;
+use crate::wire::crm as wire;
 
 pub use wire::Contact;
 

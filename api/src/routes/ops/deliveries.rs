@@ -1,6 +1,6 @@
 //! `/api/ops/deliveries`: watching and repairing outgoing webhooks.
 
-pub mod wire;
+use crate::wire::deliveries as wire;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
@@ -21,7 +21,7 @@ use crate::routes::Routes;
 use wire::OutboxDeliveryOut;
 
 // Counts only.
-crate::http::idempotency::about_nobody!(delivery::RetryReport);
+crate::wire::about::about_nobody!(delivery::RetryReport);
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list).service(retry_many).service(retry_one);

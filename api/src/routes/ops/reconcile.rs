@@ -2,7 +2,7 @@
 //! reconcile run and watch it (ops and admin). The run executes in the
 //! background; its row shows the counts page by page.
 
-pub mod wire;
+use crate::wire::reconcile as wire;
 
 use actix_web::{get, post};
 use std::cell::RefCell;
@@ -24,7 +24,7 @@ use crate::http::state::AppState;
 use crate::routes::Routes;
 
 // A run's counts and cursor: no record of the run is about a person.
-crate::http::idempotency::about_nobody!(wire::ReconcileRunOut);
+crate::wire::about::about_nobody!(wire::ReconcileRunOut);
 pub use wire::ReconcileRunOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {

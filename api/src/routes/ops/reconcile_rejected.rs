@@ -13,7 +13,7 @@ use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::state::AppState;
 use crate::routes::Routes;
-use crate::routes::ops::reconcile::wire::ReconcileRejectedOut;
+use crate::wire::reconcile::ReconcileRejectedOut;
 
 /// Registered before `/api/ops/reconcile/{source}`, which would take the
 /// path otherwise.

@@ -12,8 +12,8 @@ use crate::http::error::ApiError;
 use crate::http::state::AppState;
 use crate::routes::Routes;
 use crate::routes::leads::LeadOut;
-use crate::routes::leads::wire::ActivityOut;
-use crate::routes::ops::deliveries::wire::{OutboxDeliveryOut, OutboxEventOut};
+use crate::wire::deliveries::{OutboxDeliveryOut, OutboxEventOut};
+use crate::wire::leads::ActivityOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(trace);

@@ -14,7 +14,7 @@ pub trait About {
 /// `About` for bodies that hold nothing about a person.
 macro_rules! about_nobody {
     ($($body:ty),* $(,)?) => {$(
-        impl $crate::http::about::About for $body {
+        impl $crate::wire::about::About for $body {
             fn subjects(&self) -> Vec<domain::idempotency::Subject> {
                 Vec::new()
             }

@@ -95,7 +95,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::routes::wire_check::assert_documented;
+    use crate::wire::check::assert_documented;
 
     #[test]
     fn outbox_events_and_deliveries_show_their_documented_fields() {

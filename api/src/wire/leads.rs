@@ -8,7 +8,7 @@ use domain::outbound::events::LeadSnapshot;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::about::About;
+use crate::wire::about::About;
 
 /// A lead as the API shows it: the same shape a `lead.created` event carries
 /// (one definition, so the two cannot drift). In the OpenAPI document it
@@ -170,7 +170,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::routes::wire_check::assert_documented;
+    use crate::wire::check::assert_documented;
 
     #[test]
     fn a_lead_shows_its_documented_fields_and_no_internal_column() {

@@ -9,7 +9,7 @@ use domain::entities::source;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::idempotency::Versioned;
+use crate::wire::versioned::Versioned;
 
 /// A source's configuration as the API and CLI show it: everything but the
 /// secrets, of which only the count is shown.
@@ -91,7 +91,7 @@ impl From<source::Model> for SourceOut {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use crate::routes::wire_check::assert_documented;
+    use crate::wire::check::assert_documented;
     use domain::inbound::source::{SourceConfig, SourcePatch};
 
     const SECRET: &str = "sealed-webhook-secret-value";

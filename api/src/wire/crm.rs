@@ -11,7 +11,7 @@ use domain::idempotency::Subject;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::about::About;
+use crate::wire::about::About;
 
 #[derive(Debug, Clone, Serialize, ToSchema)]
 pub struct Company {
@@ -131,8 +131,8 @@ impl From<crm_activity::Model> for CrmActivity {
     }
 }
 
-crate::http::idempotency::versioned!(Company, Contact, DealOut);
-crate::http::about::about_nobody!(Company);
+crate::wire::versioned::versioned!(Company, Contact, DealOut);
+crate::wire::about::about_nobody!(Company);
 
 impl About for Contact {
     fn subjects(&self) -> Vec<Subject> {
@@ -156,7 +156,7 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
-    use crate::routes::wire_check::assert_documented;
+    use crate::wire::check::assert_documented;
 
     // Every column set, internal ones included: only the documented keys go out.
     #[test]

@@ -118,7 +118,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::routes::wire_check::assert_documented;
+    use crate::wire::check::assert_documented;
 
     #[test]
     fn a_run_shows_its_documented_fields_and_not_its_tick() {
