@@ -40,6 +40,9 @@ impl DbSettings {
     }
 }
 
+/// `LEADPIPE_METRICS_REFRESH_SECS` unless set.
+pub const DEFAULT_METRICS_REFRESH_SECS: f64 = 5.0;
+
 #[derive(Debug, Clone, Args)]
 pub struct HttpSettings {
     /// Address the HTTP server listens on.
@@ -123,7 +126,7 @@ pub struct HttpSettings {
     /// How often the gauges read from the database (backlogs, ages) are
     /// refreshed in the background, in seconds; a scrape serves the last
     /// values and never queries the database.
-    #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = crate::http::metrics::DEFAULT_REFRESH_SECS)]
+    #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = DEFAULT_METRICS_REFRESH_SECS)]
     pub metrics_refresh_secs: f64,
     /// Failed authentications one client address may make per minute — bad
     /// bearer tokens and webhook deliveries whose signature does not verify
@@ -197,30 +200,6 @@ impl HttpSettings {
         std::time::Duration::try_from_secs_f64(self.read_max_lag_secs)
             .unwrap_or_default()
             .max(std::time::Duration::from_millis(100))
-    }
-
-    /// How fast a request body must arrive (a timeout of at least 100 ms).
-    pub fn body_pace(&self) -> crate::http::body::BodyPace {
-        crate::http::body::BodyPace {
-            grace: std::time::Duration::try_from_secs_f64(
-                self.body_timeout_secs.clamp(0.1, 86_400.0),
-            )
-            .unwrap_or(std::time::Duration::from_secs(20)),
-            min_bytes_per_sec: self.body_min_rate.max(1),
-        }
-    }
-
-    /// The limits on a request body: `max_body_bytes` at `body_pace`.
-    pub fn body_limits(&self) -> crate::http::body::BodyLimits {
-        crate::http::body::BodyLimits {
-            max_bytes: self.max_body_bytes,
-            pace: self.body_pace(),
-        }
-    }
-
-    /// The background gauge refresh period (at least 100 ms).
-    pub fn metrics_refresh(&self) -> std::time::Duration {
-        crate::http::metrics::refresh_period(self.metrics_refresh_secs)
     }
 
     pub fn outbound_policy(&self) -> domain::net_guard::OutboundPolicy {

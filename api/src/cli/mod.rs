@@ -67,7 +67,7 @@ pub enum Command {
         #[arg(long, env = "LEADPIPE_METRICS_BIND")]
         metrics_bind: Option<String>,
         /// How often the gauges read from the database are refreshed, in seconds.
-        #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = crate::http::metrics::DEFAULT_REFRESH_SECS)]
+        #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = crate::config::DEFAULT_METRICS_REFRESH_SECS)]
         metrics_refresh_secs: f64,
         #[command(flatten)]
         workers: WorkerArgs,

@@ -263,6 +263,28 @@ fn strip_position(message: &str) -> String {
     }
 }
 
+/// The server's body limits, from its settings.
+impl crate::config::HttpSettings {
+    /// How fast a request body must arrive (a timeout of at least 100 ms).
+    pub fn body_pace(&self) -> BodyPace {
+        BodyPace {
+            grace: std::time::Duration::try_from_secs_f64(
+                self.body_timeout_secs.clamp(0.1, 86_400.0),
+            )
+            .unwrap_or(std::time::Duration::from_secs(20)),
+            min_bytes_per_sec: self.body_min_rate.max(1),
+        }
+    }
+
+    /// The limits on a request body: `max_body_bytes` at `body_pace`.
+    pub fn body_limits(&self) -> BodyLimits {
+        BodyLimits {
+            max_bytes: self.max_body_bytes,
+            pace: self.body_pace(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

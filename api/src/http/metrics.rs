@@ -121,8 +121,12 @@ fn describe() {
     );
 }
 
-/// `LEADPIPE_METRICS_REFRESH_SECS` unless set.
-pub const DEFAULT_REFRESH_SECS: f64 = 5.0;
+impl crate::config::HttpSettings {
+    /// The background gauge refresh period (at least 100 ms).
+    pub fn metrics_refresh(&self) -> std::time::Duration {
+        refresh_period(self.metrics_refresh_secs)
+    }
+}
 
 /// The background gauge refresh period from seconds (at least 100 ms).
 pub fn refresh_period(secs: f64) -> Duration {
