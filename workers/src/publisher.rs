@@ -247,7 +247,7 @@ impl Publisher {
 
     /// Claims whenever the queue has room for a whole claim, until stopped;
     /// when less than a claim was due, waits for a settlement (a lead's
-    /// next event may then be due), a new event, or `idle`.
+    /// next event may then be due), a written outbox event, or `idle`.
     async fn claim_loop(
         self,
         ahead: mpsc::Sender<Claimed>,
@@ -256,6 +256,8 @@ impl Publisher {
         mut stop: watch::Receiver<bool>,
     ) {
         let batch = self.claim_size();
+        // Outbox events written anywhere (`crate::wake`).
+        let mut written = crate::wake::outbox_work(&self.db);
         while !*stop.borrow_and_update() {
             let room = tokio::select! {
                 room = ahead.reserve_many(batch) => match room {
@@ -264,6 +266,8 @@ impl Publisher {
                 },
                 changed = stop.changed() => if changed.is_err() { break } else { continue },
             };
+            // Seen before the claim: a write during it means another.
+            written.borrow_and_update();
             let started = std::time::Instant::now();
             let (more, claimed) = match self.feed(batch).await {
                 Ok(fed) => fed,
@@ -285,6 +289,7 @@ impl Publisher {
             }
             tokio::select! {
                 () = settled.notified() => {}
+                changed = written.changed() => if changed.is_err() { tokio::time::sleep(idle).await },
                 () = tokio::time::sleep(idle) => {}
                 changed = stop.changed() => if changed.is_err() { break },
             }
