@@ -497,6 +497,40 @@ impl Publisher {
     }
 }
 
+/// The publisher's apalis task. Its pipeline keeps claims queued ahead of
+/// the requests and settles attempts in batches across claims, so it is one
+/// task that runs until stop (and on stop claims nothing more, hands back
+/// what it did not send and waits for what is in flight), not a task per
+/// claim.
+#[derive(Debug, Clone, Copy)]
+pub struct PublisherRun;
+
+/// What the publisher's task needs.
+pub(crate) struct PublisherTask {
+    pub publisher: Publisher,
+    pub idle: Duration,
+    pub stop: watch::Receiver<bool>,
+}
+
+/// The apalis task function of the publisher: [`Publisher::run`] until stop.
+///
+/// Boxed: the task runs on a tokio task of its own, and rustc proves its
+/// future `Send` only here, where the lifetimes are concrete.
+pub(crate) fn run_task(
+    _: PublisherRun,
+    task: apalis::prelude::Data<Arc<PublisherTask>>,
+) -> futures::future::BoxFuture<'static, Result<usize, apalis::prelude::BoxDynError>> {
+    let task = (*task).clone();
+    Box::pin(async move {
+        task.publisher
+            .clone()
+            .run(task.idle, task.stop.clone())
+            .await;
+        // Not a pass that found work: the task metric counts no run.
+        Ok(0)
+    })
+}
+
 /// The metric and log line of one settled attempt.
 fn report(claim: &Claimed, result: &AttemptResult, settlement: &Settlement) {
     let label = match settlement {

@@ -13,10 +13,13 @@ use futures::FutureExt;
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 
+use crate::housekeeping::{HousekeepingPass, Retention, RetentionPass};
 use crate::inbox_job::{InboxPass, InboxProcessor};
 use crate::lead_processor::{BacklogPass, LeadProcessor};
+use crate::publisher::{PublisherRun, PublisherTask};
+use crate::reconcile::scheduler::{SchedulePass, Scheduler};
 use crate::settings::WorkerSettings;
-use crate::shutdown::{stopped, until_stopped};
+use crate::shutdown::stopped;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -67,29 +70,10 @@ pub async fn run(
         let _ = stop_tx.send(true);
     });
 
-    // The loops whose state lives wholly in their tables: outbox publishing,
-    // housekeeping, reconcile. Stopped with the rest.
     let publisher = crate::publisher::Publisher::new(db.clone(), settings.publisher.clone())
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
     let reconciler = crate::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
-    let loops = [
-        tokio::spawn(publisher.run(settings.poll_interval, stop.clone())),
-        tokio::spawn(until_stopped(
-            crate::housekeeping::run(
-                db.clone(),
-                settings.housekeeping_interval,
-                settings.retention,
-            ),
-            stop.clone(),
-        )),
-        // Interrupts its own runs on stop, so not wrapped in `until_stopped`.
-        tokio::spawn(crate::reconcile::scheduler::run(
-            Arc::new(reconciler),
-            stop.clone(),
-        )),
-    ];
-
     let base = worker_base_name();
     let processor = Arc::new(InboxProcessor::new(
         db.clone(),
@@ -152,13 +136,119 @@ pub async fn run(
             },
         ))
     };
-    for worker in [inbox_drain, lead_drain] {
+    let publisher = {
+        let task = Arc::new(PublisherTask {
+            publisher,
+            idle: settings.poll_interval,
+            stop: stop.clone(),
+        });
+        let stop = stop.clone();
+        tokio::spawn(supervise(
+            base.clone(),
+            "publisher",
+            stop.clone(),
+            move |name| {
+                // One task, which runs until stop: handed out again only
+                // should it end early.
+                drain_worker!(
+                    name,
+                    "publisher",
+                    PublisherRun,
+                    None,
+                    Duration::from_secs(1),
+                    1,
+                    task.clone(),
+                    crate::publisher::run_task,
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    let housekeeping = {
+        let (db, settings, stop) = (db.clone(), settings.clone(), stop.clone());
+        tokio::spawn(supervise(
+            base.clone(),
+            "housekeeping",
+            stop.clone(),
+            move |name| {
+                drain_worker!(
+                    name,
+                    "housekeeping",
+                    HousekeepingPass,
+                    None,
+                    crate::housekeeping::housekeeping_tick(settings.housekeeping_interval),
+                    1,
+                    db.clone(),
+                    crate::housekeeping::run_housekeeping,
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    let retention = {
+        let retention = Arc::new(Retention {
+            db: db.clone(),
+            rules: settings.retention.rules,
+        });
+        let (every, stop) = (settings.retention.interval, stop.clone());
+        tokio::spawn(supervise(
+            base.clone(),
+            "retention",
+            stop.clone(),
+            move |name| {
+                drain_worker!(
+                    name,
+                    "retention",
+                    RetentionPass,
+                    None,
+                    every,
+                    1,
+                    retention.clone(),
+                    crate::housekeeping::run_retention,
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    let scheduler = Arc::new(Scheduler::new(Arc::new(reconciler), stop.clone()));
+    let reconcile_scheduler = {
+        let (scheduler, every, stop) = (
+            scheduler.clone(),
+            settings.reconcile.scheduler_interval,
+            stop.clone(),
+        );
+        tokio::spawn(supervise(
+            base.clone(),
+            "reconcile-scheduler",
+            stop.clone(),
+            move |name| {
+                drain_worker!(
+                    name,
+                    "reconcile_scheduler",
+                    SchedulePass,
+                    None,
+                    every,
+                    1,
+                    scheduler.clone(),
+                    crate::reconcile::scheduler::run_pass,
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    for worker in [
+        inbox_drain,
+        lead_drain,
+        publisher,
+        housekeeping,
+        retention,
+        reconcile_scheduler,
+    ] {
         let _ = worker.await;
     }
+    // The runs it started end at stop (interrupted).
+    scheduler.finish().await;
     if let Some(task) = listener {
-        let _ = task.await;
-    }
-    for task in loops {
         let _ = task.await;
     }
     tracing::info!(worker = %base, "inbox worker stopped");
