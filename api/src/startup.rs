@@ -45,11 +45,6 @@ impl Application {
         }
         let http_workers = settings.http_workers;
         let group_commit = GroupCommitPlan::new(&settings, db.get_database_backend());
-        let jobs = workers::InboxQueue::for_connection(&db).map_err(std::io::Error::other)?;
-        // Workers in other processes learn of stored events by NOTIFY.
-        if db.get_database_backend() == sea_orm::DatabaseBackend::Postgres {
-            tokio::spawn(workers::wake::announce(db.clone()));
-        }
         let admission =
             crate::http::admission::Admission::start(db.clone(), settings.inbox_backlog_limit);
         // Runs started over HTTP open secrets with the server's own keys.
@@ -109,7 +104,6 @@ impl Application {
             db,
             idempotency: settings.idempotency_policy(),
             http: Arc::new(settings),
-            jobs,
         });
         let allowed = Arc::new(AllowedMethods::from_paths(
             &routes::registered_with(metrics_public).0,

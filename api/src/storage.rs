@@ -84,16 +84,7 @@ fn restrict_sqlite_files(url: &str) -> anyhow::Result<()> {
             Err(e) => anyhow::bail!("creating {}: {e}", path.display()),
         }
     }
-    // The job tables' file too (workers::storage), with its companions.
-    for suffix in [
-        "",
-        "-wal",
-        "-shm",
-        "-journal",
-        "-jobs",
-        "-jobs-wal",
-        "-jobs-shm",
-    ] {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
         let mut file = path.clone().into_os_string();
         file.push(suffix);
         let file = std::path::PathBuf::from(file);
@@ -112,8 +103,8 @@ fn restrict_sqlite_files(_url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Applies every pending migration, and creates or upgrades the job tables
-/// (apalis) on the same one-connection pool, holding the migration lock.
+/// Applies every pending migration on a one-connection pool, holding the
+/// migration lock.
 pub async fn migrate(url: &str) -> anyhow::Result<()> {
     // SQLite's lock is taken before the first connection: that connection
     // switches a fresh file to WAL, which needs the file to itself and fails
@@ -126,7 +117,6 @@ pub async fn migrate(url: &str) -> anyhow::Result<()> {
             .await?;
     }
     let applied = async {
-        workers::storage::setup(&db).await?;
         Migrator::up(&db, None).await?;
         anyhow::Ok(())
     }
@@ -229,10 +219,17 @@ async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<DatabaseCo
     Ok(match Backend::of(url)? {
         Backend::Sqlite => {
             restrict_sqlite_files(url)?;
+            let options = sqlite_options(url)?;
+            let file = options.get_filename().to_owned();
             let pool = pool_options(SqlitePoolOptions::new())
                 .max_connections(max_connections)
                 .acquire_timeout(acquire)
-                .connect_with(sqlite_options(url)?)
+                // A commit that stored work wakes this process's workers.
+                .after_connect(move |conn, _| {
+                    let file = file.clone();
+                    Box::pin(async move { workers::wake::signal_sqlite_commits(conn, &file).await })
+                })
+                .connect_with(options)
                 .await?;
             // Companion files that existed before with a wider mode.
             restrict_sqlite_files(url)?;

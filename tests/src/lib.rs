@@ -138,7 +138,7 @@ impl TestApp {
         }
     }
 
-    /// The app with the real worker runtime (apalis + sweeper) running
+    /// The app with the real worker runtime (its apalis workers) running
     /// in-process, with test-fast settings.
     pub async fn spawn_with_workers(backend: Backend) -> Self {
         let mut app = Self::spawn(backend).await;

@@ -47,13 +47,11 @@ impl RunningWorkers {
     }
 }
 
-/// Test settings under which only a wake-up finds new work in time: poll,
-/// sweep and the sweep's grace are minutes.
+/// Test settings under which only a wake-up finds new work in time: the
+/// poll is minutes.
 pub fn woken_only_settings() -> WorkerSettings {
     let mut settings = WorkerSettings::for_tests();
     settings.poll_interval = Duration::from_secs(600);
-    settings.sweep_interval = Duration::from_secs(600);
-    settings.sweep.grace = Duration::from_secs(600);
     settings
 }
 
@@ -321,11 +319,6 @@ impl TestApp {
 
     /// Processes events synchronously, one attempt per call, as the job does.
     pub fn processor(&self, settings: WorkerSettings) -> InboxProcessor {
-        InboxProcessor::new(
-            self.db.clone(),
-            workers::InboxQueue::for_connection(&self.db).unwrap(),
-            settings,
-            "test-processor".into(),
-        )
+        InboxProcessor::new(self.db.clone(), settings, "test-processor".into())
     }
 }

@@ -38,8 +38,6 @@ on_both_backends!(
     an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_receipt,
     a_batch_writes_no_event_whose_claim_another_worker_took_over,
     a_skipped_event_taken_over_mid_batch_is_left_to_its_taker,
-    a_sweep_waits_for_the_write_turn_on_sqlite,
-    a_write_to_the_job_tables_holds_up_no_request,
     a_stopping_worker_finishes_the_pass_it_started,
 );
 
@@ -532,7 +530,7 @@ async fn a_refused_delivery_keeps_the_senders_connection(backend: Backend) {
 async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
     let mut app = TestApp::spawn(backend).await;
     let key = app.standard_source("webform").await;
-    // No poll, sweep or retry would find the work in time.
+    // No poll or retry would find the work in time.
     app.start_workers(woken_only_settings());
     // The workers' first pass (at start) has found nothing.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -547,8 +545,9 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
     .await;
 
     if backend == Backend::Postgres {
-        // Stored by another process (no in-process signal), announced by
-        // NOTIFY: the listener wakes the workers.
+        // Stored by another process (no in-process signal, no call to
+        // announce it): its commit notified, and the listener wakes the
+        // workers.
         let source = domain::inbound::source::find(
             &app.db,
             "webform",
@@ -572,10 +571,6 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
         )
         .await
         .unwrap();
-        other
-            .execute_unprepared(&format!("NOTIFY {}", workers::wake::CHANNEL))
-            .await
-            .unwrap();
         wait_until(
             "the notified event was processed",
             Duration::from_secs(5),
@@ -583,93 +578,6 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
         )
         .await;
     }
-    app.stop_workers().await;
-}
-
-/// On SQLite the sweeper marks stranded events in this process's write
-/// turn, as every other writer does, instead of sleeping in SQLite's busy
-/// handler behind them: while another writer holds the turn, the sweep
-/// waits. PostgreSQL has no turn.
-async fn a_sweep_waits_for_the_write_turn_on_sqlite(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
-    let key = app.standard_source("webform").await;
-    let body = lead_event("form-swept", "swept@example.com", "2026-11-30T10:00:00Z");
-    let id = ack_id(app.post_standard("webform", &key, "msg_swept", &body).await).await;
-    let before = app.inbox_event(id).await.enqueued_at;
-    // No grace: every waiting event is stranded at once.
-    let rules = domain::inbound::inbox::sweep::SweepRules {
-        grace: Duration::ZERO,
-        lease: Duration::from_secs(60),
-        batch: 10,
-    };
-    let queue = workers::InboxQueue::for_connection(&app.db).unwrap();
-    let turn = domain::db::write_turn(&app.db).await;
-    let sweep = {
-        let db = app.db.clone();
-        tokio::spawn(async move { workers::sweeper::sweep_once(&db, &queue, &rules).await })
-    };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let marked_meanwhile = app.inbox_event(id).await.enqueued_at;
-    drop(turn);
-    assert_eq!(sweep.await.unwrap().unwrap(), 1);
-    if backend == Backend::Sqlite {
-        assert_eq!(
-            marked_meanwhile, before,
-            "the sweep wrote in another's turn"
-        );
-    }
-    assert_ne!(app.inbox_event(id).await.enqueued_at, before);
-}
-
-/// apalis writes its job rows on its own schedule (each fetch is an
-/// `UPDATE`, each heartbeat too), outside the process's write turn. While
-/// such a write holds its lock, a webhook is still acknowledged and
-/// processed and an intake still commits: on SQLite the job tables have a
-/// file of their own, whose lock is not the database's; on PostgreSQL a
-/// lock on the job table is that table's alone.
-async fn a_write_to_the_job_tables_holds_up_no_request(backend: Backend) {
-    let mut app = TestApp::spawn_with_workers(backend).await;
-    let key = app.standard_source("webform").await;
-    let intake = app.token(Role::Intake, Some("webform")).await;
-    let jobs = workers::storage::job_connection(&app.db);
-    let writer = domain::db::begin_write(&jobs).await.unwrap();
-    writer
-        .execute_unprepared(match backend {
-            // BEGIN IMMEDIATE took the file's write lock; this is the write.
-            Backend::Sqlite => "UPDATE Jobs SET priority = priority",
-            Backend::Postgres => "LOCK TABLE apalis.jobs IN EXCLUSIVE MODE",
-        })
-        .await
-        .unwrap();
-    // Far inside the busy timeout (10 s) a waiting writer would sleep in.
-    let limit = Duration::from_secs(5);
-    let body = lead_event("form-held", "held@example.com", "2026-11-30T10:00:00Z");
-    let acked = tokio::time::timeout(limit, app.post_standard("webform", &key, "msg_held", &body))
-        .await
-        .expect("the receipt waited for the job tables' writer");
-    let id = ack_id(acked).await;
-    let created = tokio::time::timeout(
-        limit,
-        app.post_lead(
-            &intake,
-            &serde_json::json!({"source": "webform", "source_ref": "api-held", "email": "api@example.com"}),
-        ),
-    )
-    .await
-    .expect("the intake waited for the job tables' writer");
-    assert_eq!(created.status(), 201);
-    wait_until(
-        "the event processed while the job tables' writer holds its lock",
-        limit,
-        async || app.inbox_event(id).await.state == "processed",
-    )
-    .await;
-    assert_eq!(
-        lead::Entity::find().count(&app.db).await.unwrap(),
-        2,
-        "the webhook's lead and the intake's"
-    );
-    writer.rollback().await.unwrap();
     app.stop_workers().await;
 }
 

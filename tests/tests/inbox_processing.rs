@@ -1,6 +1,6 @@
 //! Inbox processing when things go wrong: permanent errors go `dead`,
-//! transient ones are retried with backoff, stranded events are swept up,
-//! and processing an event twice changes nothing.
+//! transient ones are retried with backoff, events nothing woke a worker
+//! for are found by the poll, and processing an event twice changes nothing.
 
 #![allow(clippy::unwrap_used)]
 
@@ -13,7 +13,7 @@ use domain::inbound::inbox::receive::{Delivery, receive};
 use domain::lead::ingest::Outcome;
 use leadpipe_tests::webhooks::{ack_id, lead_event, now, standard_headers, standard_secret};
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
-use sea_orm::{ConnectionTrait, Statement};
+use sea_orm::ConnectionTrait;
 use serde_json::{Value, json};
 use workers::WorkerSettings;
 use workers::inbox_job::Step;
@@ -23,10 +23,9 @@ on_both_backends!(
     missing_source_ref_is_dead_with_its_reason,
     transient_failure_is_retried_with_backoff_then_succeeds,
     transient_failures_that_never_clear_end_dead_after_max_attempts,
-    event_stranded_in_received_is_finished_by_the_sweeper,
+    event_stored_without_a_wake_up_is_finished_by_the_poll,
     event_abandoned_mid_attempt_is_taken_over_after_its_lease,
     processing_an_event_twice_changes_nothing,
-    finished_job_rows_are_pruned_after_their_retention,
 );
 
 /// Makes every lead insert fail with a database error until `end_outage`.
@@ -235,11 +234,11 @@ async fn transient_failures_that_never_clear_end_dead_after_max_attempts(backend
     app.wait_for_state(id, "processed").await;
 }
 
-async fn event_stranded_in_received_is_finished_by_the_sweeper(backend: Backend) {
+async fn event_stored_without_a_wake_up_is_finished_by_the_poll(backend: Backend) {
     let app = TestApp::spawn_with_workers(backend).await;
     let key = app.standard_source("webform").await;
-    // As if the process died between the inbox commit and the job push:
-    // the row is stored exactly as the receiver stores it, and no job exists.
+    // Stored exactly as the receiver stores it, by the domain alone: the
+    // row is the queue entry, whatever wakes the workers or not.
     let source =
         domain::inbound::source::find(&app.db, "webform", &domain::sealed::Keyring::for_tests())
             .await
@@ -285,9 +284,9 @@ async fn event_abandoned_mid_attempt_is_taken_over_after_its_lease(backend: Back
 
     let mut settings = WorkerSettings::for_tests();
     settings.attempt_timeout = Duration::from_secs(1);
-    settings.sweep.lease = lease;
+    settings.lease = lease;
     app.start_workers(settings);
-    // The job pushed by the receiver finds the event held, and leaves it.
+    // The workers' first passes find the event held, and leave it.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(app.inbox_event(id).await.state, "processing");
 
@@ -324,7 +323,8 @@ async fn processing_an_event_twice_changes_nothing(backend: Backend) {
         app.count(outbox_event::Entity).await,
     );
 
-    // A second job for the same event (duplicate push, sweeper) finds it done.
+    // A second attempt at the same event (an ops retry racing a worker)
+    // finds it done.
     assert_eq!(processor.process(id).await.unwrap(), Step::NothingToDo);
     assert_eq!(
         (
@@ -338,64 +338,4 @@ async fn processing_an_event_twice_changes_nothing(backend: Backend) {
     let event = app.inbox_event(id).await;
     assert_eq!((event.state.as_str(), event.attempts), ("processed", 1));
     assert_eq!(event.lead_id, lead_id);
-}
-
-async fn finished_job_count(app: &TestApp) -> i64 {
-    let table = match app.backend {
-        Backend::Sqlite => "Jobs",
-        Backend::Postgres => "apalis.jobs",
-    };
-    workers::storage::job_connection(&app.db)
-        .query_one_raw(Statement::from_string(
-            app.db.get_database_backend(),
-            format!("SELECT COUNT(*) FROM {table} WHERE status = 'Done'"),
-        ))
-        .await
-        .unwrap()
-        .unwrap()
-        .try_get_by_index::<i64>(0)
-        .unwrap()
-}
-
-async fn finished_job_rows_are_pruned_after_their_retention(backend: Backend) {
-    let app = TestApp::spawn_with_workers(backend).await;
-    let key = app.standard_source("webform").await;
-    let body = lead_event("form-21", "ada@example.com", "2026-11-30T10:00:00Z");
-    let id = ack_id(app.post_standard("webform", &key, "msg_prune", &body).await).await;
-    app.wait_for_state(id, "processed").await;
-    // A retry by ops queues a job (fresh events need none: a wake-up does).
-    let retried = app.retry_inbox_event(id).await;
-    assert_eq!(retried.status(), 202);
-    app.wait_for_event(id, "processed again", |e| {
-        e.state == "processed" && e.retries == 1
-    })
-    .await;
-    // apalis marks the job done just after the attempt returns.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while finished_job_count(&app).await == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the job never finished"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let finished = finished_job_count(&app).await;
-
-    // Younger than the retention: kept.
-    let kept = workers::housekeeping::prune_finished_jobs(&app.db, Duration::from_secs(3600))
-        .await
-        .unwrap();
-    assert_eq!(kept, 0);
-    assert_eq!(finished_job_count(&app).await, finished);
-
-    // SQLite stamps `done_at` in whole seconds.
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let pruned = workers::housekeeping::prune_finished_jobs(&app.db, Duration::ZERO)
-        .await
-        .unwrap();
-    assert!(pruned >= 1, "pruned {pruned}");
-    assert_eq!(finished_job_count(&app).await, 0);
-    // The inbox keeps the event's outcome.
-    assert_eq!(app.inbox_event(id).await.state, "processed");
-    assert_eq!(app.count(lead::Entity).await, 1);
 }

@@ -20,7 +20,6 @@ use sea_orm::{
 use serde_json::{Value, json};
 use workers::WorkerSettings;
 use workers::lead_processor::LeadProcessor;
-use workers::queue::LeadQueue;
 
 on_both_backends!(
     a_dead_lead_is_listed_then_retried_once_without_doubling_its_events,
@@ -45,11 +44,7 @@ async fn with_dead_leads(app: &TestApp, good: usize, bad: usize) {
     .await;
     let mut settings = WorkerSettings::for_tests();
     settings.retry.max_attempts = 1;
-    let processor = LeadProcessor::new(
-        app.db.clone(),
-        LeadQueue::for_connection(&app.db).unwrap(),
-        settings,
-    );
+    let processor = LeadProcessor::new(app.db.clone(), settings);
     assert_eq!(processor.drain_once().await.unwrap(), good + bad);
     let dead = lead_processing_failure::Entity::find()
         .filter(lead_processing_failure::Column::State.eq("dead"))

@@ -1,9 +1,9 @@
 //! Lead processing as batched jobs: a failing lead retries and dies alone
 //! while its batch is processed, visible to ops; two workers share one
-//! backlog without processing a lead twice; a lead nothing took is found by
-//! the sweep and queued as an apalis job; a written lead (intake, a sales
-//! edit, a retried reconcile record) wakes the lead drain without waiting
-//! for a poll.
+//! backlog without processing a lead twice; a failed lead's retry is taken
+//! by the lead drain once it is due, with no job queued for it; a written
+//! lead (intake, a sales edit, a retried reconcile record, another
+//! process's write) wakes the lead drain without waiting for a poll.
 
 #![allow(clippy::unwrap_used)]
 
@@ -13,7 +13,7 @@ use std::time::Duration;
 use chrono::Utc;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure};
-use leadpipe_tests::poison::poison_lead_processing;
+use leadpipe_tests::poison::{cure_lead_processing, poison_lead_processing};
 use leadpipe_tests::reconcile::{crm_with_one_broken_email, map_crm_email_from};
 use leadpipe_tests::webhooks::{RunningWorkers, woken_only_settings};
 use leadpipe_tests::{Backend, TestApp, on_both_backends, wait_until};
@@ -21,12 +21,11 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement}
 use serde_json::{Value, json};
 use workers::WorkerSettings;
 use workers::lead_processor::LeadProcessor;
-use workers::queue::{LeadQueue, PROCESS_LEADS};
 
 on_both_backends!(
     a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed,
     two_workers_drain_one_lead_backlog_processing_each_lead_once,
-    a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job,
+    a_failed_leads_retry_is_taken_by_the_lead_drain_once_due,
     a_written_lead_wakes_the_lead_drain_without_polling,
     a_rejected_record_applied_by_a_retry_wakes_the_lead_drain,
 );
@@ -50,23 +49,6 @@ async fn lead_processing_stats(app: &TestApp) -> Value {
     stats["lead_processing"].clone()
 }
 
-/// Rows of the lead-processing queue in apalis's own table.
-async fn lead_jobs(app: &TestApp) -> i64 {
-    let table = match app.backend {
-        Backend::Sqlite => "Jobs",
-        Backend::Postgres => "apalis.jobs",
-    };
-    let row = workers::storage::job_connection(&app.db)
-        .query_one_raw(Statement::from_string(
-            app.db.get_database_backend(),
-            format!("SELECT count(*) AS n FROM {table} WHERE job_type = '{PROCESS_LEADS}'"),
-        ))
-        .await
-        .unwrap()
-        .unwrap();
-    row.try_get("", "n").unwrap()
-}
-
 async fn a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     poison_lead_processing(&app, "form-bad").await;
@@ -82,11 +64,7 @@ async fn a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed(bac
     // Driven by hand, one batch per call, as a woken worker does.
     let mut settings = WorkerSettings::for_tests();
     settings.retry.max_attempts = 2;
-    let processor = LeadProcessor::new(
-        app.db.clone(),
-        LeadQueue::for_connection(&app.db).unwrap(),
-        settings,
-    );
+    let processor = LeadProcessor::new(app.db.clone(), settings);
     assert_eq!(processor.drain_once().await.unwrap(), 9);
     assert_eq!(unprocessed(&app).await, ["form-bad"]);
 
@@ -104,8 +82,6 @@ async fn a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed(bac
         (&json!(1), &json!(1), &json!(0)),
         "{stats}"
     );
-    // Its retry went to the job queue.
-    assert_eq!(lead_jobs(&app).await, 1);
     // Not taken again before it is due.
     let due = failed.next_attempt_at.unwrap();
     if due > Utc::now() + chrono::Duration::milliseconds(20) {
@@ -208,38 +184,39 @@ async fn two_workers_drain_one_lead_backlog_processing_each_lead_once(backend: B
     assert_eq!(owners.values().copied().collect::<Vec<_>>(), [60, 60]);
 }
 
-async fn a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job(backend: Backend) {
+async fn a_failed_leads_retry_is_taken_by_the_lead_drain_once_due(backend: Backend) {
     let mut app = TestApp::spawn(backend).await;
-    let mut settings = WorkerSettings::for_tests();
-    // No poll would find the lead in time: only the sweep.
-    settings.poll_interval = Duration::from_secs(600);
-    settings.sweep_interval = Duration::from_millis(200);
-    settings.sweep.grace = Duration::from_millis(300);
-    app.start_workers(settings);
-    // The workers' first pass (at start) has found nothing.
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
-    // Written by the domain's write path alone, as a wake-up lost on its
-    // way would leave it: nothing wakes lead processing for it.
-    let record = serde_json::from_value(
-        json!({"source": "webform", "source_ref": "form-1", "email": "form-1@example.com"}),
-    )
-    .unwrap();
-    domain::lead::ingest::ingest(
-        &app.db,
-        record,
-        domain::lead::ingest::Origin::Api,
-        &Default::default(),
-    )
-    .await
-    .unwrap();
+    poison_lead_processing(&app, "form-retry").await;
+    // Retries come due within 200 ms; the poll finds them.
+    app.start_workers(WorkerSettings::for_tests());
+    app.post_leads(["form-retry".to_owned()]).await;
+    let bad = app.lead_by_ref("form-retry").await;
     wait_until(
-        "the lead was processed",
+        "the lead's processing failed",
+        Duration::from_secs(10),
+        async || {
+            lead_processing_failure::Entity::find_by_id(bad.id)
+                .one(&app.db)
+                .await
+                .unwrap()
+                .is_some_and(|f| f.state == "failed")
+        },
+    )
+    .await;
+    // Nothing is written to the lead from here on: only its retry coming
+    // due brings it back.
+    cure_lead_processing(&app).await;
+    wait_until(
+        "the retried lead was processed",
         Duration::from_secs(10),
         async || unprocessed(&app).await.is_empty(),
     )
     .await;
-    assert!(lead_jobs(&app).await >= 1, "the sweep queued no job");
+    let failure = lead_processing_failure::Entity::find_by_id(bad.id)
+        .one(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(failure, None, "a processed lead keeps no failure");
     app.stop_workers().await;
 }
 
@@ -252,8 +229,8 @@ async fn wait_processed(app: &TestApp, source_ref: &str, what: &str) {
 }
 
 /// Intake (group commit and keyed), a sales edit and, on PostgreSQL, a lead
-/// written by another process each wake the lead drain: with the poll and
-/// the sweep set to minutes, nothing else would process the lead in time.
+/// written by another process each wake the lead drain: with the poll set
+/// to minutes, nothing else would process the lead in time.
 async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
     let mut app = TestApp::spawn(backend).await;
     app.start_workers(woken_only_settings());
@@ -298,7 +275,7 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
     wait_processed(&app, "wake-keyed", "the lead's new version was processed").await;
 
     if backend == Backend::Postgres {
-        // This server announces what it wrote to other processes' drains.
+        // The write itself announces the lead to every process's drain.
         let mut listener = sea_orm::sqlx::postgres::PgListener::connect(&app.database_url)
             .await
             .unwrap();
@@ -310,8 +287,8 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
             .unwrap();
         assert_eq!(notice.channel(), workers::wake::LEADS_CHANNEL);
 
-        // A lead written by another process (no in-process signal) is
-        // processed once that process notifies.
+        // A lead written by another process (no in-process signal, no call
+        // to announce it) is processed: its commit notified.
         let other = sea_orm::Database::connect(&app.database_url).await.unwrap();
         let record = serde_json::from_value(json!({
             "source": "webform", "source_ref": "wake-elsewhere", "email": "elsewhere@example.com"
@@ -325,15 +302,14 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
         )
         .await
         .unwrap();
-        workers::wake::announce_leads_written(&other).await;
         wait_processed(&app, "wake-elsewhere", "the notified lead was processed").await;
     }
     app.stop_workers().await;
 }
 
 /// An ops retry that applies a rejected reconcile record (after a mapping
-/// fix) wakes the lead drain like any other write: with the poll and the
-/// sweep set to minutes, nothing else would process the lead in time.
+/// fix) wakes the lead drain like any other write: with the poll set to
+/// minutes, nothing else would process the lead in time.
 async fn a_rejected_record_applied_by_a_retry_wakes_the_lead_drain(backend: Backend) {
     let mut app = TestApp::spawn(backend).await;
     app.start_workers(woken_only_settings());

@@ -1,16 +1,20 @@
-//! The apalis backend of work that was just stored: an inbox event, a lead's
-//! new version. Its tasks are not job rows pushed per item (a receipt would
-//! cost a second write, and a burst a job per event): each task is a pass
-//! over a table, which claims its batch when it runs. The row stays the
-//! record of the work and its retries; apalis runs the passes (concurrency,
-//! graceful stop) as it runs the retry and sweep jobs of its storages.
+//! The one apalis backend of every background worker: a task is not a job
+//! row pushed per item, it is a pass over a table that holds the work (the
+//! inbox, the lead backlog, the outbox, reconcile schedules, what retention
+//! removes), which claims its batch when it runs. The row stays the record
+//! of the work and its retries (`state`, `attempts`, lease,
+//! `next_attempt_at`): a retry comes due, or a lease runs out, and the next
+//! pass claims it like a new row. There is no second job store to push to,
+//! and nothing to re-push. apalis runs the passes: concurrency, graceful
+//! stop, tracing and the task metrics.
 //!
 //! The backend hands out a pass when its signal is bumped (`crate::wake`:
-//! a stored event, leads that changed) or at its poll, and only when the
-//! worker has room for it. A pass that found work bumps the signal again,
-//! so a backlog is drained by as many passes at once as the worker allows.
-//! The claim is inside the task, not the fetch: a stopping worker finishes
-//! the tasks it started and starts none, so no claim is cut off half-way.
+//! the write that stored the work, or a pass that found more) or at its
+//! poll, and only when the worker has room for it. A pass that found work
+//! bumps the signal again, so a backlog is drained by as many passes at once
+//! as the worker allows. The claim is inside the task, not the fetch: a
+//! stopping worker finishes the tasks it started and starts none, so no
+//! claim is cut off half-way.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -27,12 +31,13 @@ type Passes<T> = BoxStream<'static, Result<Option<Task<T>>, Infallible>>;
 /// The backend type of a drain worker whose passes are `T`.
 pub(crate) type DrainBackend<T> = CustomBackend<T, Fetcher<T>, Passes<T>, Drain<Task<T>>>;
 
-/// What the fetcher needs: the pass it hands out, its wake-up signal, the
-/// poll interval, and the stop signal (after which it hands out nothing).
+/// What the fetcher needs: the pass it hands out, its wake-up signal (none
+/// for work that only a clock makes due), the poll interval, and the stop
+/// signal (after which it hands out nothing).
 #[derive(Clone)]
 pub(crate) struct Fetcher<T> {
     pass: T,
-    signal: watch::Receiver<u64>,
+    signal: Option<watch::Receiver<u64>>,
     tick: Duration,
     stop: watch::Receiver<bool>,
 }
@@ -42,7 +47,7 @@ pub(crate) struct Fetcher<T> {
 /// work is whatever its table holds, and what stores work wakes it.
 pub(crate) fn backend<T: Clone + Send + Sync + 'static>(
     pass: T,
-    signal: watch::Receiver<u64>,
+    signal: Option<watch::Receiver<u64>>,
     tick: Duration,
     stop: watch::Receiver<bool>,
 ) -> DrainBackend<T> {
@@ -67,13 +72,15 @@ pub(crate) fn backend<T: Clone + Send + Sync + 'static>(
 fn passes<T: Clone + Send + Sync + 'static>(fetcher: Fetcher<T>) -> Passes<T> {
     futures::stream::unfold((fetcher, true), |(mut fetcher, first)| async move {
         let go_on =
-            first || crate::wake::next(&mut fetcher.signal, fetcher.tick, &fetcher.stop).await;
+            first || crate::wake::next(fetcher.signal.as_mut(), fetcher.tick, &fetcher.stop).await;
         if !go_on || *fetcher.stop.borrow() {
             // The worker is stopping: start nothing it would not finish.
             std::future::pending::<()>().await;
         }
         // Seen before the pass runs: a bump during it means another pass.
-        fetcher.signal.borrow_and_update();
+        if let Some(signal) = fetcher.signal.as_mut() {
+            signal.borrow_and_update();
+        }
         let task = TaskBuilder::new(fetcher.pass.clone())
             .task_id(TaskId::from_string(RandomId::default().to_string()))
             .build();

@@ -1,14 +1,19 @@
-//! Housekeeping that runs in every process: deleting what has outlived its
-//! retention (`domain::retention`), and closing import runs whose process
-//! died. Every step is an
+//! Housekeeping that runs in every worker process, as two apalis workers
+//! whose passes come by the clock: deleting what has outlived its retention
+//! (`domain::retention`), and expired idempotency keys, import runs whose
+//! process died and an erasure's unfinished scrub. Every step is an
 //! idempotent statement, so several nodes running it at once do no harm.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use apalis::prelude::{BoxDynError, Data};
 use domain::retention::{RetentionRules, Swept};
-use sea_orm::{ConnectionTrait, DatabaseBackend, DatabaseConnection, DbErr, Statement};
+use futures::future::{BoxFuture, FutureExt};
+use sea_orm::{DatabaseConnection, DbErr};
 
-/// How often housekeeping runs at most: finished job rows must not pile up.
+/// How often housekeeping runs at least: an abandoned import is noticed,
+/// and an erasure's pending scrub retried, within seconds.
 const MAX_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Deletes expired Idempotency-Keys; returns how many.
@@ -16,43 +21,6 @@ pub async fn sweep_once(db: &DatabaseConnection) -> Result<u64, sea_orm::DbErr> 
     let deleted = domain::idempotency::sweep_expired(db, domain::clock::now()).await?;
     if deleted > 0 {
         tracing::info!(deleted, "swept expired idempotency keys");
-    }
-    Ok(deleted)
-}
-
-/// Deletes the job queue's rows of finished jobs (done or killed) older
-/// than `retention`; returns how many. The inbox row, not the job row,
-/// records what happened to an event, and apalis keeps finished rows
-/// forever: its acknowledgement query reads every row a worker ever locked,
-/// so without this each job got slower than the last (4 ms per ack after
-/// 10k jobs, measured).
-pub async fn prune_finished_jobs(
-    db: &DatabaseConnection,
-    retention: Duration,
-) -> Result<u64, DbErr> {
-    let seconds = i64::try_from(retention.as_secs()).unwrap_or(i64::MAX);
-    let backend = db.get_database_backend();
-    let statement = match backend {
-        DatabaseBackend::Postgres => Statement::from_sql_and_values(
-            backend,
-            "DELETE FROM apalis.jobs WHERE status IN ('Done', 'Killed') \
-             AND done_at < now() - make_interval(secs => $1)",
-            [seconds.into()],
-        ),
-        // apalis-sqlite keeps `done_at` as unix seconds.
-        _ => Statement::from_sql_and_values(
-            backend,
-            "DELETE FROM Jobs WHERE status IN ('Done', 'Killed') \
-             AND done_at < CAST(strftime('%s', 'now') AS INTEGER) - ?",
-            [seconds.into()],
-        ),
-    };
-    let deleted = crate::storage::job_connection(db)
-        .execute_raw(statement)
-        .await?
-        .rows_affected();
-    if deleted > 0 {
-        tracing::debug!(deleted, "pruned finished job rows");
     }
     Ok(deleted)
 }
@@ -119,38 +87,68 @@ pub async fn sweep_retention(
     Ok(swept)
 }
 
-/// Sweeps every `interval` (at most [`MAX_INTERVAL`]) until the task is
-/// dropped; retention runs on its own, longer interval.
-pub async fn run(
-    db: DatabaseConnection,
-    interval: Duration,
-    job_retention: Duration,
-    retention: RetentionSettings,
-) {
-    let mut ticker = tokio::time::interval(interval.min(MAX_INTERVAL));
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut retention_ticker = tokio::time::interval(retention.interval);
-    retention_ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = ticker.tick() => {}
-            _ = retention_ticker.tick() => {
-                if let Err(err) = sweep_retention(&db, &retention.rules).await {
-                    tracing::warn!(error = %err, "retention sweep failed; retrying next time");
-                }
-                continue;
-            }
-        }
-        if let Err(err) = sweep_once(&db).await {
+/// How often the housekeeping worker's passes come: every `interval`, at
+/// most [`MAX_INTERVAL`].
+pub(crate) fn housekeeping_tick(interval: Duration) -> Duration {
+    interval.min(MAX_INTERVAL)
+}
+
+/// A pass of the housekeeping worker: expired idempotency keys, imports
+/// whose process died, an erasure's scrub that could not finish.
+#[derive(Debug, Clone, Copy)]
+pub struct HousekeepingPass;
+
+/// A pass of the retention worker: one retention sweep.
+#[derive(Debug, Clone, Copy)]
+pub struct RetentionPass;
+
+/// The apalis task function of housekeeping; returns how many rows it
+/// changed. Each step is tried whatever the one before came to.
+///
+/// Boxed: the pass runs on a tokio task of its own, and rustc proves its
+/// future `Send` only here, where the lifetimes are concrete.
+pub(crate) fn run_housekeeping(
+    _: HousekeepingPass,
+    db: Data<DatabaseConnection>,
+) -> BoxFuture<'static, Result<usize, BoxDynError>> {
+    let db = (*db).clone();
+    async move {
+        let keys = sweep_once(&db).await.inspect_err(|err| {
             tracing::warn!(error = %err, "idempotency sweep failed; retrying next tick");
-        }
-        if let Err(err) = prune_finished_jobs(&db, job_retention).await {
-            tracing::warn!(error = %err, "pruning finished jobs failed; retrying next tick");
-        }
-        if let Err(err) = abandon_silent_imports(&db, domain::import::ABANDONED_AFTER).await {
-            tracing::warn!(error = %err, "looking for abandoned imports failed; retrying next tick");
-        }
+        });
+        let imports = abandon_silent_imports(&db, domain::import::ABANDONED_AFTER)
+            .await
+            .inspect_err(|err| {
+                tracing::warn!(error = %err, "looking for abandoned imports failed; retrying next tick");
+            });
         // A WAL checkpoint or vacuum after an erasure that could not finish.
         domain::db::scrub_if_pending(&db, domain::erasure::ERASED_TABLES).await;
+        let changed = keys?.saturating_add(imports?);
+        Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
+    .boxed()
+}
+
+/// What the retention worker's passes need.
+pub(crate) struct Retention {
+    pub db: DatabaseConnection,
+    pub rules: RetentionRules,
+}
+
+/// The apalis task function of retention: one sweep; returns whether it
+/// removed anything (1) or not (0).
+pub(crate) fn run_retention(
+    _: RetentionPass,
+    retention: Data<Arc<Retention>>,
+) -> BoxFuture<'static, Result<usize, BoxDynError>> {
+    let retention = (*retention).clone();
+    async move {
+        let swept = sweep_retention(&retention.db, &retention.rules)
+            .await
+            .inspect_err(|err| {
+                tracing::warn!(error = %err, "retention sweep failed; retrying next time");
+            })?;
+        Ok(usize::from(swept != Swept::default()))
+    }
+    .boxed()
 }

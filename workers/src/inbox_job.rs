@@ -1,8 +1,9 @@
 //! Inbox processing: batches taken by the passes of this process's apalis
-//! inbox drain (woken by a push, polling as the fallback;
-//! `crate::drain_backend`) and
-//! by every apalis inbox job (retries, sweeper and ops re-enqueues), and one
-//! attempt at one event for callers that name it.
+//! inbox drain (`crate::drain_backend`), woken by a stored or re-queued
+//! event and polling as the fallback. A pass claims every claimable event:
+//! new ones, failed ones whose retry is due, and ones whose lease ran out
+//! (their worker died). Also one attempt at one event, for callers that
+//! name it.
 
 use std::sync::Arc;
 
@@ -18,7 +19,6 @@ use futures::future::{BoxFuture, FutureExt};
 use sea_orm::{DatabaseConnection, DbErr};
 use tracing::Instrument;
 
-use crate::queue::{InboxQueue, ProcessInboxEvent};
 use crate::settings::WorkerSettings;
 
 /// What one attempt came to.
@@ -40,32 +40,25 @@ pub enum Step {
 
 pub struct InboxProcessor {
     db: DatabaseConnection,
-    queue: InboxQueue,
     settings: WorkerSettings,
     /// Recorded as `locked_by` on the events this process holds.
     worker: String,
 }
 
 impl InboxProcessor {
-    pub fn new(
-        db: DatabaseConnection,
-        queue: InboxQueue,
-        settings: WorkerSettings,
-        worker: String,
-    ) -> Self {
+    pub fn new(db: DatabaseConnection, settings: WorkerSettings, worker: String) -> Self {
         Self {
             db,
-            queue,
             settings,
             worker,
         }
     }
 
     /// One attempt at event `id`. Errors are the database failing while
-    /// claiming or recording; the event then stays as it was and the sweeper
-    /// re-enqueues it.
+    /// claiming or recording; the event then stays as it was, and a pass
+    /// claims it again once it is due or its lease has run out.
     pub async fn process(&self, id: i64) -> Result<Step, DbErr> {
-        let lease = self.settings.sweep.lease;
+        let lease = self.settings.lease;
         let Some(event) = claim(&self.db, id, &self.worker, Utc::now(), lease).await? else {
             tracing::debug!(inbox_event_id = id, "nothing to do for inbox event");
             return Ok(Step::NothingToDo);
@@ -104,7 +97,7 @@ impl InboxProcessor {
                         record_failure(&self.db, &event, &error, &self.settings.retry, Utc::now())
                             .await?
                     };
-                    Ok(self.failed(event.id, &event.source, &error, recorded).await)
+                    Ok(self.failed(event.id, &event.source, &error, recorded))
                 }
             }
         }
@@ -124,13 +117,13 @@ impl InboxProcessor {
 
     /// Claims up to a batch of ready events for this worker, under its lease.
     async fn claim_batch(&self) -> Result<Vec<inbox_event::Model>, DbErr> {
-        let lease = self.settings.sweep.lease;
+        let lease = self.settings.lease;
         let limit = self.settings.batch_size as u64;
         claim_batch(&self.db, &self.worker, Utc::now(), lease, limit).await
     }
 
     /// Applies claimed `events` in one transaction and records every
-    /// outcome, then wakes lead processing.
+    /// outcome; the leads it wrote wake the lead drain by their commit.
     async fn apply_claimed(&self, events: &[inbox_event::Model]) -> Result<(), DbErr> {
         let span = tracing::info_span!(
             "inbox.batch",
@@ -147,7 +140,7 @@ impl InboxProcessor {
                         .increment(1);
                     metrics::histogram!("leadpipe_inbox_batch_size").record(events.len() as f64);
                     for done in settled {
-                        self.report(done).await;
+                        self.report(done);
                     }
                 }
                 // Nothing of the batch committed: every event counts a
@@ -164,19 +157,17 @@ impl InboxProcessor {
                             let _turn = domain::db::write_turn(&self.db).await;
                             record_failure(&self.db, event, &error, retry, Utc::now()).await?
                         };
-                        self.failed(event.id, &event.source, &error, recorded).await;
+                        self.failed(event.id, &event.source, &error, recorded);
                     }
                 }
             }
             Ok::<(), DbErr>(())
         }
         .instrument(span)
-        .await?;
-        crate::wake::leads_changed(&self.db);
-        Ok(())
+        .await
     }
 
-    async fn report(&self, done: Settled) {
+    fn report(&self, done: Settled) {
         count_attempt(&done.source, &done.result);
         match (done.result, done.recorded) {
             (Ok(Applied::Processed { outcome, lead_id }), _) => tracing::debug!(
@@ -193,13 +184,14 @@ impl InboxProcessor {
                 self.lost_claim();
             }
             (Err(error), Some(recorded)) => {
-                self.failed(done.id, &done.source, &error, recorded).await;
+                self.failed(done.id, &done.source, &error, recorded);
             }
         }
     }
 
-    /// After a failure was recorded: queue the retry's job, or count the dead.
-    async fn failed(
+    /// After a failure was recorded: log the retry (a pass claims the event
+    /// once it is due), or count the dead.
+    fn failed(
         &self,
         id: i64,
         source: &str,
@@ -209,11 +201,6 @@ impl InboxProcessor {
         match recorded {
             FailureRecorded::RetryAt(at) => {
                 tracing::warn!(inbox_event_id = id, error = %error, retry_at = %at, "inbox event failed; will retry");
-                if let Err(push) = self.queue.push(id, Some(at)).await {
-                    // The event is `failed` with its due time: the poll and
-                    // the sweeper take it once that time has passed.
-                    tracing::warn!(error = %push, "could not queue the retry; the sweeper will");
-                }
                 Step::RetryScheduled(at)
             }
             FailureRecorded::Dead => {
@@ -270,24 +257,12 @@ pub(crate) fn run_pass(
         }
         crate::wake::more_inbox_work(&processor.db);
         processor.apply_claimed(&events).await.map_err(|e| {
-            // The events keep their claim until the lease runs out; then the
-            // sweeper or the next claim takes them again.
+            // The events keep their claim until the lease runs out; then a
+            // pass claims them again.
             tracing::warn!(size = events.len(), error = %e, "recording an inbox batch failed");
             e
         })?;
         Ok(events.len())
     }
     .boxed()
-}
-
-/// The apalis task function: a job (a retry coming due, a sweeper or ops
-/// re-enqueue) drains one batch, which takes its event if it is ready.
-pub(crate) async fn run_job(
-    job: ProcessInboxEvent,
-    processor: Data<Arc<InboxProcessor>>,
-) -> Result<(), BoxDynError> {
-    processor.drain_once().await.map(|_| ()).map_err(|e| {
-        tracing::warn!(inbox_event_id = job.inbox_event_id, error = %e, "inbox job failed");
-        e.into()
-    })
 }

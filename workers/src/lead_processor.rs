@@ -4,10 +4,10 @@
 //! job reached a worker; several workers may run at once.
 //!
 //! Driven like the inbox: an apalis drain worker per process
-//! (`crate::drain_backend`), woken after each inbox batch (polling as the
-//! fallback), and the apalis `ProcessLeads` job for what is not pushed
-//! in-process: a failed lead's retry coming due, and the sweeper's
-//! re-enqueue of leads nothing took.
+//! (`crate::drain_backend`), woken by every write that leaves leads to
+//! process, polling as the fallback. The poll also finds a failed lead whose
+//! retry came due: its claim takes every waiting lead whose retry is not in
+//! the future, so a retry needs no job of its own.
 
 use std::sync::Arc;
 
@@ -19,16 +19,11 @@ use futures::future::{BoxFuture, FutureExt};
 use sea_orm::DatabaseConnection;
 use tracing::Instrument;
 
-use crate::queue::{LeadJobCause, LeadQueue, ProcessLeads};
 use crate::settings::WorkerSettings;
-
-/// Batches one job drains at most, so a job under a steady stream of leads
-/// still ends (the lead drain and the next job carry on).
-const BATCHES_PER_JOB: usize = 100;
 
 /// Processes one batch of up to `limit` leads with the default retry policy;
 /// returns how many it took. For callers without a queue (the tests, by
-/// hand): a failed lead's retry is found by the lead drain and the sweeper.
+/// hand): a failed lead's retry is found by the lead drain's next pass.
 pub async fn run_once(db: &DatabaseConnection, limit: u64) -> Result<usize, domain::Error> {
     let batch = process_batch(db, limit, &RetryPolicy::default(), Utc::now()).await?;
     report(&batch);
@@ -37,17 +32,12 @@ pub async fn run_once(db: &DatabaseConnection, limit: u64) -> Result<usize, doma
 
 pub struct LeadProcessor {
     db: DatabaseConnection,
-    queue: LeadQueue,
     settings: WorkerSettings,
 }
 
 impl LeadProcessor {
-    pub fn new(db: DatabaseConnection, queue: LeadQueue, settings: WorkerSettings) -> Self {
-        Self {
-            db,
-            queue,
-            settings,
-        }
+    pub fn new(db: DatabaseConnection, settings: WorkerSettings) -> Self {
+        Self { db, settings }
     }
 
     /// Processes one batch; returns how many leads it took (0: none ready).
@@ -63,28 +53,10 @@ impl LeadProcessor {
             .await?;
             tracing::Span::current().record("size", batch.taken());
             report(&batch);
-            if let Some(at) = batch.next_retry() {
-                // One job for the batch's retries: the earliest runs them all.
-                if let Err(error) = self.queue.push(LeadJobCause::Retry, Some(at)).await {
-                    tracing::warn!(%error, "could not queue the lead retry; the lead drain's poll and the sweeper will");
-                }
-            }
             Ok(batch.taken())
         }
         .instrument(span)
         .await
-    }
-
-    /// Drains until nothing is ready (at most `batches`); returns the leads taken.
-    async fn drain(&self, batches: usize) -> Result<usize, domain::Error> {
-        let mut taken = 0;
-        for _ in 0..batches {
-            match self.drain_once().await? {
-                0 => break,
-                n => taken += n,
-            }
-        }
-        Ok(taken)
     }
 }
 
@@ -137,7 +109,7 @@ pub(crate) fn run_pass(
         match processor.drain_once().await {
             Ok(taken) => {
                 if taken > 0 {
-                    crate::wake::leads_changed(&processor.db);
+                    crate::wake::more_lead_work(&processor.db);
                 }
                 Ok(taken)
             }
@@ -148,22 +120,4 @@ pub(crate) fn run_pass(
         }
     }
     .boxed()
-}
-
-/// The apalis task function: a job (a retry coming due, a sweeper
-/// re-enqueue) drains the backlog of whatever is ready.
-pub(crate) async fn run_job(
-    job: ProcessLeads,
-    processor: Data<Arc<LeadProcessor>>,
-) -> Result<(), BoxDynError> {
-    match processor.drain(BATCHES_PER_JOB).await {
-        Ok(taken) => {
-            tracing::debug!(cause = ?job.cause, taken, "lead processing job done");
-            Ok(())
-        }
-        Err(error) => {
-            tracing::warn!(cause = ?job.cause, %error, "lead processing job failed");
-            Err(error.into())
-        }
-    }
 }

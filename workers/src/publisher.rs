@@ -247,7 +247,7 @@ impl Publisher {
 
     /// Claims whenever the queue has room for a whole claim, until stopped;
     /// when less than a claim was due, waits for a settlement (a lead's
-    /// next event may then be due), a new event, or `idle`.
+    /// next event may then be due), a written outbox event, or `idle`.
     async fn claim_loop(
         self,
         ahead: mpsc::Sender<Claimed>,
@@ -256,6 +256,8 @@ impl Publisher {
         mut stop: watch::Receiver<bool>,
     ) {
         let batch = self.claim_size();
+        // Outbox events written anywhere (`crate::wake`).
+        let mut written = crate::wake::outbox_work(&self.db);
         while !*stop.borrow_and_update() {
             let room = tokio::select! {
                 room = ahead.reserve_many(batch) => match room {
@@ -264,6 +266,8 @@ impl Publisher {
                 },
                 changed = stop.changed() => if changed.is_err() { break } else { continue },
             };
+            // Seen before the claim: a write during it means another.
+            written.borrow_and_update();
             let started = std::time::Instant::now();
             let (more, claimed) = match self.feed(batch).await {
                 Ok(fed) => fed,
@@ -285,6 +289,7 @@ impl Publisher {
             }
             tokio::select! {
                 () = settled.notified() => {}
+                changed = written.changed() => if changed.is_err() { tokio::time::sleep(idle).await },
                 () = tokio::time::sleep(idle) => {}
                 changed = stop.changed() => if changed.is_err() { break },
             }
@@ -490,6 +495,40 @@ impl Publisher {
             },
         }
     }
+}
+
+/// The publisher's apalis task. Its pipeline keeps claims queued ahead of
+/// the requests and settles attempts in batches across claims, so it is one
+/// task that runs until stop (and on stop claims nothing more, hands back
+/// what it did not send and waits for what is in flight), not a task per
+/// claim.
+#[derive(Debug, Clone, Copy)]
+pub struct PublisherRun;
+
+/// What the publisher's task needs.
+pub(crate) struct PublisherTask {
+    pub publisher: Publisher,
+    pub idle: Duration,
+    pub stop: watch::Receiver<bool>,
+}
+
+/// The apalis task function of the publisher: [`Publisher::run`] until stop.
+///
+/// Boxed: the task runs on a tokio task of its own, and rustc proves its
+/// future `Send` only here, where the lifetimes are concrete.
+pub(crate) fn run_task(
+    _: PublisherRun,
+    task: apalis::prelude::Data<Arc<PublisherTask>>,
+) -> futures::future::BoxFuture<'static, Result<usize, apalis::prelude::BoxDynError>> {
+    let task = (*task).clone();
+    Box::pin(async move {
+        task.publisher
+            .clone()
+            .run(task.idle, task.stop.clone())
+            .await;
+        // Not a pass that found work: the task metric counts no run.
+        Ok(0)
+    })
 }
 
 /// The metric and log line of one settled attempt.

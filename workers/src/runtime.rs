@@ -1,35 +1,30 @@
 //! The worker role of `leadpipe serve` and `leadpipe work`: the apalis
-//! workers (the inbox and lead drains over their tables, the inbox and
-//! lead-processing jobs of the apalis storages), the sweeper and the other
-//! background loops, until shutdown.
+//! workers, each over a backend that hands out passes over the table that
+//! holds its work (`crate::drain_backend`), and the wake-up listener, until
+//! shutdown.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::layers::WorkerBuilderExt;
-use apalis::prelude::{
-    BackendExt, Event, EventListenerExt, ParallelizeExt, WorkerBuilder, WorkerError,
-};
+use apalis::prelude::{Event, EventListenerExt, ParallelizeExt, WorkerBuilder, WorkerError};
 use futures::FutureExt;
 use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 
+use crate::housekeeping::{HousekeepingPass, Retention, RetentionPass};
 use crate::inbox_job::{InboxPass, InboxProcessor};
 use crate::lead_processor::{BacklogPass, LeadProcessor};
-use crate::poll::Ticker;
-use crate::queue::{InboxQueue, LeadQueue};
+use crate::publisher::{PublisherRun, PublisherTask};
+use crate::reconcile::scheduler::{SchedulePass, Scheduler};
 use crate::settings::WorkerSettings;
-use crate::shutdown::{stopped, until_stopped};
-use crate::storage::StorageError;
-use crate::sweeper;
+use crate::shutdown::stopped;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
     #[error("invalid worker settings: {0}")]
     Settings(String),
-    #[error(transparent)]
-    Storage(#[from] StorageError),
 }
 
 /// An apalis worker over a drain backend (`crate::drain_backend`): it is
@@ -69,66 +64,28 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RuntimeError> {
     settings.validate().map_err(RuntimeError::Settings)?;
-    let queue = InboxQueue::for_connection(&db)?;
-    let lead_queue = LeadQueue::for_connection(&db)?;
     let (stop_tx, stop) = watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
         let _ = stop_tx.send(true);
     });
 
-    let sweeper = tokio::spawn(sweeper::run(
-        db.clone(),
-        queue.clone(),
-        lead_queue.clone(),
-        settings.sweep,
-        settings.sweep_interval,
-        stop.clone(),
-    ));
-    // The loops whose state lives wholly in their tables: outbox publishing,
-    // housekeeping, reconcile. Stopped with the rest.
     let publisher = crate::publisher::Publisher::new(db.clone(), settings.publisher.clone())
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
     let reconciler = crate::reconcile::Reconciler::new(db.clone(), settings.reconcile.clone())
         .map_err(|e| RuntimeError::Settings(format!("cannot build the HTTP client: {e}")))?;
-    let loops = [
-        tokio::spawn(publisher.run(settings.poll_interval, stop.clone())),
-        tokio::spawn(until_stopped(
-            crate::housekeeping::run(
-                db.clone(),
-                settings.sweep_interval,
-                settings.job_retention,
-                settings.retention,
-            ),
-            stop.clone(),
-        )),
-        // Interrupts its own runs on stop, so not wrapped in `until_stopped`.
-        tokio::spawn(crate::reconcile::scheduler::run(
-            Arc::new(reconciler),
-            stop.clone(),
-        )),
-    ];
-
     let base = worker_base_name();
     let processor = Arc::new(InboxProcessor::new(
         db.clone(),
-        queue.clone(),
         settings.clone(),
         base.clone(),
     ));
     tracing::info!(worker = %base, concurrency = settings.concurrency, batch = settings.batch_size, "inbox worker starting");
-    let leads = Arc::new(LeadProcessor::new(
-        db.clone(),
-        lead_queue.clone(),
-        settings.clone(),
-    ));
+    let leads = Arc::new(LeadProcessor::new(db.clone(), settings.clone()));
     let listener = (db.get_database_backend() == sea_orm::DatabaseBackend::Postgres)
         .then(|| tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
-    // Each worker on a tokio task of its own: an apalis storage fetches
-    // whenever its future is polled and its last fetch came back empty, so
-    // workers sharing one task (one `join!`) woke each other with every
-    // fetch's answer and fetched without pause, ~4,000 times a second on an
-    // idle SQLite server.
+    // Each worker on a tokio task of its own, so none is polled because
+    // another's future was woken.
     let inbox_drain = {
         let (db, processor, settings, stop) = (
             db.clone(),
@@ -145,7 +102,7 @@ pub async fn run(
                     name,
                     "inbox_drain",
                     InboxPass,
-                    crate::wake::inbox_work(&db),
+                    Some(crate::wake::inbox_work(&db)),
                     settings.poll_interval,
                     settings.concurrency,
                     processor.clone(),
@@ -169,7 +126,7 @@ pub async fn run(
                     name,
                     "lead_drain",
                     BacklogPass,
-                    crate::wake::lead_work(&db),
+                    Some(crate::wake::lead_work(&db)),
                     settings.poll_interval,
                     1,
                     leads.clone(),
@@ -179,58 +136,119 @@ pub async fn run(
             },
         ))
     };
-    let inbox_jobs = {
-        let (queue, processor, settings, stop) = (
-            queue.clone(),
-            processor.clone(),
-            settings.clone(),
-            stop.clone(),
-        );
+    let publisher = {
+        let task = Arc::new(PublisherTask {
+            publisher,
+            idle: settings.poll_interval,
+            stop: stop.clone(),
+        });
+        let stop = stop.clone();
         tokio::spawn(supervise(
             base.clone(),
-            "inbox",
+            "publisher",
             stop.clone(),
             move |name| {
-                run_inbox_worker(
+                // One task, which runs until stop: handed out again only
+                // should it end early.
+                drain_worker!(
                     name,
-                    queue.clone(),
-                    settings.clone(),
-                    processor.clone(),
+                    "publisher",
+                    PublisherRun,
+                    None,
+                    Duration::from_secs(1),
+                    1,
+                    task.clone(),
+                    crate::publisher::run_task,
                     stop.clone(),
                 )
             },
         ))
     };
-    let lead_jobs = {
-        let (lead_queue, leads, settings, stop) = (
-            lead_queue.clone(),
-            leads.clone(),
-            settings.clone(),
-            stop.clone(),
-        );
+    let housekeeping = {
+        let (db, settings, stop) = (db.clone(), settings.clone(), stop.clone());
         tokio::spawn(supervise(
             base.clone(),
-            "leads",
+            "housekeeping",
             stop.clone(),
             move |name| {
-                run_lead_worker(
+                drain_worker!(
                     name,
-                    lead_queue.clone(),
-                    settings.clone(),
-                    leads.clone(),
+                    "housekeeping",
+                    HousekeepingPass,
+                    None,
+                    crate::housekeeping::housekeeping_tick(settings.housekeeping_interval),
+                    1,
+                    db.clone(),
+                    crate::housekeeping::run_housekeeping,
                     stop.clone(),
                 )
             },
         ))
     };
-    for worker in [inbox_drain, lead_drain, inbox_jobs, lead_jobs] {
+    let retention = {
+        let retention = Arc::new(Retention {
+            db: db.clone(),
+            rules: settings.retention.rules,
+        });
+        let (every, stop) = (settings.retention.interval, stop.clone());
+        tokio::spawn(supervise(
+            base.clone(),
+            "retention",
+            stop.clone(),
+            move |name| {
+                drain_worker!(
+                    name,
+                    "retention",
+                    RetentionPass,
+                    None,
+                    every,
+                    1,
+                    retention.clone(),
+                    crate::housekeeping::run_retention,
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    let scheduler = Arc::new(Scheduler::new(Arc::new(reconciler), stop.clone()));
+    let reconcile_scheduler = {
+        let (scheduler, every, stop) = (
+            scheduler.clone(),
+            settings.reconcile.scheduler_interval,
+            stop.clone(),
+        );
+        tokio::spawn(supervise(
+            base.clone(),
+            "reconcile-scheduler",
+            stop.clone(),
+            move |name| {
+                drain_worker!(
+                    name,
+                    "reconcile_scheduler",
+                    SchedulePass,
+                    None,
+                    every,
+                    1,
+                    scheduler.clone(),
+                    crate::reconcile::scheduler::run_pass,
+                    stop.clone(),
+                )
+            },
+        ))
+    };
+    for worker in [
+        inbox_drain,
+        lead_drain,
+        publisher,
+        housekeeping,
+        retention,
+        reconcile_scheduler,
+    ] {
         let _ = worker.await;
     }
-    let _ = sweeper.await;
+    // The runs it started end at stop (interrupted).
+    scheduler.finish().await;
     if let Some(task) = listener {
-        let _ = task.await;
-    }
-    for task in loops {
         let _ = task.await;
     }
     tracing::info!(worker = %base, "inbox worker stopped");
@@ -267,86 +285,9 @@ where
     }
 }
 
-/// One apalis worker on either backend's storage of `$queue`.
-macro_rules! apalis_worker {
-    ($name:expr, $label:expr, $kind:ident, $queue:expr, $poll:expr, $concurrency:expr, $data:expr, $job:expr, $stop:expr) => {{
-        let stopped = async move {
-            stopped($stop).await;
-            Ok::<(), WorkerError>(())
-        };
-        let ticker = Ticker::new($poll);
-        match $queue {
-            $kind::Sqlite(storage) => {
-                WorkerBuilder::new($name)
-                    .backend(storage.poll_with_strategy(ticker))
-                    .on_event(|_, event| count_task($label, event))
-                    .concurrency($concurrency)
-                    .data($data)
-                    .build($job)
-                    .run_until(stopped)
-                    .await
-            }
-            $kind::Postgres(storage) => {
-                WorkerBuilder::new($name)
-                    .backend(storage.poll_with_strategy(ticker))
-                    .on_event(|_, event| count_task($label, event))
-                    .concurrency($concurrency)
-                    .data($data)
-                    .build($job)
-                    .run_until(stopped)
-                    .await
-            }
-        }
-    }};
-}
-
-async fn run_inbox_worker(
-    name: String,
-    queue: InboxQueue,
-    settings: WorkerSettings,
-    processor: Arc<InboxProcessor>,
-    stop: watch::Receiver<bool>,
-) -> Result<(), WorkerError> {
-    let concurrency = settings.concurrency;
-    apalis_worker!(
-        name,
-        "inbox_jobs",
-        InboxQueue,
-        queue,
-        settings.poll_interval,
-        concurrency,
-        processor,
-        crate::inbox_job::run_job,
-        stop
-    )
-}
-
-async fn run_lead_worker(
-    name: String,
-    queue: LeadQueue,
-    settings: WorkerSettings,
-    processor: Arc<LeadProcessor>,
-    stop: watch::Receiver<bool>,
-) -> Result<(), WorkerError> {
-    // One lead job at a time per process: a job drains the whole backlog.
-    // Its jobs are retries and sweeps, which the lead drain's own poll also
-    // finds, so it looks for them at the sweep's pace, not the poll's.
-    apalis_worker!(
-        name,
-        "lead_jobs",
-        LeadQueue,
-        queue,
-        settings.sweep_interval,
-        1,
-        processor,
-        crate::lead_processor::run_job,
-        stop
-    )
-}
-
 /// Counts a finished task of the apalis worker `worker`
-/// (`leadpipe_worker_tasks_total`): every kind of background work, drained
-/// from its table or queued as a job, shows in one series.
+/// (`leadpipe_worker_tasks_total`): every kind of background work shows in
+/// one series.
 fn count_task(worker: &'static str, event: &Event) {
     let result = match event {
         // A drain's pass that found nothing (an idle poll) is not a task

@@ -3,7 +3,6 @@
 
 use std::time::Duration;
 
-use domain::inbound::inbox::sweep::SweepRules;
 use domain::retry::RetryPolicy;
 
 use crate::housekeeping::RetentionSettings;
@@ -22,16 +21,18 @@ pub struct WorkerSettings {
     pub concurrency: usize,
     /// Most inbox events (and leads) one batch takes.
     pub batch_size: usize,
-    /// How often an idle worker looks for new jobs.
+    /// How often an idle worker looks for work no wake-up announced: a
+    /// retry that came due, a lease that ran out, a lost wake-up.
     pub poll_interval: Duration,
     pub retry: RetryPolicy,
     /// An attempt taking longer is abandoned and counts as a transient failure.
     pub attempt_timeout: Duration,
-    /// How often the sweeper looks for stranded events.
-    pub sweep_interval: Duration,
-    pub sweep: SweepRules,
-    /// How long the job queue keeps the rows of finished jobs.
-    pub job_retention: Duration,
+    /// How often housekeeping runs (expired idempotency keys, abandoned
+    /// imports), at most every 5 s.
+    pub housekeeping_interval: Duration,
+    /// How long an attempt holds an inbox event before another worker may
+    /// claim it (its worker is presumed dead).
+    pub lease: Duration,
     /// What is deleted when, and how often retention sweeps.
     pub retention: RetentionSettings,
     /// Outgoing webhooks (the outbox publisher).
@@ -48,13 +49,8 @@ impl Default for WorkerSettings {
             poll_interval: Duration::from_millis(500),
             retry: RetryPolicy::default(),
             attempt_timeout: Duration::from_secs(30),
-            sweep_interval: Duration::from_secs(15),
-            sweep: SweepRules {
-                grace: Duration::from_secs(60),
-                lease: Duration::from_secs(300),
-                batch: 500,
-            },
-            job_retention: Duration::from_secs(10),
+            housekeeping_interval: Duration::from_secs(15),
+            lease: Duration::from_secs(300),
             retention: RetentionSettings::default(),
             publisher: PublisherSettings::default(),
             reconcile: ReconcileSettings::default(),
@@ -82,13 +78,8 @@ impl WorkerSettings {
                 max_attempts: 8,
             },
             attempt_timeout: Duration::from_secs(5),
-            sweep_interval: Duration::from_millis(200),
-            sweep: SweepRules {
-                grace: Duration::from_millis(500),
-                lease: Duration::from_secs(10),
-                batch: 100,
-            },
-            job_retention: Duration::from_secs(10),
+            housekeeping_interval: Duration::from_millis(200),
+            lease: Duration::from_secs(10),
             retention: RetentionSettings {
                 interval: Duration::from_millis(200),
                 ..RetentionSettings::default()
@@ -109,8 +100,9 @@ impl WorkerSettings {
     }
 
     /// Connections the workers of one process use at most at once: the
-    /// inbox drain's passes, the lead drain's pass, the two job workers, the publisher's
-    /// fan-out and claims, the sweeper, housekeeping and reconcile.
+    /// inbox drain's passes, the lead drain's pass, the publisher's fan-out,
+    /// claims and settlements, housekeeping, retention, reconcile and the
+    /// wake-up listener.
     pub fn connections_wanted(&self) -> u32 {
         u32::try_from(self.concurrency)
             .unwrap_or(u32::MAX)
@@ -134,7 +126,7 @@ impl WorkerSettings {
         }
         // A lease shorter than an attempt would let a second worker take an
         // event that the first is still working on.
-        if self.sweep.lease <= self.attempt_timeout {
+        if self.lease <= self.attempt_timeout {
             return Err("the processing lease must be longer than the attempt timeout".into());
         }
         if self.publisher.concurrency == 0 || self.publisher.per_subscription == 0 {
@@ -142,8 +134,8 @@ impl WorkerSettings {
                 "delivery concurrency and its per-subscription limit must be at least 1".into(),
             );
         }
-        if self.poll_interval.is_zero() || self.sweep_interval.is_zero() {
-            return Err("poll and sweep intervals must be positive".into());
+        if self.poll_interval.is_zero() || self.housekeeping_interval.is_zero() {
+            return Err("poll and housekeeping intervals must be positive".into());
         }
         if self.retention.interval.is_zero() {
             return Err("the retention interval must be positive".into());

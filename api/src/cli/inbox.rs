@@ -8,7 +8,6 @@ use domain::inbound::inbox::ops::{self, InboxFilter};
 use domain::page::IdWindow;
 use domain::retry::RetryPolicy;
 use sea_orm::DatabaseConnection;
-use workers::InboxQueue;
 
 use super::output::OutputArgs;
 use super::{describe, describe_missing};
@@ -133,14 +132,9 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
                 anyhow::bail!("give either an event id or a filter, not both")
             }
             Some(id) => {
-                let queue = InboxQueue::for_connection(db)?;
-                let id = ops::retry(db, id, Utc::now())
+                ops::retry(db, id, Utc::now())
                     .await
-                    .map_err(describe_missing("inbox event"))?
-                    .id;
-                if let Err(error) = queue.push(id, None).await {
-                    eprintln!("warning: {error}; a running worker's sweeper will queue it");
-                }
+                    .map_err(describe_missing("inbox event"))?;
                 println!("1 event(s) sent back for processing");
             }
             None => {

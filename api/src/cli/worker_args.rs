@@ -3,7 +3,6 @@
 use std::time::Duration;
 
 use clap::Args;
-use domain::inbound::inbox::sweep::SweepRules;
 use domain::retry::RetryPolicy;
 use workers::WorkerSettings;
 
@@ -33,18 +32,20 @@ pub struct WorkerArgs {
     /// An attempt running longer is abandoned and retried.
     #[arg(long, env = "LEADPIPE_ATTEMPT_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub attempt_timeout: Duration,
-    /// How often the sweeper looks for stranded inbox events.
+    /// How often housekeeping runs (expired idempotency keys, abandoned
+    /// imports); at least every 5 s.
     #[arg(long, env = "LEADPIPE_SWEEP_INTERVAL", default_value = "15s", value_parser = parse_duration)]
     pub sweep_interval: Duration,
-    /// How long an event may wait for its job before the sweeper queues another.
-    #[arg(long, env = "LEADPIPE_SWEEP_GRACE", default_value = "60s", value_parser = parse_duration)]
+    /// Accepted and ignored: there is no sweeper any more (a waiting event
+    /// is claimed by the workers' next pass).
+    #[arg(long, env = "LEADPIPE_SWEEP_GRACE", default_value = "60s", value_parser = parse_duration, hide = true)]
     pub sweep_grace: Duration,
     /// How long an attempt may hold an event before another worker may take it.
     #[arg(long, env = "LEADPIPE_PROCESSING_LEASE", default_value = "5m", value_parser = parse_duration)]
     pub processing_lease: Duration,
-    /// How long the job queue keeps the rows of finished jobs (the inbox
-    /// keeps each event's outcome); pruned every few seconds.
-    #[arg(long, env = "LEADPIPE_JOB_RETENTION", default_value = "10s", value_parser = parse_duration)]
+    /// Accepted and ignored: there is no job queue any more (the rows that
+    /// hold the work are the queue).
+    #[arg(long, env = "LEADPIPE_JOB_RETENTION", default_value = "10s", value_parser = parse_duration, hide = true)]
     pub job_retention: Duration,
     /// Finished inbox events' raw bodies (personal data) are emptied after
     /// this; the event row stays for deduplication.
@@ -101,13 +102,8 @@ impl WorkerArgs {
                 max_attempts: self.inbox_max_attempts,
             },
             attempt_timeout: self.attempt_timeout,
-            sweep_interval: self.sweep_interval,
-            sweep: SweepRules {
-                grace: self.sweep_grace,
-                lease: self.processing_lease,
-                batch: 500,
-            },
-            job_retention: self.job_retention,
+            housekeeping_interval: self.sweep_interval,
+            lease: self.processing_lease,
             retention: workers::housekeeping::RetentionSettings {
                 rules: domain::retention::RetentionRules {
                     inbox_body: self.retain_inbox_bodies,

@@ -18,8 +18,6 @@ pub struct AppState {
     pub principals: domain::auth::PrincipalCache,
     /// Batches intake upserts when enabled.
     pub group_commit: Option<domain::lead::group_commit::GroupCommitter>,
-    /// Where the webhook receiver and ops retries queue inbox jobs.
-    pub jobs: workers::InboxQueue,
     /// Executes reconcile runs started over HTTP.
     pub reconciler: Arc<workers::reconcile::Reconciler>,
     /// Whether the configured keys open the stored secrets (`/readyz`).

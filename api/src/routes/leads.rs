@@ -2,9 +2,6 @@
 
 use crate::wire::leads as wire;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
@@ -191,28 +188,17 @@ async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>)
     let state = write.state();
     if let (Some(group), true) = (&state.group_commit, keyless) {
         let done = group.ingest(write.input, Origin::Api, ctx).await?;
-        if done.outcome.changed() {
-            workers::wake::leads_written(&state.db);
-        }
         return Ok(ingest_reply(done)?.into_response(None));
     }
     let write = write.try_map(|record| Ok(record.normalise()?))?;
-    // Set by the write, read once it is committed (a replay writes nothing).
-    let wrote = Arc::new(AtomicBool::new(false));
-    let written = wrote.clone();
-    let response = write
+    write
         .run(&caller, rule, move |txn, new, _| {
             Box::pin(async move {
                 let done = ingest::ingest_in(txn, &new, Origin::Api, &ctx).await?;
-                written.store(done.outcome.changed(), Ordering::Relaxed);
                 ingest_reply(done)
             })
         })
-        .await?;
-    if wrote.load(Ordering::Relaxed) {
-        workers::wake::leads_written(&state.db);
-    }
-    Ok(response)
+        .await
 }
 
 /// `201` with `Location` for a new lead, `200` otherwise; the lead plus its
@@ -306,11 +292,10 @@ struct TransitionIn {
 async fn transition(
     caller: Caller<SalesUp>,
     id: web::Path<PathId>,
-    state: web::Data<AppState>,
     write: Write<TransitionIn>,
 ) -> WriteResult {
     let (id, actor) = (id.into_inner().0, caller.actor());
-    let response = write
+    write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
                 let lead =
@@ -318,10 +303,7 @@ async fn transition(
                 lead_reply(lead)
             })
         })
-        .await?;
-    // A new version of the lead waits to be processed.
-    workers::wake::leads_written(&state.db);
-    Ok(response)
+        .await
 }
 
 /// Human-owned fields of a lead; absent fields stay as they are.
@@ -353,11 +335,10 @@ struct LeadPatch {
 async fn patch_lead(
     caller: Caller<SalesUp>,
     id: web::Path<PathId>,
-    state: web::Data<AppState>,
     write: Write<LeadPatch>,
 ) -> WriteResult {
     let (id, actor) = (id.into_inner().0, caller.actor());
-    let response = write
+    write
         .run(&caller, KeyRule::Optional, move |txn, patch, if_match| {
             Box::pin(async move {
                 let lead = match patch.owner_id {
@@ -370,9 +351,7 @@ async fn patch_lead(
                 lead_reply(lead)
             })
         })
-        .await?;
-    workers::wake::leads_written(&state.db);
-    Ok(response)
+        .await
 }
 
 #[derive(Deserialize, ToSchema)]

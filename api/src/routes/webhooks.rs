@@ -222,10 +222,8 @@ async fn receive_webhook(
         "webhook received"
     );
     if received.needs_processing() {
-        // After the commit: the workers' poll and the sweeper find the
-        // event should the wake-up be lost.
+        // Its commit woke the workers (`workers::wake`).
         state.admission.admitted();
-        workers::wake::event_stored(&state.db);
     }
     Ok(acknowledge(received))
 }

@@ -52,17 +52,6 @@ impl Batch {
     pub fn taken(&self) -> usize {
         self.settled.len()
     }
-
-    /// The earliest retry the batch scheduled.
-    pub fn next_retry(&self) -> Option<DateTime<Utc>> {
-        self.settled
-            .iter()
-            .filter_map(|s| match s.decision {
-                Some(Decision::RetryAt(at)) => Some(at),
-                _ => None,
-            })
-            .min()
-    }
 }
 
 /// The leads a worker may take at `now`: the current version unprocessed,
@@ -292,27 +281,6 @@ async fn record_failure<C: ConnectionTrait>(
         );
     conn.execute(&upsert).await?;
     Ok(decision)
-}
-
-/// Whether a lead has waited longer than `grace` with nothing taking it: it
-/// changed (or its retry came due) more than `grace` ago and is still
-/// waiting. The sweeper then queues a job.
-pub async fn stranded<C: ConnectionTrait>(
-    conn: &C,
-    now: DateTime<Utc>,
-    grace: std::time::Duration,
-) -> Result<bool, DbErr> {
-    let before = now - chrono::Duration::from_std(grace).unwrap_or(chrono::TimeDelta::MAX);
-    let found = lead::Entity::find()
-        .select_only()
-        .column(lead::Column::Id)
-        .filter(waiting(Some(before)))
-        .filter(lead::Column::UpdatedAt.lte(before))
-        .limit(1)
-        .into_tuple::<i64>()
-        .one(conn)
-        .await?;
-    Ok(found.is_some())
 }
 
 /// The backlog at a glance, for ops.

@@ -158,9 +158,6 @@ impl Reconciler {
                 Err(PageError::LeaseLost) => return Err(Stop::LeaseLost),
                 Err(PageError::Db(e)) => return Err(db_failed(e)),
             };
-            if counts.created + counts.updated > 0 {
-                crate::wake::leads_written(&self.db);
-            }
             progress.pages += 1;
             progress.counts.add(&counts);
             progress.has_more = has_more;

@@ -1,5 +1,6 @@
-//! Starts reconcile runs by each source's cron, in every worker process.
-//! Each pass looks for the latest tick since the previous pass; the run it
+//! Starts reconcile runs by each source's cron, in every worker process, as
+//! an apalis worker whose passes come every `scheduler_interval`. Each pass
+//! looks for the latest tick since the previous pass; the run it
 //! starts carries the tick's key, unique in `reconcile_run`, so when several
 //! processes see the same tick only one run starts, and the
 //! one-running-run-per-source index keeps a slow run from overlapping the
@@ -7,37 +8,85 @@
 
 use std::sync::Arc;
 
+use apalis::prelude::{BoxDynError, Data};
 use chrono::Utc;
 use domain::entities::source;
 use domain::inbound::source::schedule;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
+use futures::future::{BoxFuture, FutureExt};
 use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
-use tokio::sync::watch;
+use tokio::sync::{Mutex, watch};
 use tokio::task::JoinSet;
 
 use super::{ReconcileSettings, Reconciler};
 use crate::shutdown::stopped;
 
-/// Runs until `stop`; runs it started are interrupted (marked failed, so
-/// the next tick need not wait for their lease) when it stops.
-pub async fn run(reconciler: Arc<Reconciler>, stop: watch::Receiver<bool>) {
-    let settings = reconciler.settings().clone();
-    let mut running: JoinSet<()> = JoinSet::new();
-    let mut last = Utc::now();
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(settings.scheduler_interval) => {}
-            () = stopped(stop.clone()) => break,
+/// A pass of the scheduler worker: start the runs whose tick came since the
+/// last pass.
+#[derive(Debug, Clone, Copy)]
+pub struct SchedulePass;
+
+/// What the scheduler's passes share: the time of the last pass and the
+/// runs they started, which are interrupted (marked failed, so the next
+/// tick need not wait for their lease) when the worker stops.
+pub struct Scheduler {
+    reconciler: Arc<Reconciler>,
+    last: Mutex<chrono::DateTime<Utc>>,
+    running: Mutex<JoinSet<()>>,
+    stop: watch::Receiver<bool>,
+}
+
+impl Scheduler {
+    pub fn new(reconciler: Arc<Reconciler>, stop: watch::Receiver<bool>) -> Self {
+        Self {
+            reconciler,
+            last: Mutex::new(Utc::now()),
+            running: Mutex::new(JoinSet::new()),
+            stop,
         }
-        let now = Utc::now();
-        if let Err(error) = pass(&reconciler, &settings, &mut running, last, now, &stop).await {
-            tracing::warn!(%error, "reconcile scheduler pass failed; retrying");
-            continue;
-        }
-        last = now;
-        while running.try_join_next().is_some() {}
     }
-    while running.join_next().await.is_some() {}
+
+    /// Waits for the runs passes started (they end at stop).
+    pub async fn finish(&self) {
+        let mut running = self.running.lock().await;
+        while running.join_next().await.is_some() {}
+    }
+}
+
+/// The apalis task function of the scheduler; returns how many runs it
+/// started.
+///
+/// Boxed: the pass runs on a tokio task of its own, and rustc proves its
+/// future `Send` only here, where the lifetimes are concrete.
+pub(crate) fn run_pass(
+    _: SchedulePass,
+    scheduler: Data<Arc<Scheduler>>,
+) -> BoxFuture<'static, Result<usize, BoxDynError>> {
+    let scheduler = (*scheduler).clone();
+    async move {
+        let settings = scheduler.reconciler.settings().clone();
+        let mut last = scheduler.last.lock().await;
+        let mut running = scheduler.running.lock().await;
+        let now = Utc::now();
+        let before = running.len();
+        pass(
+            &scheduler.reconciler,
+            &settings,
+            &mut running,
+            *last,
+            now,
+            &scheduler.stop,
+        )
+        .await
+        .inspect_err(|error| {
+            tracing::warn!(%error, "reconcile scheduler pass failed; retrying");
+        })?;
+        *last = now;
+        let started = running.len().saturating_sub(before);
+        while running.try_join_next().is_some() {}
+        Ok(started)
+    }
+    .boxed()
 }
 
 async fn pass(

@@ -222,7 +222,6 @@ async fn retry_event(
         principal = caller.id,
         "inbox event retry requested"
     );
-    queue(&state, &[id]).await;
     Ok(HttpResponse::Accepted().json(InboxEventOut::summary(event)))
 }
 
@@ -319,14 +318,4 @@ async fn retry_matching(
         results: done.results,
         note,
     }))
-}
-
-/// Best effort: an event whose push fails is `received` and the sweeper
-/// queues it.
-async fn queue(state: &AppState, ids: &[i64]) {
-    for id in ids {
-        if let Err(error) = state.jobs.push(*id, None).await {
-            tracing::warn!(%error, "retry not queued; the sweeper will");
-        }
-    }
 }

@@ -1,7 +1,9 @@
 //! The webhook inbox: every verified delivery is stored once per EVENT
-//! (`UNIQUE(source, event_id)`) and answered; a job then turns it into a lead
-//! through `ingest`. The row is the source of truth for its state, so jobs
-//! may run twice, late or never (the sweeper catches those) without harm.
+//! (`UNIQUE(source, event_id)`) and answered; a worker's pass then claims it
+//! and turns it into a lead through `ingest`. The row is the queue and the
+//! source of truth for its state: a retry is a `failed` row whose
+//! `next_attempt_at` came due, an abandoned attempt a `processing` row whose
+//! lease ran out, and the next claim takes either like a new row.
 //!
 //! States: `received` → `processing` → `processed`, or `failed` (a transient
 //! error; retried with backoff) → … → `dead` (a permanent error, or too many
@@ -11,7 +13,6 @@ pub mod batch;
 pub mod ops;
 pub mod process;
 pub mod receive;
-pub mod sweep;
 
 use std::fmt;
 use std::str::FromStr;

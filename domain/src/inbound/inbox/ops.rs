@@ -61,8 +61,8 @@ pub async fn get<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>,
     inbox_event::Entity::find_by_id(id).one(conn).await
 }
 
-/// Sends one event back to `received` with a fresh budget of attempts. The
-/// caller then pushes its job. An event whose body was erased is refused
+/// Sends one event back to `received` with a fresh budget of attempts: the
+/// workers' next pass claims it like a new event. An event whose body was erased is refused
 /// (`InboxEventErased`) and left as it is: processed again, it could only
 /// fail and end `dead`, a false alarm.
 pub async fn retry<C: ConnectionTrait>(

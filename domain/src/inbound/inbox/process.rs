@@ -1,7 +1,8 @@
-//! Turning a stored event into a lead. A job calls [`claim`], then [`apply`],
-//! and [`record_failure`] if that failed. Each step is guarded by the row's
-//! state, so a second job for the same event — a duplicate push, a sweeper
-//! re-enqueue, a retry racing a slow worker — finds nothing to do.
+//! Turning a stored event into a lead. A caller claims it ([`claim`], or a
+//! worker's batch claim), then [`apply`], and [`record_failure`] if that
+//! failed. Each step is guarded by the row's state, so a second attempt at
+//! the same event — an ops retry racing a worker, a worker whose lease ran
+//! out — finds nothing to do.
 
 use std::time::Duration;
 
@@ -171,7 +172,7 @@ pub async fn record_failure<C: ConnectionTrait>(
         .col_expr(Column::State, Expr::value(state.as_str()))
         .col_expr(Column::LastError, Expr::value(last_error))
         .col_expr(Column::NextAttemptAt, Expr::value(next_attempt_at))
-        // The job for the next attempt is pushed right after this.
+        // Queued again: the row, due at `next_attempt_at`, is the retry.
         .col_expr(
             Column::EnqueuedAt,
             Expr::value(next_attempt_at.map(|_| now)),

@@ -150,8 +150,7 @@ pub async fn receive<C: ConnectionTrait>(
             1i32.into(),
             0i32.into(),
             0i32.into(),
-            // The receiver pushes the job right after answering; if that
-            // push is lost, the sweeper re-enqueues once this is old enough.
+            // When it was queued: the row itself is the queue entry.
             (state == InboxState::Received).then_some(now).into(),
             delivery.correlation_id.clone().into(),
             now.into(),
