@@ -45,6 +45,8 @@ impl Application {
         }
         let http_workers = settings.http_workers;
         let group_commit = GroupCommitPlan::new(&settings, db.get_database_backend());
+        // Workers in other processes learn of committed work by NOTIFY.
+        tokio::spawn(workers::wake::announce(db.clone()));
         let admission =
             crate::http::admission::Admission::start(db.clone(), settings.inbox_backlog_limit);
         // Runs started over HTTP open secrets with the server's own keys.

@@ -545,9 +545,8 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
     .await;
 
     if backend == Backend::Postgres {
-        // Stored by another process (no in-process signal, no call to
-        // announce it): its commit notified, and the listener wakes the
-        // workers.
+        // Stored by another process (no in-process signal), announced by
+        // NOTIFY: the listener wakes the workers.
         let source = domain::inbound::source::find(
             &app.db,
             "webform",
@@ -571,6 +570,7 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
         )
         .await
         .unwrap();
+        workers::wake::announce_once(&other, workers::wake::Work::Inbox).await;
         wait_until(
             "the notified event was processed",
             Duration::from_secs(5),

@@ -275,7 +275,7 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
     wait_processed(&app, "wake-keyed", "the lead's new version was processed").await;
 
     if backend == Backend::Postgres {
-        // The write itself announces the lead to every process's drain.
+        // This server announces what it wrote to other processes' drains.
         let mut listener = sea_orm::sqlx::postgres::PgListener::connect(&app.database_url)
             .await
             .unwrap();
@@ -287,8 +287,8 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
             .unwrap();
         assert_eq!(notice.channel(), workers::wake::LEADS_CHANNEL);
 
-        // A lead written by another process (no in-process signal, no call
-        // to announce it) is processed: its commit notified.
+        // A lead written by another process (no in-process signal) is
+        // processed once that process announces it.
         let other = sea_orm::Database::connect(&app.database_url).await.unwrap();
         let record = serde_json::from_value(json!({
             "source": "webform", "source_ref": "wake-elsewhere", "email": "elsewhere@example.com"
@@ -302,6 +302,7 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
         )
         .await
         .unwrap();
+        workers::wake::announce_once(&other, workers::wake::Work::Leads).await;
         wait_processed(&app, "wake-elsewhere", "the notified lead was processed").await;
     }
     app.stop_workers().await;

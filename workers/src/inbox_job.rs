@@ -262,6 +262,9 @@ pub(crate) fn run_pass(
             tracing::warn!(size = events.len(), error = %e, "recording an inbox batch failed");
             e
         })?;
+        // The batch wrote leads and their outbox events: this process's
+        // lead drain and publisher look (on SQLite the commit told them).
+        crate::wake::written_here(&processor.db);
         Ok(events.len())
     }
     .boxed()

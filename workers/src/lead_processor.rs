@@ -109,7 +109,8 @@ pub(crate) fn run_pass(
         match processor.drain_once().await {
             Ok(taken) => {
                 if taken > 0 {
-                    crate::wake::more_lead_work(&processor.db);
+                    // More may wait, and the outbox events written go out.
+                    crate::wake::written_here(&processor.db);
                 }
                 Ok(taken)
             }

@@ -84,6 +84,9 @@ pub async fn run(
     let leads = Arc::new(LeadProcessor::new(db.clone(), settings.clone()));
     let listener = (db.get_database_backend() == sea_orm::DatabaseBackend::Postgres)
         .then(|| tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
+    // What this process's workers commit (a reconcile page) is announced to
+    // the others too; a no-op where `serve` started it already.
+    tokio::spawn(crate::wake::announce(db.clone()));
     // Each worker on a tokio task of its own, so none is polled because
     // another's future was woken.
     let inbox_drain = {

@@ -3,17 +3,18 @@
 //! to remember them: polling stays as the fallback for a lost signal, and
 //! finds what no write announces (a retry coming due, a lease running out).
 //!
-//! On PostgreSQL, triggers on the tables that hold work send `NOTIFY
-//! leadpipe_inbox` (an event stored or sent back: `received`),
-//! `leadpipe_leads` (a lead version left to process) and `leadpipe_outbox`
-//! (outbox events written) in the writing transaction, so the notice is
-//! delivered when the write commits, to every process; each worker process
-//! `LISTEN`s and bumps its own signals ([`listen`]). On SQLite (one process)
-//! every connection of the app's pool has commit hooks
-//! ([`signal_sqlite_commits`]): a commit that changed one of those tables
-//! bumps the signals. The signals are `watch` channels: a bump while a
-//! worker is busy is not lost, and any number of bumps while it is busy
-//! cost it one more pass.
+//! On SQLite (one process) every connection of the app's pool has commit
+//! hooks ([`signal_sqlite_commits`]): a commit that changed a table holding
+//! work bumps the signals, whoever wrote it. On PostgreSQL the writer says
+//! so once its transaction committed ([`committed`]): this process's
+//! signals are bumped, and [`announce`] sends `NOTIFY leadpipe_inbox` or
+//! `leadpipe_leads` outside any transaction, coalesced, to the other
+//! processes, which `LISTEN` ([`listen`]). Not a trigger in the writing
+//! transaction: PostgreSQL commits the transactions that notify one at a
+//! time, cluster-wide, and inserts at 32 clients fell from ~5,200 to ~345
+//! a second with one (docs/performance.md, 2026-12-06). The signals are
+//! `watch` channels: a bump while a worker is busy is not lost, and any
+//! number of bumps while it is busy cost it one more pass.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -31,11 +32,23 @@ use crate::shutdown::stopped;
 /// The PostgreSQL channel of "an inbox event waits to be processed".
 pub const CHANNEL: &str = "leadpipe_inbox";
 
-/// The PostgreSQL channel of "leads were written and wait to be processed".
+/// The PostgreSQL channel of "leads were written and wait to be processed"
+/// (and with them outbox events to deliver).
 pub const LEADS_CHANNEL: &str = "leadpipe_leads";
 
-/// The PostgreSQL channel of "outbox events were written".
-pub const OUTBOX_CHANNEL: &str = "leadpipe_outbox";
+/// The least time between two `NOTIFY leadpipe_leads` of one process: a
+/// notification is a commit of its own; under intake at its most, one per
+/// write would add hundreds a second. Spaced, at most 50 a second.
+const LEAD_NOTICE_SPACING: Duration = Duration::from_millis(20);
+
+/// What a committed write left to do, for [`committed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Work {
+    /// Inbox events stored or sent back to `received`.
+    Inbox,
+    /// Lead versions to process, with their outbox events.
+    Leads,
+}
 
 /// The signals of one database. Keyed by the database, so that several apps
 /// in one process (the tests run many) wake only their own workers.
@@ -46,6 +59,14 @@ struct Signals {
     leads: watch::Sender<u64>,
     /// Outbox events were written (wakes the publisher).
     outbox: watch::Sender<u64>,
+    /// PostgreSQL: this process committed inbox work ([`announce`] tells
+    /// the others).
+    inbox_to_announce: watch::Sender<u64>,
+    /// PostgreSQL: this process committed lead work.
+    leads_to_announce: watch::Sender<u64>,
+    /// Whether this process's [`announce`] runs (`serve` starts it for its
+    /// API and again for its workers: one is enough).
+    announcing: std::sync::atomic::AtomicBool,
 }
 
 static SIGNALS: LazyLock<Mutex<HashMap<String, Arc<Signals>>>> = LazyLock::new(Mutex::default);
@@ -83,6 +104,9 @@ fn signals_of(key: String) -> Arc<Signals> {
                 inbox: watch::channel(0).0,
                 leads: watch::channel(0).0,
                 outbox: watch::channel(0).0,
+                inbox_to_announce: watch::channel(0).0,
+                leads_to_announce: watch::channel(0).0,
+                announcing: std::sync::atomic::AtomicBool::new(false),
             })
         })
         .clone()
@@ -92,15 +116,109 @@ fn bump(signal: &watch::Sender<u64>) {
     signal.send_modify(|n| *n = n.wrapping_add(1));
 }
 
+/// Called by a writer on PostgreSQL once its transaction committed `work`:
+/// this process's workers start a pass, and [`announce`] tells the other
+/// processes'. On SQLite the commit hooks did it already: nothing to do.
+pub fn committed(db: &DatabaseConnection, work: Work) {
+    if db.get_database_backend() != DatabaseBackend::Postgres {
+        return;
+    }
+    let signals = signals(db);
+    match work {
+        Work::Inbox => {
+            bump(&signals.inbox);
+            bump(&signals.inbox_to_announce);
+        }
+        Work::Leads => {
+            bump(&signals.leads);
+            bump(&signals.outbox);
+            bump(&signals.leads_to_announce);
+        }
+    }
+}
+
+/// For a process that runs no [`announce`] (a CLI import or reconcile, at
+/// its end): tells the worker processes once that `work` was committed.
+pub async fn announce_once(db: &DatabaseConnection, work: Work) {
+    if db.get_database_backend() != DatabaseBackend::Postgres {
+        return;
+    }
+    let channel = match work {
+        Work::Inbox => CHANNEL,
+        Work::Leads => LEADS_CHANNEL,
+    };
+    notify(db.get_postgres_connection_pool(), channel).await;
+}
+
+/// Sends `NOTIFY leadpipe_inbox` and `NOTIFY leadpipe_leads` after this
+/// process committed such work ([`committed`]), until the process ends.
+/// Coalesced: the writes made while one notification is on its way share
+/// the next one.
+pub async fn announce(db: DatabaseConnection) {
+    if db.get_database_backend() != DatabaseBackend::Postgres {
+        return;
+    }
+    let pool = db.get_postgres_connection_pool().clone();
+    let signals = signals(&db);
+    if signals.announcing.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    tokio::join!(
+        notify_after(
+            &pool,
+            signals.inbox_to_announce.subscribe(),
+            CHANNEL,
+            Duration::ZERO
+        ),
+        notify_after(
+            &pool,
+            signals.leads_to_announce.subscribe(),
+            LEADS_CHANNEL,
+            LEAD_NOTICE_SPACING
+        ),
+    );
+}
+
+/// One `NOTIFY channel`; a lost one is found by the workers' poll.
+async fn notify(pool: &sea_orm::sqlx::PgPool, channel: &'static str) {
+    let sent = sea_orm::sqlx::query("SELECT pg_notify($1, '')")
+        .bind(channel)
+        .execute(pool)
+        .await;
+    if let Err(error) = sent {
+        tracing::debug!(%error, channel, "wake-up not sent");
+    }
+}
+
+/// `NOTIFY channel` after each bump of `signal`, at most one per `spacing`.
+async fn notify_after(
+    pool: &sea_orm::sqlx::PgPool,
+    mut signal: watch::Receiver<u64>,
+    channel: &'static str,
+    spacing: Duration,
+) {
+    while signal.changed().await.is_ok() {
+        signal.borrow_and_update();
+        notify(pool, channel).await;
+        if !spacing.is_zero() {
+            tokio::time::sleep(spacing).await;
+        }
+    }
+}
+
+/// Called by a pass that wrote lead versions or outbox events in this
+/// process (inbox events applied, leads processed): its lead drain and
+/// publisher start a pass. Other processes are not told.
+pub(crate) fn written_here(db: &DatabaseConnection) {
+    let signals = signals(db);
+    bump(&signals.leads);
+    bump(&signals.outbox);
+}
+
 /// Called by an inbox pass that found events: more may be waiting, so this
 /// process's drain starts another pass (other processes are not told).
 pub(crate) fn more_inbox_work(db: &DatabaseConnection) {
     bump(&signals(db).inbox);
-}
-
-/// Called by a lead pass that took leads: more may be waiting.
-pub(crate) fn more_lead_work(db: &DatabaseConnection) {
-    bump(&signals(db).leads);
 }
 
 pub(crate) fn inbox_work(db: &DatabaseConnection) -> watch::Receiver<u64> {
@@ -185,24 +303,23 @@ pub async fn signal_sqlite_commits(
     Ok(())
 }
 
-/// Listens on `leadpipe_inbox`, `leadpipe_leads` and `leadpipe_outbox` and
-/// wakes this process's inbox, lead or outbox workers, reconnecting after a pause when the
-/// connection is lost, until `stop`.
+/// Listens on `leadpipe_inbox` and `leadpipe_leads` and wakes this
+/// process's inbox, or lead and outbox workers, reconnecting after a pause
+/// when the connection is lost, until `stop`.
 pub(crate) async fn listen(db: DatabaseConnection, stop: watch::Receiver<bool>) {
     let pool = db.get_postgres_connection_pool().clone();
     let signals = signals(&db);
     loop {
         match PgListener::connect_with(&pool).await {
-            Ok(mut listener) => match listener
-                .listen_all([CHANNEL, LEADS_CHANNEL, OUTBOX_CHANNEL])
-                .await
-            {
+            Ok(mut listener) => match listener.listen_all([CHANNEL, LEADS_CHANNEL]).await {
                 Ok(()) => loop {
                     tokio::select! {
                         received = listener.recv() => match received {
                             Ok(notice) => match notice.channel() {
-                                LEADS_CHANNEL => bump(&signals.leads),
-                                OUTBOX_CHANNEL => bump(&signals.outbox),
+                                LEADS_CHANNEL => {
+                                    bump(&signals.leads);
+                                    bump(&signals.outbox);
+                                }
                                 _ => bump(&signals.inbox),
                             },
                             Err(error) => {

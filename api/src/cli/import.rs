@@ -81,6 +81,9 @@ pub async fn run(db: &DatabaseConnection, args: ImportArgs) -> anyhow::Result<()
     .await;
     bar.finish_and_clear();
     let run = result.map_err(describe)?;
+    if !run.dry_run && run.created + run.updated > 0 {
+        workers::wake::announce_once(db, workers::wake::Work::Leads).await;
+    }
     println!(
         "import run {}: {} rows: {} created, {} updated, {} unchanged, {} stale, {} suppressed, {} rejected{}",
         run.id,

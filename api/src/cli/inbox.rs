@@ -135,6 +135,7 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
                 ops::retry(db, id, Utc::now())
                     .await
                     .map_err(describe_missing("inbox event"))?;
+                workers::wake::announce_once(db, workers::wake::Work::Inbox).await;
                 println!("1 event(s) sent back for processing");
             }
             None => {
@@ -159,6 +160,7 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
                         counts(&done.by_state)
                     );
                 } else {
+                    workers::wake::announce_once(db, workers::wake::Work::Leads).await;
                     println!(
                         "{} event(s) re-applied in received order ({})",
                         done.retried,

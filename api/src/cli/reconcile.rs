@@ -53,6 +53,9 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     if let Some(ReconcileCommand::RetryRejected { source }) = args.command {
         let done = domain::reconcile::rejected::retry(db, source.as_deref()).await?;
+        if done.resolved > 0 {
+            workers::wake::announce_once(db, workers::wake::Work::Leads).await;
+        }
         println!(
             "{} rejected record(s) retried: {} resolved, {} still rejected",
             done.retried, done.resolved, done.still_rejected
@@ -124,6 +127,9 @@ pub async fn run(
         }
     };
     bar.finish_and_clear();
+    if finished.created + finished.updated > 0 {
+        workers::wake::announce_once(db, workers::wake::Work::Leads).await;
+    }
     println!("{}", summary(&finished));
     if let Some(error) = &finished.error {
         anyhow::bail!("reconcile run {} failed: {error}", finished.id);

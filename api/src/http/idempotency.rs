@@ -13,6 +13,7 @@ use domain::sealed::{self, Keyring, Place};
 use futures::future::LocalBoxFuture;
 use sea_orm::DatabaseTransaction;
 use serde::Serialize;
+use workers::wake::Work;
 
 use crate::http::error::{ApiError, PROBLEM_JSON};
 use crate::http::state::AppState;
@@ -171,7 +172,9 @@ fn parse_key(req: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
 }
 
 /// Runs `work` in a write transaction, under the request's Idempotency-Key
-/// when it has one.
+/// when it has one. The one commit point of the API's writes: once it
+/// committed, the workers are told that leads or outbox events may wait
+/// (`workers::wake::committed`; on SQLite the commit itself told them).
 pub async fn run<F>(
     state: &AppState,
     caller: &Principal,
@@ -190,6 +193,7 @@ where
         let txn = domain::db::begin_write(&state.db).await?;
         let reply = work(&txn).await?;
         txn.commit().await?;
+        workers::wake::committed(&state.db, Work::Leads);
         return Ok(reply.into_response(None));
     };
 
@@ -254,6 +258,7 @@ where
                 return Err(ApiError::IdempotencyKeyInFlight);
             }
             txn.commit().await?;
+            workers::wake::committed(&state.db, Work::Leads);
             Ok(reply.into_response(Some(false)))
         }
         Err(err) => {

@@ -1,6 +1,7 @@
 //! `/api/leads`: intake upsert, the sales API (status, owner, notes) and reads.
 
 use crate::wire::leads as wire;
+use workers::wake::Work;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -188,6 +189,9 @@ async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>)
     let state = write.state();
     if let (Some(group), true) = (&state.group_commit, keyless) {
         let done = group.ingest(write.input, Origin::Api, ctx).await?;
+        if done.outcome.changed() {
+            workers::wake::committed(&state.db, Work::Leads);
+        }
         return Ok(ingest_reply(done)?.into_response(None));
     }
     let write = write.try_map(|record| Ok(record.normalise()?))?;

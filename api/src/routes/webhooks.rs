@@ -222,7 +222,7 @@ async fn receive_webhook(
         "webhook received"
     );
     if received.needs_processing() {
-        // Its commit woke the workers (`workers::wake`).
+        workers::wake::committed(&state.db, workers::wake::Work::Inbox);
         state.admission.admitted();
     }
     Ok(acknowledge(received))

@@ -158,6 +158,9 @@ impl Reconciler {
                 Err(PageError::LeaseLost) => return Err(Stop::LeaseLost),
                 Err(PageError::Db(e)) => return Err(db_failed(e)),
             };
+            if counts.created + counts.updated > 0 {
+                crate::wake::committed(&self.db, crate::wake::Work::Leads);
+            }
             progress.pages += 1;
             progress.counts.add(&counts);
             progress.has_more = has_more;
