@@ -4,7 +4,7 @@
 //! call them).
 //!
 //! After changing an endpoint, regenerate the committed copy with
-//! `LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests --test openapi`.
+//! `LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests --test it openapi::`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -17,7 +17,8 @@ use leadpipe_tests::{Backend, TestApp};
 use serde_json::Value;
 
 const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../api/openapi.json");
-const REGENERATE: &str = "LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests --test openapi";
+const REGENERATE: &str =
+    "LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests --test it openapi::";
 const METHODS: &[&str] = &["get", "post", "put", "patch", "delete"];
 
 async fn served(app: &TestApp) -> String {
@@ -469,7 +470,7 @@ fn the_docs_problem_tables_are_the_catalogue() {
         stale.is_empty(),
         "the problem table in {stale:?} differs from the catalogue in api/src/http/error.rs \
          (PROBLEMS). Regenerate with `LEADPIPE_UPDATE_DOCS=1 cargo test -p leadpipe-tests \
-         --test openapi`, review the diff and commit it."
+         --test it openapi::`, review the diff and commit it."
     );
 }
 
