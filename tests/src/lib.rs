@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+pub mod alone;
 pub mod captured;
 pub mod poison;
 pub mod prometheus;
@@ -20,6 +21,7 @@ use std::path::PathBuf;
 use api::config::HttpSettings;
 use api::startup::Application;
 use domain::auth::Role;
+use domain::sealed::Keyring;
 use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, Statement};
 use serde_json::Value;
 
@@ -68,6 +70,8 @@ pub struct TestApp {
     pub backend: Backend,
     workers: Option<webhooks::RunningWorkers>,
     _dir: Option<TempDir>,
+    /// Dropped after the app's other fields: see [`alone`].
+    _hold: alone::Hold,
 }
 
 /// Removes a test's SQLite files when the test ends.
@@ -85,6 +89,18 @@ impl TestApp {
     }
 
     pub async fn spawn_with(backend: Backend, http: HttpSettings) -> Self {
+        let hold = alone::shared().await;
+        Self::spawn_holding(backend, http, hold).await
+    }
+
+    /// An app that runs alone in the test process (see [`alone`]): for a
+    /// test that depends on a process-wide flag.
+    pub async fn spawn_alone(backend: Backend) -> Self {
+        let hold = alone::exclusive().await;
+        Self::spawn_holding(backend, HttpSettings::for_tests(), hold).await
+    }
+
+    async fn spawn_holding(backend: Backend, http: HttpSettings, hold: alone::Hold) -> Self {
         if std::env::var("TEST_LOG").is_ok() {
             api::telemetry::init();
         }
@@ -100,13 +116,14 @@ impl TestApp {
             }
             Backend::Postgres => (fresh_postgres_database().await, None),
         };
-        Self::spawn_at(backend, database_url, dir, http).await
+        Self::spawn_at(backend, database_url, dir, http, hold).await
     }
 
     /// Another app on an existing PostgreSQL database: several apps may
     /// share one, as several nodes do.
     pub async fn spawn_on_postgres(database_url: String, http: HttpSettings) -> Self {
-        Self::spawn_at(Backend::Postgres, database_url, None, http).await
+        let hold = alone::shared().await;
+        Self::spawn_at(Backend::Postgres, database_url, None, http, hold).await
     }
 
     async fn spawn_at(
@@ -114,7 +131,16 @@ impl TestApp {
         database_url: String,
         dir: Option<TempDir>,
         http: HttpSettings,
+        hold: alone::Hold,
     ) -> Self {
+        // The server installs its keyring's tombstone keys for the whole
+        // process: an app with keys other than the tests' own runs alone.
+        let hold = if http.keyring.hashing_keys() == Keyring::for_tests().hashing_keys() {
+            hold
+        } else {
+            drop(hold);
+            alone::exclusive().await
+        };
         let db = api::storage::open(&database_url, 10, true).await.unwrap();
         let app = Application::build(db.clone(), http).unwrap();
         let address = format!("http://127.0.0.1:{}", app.port());
@@ -135,6 +161,7 @@ impl TestApp {
             backend,
             workers: None,
             _dir: dir,
+            _hold: hold,
         }
     }
 
