@@ -49,10 +49,11 @@ async fn store_received(app: &TestApp, events: usize) {
 /// A worker asks for ten of 300 ready events and gets ten, whatever join
 /// PostgreSQL picks; the rest stay ready for other workers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn an_inbox_claim_takes_at_most_its_batch_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     store_received(&app, 300).await;
     let db = pool_with_nested_loops(&app).await;
@@ -86,10 +87,11 @@ async fn an_inbox_claim_takes_at_most_its_batch_on_postgres() {
 /// A publisher asks for five of thirty due deliveries (thirty leads, one
 /// subscription) and gets five: its in-flight limit is what it claimed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn a_delivery_claim_takes_at_most_its_limit_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     let admin = app.token(Role::Admin, None).await;
     let intake = app.token(Role::Intake, Some("webform")).await;

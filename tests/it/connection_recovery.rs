@@ -17,10 +17,11 @@ use serde_json::json;
 /// intake (the group committers' own pools) and reads (the main pool)
 /// answer as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn connections_ended_while_idle_are_replaced_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     let token = app.token(Role::Intake, Some("webform")).await;
     let sales = app.token(Role::Sales, None).await;
@@ -68,10 +69,11 @@ async fn end_sessions(app: &TestApp) -> i64 {
 /// Sessions ended right after intake used them (no idle time for the ping
 /// before acquire to catch it): each post still answers 201 and is stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn connections_ended_just_after_use_are_replaced_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     let token = app.token(Role::Intake, Some("webform")).await;
     for n in 0..6 {

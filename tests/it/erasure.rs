@@ -1430,10 +1430,11 @@ async fn stored_replays_are_erased_whatever_the_spelling_of_their_target(backend
 /// PostgreSQL: a keyed write that answers with the lead, caught mid-commit by
 /// an erasure, leaves no stored replay of the person behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn a_keyed_write_racing_an_erasure_leaves_no_stored_replay() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     let admin = app.admin_token().await;
     let sales = app.token(Role::Sales, None).await;
@@ -1590,10 +1591,11 @@ async fn lead_vacuumed_at_now(app: &TestApp) -> Option<String> {
 /// waits (its key already claimed) finishes, and so does the write: the
 /// erasure does not wait for the write's in-flight key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn an_erasure_and_a_keyed_write_waiting_for_its_lead_do_not_deadlock() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     let admin = app.admin_token().await;
     let sales = app.token(Role::Sales, None).await;

@@ -458,10 +458,11 @@ async fn correlation_id_is_echoed_and_recorded(backend: Backend) {
 /// 32 identical requests at once: the unique key makes exactly one insert win,
 /// and the others see it as unchanged; none fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn concurrent_identical_posts_make_one_row_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     let token = app.token(Role::Intake, Some("webform")).await;
     let body = record("race-1");
@@ -486,10 +487,11 @@ async fn concurrent_identical_posts_make_one_row_on_postgres() {
 /// Concurrent different changes to one lead: every one is applied or judged,
 /// versions never collide, and the row ends at one of the sent states.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn concurrent_changes_to_one_lead_serialise_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     let token = app.token(Role::Intake, Some("webform")).await;
     let bodies: Vec<Value> = (0..16)

@@ -329,10 +329,11 @@ async fn only_ops_retry_and_bad_input_is_a_problem(backend: Backend) {
 /// Bulk and single retries of the same dead leads at once, with two worker
 /// runtimes running: every lead processed exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn concurrent_retries_process_each_dead_lead_once_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     with_dead_leads(&app, 1, 30).await;
     cure_lead_processing(&app).await;
@@ -384,10 +385,11 @@ async fn concurrent_retries_process_each_dead_lead_once_on_postgres() {
 /// A lead a worker holds in its batch (its row locked) is not taken by a
 /// retry meanwhile: `409`, and the retry after the batch processes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn a_retry_skips_a_lead_a_worker_holds_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let app = TestApp::spawn(Backend::Postgres).await;
     with_dead_leads(&app, 1, 1).await;
     cure_lead_processing(&app).await;

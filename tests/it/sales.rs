@@ -783,10 +783,11 @@ async fn pagination_visits_every_lead_once_while_leads_arrive(backend: Backend) 
 /// 64 identical keyed requests at once: one note; every other answer is the
 /// in-flight 409 or the replay of the one that ran.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn concurrent_requests_with_one_key_have_one_effect_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let t = Sales::new(Backend::Postgres).await;
     let id = t.lead("race").await;
     let path = format!("/api/leads/{id}/notes");
@@ -822,10 +823,11 @@ async fn concurrent_requests_with_one_key_have_one_effect_on_postgres() {
 /// Concurrent status moves without If-Match: each is decided on the state it
 /// finally sees; none is lost and versions never collide.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
 async fn concurrent_status_moves_serialise_on_postgres() {
-    if leadpipe_tests::postgres_skipped() {
-        return;
-    }
     let t = Sales::new(Backend::Postgres).await;
     let id = t.lead("moves").await;
     let responses =
