@@ -6,17 +6,18 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use domain::auth::Role;
 use domain::entities::{outbox_delivery, outbox_event};
 use domain::outbound::delivery;
-use domain::outbound::net_guard::OutboundPolicy;
+use domain::retry::RetryPolicy;
+use leadpipe_tests::publishing::{self, publish_until};
 use leadpipe_tests::receiver::Receiver;
-use leadpipe_tests::{Backend, TestApp, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 use sea_orm::{EntityTrait, QueryOrder};
-use serde_json::{Value, json};
-use workers::publisher::{Publisher, PublisherSettings};
+use serde_json::json;
+use workers::publisher::PublisherSettings;
 
 on_both_backends!(
     a_later_event_waits_while_an_earlier_one_is_held_by_another_publisher,
@@ -26,25 +27,6 @@ on_both_backends!(
     a_claim_queued_past_its_lease_is_not_sent,
     stopping_hands_back_what_was_claimed_but_not_sent,
 );
-
-fn publisher(app: &TestApp) -> Publisher {
-    let defaults = PublisherSettings::default();
-    publisher_with(app, defaults.concurrency, defaults.per_subscription)
-}
-
-async fn subscribe(app: &TestApp, admin: &str, receiver: &Receiver) {
-    let response = app
-        .client
-        .post(app.url("/api/subscriptions"))
-        .bearer_auth(admin)
-        .json(&json!({"url": receiver.url, "event_types": []}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
-    let body: Value = response.json().await.unwrap();
-    receiver.set_secret(body["secret"].as_str().unwrap());
-}
 
 async fn post(app: &TestApp, intake: &str, source_ref: &str, name: &str) {
     let body = json!({"source": "webform", "source_ref": source_ref, "name": name});
@@ -62,7 +44,7 @@ async fn a_later_event_waits_while_an_earlier_one_is_held_by_another_publisher(b
     let admin = app.token(Role::Admin, None).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
-    subscribe(&app, &admin, &receiver).await;
+    app.subscribe(&admin, &receiver, json!([])).await;
     post(&app, &intake, "held-1", "Old").await;
     post(&app, &intake, "held-1", "New").await;
     let events = outbox_event::Entity::find()
@@ -101,13 +83,14 @@ async fn a_later_event_waits_while_an_earlier_one_is_held_by_another_publisher(b
 
     // A's fan-out lands (its delivery row has the higher id); the receiver
     // still gets created, then updated.
-    let publisher = publisher(&app);
-    let started = Instant::now();
-    while receiver.accepted().len() < 2 {
-        assert!(started.elapsed() < Duration::from_secs(10), "timed out");
-        publisher.run_once().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let publisher = app.publisher(settings());
+    publish_until(
+        &publisher,
+        "both events accepted",
+        Duration::from_secs(10),
+        async || receiver.accepted().len() >= 2,
+    )
+    .await;
     let got: Vec<String> = receiver
         .accepted()
         .iter()
@@ -126,12 +109,12 @@ async fn concurrent_publishers_deliver_each_lead_in_outbox_order(backend: Backen
     let admin = app.token(Role::Admin, None).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
-    subscribe(&app, &admin, &receiver).await;
+    app.subscribe(&admin, &receiver, json!([])).await;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let publishers: Vec<_> = (0..2)
         .map(|_| {
-            let publisher = publisher(&app);
+            let publisher = app.publisher(settings());
             let stop = stop_rx.clone();
             tokio::spawn(publisher.run(Duration::from_millis(5), stop))
         })
@@ -158,13 +141,16 @@ async fn parallel_delivery_keeps_each_leads_order(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
     receiver.delay(Duration::from_millis(20));
-    subscribe(&app, &admin, &receiver).await;
+    app.subscribe(&admin, &receiver, json!([])).await;
     write_versions(&app, &intake, LEADS, VERSIONS).await;
     let events = outbox_event::Entity::find().all(&app.db).await.unwrap();
     assert_eq!(events.len(), LEADS * VERSIONS);
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let running = tokio::spawn(publisher_with(&app, 32, 8).run(Duration::from_millis(5), stop_rx));
+    let running = tokio::spawn(
+        app.publisher(limited(32, 8))
+            .run(Duration::from_millis(5), stop_rx),
+    );
     wait_accepted(&receiver, events.len()).await;
     stop_tx.send(true).unwrap();
     running.await.unwrap();
@@ -187,12 +173,15 @@ async fn the_per_subscription_limit_holds(backend: Backend) {
     let second = Receiver::start().await;
     for receiver in [&first, &second] {
         receiver.delay(Duration::from_millis(30));
-        subscribe(&app, &admin, receiver).await;
+        app.subscribe(&admin, receiver, json!([])).await;
     }
     write_versions(&app, &intake, LEADS, 1).await;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let running = tokio::spawn(publisher_with(&app, 32, 3).run(Duration::from_millis(5), stop_rx));
+    let running = tokio::spawn(
+        app.publisher(limited(32, 3))
+            .run(Duration::from_millis(5), stop_rx),
+    );
     wait_accepted(&first, LEADS).await;
     wait_accepted(&second, LEADS).await;
     stop_tx.send(true).unwrap();
@@ -219,13 +208,13 @@ async fn a_claim_queued_past_its_lease_is_not_sent(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
     receiver.delay(Duration::from_millis(400));
-    subscribe(&app, &admin, &receiver).await;
+    app.subscribe(&admin, &receiver, json!([])).await;
     write_versions(&app, &intake, LEADS, 1).await;
     let events = outbox_event::Entity::find().all(&app.db).await.unwrap();
 
-    let mut settings = settings(1, 1);
+    let mut settings = limited(1, 1);
     settings.request_timeout = Duration::from_secs(1);
-    let publisher = Publisher::new(app.db.clone(), settings).unwrap();
+    let publisher = app.publisher(settings);
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let running = tokio::spawn(publisher.run(Duration::from_millis(5), stop_rx));
     wait_accepted(&receiver, LEADS).await;
@@ -247,16 +236,18 @@ async fn stopping_hands_back_what_was_claimed_but_not_sent(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
     receiver.delay(Duration::from_millis(300));
-    subscribe(&app, &admin, &receiver).await;
+    app.subscribe(&admin, &receiver, json!([])).await;
     write_versions(&app, &intake, LEADS, 1).await;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let running = tokio::spawn(publisher_with(&app, 1, 1).run(Duration::from_millis(5), stop_rx));
-    let started = Instant::now();
-    while receiver.received().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(10), "nothing sent");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let running = tokio::spawn(
+        app.publisher(limited(1, 1))
+            .run(Duration::from_millis(5), stop_rx),
+    );
+    eventually("something sent", Duration::from_secs(10), async || {
+        !receiver.received().is_empty()
+    })
+    .await;
     stop_tx.send(true).unwrap();
     running.await.unwrap();
 
@@ -277,31 +268,34 @@ async fn stopping_hands_back_what_was_claimed_but_not_sent(backend: Backend) {
 
     // Lease here: 5 s × 2 + 5 s. The rest goes out well before that.
     receiver.delay(Duration::ZERO);
-    let restarted = Instant::now();
-    let next = publisher(&app);
-    while receiver.accepted().len() < LEADS {
-        assert!(
-            restarted.elapsed() < Duration::from_secs(5),
-            "handed-back deliveries waited for their lease"
-        );
-        next.run_once().await.unwrap();
-    }
+    // Well within the lease: handed-back deliveries do not wait for it.
+    let next = app.publisher(settings());
+    publish_until(
+        &next,
+        "the handed-back deliveries",
+        Duration::from_secs(5),
+        async || receiver.accepted().len() >= LEADS,
+    )
+    .await;
     assert_eq!(receiver.received().len(), LEADS, "nothing is sent twice");
 }
 
-fn settings(concurrency: usize, per_subscription: usize) -> PublisherSettings {
+/// The tests' publisher with the default retry policy.
+fn settings() -> PublisherSettings {
     PublisherSettings {
-        request_timeout: Duration::from_secs(5),
-        outbound: OutboundPolicy::from_list("127.0.0.1"),
-        keyring: domain::sealed::Keyring::for_tests(),
-        concurrency,
-        per_subscription,
-        ..PublisherSettings::default()
+        retry: RetryPolicy::default(),
+        ..publishing::settings()
     }
 }
 
-fn publisher_with(app: &TestApp, concurrency: usize, per_subscription: usize) -> Publisher {
-    Publisher::new(app.db.clone(), settings(concurrency, per_subscription)).unwrap()
+/// `settings()` with at most `concurrency` requests in flight, and
+/// `per_subscription` of them to one subscription.
+fn limited(concurrency: usize, per_subscription: usize) -> PublisherSettings {
+    PublisherSettings {
+        concurrency,
+        per_subscription,
+        ..settings()
+    }
 }
 
 /// `versions` events for each of `leads` leads (one create, then updates),
@@ -334,15 +328,12 @@ async fn write_versions(app: &TestApp, intake: &str, leads: usize, versions: usi
 }
 
 async fn wait_accepted(receiver: &Receiver, count: usize) {
-    let started = Instant::now();
-    while receiver.accepted().len() < count {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "timed out: {} of {count} delivered",
-            receiver.accepted().len(),
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        &format!("{count} deliveries accepted"),
+        Duration::from_secs(30),
+        async || receiver.accepted().len() >= count,
+    )
+    .await;
 }
 
 /// Every event arrived once, and each lead's in outbox order.

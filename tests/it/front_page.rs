@@ -10,12 +10,12 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use domain::auth::Role;
 use domain::entities::{activity, deal, idempotency_key, inbox_event, lead, lead_conversion};
 use fantoccini::{Client, ClientBuilder, Locator};
-use leadpipe_tests::{Backend, TestApp, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
@@ -47,18 +47,15 @@ async fn fill(browser: &Client, css: &str, text: &str) {
 
 /// How many elements match `css`, once that is `expected` (or the wait ends).
 async fn wait_for_count(browser: &Client, css: &str, expected: usize) {
-    let started = Instant::now();
-    loop {
+    eventually(&format!("{expected} `{css}`"), WAIT, async || {
         let found = browser.find_all(Locator::Css(css)).await.unwrap().len();
         if found == expected {
-            return;
+            Ok(())
+        } else {
+            Err(format!("{found} elements"))
         }
-        assert!(
-            started.elapsed() < WAIT,
-            "`{css}`: {found} elements, expected {expected}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
 }
 
 fn find_program(names: &[&str]) -> Option<PathBuf> {
@@ -113,21 +110,20 @@ impl Driver {
             url,
             profile: TempDir(profile),
         };
-        let started = Instant::now();
-        loop {
+        eventually("chromedriver to start", WAIT, async || {
             let ready = reqwest::get(format!("{}/status", driver.url))
                 .await
                 .ok()
                 .filter(|r| r.status().is_success());
-            if let Some(response) = ready {
-                let status: Value = response.json().await.unwrap_or_default();
-                if status["value"]["ready"] == true {
-                    break;
+            match ready {
+                Some(response) => {
+                    let status: Value = response.json().await.unwrap_or_default();
+                    status["value"]["ready"] == true
                 }
+                None => false,
             }
-            assert!(started.elapsed() < WAIT, "chromedriver did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        })
+        .await;
         driver
     }
 
@@ -171,20 +167,15 @@ async fn text_of(browser: &Client, css: &str) -> String {
 
 /// Waits until the element's text contains `expected`.
 async fn wait_for_text(browser: &Client, css: &str, expected: &str) {
-    let started = Instant::now();
-    loop {
+    eventually(&format!("`{css}` to show {expected:?}"), WAIT, async || {
         if let Ok(element) = browser.find(Locator::Css(css)).await
             && element.text().await.is_ok_and(|t| t.contains(expected))
         {
-            return;
+            return Ok(());
         }
-        assert!(
-            started.elapsed() < WAIT,
-            "`{css}` never showed {expected:?}; page: {}",
-            text_of(browser, "body").await
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        Err(format!("page: {}", text_of(browser, "body").await))
+    })
+    .await;
 }
 
 async fn wait_for(browser: &Client, css: &str) {
@@ -249,8 +240,7 @@ async fn everything_the_page_holds(browser: &Client) -> Option<String> {
 /// Waits until the sign-in form shows and nothing of `previous` is left
 /// anywhere in the page.
 async fn wait_until_forgotten(browser: &Client, previous: &[&str]) {
-    let started = Instant::now();
-    loop {
+    eventually("the page to forget the session", WAIT, async || {
         let signed_out = match browser.find(Locator::Css("#login")).await {
             Ok(login) => login.is_displayed().await.unwrap_or(false),
             Err(_) => false,
@@ -258,14 +248,13 @@ async fn wait_until_forgotten(browser: &Client, previous: &[&str]) {
         let held = everything_the_page_holds(browser).await.unwrap_or_default();
         let kept: Vec<&&str> = previous.iter().filter(|p| held.contains(**p)).collect();
         if signed_out && !held.is_empty() && kept.is_empty() {
-            return;
+            return Ok(());
         }
-        assert!(
-            started.elapsed() < WAIT,
+        Err(format!(
             "after signing out the page still holds {kept:?} (sign-in form shown: {signed_out})"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        ))
+    })
+    .await;
 }
 
 fn assert_forgotten(held: &str, previous: &[&str], when: &str) {
@@ -315,18 +304,19 @@ async fn api_calls(browser: &Client) -> Vec<(String, u64)> {
 /// Waits until the page has called `path`, then checks that no call it made
 /// was refused: a role is never offered a view of `403`s.
 async fn assert_nothing_refused(browser: &Client, path: &str, role: &str) {
-    let started = Instant::now();
-    let calls = loop {
-        let calls = api_calls(browser).await;
-        if calls.iter().any(|(p, _)| p == path) {
-            break calls;
-        }
-        assert!(
-            started.elapsed() < WAIT,
-            "{role}: the page never called {path}: {calls:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let calls = eventually(
+        &format!("{role}: the page to call {path}"),
+        WAIT,
+        async || {
+            let calls = api_calls(browser).await;
+            if calls.iter().any(|(p, _)| p == path) {
+                Ok(calls)
+            } else {
+                Err(format!("{calls:?}"))
+            }
+        },
+    )
+    .await;
     let refused: Vec<_> = calls.iter().filter(|(_, status)| *status >= 400).collect();
     assert!(refused.is_empty(), "{role}: refused calls {refused:?}");
 }
@@ -633,11 +623,10 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
     screenshot(&browser, "ops-tab-day").await;
     // Built elsewhere: either their data or "not available", never stuck.
     for panel in ["#stats", "#reconcile-runs"] {
-        let started = Instant::now();
-        while text_of(&browser, panel).await.contains("loading") {
-            assert!(started.elapsed() < WAIT, "{panel} never loaded");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        eventually(&format!("{panel} to load"), WAIT, async || {
+            !text_of(&browser, panel).await.contains("loading")
+        })
+        .await;
         assert!(
             browser
                 .find(Locator::Css(&format!("{panel} .problem-body")))
@@ -695,20 +684,16 @@ async fn the_api_reference_renders_from_the_binary_without_the_network() {
     browser.goto(&app.url("/docs")).await.unwrap();
     assert_eq!(browser.title().await.unwrap(), "leadpipe API reference");
 
-    let started = Instant::now();
-    loop {
+    eventually("the reference to render", WAIT, async || {
         let text = reference_text(&browser).await;
         // The spec's title and an operation's summary, rendered.
         if text.contains("leadpipe") && text.contains("Rotate a subscription's signing secret") {
-            break;
+            Ok(())
+        } else {
+            Err(text.chars().take(500).collect::<String>())
         }
-        assert!(
-            started.elapsed() < WAIT,
-            "the reference never rendered; it shows: {}",
-            text.chars().take(500).collect::<String>()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    })
+    .await;
     let loaded = browser
         .execute(
             "return performance.getEntriesByType('resource').map(e => e.name);",

@@ -7,7 +7,7 @@ use std::time::Duration;
 use api::cli::import::ImportArgs;
 use domain::auth::Role;
 use domain::entities::{activity, import_run, lead, outbox_event};
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends, wait_until};
+use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::Value;
 
@@ -84,21 +84,9 @@ impl Imports {
     }
 
     async fn wait(&self, location: &str) -> Value {
-        for _ in 0..600 {
-            let run: Value = self
-                .app
-                .get(&self.ops, location)
-                .await
-                .json()
-                .await
-                .unwrap();
-            if run["state"] != "running" {
-                assert_eq!(run["state"], "done", "{run}");
-                return run;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("import did not finish");
+        let run = self.app.run_ended(&self.ops, location).await;
+        assert_eq!(run["state"], "done", "{run}");
+        run
     }
 
     async fn report(&self, run: &Value) -> Vec<Vec<String>> {
@@ -507,7 +495,7 @@ async fn a_batch_waits_for_the_write_turn_on_sqlite(backend: Backend) {
     };
     // The run is recorded before its first batch: from then on the import
     // is writing, or waiting for the turn.
-    wait_until(
+    eventually(
         "the import run is recorded",
         Duration::from_secs(20),
         async || t.app.count(import_run::Entity).await == 1,

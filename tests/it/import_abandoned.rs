@@ -6,11 +6,11 @@
 #![allow(clippy::unwrap_used)]
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use domain::auth::Role;
 use domain::entities::{import_run, lead};
-use leadpipe_tests::{Backend, TestApp, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 use sea_orm::{EntityTrait, QueryOrder};
 use serde_json::Value;
 
@@ -58,19 +58,22 @@ async fn an_import_killed_mid_file_is_abandoned_and_resumes_by_running_it_again(
 
     // Killed with SIGKILL once some batches are committed.
     let mut child = import(&app, &file).spawn().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let started = runs(&app).await;
-        if started.first().is_some_and(|r| r.rows >= 400) {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the import never got going");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the import finished before it was killed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the import to get going",
+        Duration::from_secs(30),
+        async || {
+            let started = runs(&app).await;
+            if started.first().is_some_and(|r| r.rows >= 400) {
+                return true;
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the import finished before it was killed"
+            );
+            false
+        },
+    )
+    .await;
     child.kill().unwrap();
     child.wait().unwrap();
     let killed = runs(&app).await.remove(0);

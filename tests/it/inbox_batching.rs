@@ -25,7 +25,7 @@ use leadpipe_tests::raw_http::read_answer;
 use leadpipe_tests::webhooks::{
     RunningWorkers, ack_id, lead_event, now, standard_headers, woken_only_settings,
 };
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends, wait_until};
+use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use workers::WorkerSettings;
 
@@ -304,7 +304,7 @@ async fn two_workers_drain_one_backlog_taking_each_event_once(backend: Backend) 
     settings.batch_size = 7;
     let first = RunningWorkers::start(app.db.clone(), settings.clone());
     let second = RunningWorkers::start(app.db.clone(), settings);
-    wait_until(
+    eventually(
         "every event processed",
         Duration::from_secs(20),
         async || count_in_state(&app, "processed").await == 120,
@@ -423,7 +423,7 @@ async fn a_burst_past_the_backlog_limit_is_refused_and_processing_advances(backe
         .collect();
     app.start_workers(WorkerSettings::for_tests());
     // Processing advances while the senders are still sending.
-    wait_until(
+    eventually(
         "processing advanced during the burst",
         Duration::from_secs(20),
         async || count_in_state(&app, "processed").await >= 60,
@@ -454,7 +454,7 @@ async fn a_burst_past_the_backlog_limit_is_refused_and_processing_advances(backe
     // Whatever was accepted is processed; nothing refused was stored.
     let stored = app.count(inbox_event::Entity).await;
     assert_eq!(stored, filled + accepted.load(Ordering::Relaxed));
-    wait_until("the backlog drained", Duration::from_secs(20), async || {
+    eventually("the backlog drained", Duration::from_secs(20), async || {
         count_in_state(&app, "processed").await == stored
     })
     .await;
@@ -539,7 +539,7 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
 
     let body = lead_event("form-1", "ada@example.com", "2026-11-30T10:00:00Z");
     let id = ack_id(app.post_standard("webform", &key, "msg_wake", &body).await).await;
-    wait_until(
+    eventually(
         "the event was processed",
         Duration::from_secs(5),
         async || app.inbox_event(id).await.state == "processed",
@@ -576,7 +576,7 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
             .execute_unprepared(&format!("NOTIFY {}", workers::wake::CHANNEL))
             .await
             .unwrap();
-        wait_until(
+        eventually(
             "the notified event was processed",
             Duration::from_secs(5),
             async || app.inbox_event(received.id).await.state == "processed",
@@ -658,7 +658,7 @@ async fn a_write_to_the_job_tables_holds_up_no_request(backend: Backend) {
     .await
     .expect("the intake waited for the job tables' writer");
     assert_eq!(created.status(), 201);
-    wait_until(
+    eventually(
         "the event processed while the job tables' writer holds its lock",
         limit,
         async || app.inbox_event(id).await.state == "processed",
@@ -707,7 +707,7 @@ async fn a_stopping_worker_finishes_the_pass_it_started(backend: Backend) {
     };
     app.start_workers(woken_only_settings());
     if backend == Backend::Postgres {
-        wait_until(
+        eventually(
             "the pass claimed the event",
             Duration::from_secs(10),
             async || app.inbox_event(id).await.state == "processing",

@@ -12,7 +12,7 @@ use domain::inbound::inbox::process::claim;
 use domain::inbound::inbox::receive::{Delivery, receive};
 use domain::lead::ingest::Outcome;
 use leadpipe_tests::webhooks::{ack_id, lead_event, now, standard_headers, standard_secret};
-use leadpipe_tests::{Backend, TestApp, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 use sea_orm::{ConnectionTrait, Statement};
 use serde_json::{Value, json};
 use workers::WorkerSettings;
@@ -371,14 +371,10 @@ async fn finished_job_rows_are_pruned_after_their_retention(backend: Backend) {
     })
     .await;
     // apalis marks the job done just after the attempt returns.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while finished_job_count(&app).await == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the job never finished"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("the job to finish", Duration::from_secs(10), async || {
+        finished_job_count(&app).await > 0
+    })
+    .await;
     let finished = finished_job_count(&app).await;
 
     // Younger than the retention: kept.

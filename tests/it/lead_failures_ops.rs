@@ -7,7 +7,6 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::HashMap;
-use std::process::Command;
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure, outbox_event};
@@ -190,14 +189,6 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     assert_eq!(traces, self::traces(&app).await);
 }
 
-fn cli(app: &TestApp) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"));
-    command
-        .env("DATABASE_URL", &app.database_url)
-        .env("RUST_LOG", "error");
-    command
-}
-
 fn json_lines(output: std::process::Output) -> Vec<Value> {
     assert!(
         output.status.success(),
@@ -216,7 +207,7 @@ async fn the_command_line_lists_and_retries_dead_leads(backend: Backend) {
     with_dead_leads(&app, 1, 2).await;
 
     let listed = json_lines(
-        cli(&app)
+        app.cli()
             .args(["lead", "failures", "--state", "dead", "-o", "json"])
             .output()
             .unwrap(),
@@ -228,7 +219,7 @@ async fn the_command_line_lists_and_retries_dead_leads(backend: Backend) {
     );
 
     let counted = json_lines(
-        cli(&app)
+        app.cli()
             .args(["lead", "retry", "--dry-run", "-o", "json"])
             .output()
             .unwrap(),
@@ -240,7 +231,7 @@ async fn the_command_line_lists_and_retries_dead_leads(backend: Backend) {
 
     cure_lead_processing(&app).await;
     let retried = json_lines(
-        cli(&app)
+        app.cli()
             .args(["lead", "retry", "--limit", "1", "-o", "json"])
             .output()
             .unwrap(),
@@ -249,7 +240,7 @@ async fn the_command_line_lists_and_retries_dead_leads(backend: Backend) {
         retried,
         [json!({"dry_run": false, "matched": 2, "retried": 1, "results": {"processed": 1}})]
     );
-    let rest = cli(&app).args(["lead", "retry"]).output().unwrap();
+    let rest = app.cli().args(["lead", "retry"]).output().unwrap();
     assert!(rest.status.success());
     assert_eq!(
         String::from_utf8_lossy(&rest.stdout).trim(),
@@ -262,7 +253,8 @@ async fn the_command_line_lists_and_retries_dead_leads(backend: Backend) {
 
     // One lead by id: none left to retry (exit 1 or more, a message).
     let bad = app.lead_by_ref("bad-0").await;
-    let refused = cli(&app)
+    let refused = app
+        .cli()
         .args(["lead", "retry", &bad.id.to_string()])
         .output()
         .unwrap();
@@ -272,7 +264,8 @@ async fn the_command_line_lists_and_retries_dead_leads(backend: Backend) {
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
-    let missing = cli(&app)
+    let missing = app
+        .cli()
         .args(["lead", "retry", "999999"])
         .output()
         .unwrap();

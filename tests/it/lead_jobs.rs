@@ -16,7 +16,7 @@ use domain::entities::{activity, lead, lead_processing_failure};
 use leadpipe_tests::poison::poison_lead_processing;
 use leadpipe_tests::reconcile::{crm_with_one_broken_email, map_crm_email_from};
 use leadpipe_tests::webhooks::{RunningWorkers, woken_only_settings};
-use leadpipe_tests::{Backend, TestApp, on_both_backends, wait_until};
+use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
 use serde_json::{Value, json};
 use workers::WorkerSettings;
@@ -136,7 +136,7 @@ async fn a_failing_lead_retries_then_dies_alone_while_its_batch_is_processed(bac
         (&json!(0), &json!(0), &json!(1)),
         "{stats}"
     );
-    wait_until(
+    eventually(
         "the dead lead in the metrics",
         Duration::from_secs(5),
         async || {
@@ -164,7 +164,7 @@ async fn two_workers_drain_one_lead_backlog_processing_each_lead_once(backend: B
     settings.batch_size = 7;
     let first = RunningWorkers::start(app.db.clone(), settings.clone());
     let second = RunningWorkers::start(app.db.clone(), settings);
-    wait_until(
+    eventually(
         "every lead processed",
         Duration::from_secs(30),
         async || unprocessed(&app).await.is_empty(),
@@ -233,7 +233,7 @@ async fn a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job(backend: 
     )
     .await
     .unwrap();
-    wait_until(
+    eventually(
         "the lead was processed",
         Duration::from_secs(10),
         async || unprocessed(&app).await.is_empty(),
@@ -244,7 +244,7 @@ async fn a_lead_nothing_took_is_found_by_the_sweep_and_queued_as_a_job(backend: 
 }
 
 async fn wait_processed(app: &TestApp, source_ref: &str, what: &str) {
-    wait_until(what, Duration::from_secs(5), async || {
+    eventually(what, Duration::from_secs(5), async || {
         let lead = app.lead_by_ref(source_ref).await;
         lead.processed_version >= lead.version
     })

@@ -30,14 +30,6 @@ on_both_backends!(
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn cli(app: &TestApp) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"));
-    command
-        .env("DATABASE_URL", &app.database_url)
-        .env("RUST_LOG", "error");
-    command
-}
-
 fn days_ago(days: i64) -> chrono::DateTime<Utc> {
     Utc::now() - chrono::TimeDelta::days(days)
 }
@@ -48,20 +40,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     let app = TestApp::spawn_with_workers(backend).await;
     let admin = app.admin_token().await;
     let receiver = Receiver::start().await;
-    let subscribed = app
-        .client
-        .post(app.url("/api/subscriptions"))
-        .bearer_auth(&admin)
-        .json(&json!({"url": receiver.url}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(subscribed.status(), 201);
-    receiver.set_secret(
-        subscribed.json::<Value>().await.unwrap()["secret"]
-            .as_str()
-            .unwrap(),
-    );
+    app.subscribe(&admin, &receiver, json!([])).await;
     let key = app.standard_source("webform").await;
     let mut ids = Vec::new();
     for name in ["old", "ancient", "recent", "undelivered"] {
@@ -375,7 +354,8 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
     }
 
     // The command line says the same.
-    let refused = cli(&app)
+    let refused = app
+        .cli()
         .args(["inbox", "retry", "--state", "processed"])
         .output()
         .unwrap();
@@ -385,7 +365,8 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
-    let dry = cli(&app)
+    let dry = app
+        .cli()
         .args(["inbox", "retry", "--include-processed", "--dry-run"])
         .output()
         .unwrap();
@@ -412,7 +393,7 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("copy.db");
     if backend == Backend::Postgres {
-        let refused = cli(&app).arg("backup").arg(&file).output().unwrap();
+        let refused = app.cli().arg("backup").arg(&file).output().unwrap();
         assert!(!refused.status.success());
         assert!(
             String::from_utf8_lossy(&refused.stderr).contains("pg_dump"),
@@ -457,7 +438,7 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
     .await;
     let committed_before = app.count(lead::Entity).await;
     let backup = {
-        let mut command = cli(&app);
+        let mut command = app.cli();
         command.arg("backup").arg(&file);
         tokio::task::spawn_blocking(move || command.output().unwrap())
             .await
@@ -514,7 +495,7 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
     );
 
     // An existing file is never overwritten.
-    let again = cli(&app).arg("backup").arg(&file).output().unwrap();
+    let again = app.cli().arg("backup").arg(&file).output().unwrap();
     assert!(!again.status.success());
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -527,7 +508,8 @@ async fn serve_with_an_import(
     rows: usize,
 ) -> (std::process::Child, i64) {
     let port = random_port();
-    let child = cli(app)
+    let child = app
+        .cli()
         .args([
             "serve",
             "--no-workers",
@@ -723,7 +705,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         .await
         .unwrap();
     assert_eq!(resolved["data"][0]["lead_id"], json!(fixed.id));
-    let cli_retry = cli(&app)
+    let cli_retry = app
+        .cli()
         .args(["reconcile", "retry-rejected", "--source", "crm"])
         .output()
         .unwrap();

@@ -6,7 +6,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use api::config::HttpSettings;
 use domain::auth::Role;
@@ -30,22 +30,6 @@ on_both_backends!(
     if_match_compares_entity_tags_strongly,
     a_transition_cannot_convert_a_lead_only_the_conversion_can,
 );
-
-/// Scrapes until `check` holds (gauges refresh in the background).
-async fn metrics_until(app: &TestApp, check: impl Fn(&str) -> bool) -> String {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let text = app.metrics().await;
-        if check(&text) {
-            return text;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never held; last scrape:\n{text}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 fn with_metrics_bind() -> HttpSettings {
     HttpSettings {
@@ -135,13 +119,15 @@ async fn a_scrape_answers_from_memory_while_the_database_is_down(backend: Backen
         assert_eq!(app.post_lead(&intake, &lead).await.status(), 201);
     }
     let leads = |t: &str| sample(t, "leadpipe_leads", &[("source", "webform")]);
-    metrics_until(&app, |t| leads(t) == 2.0).await;
+    app.metrics_until("two webform leads counted", |t| leads(t) == 2.0)
+        .await;
 
     app.db.close_by_ref().await.unwrap();
-    let down = metrics_until(&app, |t| {
-        sample(t, "leadpipe_metrics_gauges_refresh_failures_total", &[]) >= 1.0
-    })
-    .await;
+    let down = app
+        .metrics_until("a failed refresh counted", |t| {
+            sample(t, "leadpipe_metrics_gauges_refresh_failures_total", &[]) >= 1.0
+        })
+        .await;
     assert_eq!(leads(&down), 2.0, "the last figures stay");
     assert_eq!(sample(&down, "leadpipe_leads_processing_backlog", &[]), 2.0);
     let age = sample(&down, "leadpipe_metrics_gauges_age_seconds", &[]);
@@ -476,15 +462,7 @@ async fn import_report_cells_that_start_a_formula_are_neutralised(backend: Backe
         .unwrap();
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
     let location = response.headers()["location"].to_str().unwrap().to_owned();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let run = loop {
-        let run: Value = app.get(&admin, &location).await.json().await.unwrap();
-        if run["state"] != "running" {
-            break run;
-        }
-        assert!(Instant::now() < deadline, "import did not finish");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let run = app.run_ended(&admin, &location).await;
     let report = app
         .get(&admin, run["report_url"].as_str().unwrap())
         .await

@@ -256,20 +256,7 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
         .unwrap();
     assert_eq!(response.status(), 202);
     let run: Value = response.json().await.unwrap();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let run = loop {
-        let now: Value = app
-            .get(&ops, &format!("/api/ops/reconcile-runs/{}", run["id"]))
-            .await
-            .json()
-            .await
-            .unwrap();
-        if now["state"] != "running" {
-            break now;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "run never ended");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    };
+    let run = app.reconcile_run_ended(&ops, &run["id"]).await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(run["missed"], 2, "{run}");
 

@@ -2,33 +2,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::Duration;
-
 use domain::auth::Role;
-use domain::outbound::net_guard::OutboundPolicy;
-use domain::retry::RetryPolicy;
 use leadpipe_tests::prometheus::sample;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::EntityTrait;
 use serde_json::{Value, json};
-use workers::publisher::{Publisher, PublisherSettings};
 
 async fn scrape(app: &TestApp) -> String {
     app.metrics().await
-}
-
-/// Scrapes until `check` holds: the database gauges are refreshed in the
-/// background (every 0.5 s in tests).
-async fn scrape_until(app: &TestApp, check: impl Fn(&str) -> bool) -> String {
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let text = scrape(app).await;
-        if check(&text) || std::time::Instant::now() > deadline {
-            return text;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 on_both_backends!(
@@ -102,18 +84,7 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     let ops = app.token(Role::Ops, None).await;
     let admin = app.token(Role::Admin, None).await;
     let receiver = Receiver::start().await;
-    let sub: Value = app
-        .client
-        .post(app.url("/api/subscriptions"))
-        .bearer_auth(&admin)
-        .json(&json!({"url": receiver.url}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    receiver.set_secret(sub["secret"].as_str().unwrap());
+    app.subscribe(&admin, &receiver, json!([])).await;
 
     let response = app
         .client
@@ -128,20 +99,7 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     workers::lead_processor::run_once(&app.db, 10)
         .await
         .unwrap();
-    let publisher = Publisher::new(
-        app.db.clone(),
-        PublisherSettings {
-            retry: RetryPolicy {
-                base: Duration::from_millis(10),
-                cap: Duration::from_millis(20),
-                max_attempts: 3,
-            },
-            outbound: OutboundPolicy::from_list("127.0.0.1"),
-            keyring: domain::sealed::Keyring::for_tests(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let publisher = app.publisher(leadpipe_tests::publishing::settings());
     while publisher.run_once().await.unwrap().attempted > 0 {}
 
     let trace: Value = app
@@ -201,19 +159,21 @@ async fn gauges_show_backlogs_from_the_database() {
         )
         .await;
     }
-    let text = scrape_until(&app, |t| {
-        sample(t, "leadpipe_leads_processing_backlog", &[]) == 3.0
-    })
-    .await;
+    let text = app
+        .metrics_until("a backlog of three", |t| {
+            sample(t, "leadpipe_leads_processing_backlog", &[]) == 3.0
+        })
+        .await;
     assert_eq!(sample(&text, "leadpipe_outbox_events_pending", &[]), 3.0);
     assert_eq!(sample(&text, "leadpipe_leads_processing_backlog", &[]), 3.0);
     workers::lead_processor::run_once(&app.db, 10)
         .await
         .unwrap();
-    let text = scrape_until(&app, |t| {
-        sample(t, "leadpipe_leads_processing_backlog", &[]) == 0.0
-    })
-    .await;
+    let text = app
+        .metrics_until("an empty backlog", |t| {
+            sample(t, "leadpipe_leads_processing_backlog", &[]) == 0.0
+        })
+        .await;
     assert_eq!(sample(&text, "leadpipe_leads_processing_backlog", &[]), 0.0);
 }
 
@@ -254,14 +214,15 @@ async fn webhook_counters_stats_and_trace_follow_a_delivery(backend: Backend) {
     };
     app.wait_for_state(id, "processed").await;
 
-    let after = scrape_until(&app, |t| {
-        sample(
-            t,
-            "leadpipe_inbox_events",
-            &[("source", &source), ("state", "processed")],
-        ) == 1.0
-    })
-    .await;
+    let after = app
+        .metrics_until("the processed event counted", |t| {
+            sample(
+                t,
+                "leadpipe_inbox_events",
+                &[("source", &source), ("state", "processed")],
+            ) == 1.0
+        })
+        .await;
     let count = |text: &str, result: &str, reason: &str| {
         sample(
             text,

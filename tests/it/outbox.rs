@@ -3,17 +3,21 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_delivery, subscription};
 use domain::outbound::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
+use leadpipe_tests::publishing::{self, publish_until};
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 use workers::publisher::{Publisher, PublisherSettings};
+
+/// How long a test runs publisher passes for what it expects.
+const DRAIN: Duration = Duration::from_secs(10);
 
 struct Outbox {
     app: TestApp,
@@ -22,19 +26,18 @@ struct Outbox {
     receiver: Receiver,
 }
 
+/// The tests' publisher, giving up after `max_attempts`, allowed to reach
+/// the hosts `outbound` lists.
 fn publisher(app: &TestApp, max_attempts: u32, outbound: &str) -> Publisher {
-    let settings = PublisherSettings {
-        request_timeout: Duration::from_secs(5),
+    let settings = publishing::settings();
+    app.publisher(PublisherSettings {
         retry: RetryPolicy {
-            base: Duration::from_millis(10),
-            cap: Duration::from_millis(40),
             max_attempts,
+            ..settings.retry
         },
         outbound: OutboundPolicy::from_list(outbound),
-        keyring: domain::sealed::Keyring::for_tests(),
-        ..PublisherSettings::default()
-    };
-    Publisher::new(app.db.clone(), settings).unwrap()
+        ..settings
+    })
 }
 
 impl Outbox {
@@ -52,19 +55,9 @@ impl Outbox {
     }
 
     async fn subscribe(&self, event_types: Value) -> Value {
-        let response = self
-            .app
-            .client
-            .post(self.app.url("/api/subscriptions"))
-            .bearer_auth(&self.admin)
-            .json(&json!({"url": self.receiver.url, "event_types": event_types, "description": "crm sync"}))
-            .send()
+        self.app
+            .subscribe(&self.admin, &self.receiver, event_types)
             .await
-            .unwrap();
-        assert_eq!(response.status(), 201);
-        let body: Value = response.json().await.unwrap();
-        self.receiver.set_secret(body["secret"].as_str().unwrap());
-        body
     }
 
     async fn lead(&self, source_ref: &str, name: &str) -> Value {
@@ -83,19 +76,6 @@ impl Outbox {
             .count(&self.app.db)
             .await
             .unwrap()
-    }
-
-    /// Runs publisher passes until `done` holds (or fails after 10 s).
-    async fn drain_until(&self, publisher: &Publisher, what: &str, done: impl AsyncFn() -> bool) {
-        let started = Instant::now();
-        while !done().await {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "timed out waiting for {what}"
-            );
-            publisher.run_once().await.unwrap();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
     }
 }
 
@@ -132,7 +112,7 @@ async fn every_change_arrives_signed_and_in_order(backend: Backend) {
     assert_eq!(moved.status(), 200);
 
     let publisher = publisher(&t.app, 8, "127.0.0.1");
-    t.drain_until(&publisher, "4 deliveries", async || {
+    publish_until(&publisher, "4 deliveries", DRAIN, async || {
         t.receiver.accepted().len() == 4
     })
     .await;
@@ -173,13 +153,13 @@ async fn a_receiver_that_was_down_gets_everything_with_stable_ids(backend: Backe
         t.lead(&format!("down-{i}"), "x").await;
     }
     let publisher = publisher(&t.app, 50, "127.0.0.1");
-    t.drain_until(&publisher, "failed attempts", async || {
+    publish_until(&publisher, "failed attempts", DRAIN, async || {
         t.receiver.received().len() >= 6
     })
     .await;
     assert_eq!(t.deliveries("delivered").await, 0);
     t.receiver.answer(200);
-    t.drain_until(&publisher, "recovery", async || {
+    publish_until(&publisher, "recovery", DRAIN, async || {
         t.receiver.accepted().len() == 3
     })
     .await;
@@ -221,7 +201,7 @@ async fn gone_disables_the_subscription(backend: Backend) {
     t.receiver.answer(410);
     t.lead("g-1", "x").await;
     let publisher = publisher(&t.app, 8, "127.0.0.1");
-    t.drain_until(&publisher, "the 410", async || {
+    publish_until(&publisher, "the 410", DRAIN, async || {
         !t.receiver.received().is_empty()
     })
     .await;
@@ -248,7 +228,7 @@ async fn dead_deliveries_are_retried_by_ops_after_recovery(backend: Backend) {
     t.receiver.answer(500);
     t.lead("d-1", "x").await;
     let publisher = publisher(&t.app, 2, "127.0.0.1");
-    t.drain_until(&publisher, "a dead delivery", async || {
+    publish_until(&publisher, "a dead delivery", DRAIN, async || {
         t.deliveries("dead").await == 1
     })
     .await;
@@ -292,7 +272,7 @@ async fn dead_deliveries_are_retried_by_ops_after_recovery(backend: Backend) {
     .await
     .unwrap();
     assert_eq!(retried.status(), 200);
-    t.drain_until(&publisher, "the retried delivery", async || {
+    publish_until(&publisher, "the retried delivery", DRAIN, async || {
         t.receiver.accepted().len() == 1
     })
     .await;
@@ -337,7 +317,7 @@ async fn deliveries_page_like_every_other_list(backend: Backend) {
         t.lead(&format!("p-{n}"), "x").await;
     }
     let publisher = publisher(&t.app, 2, "127.0.0.1");
-    t.drain_until(&publisher, "three deliveries", async || {
+    publish_until(&publisher, "three deliveries", DRAIN, async || {
         t.deliveries("delivered").await == 3
     })
     .await;
@@ -409,7 +389,7 @@ async fn internal_addresses_are_refused(backend: Backend) {
     t.subscribe(json!([])).await;
     t.lead("i-1", "x").await;
     let strict = publisher(&t.app, 8, "");
-    t.drain_until(&strict, "the refusal", async || {
+    publish_until(&strict, "the refusal", DRAIN, async || {
         t.deliveries("dead").await == 1
     })
     .await;
@@ -428,7 +408,7 @@ async fn redirects_are_failures_not_followed(backend: Backend) {
     t.receiver.answer(302);
     t.lead("r-1", "x").await;
     let publisher = publisher(&t.app, 8, "127.0.0.1");
-    t.drain_until(&publisher, "a dead redirect", async || {
+    publish_until(&publisher, "a dead redirect", DRAIN, async || {
         t.deliveries("dead").await == 1
     })
     .await;

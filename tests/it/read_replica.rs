@@ -11,7 +11,7 @@ use api::config::HttpSettings;
 use domain::auth::Role;
 use leadpipe_tests::prometheus::series_value;
 use leadpipe_tests::{
-    Backend, TestApp, fresh_postgres_database, on_both_backends, replica_url, wait_until,
+    Backend, TestApp, eventually, fresh_postgres_database, on_both_backends, replica_url,
 };
 use sea_orm::{ConnectionTrait, Database, DatabaseConnection};
 use serde_json::{Value, json};
@@ -68,7 +68,7 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
     let primary_url = fresh_postgres_database().await;
     let replica_url = replica_url(&primary_url);
     // The new database reaches the standby through the WAL stream.
-    wait_until(
+    eventually(
         "the database exists on the replica",
         Duration::from_secs(20),
         || async { Database::connect(&replica_url).await.is_ok() },
@@ -99,7 +99,7 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
             .status(),
         201
     );
-    wait_until(
+    eventually(
         "the first lead is listed by both apps",
         Duration::from_secs(20),
         || async {
@@ -143,7 +143,7 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         "listings must come from the replica while it is within its bound: {listed:?}"
     );
     // The strict app saw the lag pass half a second and reads the primary.
-    wait_until(
+    eventually(
         "the strict app lists the new lead from the primary",
         Duration::from_secs(20),
         || async {
@@ -158,7 +158,7 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
 
     // Replay resumes: the replica catches up and serves listings again.
     resume_replay(&standby).await;
-    wait_until(
+    eventually(
         "the patient app lists the new lead from the replica",
         Duration::from_secs(20),
         || async {
@@ -168,7 +168,7 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         },
     )
     .await;
-    wait_until(
+    eventually(
         "the lag metric falls back to zero",
         Duration::from_secs(20),
         || async {

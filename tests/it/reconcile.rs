@@ -10,7 +10,7 @@ use api::cli::demo::fake_source::{Failure, FakeSource};
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event, reconcile_run};
 use domain::reconcile::run::{self as runs, StartRun, Trigger};
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
@@ -66,14 +66,10 @@ async fn lead_count(app: &TestApp, source: &str) -> u64 {
 }
 
 async fn wait_for_leads(app: &TestApp, source: &str, n: u64) {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while lead_count(app, source).await < n {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "never saw {n} leads of {source}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    eventually(&format!("{n} leads of {source}"), WAIT, async || {
+        lead_count(app, source).await >= n
+    })
+    .await;
 }
 
 async fn lead_by_ref(app: &TestApp, source: &str, source_ref: &str) -> Option<lead::Model> {
@@ -116,22 +112,7 @@ async fn started(app: &TestApp, token: &str, source: &str, body: Option<Value>) 
 
 /// Polls the run until it is no longer running.
 async fn finished(app: &TestApp, token: &str, run: &Value) -> Value {
-    let deadline = tokio::time::Instant::now() + WAIT;
-    loop {
-        let response = app
-            .get(token, &format!("/api/ops/reconcile-runs/{}", run["id"]))
-            .await;
-        assert_eq!(response.status(), 200);
-        let run: Value = response.json().await.unwrap();
-        if run["state"] != "running" {
-            return run;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "run never finished: {run}"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    app.reconcile_run_ended(token, &run["id"]).await
 }
 
 async fn reconcile(app: &TestApp, token: &str, source: &str, body: Option<Value>) -> Value {

@@ -6,12 +6,11 @@
 #![allow(clippy::unwrap_used)]
 
 use domain::auth::Role;
-use domain::entities::{inbox_event, lead};
+use domain::entities::inbox_event;
 use leadpipe_tests::webhooks::{
     Headers, github_headers, hmac_base64_headers, now, standard_secret,
 };
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -25,14 +24,6 @@ on_both_backends!(
 
 const GITHUB_SECRET: &str = "gh-webhook-secret-0123456789";
 const HMAC_SECRET: &str = "hmac-webhook-secret-0123456789";
-
-async fn lead_by_ref(app: &TestApp, source_ref: &str) -> Option<lead::Model> {
-    lead::Entity::find()
-        .filter(lead::Column::SourceRef.eq(source_ref))
-        .one(&app.db)
-        .await
-        .unwrap()
-}
 
 /// Posts and returns (status, ack body).
 async fn deliver(app: &TestApp, source: &str, headers: &Headers, body: &[u8]) -> (u16, Value) {
@@ -83,7 +74,7 @@ async fn github_body_replayed_under_a_new_delivery_id_cannot_roll_a_lead_back(ba
     assert_eq!(status, 202);
     app.wait_for_state(second["id"].as_i64().unwrap(), "processed")
         .await;
-    let before = lead_by_ref(&app, "gh-1").await.unwrap();
+    let before = app.find_lead_by_ref("gh-1").await.unwrap();
     assert_eq!(before.name.as_deref(), Some("New"));
 
     // The attacker re-posts v1's signed body under delivery ids of its own.
@@ -118,8 +109,9 @@ async fn github_body_replayed_under_a_new_delivery_id_cannot_roll_a_lead_back(ba
     .await;
     assert_eq!((status, ack["duplicate"].clone()), (200, json!(true)));
 
+    // Time for a wrongly applied replay to land: nothing must change.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let after = lead_by_ref(&app, "gh-1").await.unwrap();
+    let after = app.find_lead_by_ref("gh-1").await.unwrap();
     assert_eq!(
         after.name.as_deref(),
         Some("New"),
@@ -244,7 +236,7 @@ async fn intake_refuses_a_timestamp_in_the_future_and_keeps_the_lead(backend: Ba
             "{problem}"
         );
     }
-    let stored = lead_by_ref(&app, "f-1").await.unwrap();
+    let stored = app.find_lead_by_ref("f-1").await.unwrap();
     assert_eq!(stored.name.as_deref(), Some("Ada"));
     assert_eq!(stored.version, 1);
 
@@ -283,7 +275,7 @@ async fn webhook_timestamps_in_milliseconds_are_read_and_future_ones_are_dead(ba
     assert_eq!(status, 202);
     app.wait_for_state(ack["id"].as_i64().unwrap(), "processed")
         .await;
-    let stored = lead_by_ref(&app, "ms-1").await.unwrap();
+    let stored = app.find_lead_by_ref("ms-1").await.unwrap();
     assert_eq!(
         stored.source_updated_at.unwrap().timestamp_millis(),
         millis,
@@ -310,7 +302,7 @@ async fn webhook_timestamps_in_milliseconds_are_read_and_future_ones_are_dead(ba
         error.contains("source_updated_at") && error.contains("future"),
         "{error}"
     );
-    assert!(lead_by_ref(&app, "fut-1").await.is_none());
+    assert!(app.find_lead_by_ref("fut-1").await.is_none());
 }
 
 async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Backend) {
@@ -341,13 +333,7 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
     let run: Value = response.json().await.unwrap();
     let location = format!("/api/imports/{}", run["id"]);
-    let finished = loop {
-        let run: Value = app.get(&ops, &location).await.json().await.unwrap();
-        if run["state"] != "running" {
-            break run;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let finished = app.run_ended(&ops, &location).await;
     assert_eq!(finished["state"], "done", "{finished}");
     assert_eq!(finished["rejected"], 1, "{finished}");
     assert_eq!(finished["created"], 1, "{finished}");
@@ -367,10 +353,10 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
         refused.contains("rejected") && refused.contains("future"),
         "{report}"
     );
-    let kept = lead_by_ref(&app, "w-1").await.unwrap();
+    let kept = app.find_lead_by_ref("w-1").await.unwrap();
     assert_eq!(kept.name.as_deref(), Some("Ada"));
     assert_eq!(kept.source_updated_at, None);
-    let bob = lead_by_ref(&app, "w-2").await.unwrap();
+    let bob = app.find_lead_by_ref("w-2").await.unwrap();
     assert_eq!(
         bob.source_updated_at.unwrap().timestamp_millis(),
         1_700_000_000_000

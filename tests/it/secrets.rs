@@ -6,7 +6,7 @@
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::Duration;
 
 use api::cli::demo::fake_source::FakeSource;
@@ -16,11 +16,12 @@ use base64::engine::general_purpose::STANDARD;
 use domain::auth::Role;
 use domain::entities::{idempotency_key, source, subscription};
 use domain::sealed::{self, Keyring};
+use leadpipe_tests::cli::{self, output_text};
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::webhooks::{
     github_headers, lead_event, now, standard_headers, standard_secret,
 };
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
 
@@ -38,20 +39,10 @@ on_both_backends!(
     a_wrong_key_is_refused_before_traffic_and_by_rotate,
 );
 
-/// `Keyring::for_tests()` as the command line spells it.
-fn test_key_env() -> String {
-    format!("test:{}", STANDARD.encode([7u8; 32]))
-}
-
 fn cli(database_url: &str, args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"));
+    let mut command = cli::command(database_url);
     command
         .args(args)
-        .env("DATABASE_URL", database_url)
-        .env("RUST_LOG", "error")
-        .env_remove("LEADPIPE_SECRET_KEY")
-        .env_remove("LEADPIPE_SECRET_KEY_FILE")
-        .env_remove("LEADPIPE_INSECURE_DEV_SECRETS")
         .envs(env.iter().copied())
         .stdin(if stdin.is_some() {
             Stdio::piped()
@@ -70,14 +61,6 @@ fn cli(database_url: &str, args: &[&str], env: &[(&str, &str)], stdin: Option<&s
             .unwrap();
     }
     child.wait_with_output().unwrap()
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 async fn source_row(app: &TestApp, name: &str) -> source::Model {
@@ -247,14 +230,10 @@ async fn stored_secrets_are_sealed_and_still_verify_sign_and_authenticate(backen
         )
         .await;
     assert_eq!(response.status(), 202);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while receiver.accepted().is_empty() {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no delivery arrived"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("a delivery", Duration::from_secs(20), async || {
+        !receiver.accepted().is_empty()
+    })
+    .await;
     assert!(receiver.accepted().iter().all(|r| r.signature_ok));
 
     // The pull still sends its auth value.
@@ -484,7 +463,7 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
         &[("LEADPIPE_SECRET_KEY", &both)],
         None,
     );
-    assert!(rotated.status.success(), "{}", text(&rotated));
+    assert!(rotated.status.success(), "{}", output_text(&rotated));
     let report = String::from_utf8_lossy(&rotated.stdout).into_owned();
     assert!(
         report.contains(
@@ -556,21 +535,21 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
         &[("LEADPIPE_SECRET_KEY", &new)],
         None,
     );
-    assert!(again.status.success(), "{}", text(&again));
+    assert!(again.status.success(), "{}", output_text(&again));
     assert!(
         String::from_utf8_lossy(&again.stdout).contains(
             "0 source secrets, 0 pull auth values, 0 subscription secrets, 0 stored replies"
         ),
         "{}",
-        text(&again)
+        output_text(&again)
     );
     // Without any key, rotate refuses and says what to set.
     let refused = cli(&app.database_url, &["secrets", "rotate"], &[], None);
     assert!(!refused.status.success());
     assert!(
-        text(&refused).contains("LEADPIPE_SECRET_KEY"),
+        output_text(&refused).contains("LEADPIPE_SECRET_KEY"),
         "{}",
-        text(&refused)
+        output_text(&refused)
     );
 }
 
@@ -581,7 +560,7 @@ async fn a_source_created_with_a_secret_file_stdin_or_env_verifies_webhooks(back
     let file = dir.join("secret");
     let key = b"file-signing-key-000001";
     std::fs::write(&file, format!("{}\n", standard_secret(key))).unwrap();
-    let key_env = test_key_env();
+    let key_env = cli::server_key();
     let env = [("LEADPIPE_SECRET_KEY", key_env.as_str())];
 
     let added = cli(
@@ -599,7 +578,7 @@ async fn a_source_created_with_a_secret_file_stdin_or_env_verifies_webhooks(back
         &env,
         None,
     );
-    assert!(added.status.success(), "{}", text(&added));
+    assert!(added.status.success(), "{}", output_text(&added));
     let stdin_key = b"stdin-signing-key-00001";
     let added = cli(
         &app.database_url,
@@ -616,7 +595,7 @@ async fn a_source_created_with_a_secret_file_stdin_or_env_verifies_webhooks(back
         &env,
         Some(&standard_secret(stdin_key)),
     );
-    assert!(added.status.success(), "{}", text(&added));
+    assert!(added.status.success(), "{}", output_text(&added));
 
     let env_key = b"env-signing-key-0000001";
     let env_secret = standard_secret(env_key);
@@ -635,7 +614,7 @@ async fn a_source_created_with_a_secret_file_stdin_or_env_verifies_webhooks(back
         &[env[0], ("PARTNER_SECRET", env_secret.as_str())],
         None,
     );
-    assert!(added.status.success(), "{}", text(&added));
+    assert!(added.status.success(), "{}", output_text(&added));
 
     for (name, key) in [
         ("from-file", key.as_slice()),
@@ -680,21 +659,13 @@ async fn stale_upload_spools_are_removed_and_uploads_leave_none(backend: Backend
         .unwrap();
     assert_eq!(response.status(), 202);
     let location = response.headers()["location"].to_str().unwrap().to_owned();
-    for _ in 0..400 {
-        let run: Value = app.get(&ops, &location).await.json().await.unwrap();
-        if run["state"] != "running" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while std::fs::read_dir(&dir).unwrap().count() > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the upload's spool stayed"
-        );
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    app.run_ended(&ops, &location).await;
+    eventually(
+        "the upload's spool to go",
+        Duration::from_secs(5),
+        async || std::fs::read_dir(&dir).unwrap().count() == 0,
+    )
+    .await;
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -708,20 +679,7 @@ async fn reconcile(app: &TestApp, token: &str, source: &str) -> Value {
         .unwrap();
     assert_eq!(response.status(), 202);
     let run: Value = response.json().await.unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let current: Value = app
-            .get(token, &format!("/api/ops/reconcile-runs/{}", run["id"]))
-            .await
-            .json()
-            .await
-            .unwrap();
-        if current["state"] != "running" {
-            return current;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "run never finished");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    app.reconcile_run_ended(token, &run["id"]).await
 }
 
 fn mode(path: &Path) -> u32 {
@@ -777,12 +735,8 @@ async fn the_sqlite_database_and_its_wal_are_only_readable_by_their_owner() {
 /// `serve` with `env`: its output once it exits by itself, or `None` if it
 /// was still running (serving) after `patience`.
 fn serve_exit(database_url: &str, env: &[(&str, &str)], patience: Duration) -> Option<Output> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"))
+    let mut child = cli::command(database_url)
         .args(["serve", "--bind", "127.0.0.1:0", "--no-workers"])
-        .env("DATABASE_URL", database_url)
-        .env("RUST_LOG", "error")
-        .env_remove("LEADPIPE_SECRET_KEY_FILE")
-        .env_remove("LEADPIPE_INSECURE_DEV_SECRETS")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -814,7 +768,7 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         .await;
     assert_eq!(saved.status(), 201);
     let sealed_before = source_row(&app, "kc").await.secrets;
-    let right = test_key_env();
+    let right = cli::server_key();
     let wrong = format!("test:{}", STANDARD.encode([8u8; 32]));
 
     // The right key: rotate has nothing to do and records the key-check value.
@@ -824,11 +778,11 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         &[("LEADPIPE_SECRET_KEY", &right)],
         None,
     );
-    assert!(rotated.status.success(), "{}", text(&rotated));
+    assert!(rotated.status.success(), "{}", output_text(&rotated));
     assert!(
-        text(&rotated).contains("1 already current"),
+        output_text(&rotated).contains("1 already current"),
         "{}",
-        text(&rotated)
+        output_text(&rotated)
     );
     let checks = domain::entities::sealing_key_check::Entity::find()
         .all(&app.db)
@@ -845,12 +799,16 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         &[("LEADPIPE_SECRET_KEY", &wrong)],
         None,
     );
-    assert!(!refused.status.success(), "{}", text(&refused));
-    assert!(text(&refused).contains("'test'"), "{}", text(&refused));
+    assert!(!refused.status.success(), "{}", output_text(&refused));
     assert!(
-        !text(&refused).contains("already current"),
+        output_text(&refused).contains("'test'"),
         "{}",
-        text(&refused)
+        output_text(&refused)
+    );
+    assert!(
+        !output_text(&refused).contains("already current"),
+        "{}",
+        output_text(&refused)
     );
     assert_eq!(source_row(&app, "kc").await.secrets, sealed_before);
     // So does a command that would seal a secret under it.
@@ -872,8 +830,12 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         ],
         None,
     );
-    assert!(!refused.status.success(), "{}", text(&refused));
-    assert!(text(&refused).contains("'test'"), "{}", text(&refused));
+    assert!(!refused.status.success(), "{}", output_text(&refused));
+    assert!(
+        output_text(&refused).contains("'test'"),
+        "{}",
+        output_text(&refused)
+    );
     assert!(
         source::Entity::find_by_id("kc-new".to_owned())
             .one(&app.db)
@@ -890,7 +852,11 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
     )
     .expect("serve started with a wrong key");
     assert!(!output.status.success());
-    assert!(text(&output).contains("'test'"), "{}", text(&output));
+    assert!(
+        output_text(&output).contains("'test'"),
+        "{}",
+        output_text(&output)
+    );
     assert!(
         serve_exit(
             &app.database_url,
@@ -908,7 +874,11 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         Duration::from_secs(30),
     )
     .expect("serve started without the key that sealed the secrets");
-    assert!(text(&output).contains("'test'"), "{}", text(&output));
+    assert!(
+        output_text(&output).contains("'test'"),
+        "{}",
+        output_text(&output)
+    );
 
     // A running server is not ready while a stored secret does not open.
     assert_eq!(
@@ -931,7 +901,7 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         .exec(&app.db)
         .await
         .unwrap();
-    leadpipe_tests::eventually("readyz to fail", Duration::from_secs(20), || async {
+    eventually("readyz to fail", Duration::from_secs(20), || async {
         let status = app
             .client
             .get(app.url("/readyz"))

@@ -5,12 +5,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::process::{Command, Output};
-
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use domain::auth::Role;
 use domain::entities::source;
+use leadpipe_tests::cli::output_text;
 use leadpipe_tests::webhooks::{Headers, now, standard_headers, standard_secret};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::EntityTrait;
@@ -28,30 +25,6 @@ on_both_backends!(
 /// A hex secret, as `openssl rand -hex 32` makes (and valid base64 too).
 const HEX_SECRET: &str = "6f1c8e0b2d4a7c9e3f5b1d7a9c2e4f6a8b0d2c4e6f8a1b3d5c7e9f0a2b4c6d8e";
 const OTHER_HEX_SECRET: &str = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
-
-fn cli(app: &TestApp, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_leadpipe-cli"))
-        .args(args)
-        .env("DATABASE_URL", &app.database_url)
-        .env("RUST_LOG", "error")
-        // `Keyring::for_tests()`, the server's keys.
-        .env(
-            "LEADPIPE_SECRET_KEY",
-            format!("test:{}", STANDARD.encode([7u8; 32])),
-        )
-        .env_remove("LEADPIPE_PULL_AUTH_SECRET")
-        .envs(env.iter().copied())
-        .output()
-        .unwrap()
-}
-
-fn text(output: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
 
 async fn row(app: &TestApp, name: &str) -> source::Model {
     source::Entity::find_by_id(name.to_owned())
@@ -113,8 +86,7 @@ async fn hmac_verifies(app: &TestApp, name: &str, secret: &str, id: &str) -> boo
 
 /// The README's hmac-sha256 source, made by the CLI with a hex secret.
 fn add_partner(app: &TestApp) {
-    let added = cli(
-        app,
+    let added = app.run_cli(
         &[
             "source",
             "add",
@@ -135,7 +107,7 @@ fn add_partner(app: &TestApp) {
         ],
         &[("SECRET", HEX_SECRET)],
     );
-    assert!(added.status.success(), "{}", text(&added));
+    assert!(added.status.success(), "{}", output_text(&added));
 }
 
 async fn source_add_on_an_existing_name_is_refused_and_changes_nothing(backend: Backend) {
@@ -153,8 +125,7 @@ async fn source_add_on_an_existing_name_is_refused_and_changes_nothing(backend: 
     // The old repair recipe of docs/guide/webhooks.md: a hex secret is valid
     // base64, so this used to turn the source into standard-webhooks and
     // reset every field it did not name.
-    let recipe = cli(
-        &app,
+    let recipe = app.run_cli(
         &[
             "source",
             "add",
@@ -167,16 +138,15 @@ async fn source_add_on_an_existing_name_is_refused_and_changes_nothing(backend: 
         ],
         &[],
     );
-    assert_eq!(recipe.status.code(), Some(4), "{}", text(&recipe));
-    let said = text(&recipe);
+    assert_eq!(recipe.status.code(), Some(4), "{}", output_text(&recipe));
+    let said = output_text(&recipe);
     assert!(
         said.contains("already exists") && said.contains("source update"),
         "{said}"
     );
     assert!(!said.contains(HEX_SECRET), "{said}");
     // Even with secrets given, `add` does not replace.
-    let again = cli(
-        &app,
+    let again = app.run_cli(
         &[
             "source",
             "add",
@@ -189,7 +159,7 @@ async fn source_add_on_an_existing_name_is_refused_and_changes_nothing(backend: 
         ],
         &[("SECRET", OTHER_HEX_SECRET)],
     );
-    assert_eq!(again.status.code(), Some(4), "{}", text(&again));
+    assert_eq!(again.status.code(), Some(4), "{}", output_text(&again));
 
     assert_eq!(row(&app, "partner").await, before);
     let body = serde_json::to_vec(&json!({"type": "lead.updated",
@@ -207,8 +177,7 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
     let before = config(&app, "partner").await;
 
     // The repair recipe as it is now.
-    let updated = cli(
-        &app,
+    let updated = app.run_cli(
         &[
             "source",
             "update",
@@ -219,15 +188,14 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
         ],
         &[],
     );
-    assert!(updated.status.success(), "{}", text(&updated));
-    assert!(text(&updated).contains("updated source 'partner'"));
+    assert!(updated.status.success(), "{}", output_text(&updated));
+    assert!(output_text(&updated).contains("updated source 'partner'"));
     let mut expected = before.clone();
     expected["record_pointer"] = json!("/lead");
     assert_eq!(config(&app, "partner").await, expected);
 
     // A flag given is the only thing that changes; a list replaces the list.
-    let updated = cli(
-        &app,
+    let updated = app.run_cli(
         &[
             "source",
             "update",
@@ -238,13 +206,12 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
         ],
         &[],
     );
-    assert!(updated.status.success(), "{}", text(&updated));
+    assert!(updated.status.success(), "{}", output_text(&updated));
     expected["allowed_event_types"] = json!(["lead.created"]);
     assert_eq!(config(&app, "partner").await, expected);
 
     // `--reset` puts a field back to its default.
-    let updated = cli(
-        &app,
+    let updated = app.run_cli(
         &[
             "source",
             "update",
@@ -257,15 +224,14 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
         ],
         &[],
     );
-    assert!(updated.status.success(), "{}", text(&updated));
+    assert!(updated.status.success(), "{}", output_text(&updated));
     expected["tolerance_secs"] = json!(300);
     expected["allowed_event_types"] = json!([]);
     assert_eq!(config(&app, "partner").await, expected);
 
     // The secrets alone, same scheme: the new one verifies, the old no more.
     assert!(hmac_verifies(&app, "partner", HEX_SECRET, "u-1").await);
-    let updated = cli(
-        &app,
+    let updated = app.run_cli(
         &[
             "source",
             "update",
@@ -276,15 +242,14 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
         ],
         &[("NEW_SECRET", OTHER_HEX_SECRET)],
     );
-    assert!(updated.status.success(), "{}", text(&updated));
-    assert!(!text(&updated).contains(OTHER_HEX_SECRET));
+    assert!(updated.status.success(), "{}", output_text(&updated));
+    assert!(!output_text(&updated).contains(OTHER_HEX_SECRET));
     assert!(hmac_verifies(&app, "partner", OTHER_HEX_SECRET, "u-2").await);
     assert!(!hmac_verifies(&app, "partner", HEX_SECRET, "u-3").await);
     assert_eq!(config(&app, "partner").await, expected);
 
     // An unknown name is exit code 3, and `update` creates nothing.
-    let missing = cli(
-        &app,
+    let missing = app.run_cli(
         &[
             "source",
             "update",
@@ -295,8 +260,8 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
         ],
         &[],
     );
-    assert_eq!(missing.status.code(), Some(3), "{}", text(&missing));
-    assert!(text(&missing).contains("no source 'nobody'"));
+    assert_eq!(missing.status.code(), Some(3), "{}", output_text(&missing));
+    assert!(output_text(&missing).contains("no source 'nobody'"));
 }
 
 async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend) {
@@ -304,8 +269,7 @@ async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend)
     add_partner(&app);
     let before = row(&app, "partner").await;
 
-    let refused = cli(
-        &app,
+    let refused = app.run_cli(
         &[
             "source",
             "update",
@@ -316,8 +280,8 @@ async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend)
         ],
         &[],
     );
-    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
-    let said = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{}", output_text(&refused));
+    let said = output_text(&refused);
     assert!(
         said.contains("secrets:") && said.contains("scheme"),
         "{said}"
@@ -328,8 +292,7 @@ async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend)
     // With new secrets the scheme changes, and the fields that belong to
     // the scheme follow it; the others stay.
     let key = b"partner-standard-key-01";
-    let changed = cli(
-        &app,
+    let changed = app.run_cli(
         &[
             "source",
             "update",
@@ -342,7 +305,7 @@ async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend)
         ],
         &[("SECRET", &standard_secret(key))],
     );
-    assert!(changed.status.success(), "{}", text(&changed));
+    assert!(changed.status.success(), "{}", output_text(&changed));
     let view = config(&app, "partner").await;
     assert_eq!(view["scheme"], "standard-webhooks");
     assert_eq!(view["event_id_header"], "webhook-id");

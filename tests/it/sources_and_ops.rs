@@ -19,16 +19,6 @@ on_both_backends!(
 
 const SECRET_KEY: &[u8] = b"never-show-this-key-0001";
 
-async fn post(app: &TestApp, token: &str, path: &str, body: &Value) -> reqwest::Response {
-    app.client
-        .post(app.url(path))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .unwrap()
-}
-
 fn source_body(name: &str) -> Value {
     json!({"name": name, "scheme": "standard-webhooks", "secrets": [standard_secret(SECRET_KEY)]})
 }
@@ -76,7 +66,7 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
         ),
     ] {
         assert_problem(
-            post(&app, &sales, path, &body).await,
+            app.post_json(&sales, path, &body).await,
             403,
             "/problems/forbidden",
         )
@@ -344,13 +334,13 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
     let ids = seed_inbox(&app).await;
     let ops = app.token(Role::Ops, None).await;
 
-    let dry = post(
-        &app,
-        &ops,
-        "/api/ops/inbox/retry",
-        &json!({"state": "dead", "dry_run": true}),
-    )
-    .await;
+    let dry = app
+        .post_json(
+            &ops,
+            "/api/ops/inbox/retry",
+            &json!({"state": "dead", "dry_run": true}),
+        )
+        .await;
     assert_eq!(dry.status(), 200);
     assert_eq!(
         dry.json::<Value>().await.unwrap(),
@@ -369,28 +359,30 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
         json!({"state": "nope"}),
         json!({"state": "processed"}),
     ] {
-        let response = post(&app, &ops, "/api/ops/inbox/retry", &body).await;
+        let response = app.post_json(&ops, "/api/ops/inbox/retry", &body).await;
         assert_problem(response, 422, "/problems/validation").await;
     }
     // An event already waiting cannot be retried on its own either.
-    let response = post(
-        &app,
-        &ops,
-        &format!("/api/ops/inbox/{}/retry", ids[0]),
-        &json!({}),
-    )
-    .await;
+    let response = app
+        .post_json(
+            &ops,
+            &format!("/api/ops/inbox/{}/retry", ids[0]),
+            &json!({}),
+        )
+        .await;
     assert_problem(response, 409, "/problems/conflict").await;
-    let response = post(&app, &ops, "/api/ops/inbox/999/retry", &json!({})).await;
+    let response = app
+        .post_json(&ops, "/api/ops/inbox/999/retry", &json!({}))
+        .await;
     assert_problem(response, 404, "/problems/not-found").await;
 
-    let real = post(
-        &app,
-        &ops,
-        "/api/ops/inbox/retry",
-        &json!({"state": "dead", "source": "webform"}),
-    )
-    .await;
+    let real = app
+        .post_json(
+            &ops,
+            "/api/ops/inbox/retry",
+            &json!({"state": "dead", "source": "webform"}),
+        )
+        .await;
     assert_eq!(
         real.json::<Value>().await.unwrap(),
         json!({"dry_run": false, "matched": 1, "skipped_erased": 0, "by_state": {"dead": 1}, "retried": 1, "results": {"processed": 1}})

@@ -8,7 +8,7 @@ use std::io;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use api::cli::demo::fake_source::FakeSource;
 use domain::auth::Role;
@@ -17,8 +17,9 @@ use domain::outbound::net_guard::OutboundPolicy;
 use domain::reconcile::run::{self as runs, StartRun, Trigger};
 use domain::retry::RetryPolicy;
 use futures::future::BoxFuture;
+use leadpipe_tests::publishing::publish_until;
 use leadpipe_tests::receiver::Receiver;
-use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -67,31 +68,9 @@ fn port_of(url: &str) -> u16 {
     reqwest::Url::parse(url).unwrap().port().unwrap()
 }
 
-async fn subscribe(app: &TestApp, admin: &str, url: &str) -> reqwest::Response {
-    app.client
-        .post(app.url("/api/subscriptions"))
-        .bearer_auth(admin)
-        .json(&json!({"url": url, "event_types": []}))
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn lead(app: &TestApp, intake: &str, source_ref: &str) {
     let body = json!({"source": "webform", "source_ref": source_ref, "name": "x"});
     assert!(app.post_lead(intake, &body).await.status().is_success());
-}
-
-async fn run_until(publisher: &Publisher, what: &str, mut done: impl AsyncFnMut() -> bool) {
-    let started = Instant::now();
-    while !done().await {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "timed out waiting for {what}"
-        );
-        publisher.run_once().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 async fn is_dead(app: &TestApp) -> bool {
@@ -111,7 +90,8 @@ async fn literal_internal_addresses_are_refused_as_subscription_and_pull_urls(ba
     app.standard_source("puller").await;
     for url in LITERAL_BYPASSES {
         let problem = assert_problem(
-            subscribe(&app, &admin, url).await,
+            app.create_subscription(&admin, &json!({"url": url, "event_types": []}))
+                .await,
             422,
             "/problems/validation",
         )
@@ -148,7 +128,12 @@ async fn a_subscriber_name_rebinding_to_loopback_is_never_connected(backend: Bac
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
     let url = format!("http://rebind.test:{}/hook", port_of(&receiver.url));
-    assert_eq!(subscribe(&app, &admin, &url).await.status(), 201);
+    assert_eq!(
+        app.create_subscription(&admin, &json!({"url": &url, "event_types": []}))
+            .await
+            .status(),
+        201
+    );
     lead(&app, &intake, "rebind-1").await;
 
     let lookups = Arc::new(AtomicUsize::new(0));
@@ -170,7 +155,13 @@ async fn a_subscriber_name_rebinding_to_loopback_is_never_connected(backend: Bac
         },
     )
     .unwrap();
-    run_until(&publisher, "the refusal", async || is_dead(&app).await).await;
+    publish_until(
+        &publisher,
+        "the refusal",
+        Duration::from_secs(20),
+        async || is_dead(&app).await,
+    )
+    .await;
     assert!(receiver.received().is_empty(), "the receiver was reached");
     let dead = only_delivery(&app).await;
     assert_eq!(
@@ -260,7 +251,12 @@ async fn a_huge_error_body_is_not_read_whole(backend: Backend) {
     let admin = app.admin_token().await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let (url, finished, wrote_all) = huge_body_receiver().await;
-    assert_eq!(subscribe(&app, &admin, &url).await.status(), 201);
+    assert_eq!(
+        app.create_subscription(&admin, &json!({"url": &url, "event_types": []}))
+            .await
+            .status(),
+        201
+    );
     lead(&app, &intake, "huge-1").await;
     let publisher = Publisher::new(
         app.db.clone(),
@@ -276,9 +272,12 @@ async fn a_huge_error_body_is_not_read_whole(backend: Backend) {
         },
     )
     .unwrap();
-    run_until(&publisher, "the failed attempt", async || {
-        is_dead(&app).await
-    })
+    publish_until(
+        &publisher,
+        "the failed attempt",
+        Duration::from_secs(20),
+        async || is_dead(&app).await,
+    )
     .await;
     let dead = only_delivery(&app).await;
     let error = dead.last_error.unwrap();
@@ -286,13 +285,11 @@ async fn a_huge_error_body_is_not_read_whole(backend: Backend) {
     assert_eq!(detail.chars().count(), 200);
     assert!(detail.chars().all(|c| c == 'x'));
     // The publisher hung up: the receiver could not push its 50 MB through.
-    let started = Instant::now();
-    while !finished.load(Ordering::SeqCst) {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "receiver still writing"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(
+        "the receiver to stop writing",
+        Duration::from_secs(20),
+        async || finished.load(Ordering::SeqCst),
+    )
+    .await;
     assert!(!wrote_all.load(Ordering::SeqCst), "the whole body was read");
 }

@@ -5,13 +5,12 @@
 #![allow(clippy::unwrap_used)]
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use domain::auth::Role;
 use domain::entities::{idempotency_key, outbox_delivery};
-use domain::outbound::net_guard::OutboundPolicy;
-use domain::retry::RetryPolicy;
+use leadpipe_tests::publishing::{self, publish_until};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
@@ -92,19 +91,12 @@ impl LibraryReceiver {
     }
 }
 
+/// The tests' publisher, opening secrets with `keyring`.
 fn publisher(app: &TestApp, keyring: domain::sealed::Keyring) -> Publisher {
-    let settings = PublisherSettings {
-        request_timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            base: Duration::from_millis(10),
-            cap: Duration::from_millis(40),
-            max_attempts: 3,
-        },
-        outbound: OutboundPolicy::from_list("127.0.0.1"),
+    app.publisher(PublisherSettings {
         keyring,
-        ..PublisherSettings::default()
-    };
-    Publisher::new(app.db.clone(), settings).unwrap()
+        ..publishing::settings()
+    })
 }
 
 struct Parity {
@@ -193,15 +185,13 @@ impl Parity {
 
     /// Publishes until the receiver holds `n` deliveries; returns the last.
     async fn delivered(&self, n: usize) -> Delivery {
-        let started = Instant::now();
-        while self.receiver.deliveries().len() < n {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "waiting for delivery {n}"
-            );
-            self.publisher.run_once().await.unwrap();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        publish_until(
+            &self.publisher,
+            &format!("delivery {n}"),
+            Duration::from_secs(10),
+            async || self.receiver.deliveries().len() >= n,
+        )
+        .await;
         let all = self.receiver.deliveries();
         assert_eq!(all.len(), n, "no more deliveries than expected");
         all[n - 1].clone()

@@ -29,15 +29,6 @@ async fn body_of(response: reqwest::Response) -> Value {
     response.json().await.unwrap()
 }
 
-async fn lead_by_ref(app: &TestApp, source_ref: &str) -> lead::Model {
-    lead::Entity::find()
-        .filter(lead::Column::SourceRef.eq(source_ref))
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
 async fn repeated_delivery_is_one_inbox_row_and_one_lead(backend: Backend) {
     let app = TestApp::spawn_with_workers(backend).await;
     let key = app.standard_source("webform").await;
@@ -76,7 +67,7 @@ async fn repeated_delivery_is_one_inbox_row_and_one_lead(backend: Backend) {
     assert_eq!(app.count(lead::Entity).await, 1);
     assert_eq!(app.count(outbox_event::Entity).await, 1);
 
-    let lead = lead_by_ref(&app, "form-1").await;
+    let lead = app.lead_by_ref("form-1").await;
     assert_eq!(event.lead_id, Some(lead.id));
     assert_eq!(lead.source, "webform");
     assert_eq!(lead.email.as_deref(), Some("ada@example.com"));
@@ -249,7 +240,7 @@ async fn github_delivery_becomes_a_lead(backend: Backend) {
         .await;
     assert_eq!(event.event_type.as_deref(), Some("star"));
     assert_eq!(event.event_id_from, "header");
-    let lead = lead_by_ref(&app, "583231").await;
+    let lead = app.lead_by_ref("583231").await;
     assert_eq!(lead.name.as_deref(), Some("octocat"));
     assert_eq!(lead.email.as_deref(), Some("octo@github.com"));
     // Kept for ops, without the signature.
@@ -289,7 +280,7 @@ async fn stripe_delivery_becomes_a_lead(backend: Backend) {
 
     app.wait_for_state(ack["id"].as_i64().unwrap(), "processed")
         .await;
-    let lead = lead_by_ref(&app, "cus_9s6XKzkNRiz8i3").await;
+    let lead = app.lead_by_ref("cus_9s6XKzkNRiz8i3").await;
     assert_eq!(lead.phone.as_deref(), Some("+15550109999"));
     assert_eq!(lead.source_updated_at.unwrap().timestamp(), 1_700_000_000);
 }
@@ -324,7 +315,7 @@ async fn hmac_delivery_without_an_event_id_is_deduplicated_by_body_hash(backend:
         .await;
     assert_eq!(event.event_id_from, "hash");
     assert_eq!(
-        lead_by_ref(&app, "c-42").await.email.as_deref(),
+        app.lead_by_ref("c-42").await.email.as_deref(),
         Some("linus@example.com")
     );
 }
@@ -336,7 +327,7 @@ async fn webhook_update_leaves_the_human_owned_status_alone(backend: Backend) {
     let ack = body_of(app.post_standard("webform", &key, "msg_v1", &v1).await).await;
     app.wait_for_state(ack["id"].as_i64().unwrap(), "processed")
         .await;
-    let lead = lead_by_ref(&app, "form-9").await;
+    let lead = app.lead_by_ref("form-9").await;
     // A salesperson works the lead (the sales API is another door).
     app.exec(&format!(
         "UPDATE lead SET status = 'contacted' WHERE id = {}",
@@ -352,7 +343,7 @@ async fn webhook_update_leaves_the_human_owned_status_alone(backend: Backend) {
     assert_eq!(event.outcome.as_deref(), Some("updated"));
     assert_eq!(event.lead_id, Some(lead.id));
 
-    let updated = lead_by_ref(&app, "form-9").await;
+    let updated = app.lead_by_ref("form-9").await;
     assert_eq!(updated.email.as_deref(), Some("new@example.com"));
     assert_eq!(updated.version, 2);
     assert_eq!(updated.status, "contacted");

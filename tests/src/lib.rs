@@ -10,11 +10,15 @@
 
 pub mod alone;
 pub mod captured;
+pub mod cli;
 pub mod poison;
 pub mod prometheus;
+pub mod publishing;
 pub mod raw_http;
 pub mod receiver;
 pub mod reconcile;
+pub mod runs;
+pub mod subscriptions;
 pub mod webhooks;
 
 use std::path::PathBuf;
@@ -206,8 +210,13 @@ impl TestApp {
     }
 
     pub async fn post_lead(&self, token: &str, body: &Value) -> reqwest::Response {
+        self.post_json(token, "/api/leads", body).await
+    }
+
+    /// `POST path` with a JSON `body`, as `token`.
+    pub async fn post_json(&self, token: &str, path: &str, body: &Value) -> reqwest::Response {
         self.client
-            .post(self.url("/api/leads"))
+            .post(self.url(path))
             .bearer_auth(token)
             .json(body)
             .send()
@@ -258,13 +267,22 @@ impl TestApp {
 
     /// The lead with this `source_ref` (any source); panics if none.
     pub async fn lead_by_ref(&self, source_ref: &str) -> domain::entities::lead::Model {
+        self.find_lead_by_ref(source_ref)
+            .await
+            .unwrap_or_else(|| panic!("no lead with source_ref {source_ref}"))
+    }
+
+    /// The lead with this `source_ref` (any source), if there is one.
+    pub async fn find_lead_by_ref(
+        &self,
+        source_ref: &str,
+    ) -> Option<domain::entities::lead::Model> {
         use domain::entities::lead;
         use sea_orm::{ColumnTrait, QueryFilter};
         lead::Entity::find()
             .filter(lead::Column::SourceRef.eq(source_ref))
             .one(&self.db)
             .await
-            .unwrap()
             .unwrap()
     }
 
@@ -339,36 +357,61 @@ impl TestApp {
     }
 }
 
-/// Polls `done` every 25 ms until it holds; panics naming `what` after `limit`.
-pub async fn wait_until(
-    what: &str,
-    limit: std::time::Duration,
-    mut done: impl AsyncFnMut() -> bool,
-) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+/// What a condition given to [`eventually`] answers: `bool` (holds or not
+/// yet), `Option<T>` (`Some` with the value it waited for), or
+/// `Result<T, String>` (`Err` says what it saw instead, for the failure
+/// message).
+pub trait Outcome {
+    type Value;
+    /// The value waited for, or what was seen instead (if anything).
+    fn into_result(self) -> Result<Self::Value, Option<String>>;
+}
+
+impl Outcome for bool {
+    type Value = ();
+    fn into_result(self) -> Result<(), Option<String>> {
+        if self { Ok(()) } else { Err(None) }
     }
 }
 
-/// Polls `check` every 50 ms until it returns `Some`; panics naming `what`
-/// after `limit`.
-pub async fn eventually<T, F, Fut>(what: &str, limit: std::time::Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
+impl<T> Outcome for Option<T> {
+    type Value = T;
+    fn into_result(self) -> Result<T, Option<String>> {
+        self.ok_or(None)
+    }
+}
+
+impl<T> Outcome for Result<T, String> {
+    type Value = T;
+    fn into_result(self) -> Result<T, Option<String>> {
+        self.map_err(Some)
+    }
+}
+
+/// Polls `check` every 25 ms until it holds (`true`, `Some`, `Ok`) and
+/// returns what it found; once `limit` has passed, panics naming `what` and
+/// the last thing `check` saw instead. The way a test waits for something
+/// to happen, rather than sleeping for a guessed time.
+pub async fn eventually<C: Outcome>(
+    what: &str,
+    limit: std::time::Duration,
+    mut check: impl AsyncFnMut() -> C,
+) -> C::Value {
+    let started = tokio::time::Instant::now();
     loop {
-        if let Some(value) = check().await {
-            return value;
+        let seen = match check().await.into_result() {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
+        if started.elapsed() >= limit {
+            match seen {
+                Some(seen) => {
+                    panic!("timed out after {limit:?} waiting for {what}; last seen: {seen}")
+                }
+                None => panic!("timed out after {limit:?} waiting for {what}"),
+            }
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
 }
 
