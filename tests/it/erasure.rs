@@ -1429,6 +1429,7 @@ async fn a_keyed_write_racing_an_erasure_leaves_no_stored_replay() {
         .await
     };
     let erasure = async {
+        // Lets the keyed write get into its commit first (the race tested).
         tokio::time::sleep(Duration::from_millis(400)).await;
         erase(&app, &admin, id, "reason=request").await.status()
     };
@@ -1571,6 +1572,7 @@ async fn an_erasure_and_a_keyed_write_waiting_for_its_lead_do_not_deadlock() {
     .await;
     let erasure = async { erase(&app, &admin, id, "reason=request").await.status() };
     let patch = async {
+        // Lets the erasure get into its slowed delete first (the race tested).
         tokio::time::sleep(Duration::from_millis(400)).await;
         keyed(
             &app,

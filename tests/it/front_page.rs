@@ -822,6 +822,7 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     // intake may read nothing but who it is: no tab, and a word on why.
     sign_in(&browser, &intake).await;
     wait_for_text(&browser, "#whoami", "(intake)").await;
+    // Time for a tab that should not be there to appear: none must.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(visible_tabs(&browser).await, Vec::<String>::new(), "intake");
     assert_nothing_refused(&browser, "/api/me", "intake").await;

@@ -501,6 +501,7 @@ async fn a_batch_waits_for_the_write_turn_on_sqlite(backend: Backend) {
         async || t.app.count(import_run::Entity).await == 1,
     )
     .await;
+    // Time for a batch that skipped the turn to write: none must.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let written_meanwhile = t.app.count(lead::Entity).await;
     drop(turn);

@@ -307,6 +307,7 @@ async fn an_unsigned_flood_cannot_throttle_a_real_sender(backend: Backend) {
     let signed = (0..5).map(|i| {
         let (app, key, body) = (&app, &key, body(i));
         async move {
+            // Staggered senders, as real ones arrive.
             tokio::time::sleep(Duration::from_millis(20 * i as u64)).await;
             app.post_standard("partner", key, &format!("msg_{i}"), &body)
                 .await

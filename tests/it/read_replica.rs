@@ -188,6 +188,7 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
     .await;
     let listed = listed_refs(&stopped, &sales).await;
     assert!(listed.contains(&"during-pause".to_owned()), "{listed:?}");
+    // And a second later still: the unreachable replica is never used.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let listed = listed_refs(&stopped, &sales).await;
     assert_eq!(listed.len(), 2, "{listed:?}");

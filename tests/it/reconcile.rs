@@ -469,6 +469,7 @@ async fn a_keyed_start_replays_its_run_and_starts_nothing_more(backend: Backend)
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     let replayed: Value = again.json().await.unwrap();
     assert_eq!(replayed["id"], run["id"]);
+    // Time for a wrongly started second run to show: none must.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(app.count(reconcile_run::Entity).await, 1);
     assert_eq!(fake.requests().len(), 1);
@@ -837,6 +838,7 @@ async fn a_page_waits_for_the_write_turn_on_sqlite(backend: Backend) {
         let (db, run, source, page) = (app.db.clone(), run.clone(), source.clone(), page.clone());
         tokio::spawn(async move { domain::reconcile::page::apply(&db, &run, &source, &page).await })
     };
+    // Time for a writer that skipped the turn to write: none must.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let written_meanwhile = lead_count(&app, "turns").await;
     drop(turn);
@@ -867,6 +869,7 @@ async fn cron_starts_one_run_per_tick_across_worker_processes(backend: Backend) 
         workers::WorkerSettings::for_tests(),
     );
     let began = std::time::Instant::now();
+    // Three and a half seconds of ticks: the passing time is what is tested.
     tokio::time::sleep(Duration::from_millis(3500)).await;
     app.stop_workers().await;
     other.stop().await;

@@ -443,6 +443,8 @@ async fn abandoned_claim_is_taken_over_after_the_lease(backend: Backend) {
     assert_eq!(in_flight.headers()["retry-after"], "1");
     assert_problem(in_flight, 409, "/problems/idempotency-key-in-flight").await;
 
+    // The crashed request's claim on the key lasts a second (`retry-after:
+    // 1`): the passing time is what is tested.
     tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
     let recovered = t
         .post(&path, &note, &[("idempotency-key", "crashed")])

@@ -397,6 +397,7 @@ async fn rotation_signs_with_both_secrets_during_the_overlap_only(backend: Backe
     t.rotate(id, json!({"overlap_seconds": 1})).await;
     t.event("r-3").await;
     assert_eq!(t.delivered(3).await.verified, [false, true, true]);
+    // The one-second overlap runs out: the passing time is what is tested.
     tokio::time::sleep(Duration::from_millis(1_100)).await;
     t.event("r-4").await;
     let after = t.delivered(4).await;
