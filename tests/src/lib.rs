@@ -3,16 +3,22 @@
 //!
 //! PostgreSQL comes from `LEADPIPE_TEST_PG_URL` (an admin URL; `scripts/test`
 //! starts a throwaway cluster and sets it). `LEADPIPE_TEST_BACKENDS=sqlite`
-//! skips the PostgreSQL variants for quick local runs; CI never sets it.
+//! compiles the PostgreSQL variants as ignored for quick local runs
+//! (`tests/build.rs`); CI never sets it.
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
+pub mod alone;
 pub mod captured;
+pub mod cli;
 pub mod poison;
 pub mod prometheus;
+pub mod publishing;
 pub mod raw_http;
 pub mod receiver;
 pub mod reconcile;
+pub mod runs;
+pub mod subscriptions;
 pub mod webhooks;
 
 use std::path::PathBuf;
@@ -20,6 +26,7 @@ use std::path::PathBuf;
 use api::config::HttpSettings;
 use api::startup::Application;
 use domain::auth::Role;
+use domain::sealed::Keyring;
 use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, Statement};
 use serde_json::Value;
 
@@ -40,22 +47,22 @@ macro_rules! on_both_backends {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[cfg_attr(postgres_tests_skipped, ignore = "LEADPIPE_TEST_BACKENDS excludes postgres")]
             async fn postgres() {
-                if $crate::postgres_skipped() {
-                    return;
-                }
                 super::$name($crate::Backend::Postgres).await
             }
         }
     )*};
 }
 
+/// Whether this build skips PostgreSQL (`LEADPIPE_TEST_BACKENDS` without
+/// `postgres` when it was compiled, see `tests/build.rs`). Tests mark their
+/// PostgreSQL variants
+/// `#[cfg_attr(postgres_tests_skipped, ignore = "LEADPIPE_TEST_BACKENDS excludes postgres")]`
+/// so that a skipped run is reported as ignored; this is for a test that
+/// covers both backends in one function.
 pub fn postgres_skipped() -> bool {
-    let skipped = std::env::var("LEADPIPE_TEST_BACKENDS").is_ok_and(|b| !b.contains("postgres"));
-    if skipped {
-        eprintln!("skipped: LEADPIPE_TEST_BACKENDS excludes postgres");
-    }
-    skipped
+    cfg!(postgres_tests_skipped)
 }
 
 pub struct TestApp {
@@ -68,6 +75,8 @@ pub struct TestApp {
     pub backend: Backend,
     workers: Option<webhooks::RunningWorkers>,
     _dir: Option<TempDir>,
+    /// Dropped after the app's other fields: see [`alone`].
+    _hold: alone::Hold,
 }
 
 /// Removes a test's SQLite files when the test ends.
@@ -85,6 +94,18 @@ impl TestApp {
     }
 
     pub async fn spawn_with(backend: Backend, http: HttpSettings) -> Self {
+        let hold = alone::shared().await;
+        Self::spawn_holding(backend, http, hold).await
+    }
+
+    /// An app that runs alone in the test process (see [`alone`]): for a
+    /// test that depends on a process-wide flag.
+    pub async fn spawn_alone(backend: Backend) -> Self {
+        let hold = alone::exclusive().await;
+        Self::spawn_holding(backend, HttpSettings::for_tests(), hold).await
+    }
+
+    async fn spawn_holding(backend: Backend, http: HttpSettings, hold: alone::Hold) -> Self {
         if std::env::var("TEST_LOG").is_ok() {
             api::telemetry::init();
         }
@@ -100,13 +121,14 @@ impl TestApp {
             }
             Backend::Postgres => (fresh_postgres_database().await, None),
         };
-        Self::spawn_at(backend, database_url, dir, http).await
+        Self::spawn_at(backend, database_url, dir, http, hold).await
     }
 
     /// Another app on an existing PostgreSQL database: several apps may
     /// share one, as several nodes do.
     pub async fn spawn_on_postgres(database_url: String, http: HttpSettings) -> Self {
-        Self::spawn_at(Backend::Postgres, database_url, None, http).await
+        let hold = alone::shared().await;
+        Self::spawn_at(Backend::Postgres, database_url, None, http, hold).await
     }
 
     async fn spawn_at(
@@ -114,7 +136,16 @@ impl TestApp {
         database_url: String,
         dir: Option<TempDir>,
         http: HttpSettings,
+        hold: alone::Hold,
     ) -> Self {
+        // The server installs its keyring's tombstone keys for the whole
+        // process: an app with keys other than the tests' own runs alone.
+        let hold = if http.keyring.hashing_keys() == Keyring::for_tests().hashing_keys() {
+            hold
+        } else {
+            drop(hold);
+            alone::exclusive().await
+        };
         let db = api::storage::open(&database_url, 10, true).await.unwrap();
         let app = Application::build(db.clone(), http).unwrap();
         let address = format!("http://127.0.0.1:{}", app.port());
@@ -135,6 +166,7 @@ impl TestApp {
             backend,
             workers: None,
             _dir: dir,
+            _hold: hold,
         }
     }
 
@@ -178,8 +210,13 @@ impl TestApp {
     }
 
     pub async fn post_lead(&self, token: &str, body: &Value) -> reqwest::Response {
+        self.post_json(token, "/api/leads", body).await
+    }
+
+    /// `POST path` with a JSON `body`, as `token`.
+    pub async fn post_json(&self, token: &str, path: &str, body: &Value) -> reqwest::Response {
         self.client
-            .post(self.url("/api/leads"))
+            .post(self.url(path))
             .bearer_auth(token)
             .json(body)
             .send()
@@ -230,13 +267,22 @@ impl TestApp {
 
     /// The lead with this `source_ref` (any source); panics if none.
     pub async fn lead_by_ref(&self, source_ref: &str) -> domain::entities::lead::Model {
+        self.find_lead_by_ref(source_ref)
+            .await
+            .unwrap_or_else(|| panic!("no lead with source_ref {source_ref}"))
+    }
+
+    /// The lead with this `source_ref` (any source), if there is one.
+    pub async fn find_lead_by_ref(
+        &self,
+        source_ref: &str,
+    ) -> Option<domain::entities::lead::Model> {
         use domain::entities::lead;
         use sea_orm::{ColumnTrait, QueryFilter};
         lead::Entity::find()
             .filter(lead::Column::SourceRef.eq(source_ref))
             .one(&self.db)
             .await
-            .unwrap()
             .unwrap()
     }
 
@@ -311,36 +357,61 @@ impl TestApp {
     }
 }
 
-/// Polls `done` every 25 ms until it holds; panics naming `what` after `limit`.
-pub async fn wait_until(
-    what: &str,
-    limit: std::time::Duration,
-    mut done: impl AsyncFnMut() -> bool,
-) {
-    let deadline = tokio::time::Instant::now() + limit;
-    while !done().await {
-        assert!(tokio::time::Instant::now() < deadline, "never: {what}");
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+/// What a condition given to [`eventually`] answers: `bool` (holds or not
+/// yet), `Option<T>` (`Some` with the value it waited for), or
+/// `Result<T, String>` (`Err` says what it saw instead, for the failure
+/// message).
+pub trait Outcome {
+    type Value;
+    /// The value waited for, or what was seen instead (if anything).
+    fn into_result(self) -> Result<Self::Value, Option<String>>;
+}
+
+impl Outcome for bool {
+    type Value = ();
+    fn into_result(self) -> Result<(), Option<String>> {
+        if self { Ok(()) } else { Err(None) }
     }
 }
 
-/// Polls `check` every 50 ms until it returns `Some`; panics naming `what`
-/// after `limit`.
-pub async fn eventually<T, F, Fut>(what: &str, limit: std::time::Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + limit;
+impl<T> Outcome for Option<T> {
+    type Value = T;
+    fn into_result(self) -> Result<T, Option<String>> {
+        self.ok_or(None)
+    }
+}
+
+impl<T> Outcome for Result<T, String> {
+    type Value = T;
+    fn into_result(self) -> Result<T, Option<String>> {
+        self.map_err(Some)
+    }
+}
+
+/// Polls `check` every 25 ms until it holds (`true`, `Some`, `Ok`) and
+/// returns what it found; once `limit` has passed, panics naming `what` and
+/// the last thing `check` saw instead. The way a test waits for something
+/// to happen, rather than sleeping for a guessed time.
+pub async fn eventually<C: Outcome>(
+    what: &str,
+    limit: std::time::Duration,
+    mut check: impl AsyncFnMut() -> C,
+) -> C::Value {
+    let started = tokio::time::Instant::now();
     loop {
-        if let Some(value) = check().await {
-            return value;
+        let seen = match check().await.into_result() {
+            Ok(value) => return value,
+            Err(seen) => seen,
+        };
+        if started.elapsed() >= limit {
+            match seen {
+                Some(seen) => {
+                    panic!("timed out after {limit:?} waiting for {what}; last seen: {seen}")
+                }
+                None => panic!("timed out after {limit:?} waiting for {what}"),
+            }
         }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "timed out waiting for {what}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
 }
 

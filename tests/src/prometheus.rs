@@ -24,3 +24,20 @@ pub fn series_value(metrics: &str, series: &str) -> Option<f64> {
         .lines()
         .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
 }
+
+impl crate::TestApp {
+    /// Scrapes this app's metrics until `check` holds on the text (gauges
+    /// refresh in the background); returns that scrape, or panics naming
+    /// `what` with the last scrape after 15 s.
+    pub async fn metrics_until(&self, what: &str, check: impl Fn(&str) -> bool) -> String {
+        crate::eventually(what, std::time::Duration::from_secs(15), async || {
+            let text = self.metrics().await;
+            if check(&text) {
+                Ok(text)
+            } else {
+                Err(format!("\n{text}"))
+            }
+        })
+        .await
+    }
+}

@@ -296,21 +296,22 @@ impl TestApp {
         what: &str,
         done: impl Fn(&inbox_event::Model) -> bool,
     ) -> inbox_event::Model {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let event = self.inbox_event(id).await;
-            if done(&event) {
-                return event;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "inbox event {id} never became {what}; last seen: state {} attempts {} error {:?}",
-                event.state,
-                event.attempts,
-                event.last_error
-            );
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        crate::eventually(
+            &format!("inbox event {id} to become {what}"),
+            WAIT,
+            async || {
+                let event = self.inbox_event(id).await;
+                if done(&event) {
+                    Ok(event)
+                } else {
+                    Err(format!(
+                        "state {} attempts {} error {:?}",
+                        event.state, event.attempts, event.last_error
+                    ))
+                }
+            },
+        )
+        .await
     }
 
     pub async fn wait_for_state(&self, id: i64, state: &str) -> inbox_event::Model {

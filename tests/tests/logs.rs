@@ -3,17 +3,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::time::Duration;
-
 use domain::auth::Role;
-use domain::net_guard::OutboundPolicy;
-use domain::retry::RetryPolicy;
 use leadpipe_tests::captured::Captured;
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp};
-use serde_json::{Value, json};
+use serde_json::json;
 use tracing_subscriber::EnvFilter;
-use workers::publisher::{Publisher, PublisherSettings};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_flow_logs_no_secret_token_signature_or_email() {
@@ -29,19 +24,8 @@ async fn a_full_flow_logs_no_secret_token_signature_or_email() {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let admin = app.token(Role::Admin, None).await;
     let receiver = Receiver::start().await;
-    let sub: Value = app
-        .client
-        .post(app.url("/api/subscriptions"))
-        .bearer_auth(&admin)
-        .json(&json!({"url": receiver.url}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sub = app.subscribe(&admin, &receiver, json!([])).await;
     let secret = sub["secret"].as_str().unwrap().to_owned();
-    receiver.set_secret(&secret);
 
     let email = "grace.hopper@navy.example";
     let lead = json!({"source": "webform", "source_ref": "log-1", "email": email, "phone": "+1 202 555 0143", "name": "Grace"});
@@ -49,20 +33,7 @@ async fn a_full_flow_logs_no_secret_token_signature_or_email() {
     workers::lead_processor::run_once(&app.db, 10)
         .await
         .unwrap();
-    let publisher = Publisher::new(
-        app.db.clone(),
-        PublisherSettings {
-            retry: RetryPolicy {
-                base: Duration::from_millis(10),
-                cap: Duration::from_millis(20),
-                max_attempts: 3,
-            },
-            outbound: OutboundPolicy::from_list("127.0.0.1"),
-            keyring: domain::sealed::Keyring::for_tests(),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let publisher = app.publisher(leadpipe_tests::publishing::settings());
     while publisher.run_once().await.unwrap().attempted > 0 {}
     assert!(!receiver.accepted().is_empty());
     let signatures: Vec<String> = receiver

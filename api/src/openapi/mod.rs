@@ -9,7 +9,7 @@
 //! `api/openapi.json` is the committed copy. The `openapi` test fails when
 //! the served document differs from it, or when actix serves a route the
 //! document lacks; `LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests
-//! --test openapi` rewrites the file.
+//! --test it openapi::` rewrites the file.
 
 use std::sync::OnceLock;
 

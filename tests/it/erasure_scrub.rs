@@ -1,0 +1,81 @@
+//! The WAL checkpoint after an erasure on SQLite when a reader keeps it from
+//! finishing: the erasure still answers, and housekeeping's retry truncates
+//! the WAL once the reader is done. The test runs alone in the process
+//! (`TestApp::spawn_alone`): the pending retry is one flag per process,
+//! which another test's housekeeping could take.
+
+#![allow(clippy::unwrap_used)]
+
+use leadpipe_tests::{Backend, TestApp};
+use sea_orm::{ConnectOptions, ConnectionTrait, Database, TransactionTrait};
+use serde_json::{Value, json};
+
+const CANARY: &str = "zq-scrub-canary";
+
+/// Whether the SQLite database file or its `-wal` holds `needle`.
+fn on_disk(app: &TestApp, needle: &str) -> Vec<&'static str> {
+    let path = app
+        .database_url
+        .strip_prefix("sqlite://")
+        .and_then(|rest| rest.split('?').next())
+        .unwrap();
+    ["", "-wal"]
+        .into_iter()
+        .filter(|suffix| {
+            std::fs::read(format!("{path}{suffix}"))
+                .unwrap()
+                .windows(needle.len())
+                .any(|window| window == needle.as_bytes())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_delays_the_wal_truncation_until_housekeeping_retries() {
+    let app = TestApp::spawn_alone(Backend::Sqlite).await;
+    let admin = app.admin_token().await;
+    let created = app
+        .post_lead(
+            &admin,
+            &json!({"source": "web", "source_ref": "r-1",
+                    "email": format!("{CANARY}@example.com"), "name": CANARY}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+
+    // Another process's long read: its snapshot keeps the WAL in use.
+    let reader = Database::connect(
+        ConnectOptions::new(app.database_url.clone())
+            .max_connections(1)
+            .to_owned(),
+    )
+    .await
+    .unwrap();
+    let reading = reader.begin().await.unwrap();
+    reading
+        .execute_unprepared("SELECT count(*) FROM lead")
+        .await
+        .unwrap();
+
+    let erased = app
+        .client
+        .delete(app.url(&format!("/api/leads/{id}?reason=ticket%201")))
+        .bearer_auth(&admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(erased.status(), 200, "the erasure answers all the same");
+    assert_eq!(
+        on_disk(&app, CANARY),
+        ["-wal"],
+        "the reader kept the WAL from being truncated"
+    );
+
+    reading.commit().await.unwrap();
+    reader.close().await.unwrap();
+    domain::db::scrub_if_pending(&app.db, domain::erasure::ERASED_TABLES).await;
+    assert_eq!(on_disk(&app, CANARY), Vec::<&str>::new());
+}

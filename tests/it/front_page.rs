@@ -1,0 +1,856 @@
+//! The front page in a real headless browser: Debian's `chromium`, driven
+//! through `chromedriver` (WebDriver) with `fantoccini`, against the real
+//! app on a random port.
+//!
+//! Without chromium and chromedriver the test is skipped with a message —
+//! unless `CI` is set, where it must run (`.ci/run` installs both).
+
+#![allow(clippy::unwrap_used)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use domain::auth::Role;
+use domain::entities::{activity, deal, idempotency_key, inbox_event, lead, lead_conversion};
+use fantoccini::{Client, ClientBuilder, Locator};
+use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+
+const SCREENSHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/screenshots");
+const WAIT: Duration = Duration::from_secs(15);
+
+/// Saves the page as `target/screenshots/<name>.png`.
+async fn screenshot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.unwrap();
+    std::fs::create_dir_all(SCREENSHOTS).unwrap();
+    std::fs::write(Path::new(SCREENSHOTS).join(format!("{name}.png")), png).unwrap();
+}
+
+async fn click(browser: &Client, css: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no `{css}`: {e}"))
+        .click()
+        .await
+        .unwrap();
+}
+
+async fn fill(browser: &Client, css: &str, text: &str) {
+    let field = browser.find(Locator::Css(css)).await.unwrap();
+    field.clear().await.unwrap();
+    field.send_keys(text).await.unwrap();
+}
+
+/// How many elements match `css`, once that is `expected` (or the wait ends).
+async fn wait_for_count(browser: &Client, css: &str, expected: usize) {
+    eventually(&format!("{expected} `{css}`"), WAIT, async || {
+        let found = browser.find_all(Locator::Css(css)).await.unwrap().len();
+        if found == expected {
+            Ok(())
+        } else {
+            Err(format!("{found} elements"))
+        }
+    })
+    .await;
+}
+
+fn find_program(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// chromedriver on a free port; killed when dropped.
+struct Driver {
+    child: Child,
+    url: String,
+    profile: TempDir,
+}
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Driver {
+    async fn start(chromedriver: &Path) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(chromedriver)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let profile =
+            std::env::temp_dir().join(format!("leadpipe-chromium-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&profile).unwrap();
+        let driver = Self {
+            child,
+            url,
+            profile: TempDir(profile),
+        };
+        eventually("chromedriver to start", WAIT, async || {
+            let ready = reqwest::get(format!("{}/status", driver.url))
+                .await
+                .ok()
+                .filter(|r| r.status().is_success());
+            match ready {
+                Some(response) => {
+                    let status: Value = response.json().await.unwrap_or_default();
+                    status["value"]["ready"] == true
+                }
+                None => false,
+            }
+        })
+        .await;
+        driver
+    }
+
+    async fn browser(&self, chromium: &Path) -> Client {
+        let args = [
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--window-size=1400,1000",
+            &format!("--user-data-dir={}", self.profile.0.display()),
+        ];
+        let capabilities = json!({
+            "browserName": "chrome",
+            "goog:chromeOptions": {"binary": chromium.display().to_string(), "args": args},
+        });
+        let serde_json::Value::Object(capabilities) = capabilities else {
+            unreachable!()
+        };
+        ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new())
+            .capabilities(capabilities)
+            .connect(&self.url)
+            .await
+            .unwrap()
+    }
+}
+
+async fn text_of(browser: &Client, css: &str) -> String {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+/// Waits until the element's text contains `expected`.
+async fn wait_for_text(browser: &Client, css: &str, expected: &str) {
+    eventually(&format!("`{css}` to show {expected:?}"), WAIT, async || {
+        if let Ok(element) = browser.find(Locator::Css(css)).await
+            && element.text().await.is_ok_and(|t| t.contains(expected))
+        {
+            return Ok(());
+        }
+        Err(format!("page: {}", text_of(browser, "body").await))
+    })
+    .await;
+}
+
+async fn wait_for(browser: &Client, css: &str) {
+    browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("`{css}` never appeared: {e}"));
+}
+
+async fn stored_lead(app: &TestApp, id: i64) -> lead::Model {
+    lead::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// Waits until the "Converted into" panel shows each `(field, text)`.
+async fn wait_for_conversion(browser: &Client, shown: &[(&str, &str)]) {
+    for (field, text) in shown {
+        wait_for_text(
+            browser,
+            &format!("#conversion dd[data-field=\"{field}\"]"),
+            text,
+        )
+        .await;
+    }
+}
+
+async fn sign_in(browser: &Client, token: &str) {
+    fill(browser, "#token", token).await;
+    click(browser, "#sign-in").await;
+}
+
+on_both_backends!(
+    sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead,
+    ops_sees_figures_alerts_and_charts_and_retries_a_dead_event,
+    sign_out_forgets_the_previous_session,
+    each_role_sees_only_the_tabs_it_may_read,
+);
+
+/// Everything the page holds, hidden or not: the document's markup and its
+/// in-memory state (the lists, the lead, the names it has read). `None`
+/// while a page is being loaded.
+async fn everything_the_page_holds(browser: &Client) -> Option<String> {
+    let held = browser
+        .execute(
+            "const kept = typeof state === 'object' && state \
+               ? JSON.stringify({me: state.me, leads: state.leads, lead: state.lead, \
+                   conversion: state.conversion || null, people: [...state.people.values()]}) \
+               : ''; \
+             return document.documentElement.outerHTML + '\\n' + kept;",
+            vec![],
+        )
+        .await
+        .ok()?;
+    held.as_str().map(str::to_owned)
+}
+
+/// Waits until the sign-in form shows and nothing of `previous` is left
+/// anywhere in the page.
+async fn wait_until_forgotten(browser: &Client, previous: &[&str]) {
+    eventually("the page to forget the session", WAIT, async || {
+        let signed_out = match browser.find(Locator::Css("#login")).await {
+            Ok(login) => login.is_displayed().await.unwrap_or(false),
+            Err(_) => false,
+        };
+        let held = everything_the_page_holds(browser).await.unwrap_or_default();
+        let kept: Vec<&&str> = previous.iter().filter(|p| held.contains(**p)).collect();
+        if signed_out && !held.is_empty() && kept.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "after signing out the page still holds {kept:?} (sign-in form shown: {signed_out})"
+        ))
+    })
+    .await;
+}
+
+fn assert_forgotten(held: &str, previous: &[&str], when: &str) {
+    for text in previous {
+        assert!(
+            !held.contains(text),
+            "{when}: the page still holds {text:?} of the previous session"
+        );
+    }
+}
+
+/// The tabs a user can see, in page order.
+async fn visible_tabs(browser: &Client) -> Vec<String> {
+    let mut shown = Vec::new();
+    for button in browser
+        .find_all(Locator::Css("#tabs button"))
+        .await
+        .unwrap()
+    {
+        if button.is_displayed().await.unwrap() {
+            shown.push(button.attr("data-tab").await.unwrap().unwrap());
+        }
+    }
+    shown
+}
+
+/// Every API call this page (since it was loaded) made, with its status:
+/// the browser's own record of the requests.
+async fn api_calls(browser: &Client) -> Vec<(String, u64)> {
+    let calls = browser
+        .execute(
+            "return performance.getEntriesByType('resource') \
+               .filter(e => new URL(e.name).pathname.startsWith('/api/')) \
+               .map(e => [new URL(e.name).pathname, e.responseStatus]);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    calls
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c[0].as_str().unwrap().to_owned(), c[1].as_u64().unwrap()))
+        .collect()
+}
+
+/// Waits until the page has called `path`, then checks that no call it made
+/// was refused: a role is never offered a view of `403`s.
+async fn assert_nothing_refused(browser: &Client, path: &str, role: &str) {
+    let calls = eventually(
+        &format!("{role}: the page to call {path}"),
+        WAIT,
+        async || {
+            let calls = api_calls(browser).await;
+            if calls.iter().any(|(p, _)| p == path) {
+                Ok(calls)
+            } else {
+                Err(format!("{calls:?}"))
+            }
+        },
+    )
+    .await;
+    let refused: Vec<_> = calls.iter().filter(|(_, status)| *status >= 400).collect();
+    assert!(refused.is_empty(), "{role}: refused calls {refused:?}");
+}
+
+async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backend: Backend) {
+    let chromium = find_program(&["chromium", "chromium-browser"]);
+    let chromedriver = find_program(&["chromedriver"]);
+    let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but chromium or chromedriver is missing: .ci/run installs them \
+             (apt-get install chromium chromium-driver)"
+        );
+        eprintln!(
+            "skipped: chromium and chromedriver are not installed \
+             (apt-get install chromium chromium-driver); CI runs this test"
+        );
+        return;
+    };
+
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let response = app
+        .post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": "form-4711", "name": "Ada Lovelace",
+                    "email": "Ada@Example.com", "company": "Analytical Engines"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let id = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    // The same person from another source: linked as a possible duplicate.
+    let partner = app.token(Role::Intake, Some("partner")).await;
+    let response = app
+        .post_lead(
+            &partner,
+            &json!({"source": "partner", "source_ref": "p-9", "name": "A. Lovelace",
+                    "email": "ada@example.com"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let twin = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    while workers::lead_processor::run_once(&app.db, 100)
+        .await
+        .unwrap()
+        > 0
+    {}
+    // Created after processing, so routing had nobody to give the leads to.
+    let grace = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
+        .await
+        .unwrap();
+    let (sales, grace_id) = (grace.token, grace.principal.id);
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+    sign_in(&browser, &sales).await;
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+
+    // The lead list shows the ingested lead.
+    let row = format!("#lead-table tbody tr[data-lead-id=\"{id}\"]");
+    wait_for(&browser, &row).await;
+    wait_for_text(&browser, &row, "Ada Lovelace").await;
+    wait_for_text(&browser, &row, "new").await;
+
+    // Its detail and timeline.
+    click(&browser, &row).await;
+    wait_for_text(&browser, "#lead-status", "new").await;
+    wait_for(&browser, "#timeline li[data-kind=\"ingest\"]").await;
+    wait_for_text(&browser, "#lead-version", "\"1\"").await;
+
+    // A status change by click; the timeline shows it.
+    click(&browser, "#transitions button[data-to=\"contacted\"]").await;
+    wait_for_text(&browser, "#lead-status", "contacted").await;
+    wait_for(&browser, "#timeline li[data-kind=\"status_changed\"]").await;
+    wait_for_text(&browser, "#timeline", "new → contacted").await;
+    wait_for_text(&browser, &row, "contacted").await;
+    screenshot(&browser, "sales-status-changed").await;
+
+    // The database agrees, and the page sent an Idempotency-Key.
+    let stored = stored_lead(&app, id).await;
+    assert_eq!(stored.status, "contacted");
+    assert_eq!(stored.version, 2);
+    assert_eq!(app.count(idempotency_key::Entity).await, 1);
+
+    // Someone else moves the lead on: the page's If-Match is stale, and the
+    // 412 problem is shown readably; nothing changes.
+    let moved = app
+        .client
+        .post(app.url(&format!("/api/leads/{id}/transitions")))
+        .bearer_auth(&sales)
+        .json(&json!({"to": "qualified"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(moved.status(), 200);
+    click(&browser, "#transitions button[data-to=\"qualified\"]").await;
+    wait_for_text(&browser, "#problem", "Precondition failed").await;
+    wait_for_text(&browser, "#problem", "/problems/precondition-failed").await;
+    let stored = stored_lead(&app, id).await;
+    assert_eq!(stored.version, 3, "the stale click changed nothing");
+
+    click(&browser, &row).await;
+    wait_for_text(&browser, "#lead-status", "qualified").await;
+
+    // Assign to me: the owner shows as a name, in the detail and the list.
+    wait_for_text(&browser, "#lead-owner", "—").await;
+    click(&browser, "#assign-me").await;
+    wait_for_text(&browser, "#lead-owner", "Grace Hopper").await;
+    wait_for_text(&browser, &format!("{row} td.owner"), "Grace Hopper").await;
+    wait_for_text(&browser, "#timeline", "owner → Grace Hopper").await;
+    assert!(
+        browser.find(Locator::Css("#assign-me")).await.is_err(),
+        "no 'assign to me' on my own lead"
+    );
+    let stored = stored_lead(&app, id).await;
+    assert_eq!(stored.owner_id, Some(grace_id));
+
+    // A note appears in the timeline, by name.
+    fill(&browser, "#note-text", "Called her, wants a demo on Friday").await;
+    click(&browser, "#add-note").await;
+    wait_for_text(
+        &browser,
+        "#timeline li[data-kind=\"note\"]",
+        "note: Called her, wants a demo on Friday",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#timeline li[data-kind=\"note\"]",
+        "by Grace Hopper",
+    )
+    .await;
+    let notes = activity::Entity::find()
+        .filter(activity::Column::LeadId.eq(id))
+        .filter(activity::Column::Kind.eq("note"))
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), 1);
+
+    // The possible duplicate is a link to the other lead; back comes back.
+    let twin_link = format!("#duplicate-links a[data-lead-id=\"{twin}\"]");
+    wait_for_text(&browser, &twin_link, &format!("Lead #{twin}")).await;
+    wait_for_text(&browser, "#duplicates", "same email").await;
+    screenshot(&browser, "sales-lead-detail").await;
+    click(&browser, &twin_link).await;
+    wait_for_text(&browser, "#lead-title", "A. Lovelace").await;
+    assert!(
+        browser
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .ends_with(&format!("#lead/{twin}"))
+    );
+    browser.back().await.unwrap();
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+
+    // Converting a qualified lead, with a deal: what it became is shown.
+    wait_for(&browser, "#convert-form:not([hidden])").await;
+    fill(&browser, "#deal-name", "Difference Engine No. 2").await;
+    fill(&browser, "#deal-amount", "12500").await;
+    fill(&browser, "#deal-currency", "eur").await;
+    click(&browser, "#convert").await;
+    wait_for_text(&browser, "#lead-status", "converted").await;
+    let became = [
+        ("contact", "Ada Lovelace"),
+        ("company", "Analytical Engines"),
+        ("deal", "Difference Engine No. 2 · 12,500.00 EUR"),
+    ];
+    wait_for_conversion(&browser, &became).await;
+    assert!(
+        browser
+            .find(Locator::Css("#convert-form[hidden]"))
+            .await
+            .is_ok()
+    );
+    wait_for_text(&browser, "#timeline", "converted into contact #").await;
+    screenshot(&browser, "sales-converted").await;
+    let stored = stored_lead(&app, id).await;
+    assert_eq!(stored.status, "converted");
+    assert_eq!(app.count(lead_conversion::Entity).await, 1);
+    let deals = deal::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(deals.len(), 1);
+    assert_eq!(
+        (deals[0].amount_cents, deals[0].currency.as_str()),
+        (1_250_000, "EUR")
+    );
+
+    // Reloaded, the page opens the lead from its address and reads the
+    // conversion back from the CRM.
+    browser.refresh().await.unwrap();
+    wait_for_text(&browser, "#lead-status", "converted").await;
+    wait_for_conversion(&browser, &became).await;
+
+    browser.close().await.unwrap();
+}
+
+async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Backend) {
+    let chromium = find_program(&["chromium", "chromium-browser"]);
+    let chromedriver = find_program(&["chromedriver"]);
+    let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but chromium or chromedriver is missing"
+        );
+        eprintln!("skipped: chromium and chromedriver are not installed; CI runs this test");
+        return;
+    };
+
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("partner").await;
+    let body = serde_json::to_vec(&json!({"type": "lead.created", "lead": {"id": "p-1"}})).unwrap();
+    let response = app
+        .post_standard("partner", &key, "msg_dead_1", &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let event: Value = response.json().await.unwrap();
+    let event_id = event["id"].as_i64().unwrap();
+    // The sender delivers it again: one repeat in three deliveries overall.
+    let again = app
+        .post_standard("partner", &key, "msg_dead_1", &body)
+        .await;
+    assert!(again.status().is_success(), "{}", again.status());
+    app.exec(&format!(
+        "UPDATE inbox_event SET state = 'dead', attempts = 1, \
+         last_error = 'no record at /data' WHERE id = {event_id}"
+    ))
+    .await;
+    // An event waiting for ten minutes: a growing backlog.
+    let body = serde_json::to_vec(&json!({"type": "lead.created", "lead": {"id": "p-2"}})).unwrap();
+    let response = app
+        .post_standard("partner", &key, "msg_waiting_1", &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let waiting: Value = response.json().await.unwrap();
+    let ten_minutes_ago = (chrono::Utc::now() - chrono::Duration::minutes(10))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, false);
+    app.exec(&format!(
+        "UPDATE inbox_event SET received_at = '{ten_minutes_ago}' WHERE id = {}",
+        waiting["id"]
+    ))
+    .await;
+    let ops = app.token(Role::Ops, None).await;
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+    sign_in(&browser, &ops).await;
+    wait_for_text(&browser, "#whoami", "(ops)").await;
+    click(&browser, "#tabs button[data-tab=\"ops\"]").await;
+
+    wait_for_text(&browser, "#dead-events", "no record at /data").await;
+    wait_for_text(&browser, "#dead-events .alert", "1 dead event").await;
+    wait_for_text(&browser, "#dead-deliveries", "none").await;
+
+    // Figures with units, and what needs attention flagged in words.
+    let partner = "#source-stats tr[data-source=\"partner\"]";
+    wait_for_text(&browser, &format!("{partner} td:nth-child(2)"), "2 events").await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.duplicate-rate"),
+        "33.3 % (1 of 3 deliveries)",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.dead .alert"),
+        "1 event (dead letters)",
+    )
+    .await;
+    wait_for_text(&browser, &format!("{partner} td.oldest .alert"), "10 min").await;
+    wait_for_text(
+        &browser,
+        &format!("{partner} td.oldest .alert"),
+        "backlog over 5 min",
+    )
+    .await;
+    wait_for_text(&browser, "#ops-alerts", "partner: 1 dead inbox event").await;
+    wait_for_text(
+        &browser,
+        "#ops-alerts",
+        "oldest unprocessed event waiting 10 min",
+    )
+    .await;
+    let stats = text_of(&browser, "#stats").await;
+    assert!(!stats.contains('{'), "no raw JSON: {stats}");
+
+    // Charts from the series: one bar and one point per bucket.
+    wait_for_count(&browser, "#chart-received svg rect.bar", 60).await;
+    wait_for_count(&browser, "#chart-processed svg rect.bar", 60).await;
+    wait_for_count(&browser, "#chart-duplicates svg circle.point", 60).await;
+    wait_for_text(&browser, "#chart-received figcaption", "Received 2 events").await;
+    wait_for_text(&browser, "#chart-received figcaption", "per minute").await;
+    screenshot(&browser, "ops-tab").await;
+    click(&browser, ".window-choice button[data-window=\"24h\"]").await;
+    wait_for_count(&browser, "#chart-received svg rect.bar", 96).await;
+    wait_for_text(&browser, "#chart-received figcaption", "per 15 min").await;
+    screenshot(&browser, "ops-tab-day").await;
+    // Built elsewhere: either their data or "not available", never stuck.
+    for panel in ["#stats", "#reconcile-runs"] {
+        eventually(&format!("{panel} to load"), WAIT, async || {
+            !text_of(&browser, panel).await.contains("loading")
+        })
+        .await;
+        assert!(
+            browser
+                .find(Locator::Css(&format!("{panel} .problem-body")))
+                .await
+                .is_err(),
+            "{panel} shows an error: {}",
+            text_of(&browser, panel).await
+        );
+    }
+
+    click(&browser, "#dead-events button").await;
+    wait_for_text(&browser, "#dead-events", "none").await;
+    let event = inbox_event::Entity::find_by_id(event_id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_ne!(event.state, "dead", "the retry button sent it back");
+    assert_eq!(event.retries, 1);
+
+    browser.close().await.unwrap();
+}
+
+/// The text inside `<rapi-doc>`'s shadow root (WebDriver's CSS locators do
+/// not reach into it).
+async fn reference_text(browser: &Client) -> String {
+    browser
+        .execute(
+            "const d = document.querySelector('rapi-doc'); \
+             return d && d.shadowRoot ? d.shadowRoot.textContent : '';",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_reference_renders_from_the_binary_without_the_network() {
+    let chromium = find_program(&["chromium", "chromium-browser"]);
+    let chromedriver = find_program(&["chromedriver"]);
+    let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but chromium or chromedriver is missing"
+        );
+        eprintln!("skipped: chromium and chromedriver are not installed; CI runs this test");
+        return;
+    };
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/docs")).await.unwrap();
+    assert_eq!(browser.title().await.unwrap(), "leadpipe API reference");
+
+    eventually("the reference to render", WAIT, async || {
+        let text = reference_text(&browser).await;
+        // The spec's title and an operation's summary, rendered.
+        if text.contains("leadpipe") && text.contains("Rotate a subscription's signing secret") {
+            Ok(())
+        } else {
+            Err(text.chars().take(500).collect::<String>())
+        }
+    })
+    .await;
+    let loaded = browser
+        .execute(
+            "return performance.getEntriesByType('resource').map(e => e.name);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let origin = app.url("");
+    for url in loaded.as_array().unwrap() {
+        let url = url.as_str().unwrap();
+        assert!(url.starts_with(&origin), "{url} is not from {origin}");
+    }
+    screenshot(&browser, "api-reference").await;
+    browser.close().await.unwrap();
+}
+
+/// chromium and chromedriver, or `None` (the test is skipped) outside CI.
+fn browser_programs() -> Option<(PathBuf, PathBuf)> {
+    let chromium = find_program(&["chromium", "chromium-browser"]);
+    let chromedriver = find_program(&["chromedriver"]);
+    let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set but chromium or chromedriver is missing"
+        );
+        eprintln!("skipped: chromium and chromedriver are not installed; CI runs this test");
+        return None;
+    };
+    Some((chromium, chromedriver))
+}
+
+async fn sign_out_forgets_the_previous_session(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let response = app
+        .post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": "form-77", "name": "Ada Lovelace",
+                    "email": "ada.private@example.com", "company": "Analytical Engines"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let id = response.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let sales = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
+        .await
+        .unwrap()
+        .token;
+    // What the sales session read: the lead, its timeline, who was signed in.
+    let previous = [
+        "ada.private@example.com",
+        "Ada Lovelace",
+        "Analytical Engines",
+        "form-77",
+        "Grace Hopper",
+    ];
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+    sign_in(&browser, &sales).await;
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+    let row = format!("#lead-table tbody tr[data-lead-id=\"{id}\"]");
+    wait_for_text(&browser, &row, "ada.private@example.com").await;
+    click(&browser, &row).await;
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+    wait_for(&browser, "#timeline li[data-kind=\"ingest\"]").await;
+
+    // Signed out, with no token: nothing of the session is left, not even
+    // the lead's address.
+    click(&browser, "#sign-out").await;
+    wait_until_forgotten(&browser, &previous).await;
+    let address = browser.current_url().await.unwrap();
+    assert!(
+        !address.as_str().contains("#lead/"),
+        "the address still opens the lead: {address}"
+    );
+    screenshot(&browser, "signed-out").await;
+
+    // An intake token in the same tab: nothing of the previous session
+    // comes back from memory, however long one waits.
+    sign_in(&browser, &intake).await;
+    wait_for_text(&browser, "#whoami", "(intake)").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_forgotten(
+        &everything_the_page_holds(&browser).await.unwrap(),
+        &previous,
+        "signed in with an intake token",
+    );
+
+    // A token the server refuses: back to the sign-in form, saying why.
+    click(&browser, "#sign-out").await;
+    wait_until_forgotten(&browser, &previous).await;
+    sign_in(&browser, "not-a-token").await;
+    wait_for_text(&browser, "#problem", "Your token was not accepted").await;
+    wait_until_forgotten(&browser, &previous).await;
+
+    browser.close().await.unwrap();
+}
+
+async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let response = app
+        .post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": "form-78", "email": "b@example.com"}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let sales = app.token(Role::Sales, None).await;
+    let ops = app.token(Role::Ops, None).await;
+    let admin = app.token(Role::Admin, None).await;
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+
+    // intake may read nothing but who it is: no tab, and a word on why.
+    sign_in(&browser, &intake).await;
+    wait_for_text(&browser, "#whoami", "(intake)").await;
+    // Time for a tab that should not be there to appear: none must.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(visible_tabs(&browser).await, Vec::<String>::new(), "intake");
+    assert_nothing_refused(&browser, "/api/me", "intake").await;
+    wait_for_text(&browser, "#no-views", "intake").await;
+    screenshot(&browser, "intake-signed-in").await;
+    click(&browser, "#sign-out").await;
+    wait_for(&browser, "#login:not([hidden])").await;
+
+    // Sales reads leads, not the ops figures: no Ops tab.
+    sign_in(&browser, &sales).await;
+    wait_for_text(&browser, "#whoami", "(sales)").await;
+    wait_for_text(&browser, "#lead-table", "b@example.com").await;
+    assert_eq!(visible_tabs(&browser).await, ["leads"], "sales");
+    assert_nothing_refused(&browser, "/api/leads", "sales").await;
+    click(&browser, "#sign-out").await;
+    wait_for(&browser, "#login:not([hidden])").await;
+
+    // Ops and admin read both.
+    for (token, role) in [(&ops, "ops"), (&admin, "admin")] {
+        sign_in(&browser, token).await;
+        wait_for_text(&browser, "#whoami", &format!("({role})")).await;
+        assert_eq!(visible_tabs(&browser).await, ["leads", "ops"], "{role}");
+        click(&browser, "#tabs button[data-tab=\"ops\"]").await;
+        wait_for_text(&browser, "#dead-events", "none").await;
+        assert_nothing_refused(&browser, "/api/ops/stats", role).await;
+        click(&browser, "#sign-out").await;
+        wait_for(&browser, "#login:not([hidden])").await;
+    }
+
+    browser.close().await.unwrap();
+}

@@ -1,0 +1,46 @@
+//! End-to-end tests, one module per concern, in one test binary: each
+//! binary links the whole dependency tree, so one binary builds and links
+//! once instead of forty times.
+//!
+//! Run one module with `cargo test -p leadpipe-tests --test it openapi::`.
+
+mod claim_limits;
+mod connection_recovery;
+mod crm;
+mod delivery_order;
+mod erasure;
+mod erasure_scrub;
+mod export;
+mod front_page;
+mod group_commit;
+mod import;
+mod import_abandoned;
+mod inbox_batching;
+mod inbox_processing;
+mod intake;
+mod json_numbers;
+mod lead_failures_ops;
+mod lead_jobs;
+mod lifecycle;
+mod listener;
+mod metrics_contract;
+mod migrations;
+mod nul_bytes;
+mod observability;
+mod openapi;
+mod ops_series;
+mod outbox;
+mod read_replica;
+mod reconcile;
+mod replays_and_time;
+mod retention_counts;
+mod routing;
+mod sales;
+mod secrets;
+mod security;
+mod source_update;
+mod sources_and_ops;
+mod ssrf;
+mod subscriptions_parity;
+mod webhooks;
+mod worker_metrics;

@@ -1,0 +1,425 @@
+//! `POST /webhooks/{source}`: signatures, dedupe by event id, and processing
+//! into leads by the real worker runtime, on SQLite and PostgreSQL.
+
+#![allow(clippy::unwrap_used)]
+
+use domain::entities::{activity, inbox_event, lead, outbox_event};
+use leadpipe_tests::webhooks::{
+    Headers, github_headers, hmac_base64_headers, lead_event, now, standard_headers,
+    standard_secret, stripe_headers,
+};
+use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+
+on_both_backends!(
+    repeated_delivery_is_one_inbox_row_and_one_lead,
+    concurrent_deliveries_of_one_event_store_one_row_and_answer_one_202,
+    bad_or_stale_signatures_get_401_and_store_nothing,
+    rotated_secret_is_accepted_and_a_retired_one_is_not,
+    github_delivery_becomes_a_lead,
+    stripe_delivery_becomes_a_lead,
+    hmac_delivery_without_an_event_id_is_deduplicated_by_body_hash,
+    webhook_update_leaves_the_human_owned_status_alone,
+    event_type_outside_the_allow_list_is_skipped_with_200,
+    unknown_source_answers_like_a_forged_signature_and_oversized_body_is_413,
+);
+
+async fn body_of(response: reqwest::Response) -> Value {
+    response.json().await.unwrap()
+}
+
+async fn repeated_delivery_is_one_inbox_row_and_one_lead(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let key = app.standard_source("webform").await;
+    let body = lead_event("form-1", "Ada@Example.com", "2026-11-30T10:00:00Z");
+    let headers = standard_headers(&key, "msg_1", now(), &body);
+
+    let mut first = headers.clone();
+    first.push(("x-request-id".into(), "req-webhook-1".into()));
+    let response = app.post_webhook("webform", &first, &body).await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert_eq!(ack["event_id"], "msg_1");
+    assert_eq!(ack["state"], "received");
+    assert_eq!(ack["duplicate"], false);
+    let id = ack["id"].as_i64().unwrap();
+
+    // Redelivered: the same signed request, and a re-signed later attempt.
+    for retry in [
+        headers.clone(),
+        standard_headers(&key, "msg_1", now(), &body),
+    ] {
+        let response = app.post_webhook("webform", &retry, &body).await;
+        assert_eq!(response.status(), 200);
+        let ack = body_of(response).await;
+        assert_eq!(ack["id"], id, "a duplicate answers with the original id");
+        assert_eq!(ack["duplicate"], true);
+    }
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.deliveries, 3);
+    assert_eq!(event.attempts, 1);
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    assert_eq!(event.correlation_id.as_deref(), Some("req-webhook-1"));
+    assert_eq!(event.last_error, None);
+    assert_eq!(app.count(inbox_event::Entity).await, 1);
+    assert_eq!(app.count(lead::Entity).await, 1);
+    assert_eq!(app.count(outbox_event::Entity).await, 1);
+
+    let lead = app.lead_by_ref("form-1").await;
+    assert_eq!(event.lead_id, Some(lead.id));
+    assert_eq!(lead.source, "webform");
+    assert_eq!(lead.email.as_deref(), Some("ada@example.com"));
+    assert_eq!(lead.payload["company"], "Analytical Engines");
+    let timeline = activity::Entity::find()
+        .filter(activity::Column::LeadId.eq(lead.id))
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(timeline.len(), 1);
+    assert_eq!(timeline[0].origin.as_deref(), Some("webhook"));
+    // The correlation id travels from the request to the lead's timeline.
+    assert_eq!(timeline[0].correlation_id.as_deref(), Some("req-webhook-1"));
+}
+
+async fn concurrent_deliveries_of_one_event_store_one_row_and_answer_one_202(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let key = app.standard_source("ads").await;
+    let body = lead_event("ad-7", "grace@example.com", "2026-11-30T10:00:00Z");
+    let headers = standard_headers(&key, "msg_concurrent", now(), &body);
+
+    let deliveries = (0..20).map(|_| async {
+        let response = app.post_webhook("ads", &headers, &body).await;
+        let status = response.status().as_u16();
+        (status, body_of(response).await["id"].as_i64().unwrap())
+    });
+    let answers = futures::future::join_all(deliveries).await;
+
+    let accepted = answers.iter().filter(|(status, _)| *status == 202).count();
+    let duplicates = answers.iter().filter(|(status, _)| *status == 200).count();
+    assert_eq!((accepted, duplicates), (1, 19), "{answers:?}");
+    let id = answers[0].1;
+    assert!(answers.iter().all(|(_, i)| *i == id), "{answers:?}");
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.deliveries, 20);
+    assert_eq!(app.count(inbox_event::Entity).await, 1);
+    assert_eq!(app.count(lead::Entity).await, 1);
+}
+
+async fn bad_or_stale_signatures_get_401_and_store_nothing(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.standard_source("webform").await;
+    let body = lead_event("form-1", "ada@example.com", "2026-11-30T10:00:00Z");
+    let good = standard_headers(&key, "msg_1", now(), &body);
+    let without =
+        |name: &str| -> Headers { good.iter().filter(|(k, _)| k != name).cloned().collect() };
+
+    let mut tampered = body.clone();
+    tampered[20] ^= 1;
+    let cases: Vec<(&str, Headers, Vec<u8>)> = vec![
+        ("tampered body", good.clone(), tampered),
+        (
+            "wrong secret",
+            standard_headers(b"some-other-key-entirely", "msg_1", now(), &body),
+            body.clone(),
+        ),
+        (
+            "ten minutes old",
+            standard_headers(&key, "msg_1", now() - 600, &body),
+            body.clone(),
+        ),
+        (
+            "ten minutes ahead",
+            standard_headers(&key, "msg_1", now() + 600, &body),
+            body.clone(),
+        ),
+        ("no webhook-id", without("webhook-id"), body.clone()),
+        (
+            "no webhook-timestamp",
+            without("webhook-timestamp"),
+            body.clone(),
+        ),
+        (
+            "no webhook-signature",
+            without("webhook-signature"),
+            body.clone(),
+        ),
+        ("no headers at all", vec![], body.clone()),
+    ];
+    for (case, headers, body) in cases {
+        let response = app.post_webhook("webform", &headers, &body).await;
+        assert_eq!(response.status(), 401, "{case}");
+        let problem = assert_problem(response, 401, "/problems/invalid-signature").await;
+        // One answer whatever the reason: the reason is in logs and metrics.
+        assert_eq!(
+            problem["detail"], "the webhook signature could not be verified",
+            "{case}"
+        );
+    }
+    assert_eq!(app.count(inbox_event::Entity).await, 0);
+    assert_eq!(app.count(lead::Entity).await, 0);
+}
+
+async fn rotated_secret_is_accepted_and_a_retired_one_is_not(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.admin_token().await;
+    let (old, new) = (
+        b"old-signing-key-0001".as_slice(),
+        b"new-signing-key-0002".as_slice(),
+    );
+    let source = |secrets: Vec<String>| json!({"name": "partner", "scheme": "standard-webhooks", "secrets": secrets});
+    let created = app
+        .save_source(&admin, &source(vec![standard_secret(old)]))
+        .await;
+    assert_eq!(created.status(), 201);
+
+    // Rotation, step 1: both secrets valid while the sender switches.
+    let both = app
+        .patch_source(
+            &admin,
+            "partner",
+            &json!({"secrets": [standard_secret(new), standard_secret(old)]}),
+        )
+        .await;
+    assert_eq!(both.status(), 200);
+    assert_eq!(body_of(both).await["secret_count"], 2);
+    let body = lead_event("p-1", "a@example.com", "2026-11-30T10:00:00Z");
+    for (key, msg) in [(old, "msg_old"), (new, "msg_new")] {
+        let response = app.post_standard("partner", key, msg, &body).await;
+        assert_eq!(response.status(), 202, "{msg}");
+    }
+
+    // Step 2: the old secret retired.
+    let retired = app
+        .patch_source(
+            &admin,
+            "partner",
+            &json!({"secrets": [standard_secret(new)]}),
+        )
+        .await;
+    assert_eq!(retired.status(), 200);
+    let response = app.post_standard("partner", old, "msg_old_2", &body).await;
+    assert_problem(response, 401, "/problems/invalid-signature").await;
+    let response = app.post_standard("partner", new, "msg_new_2", &body).await;
+    assert_eq!(response.status(), 202);
+    assert_eq!(app.count(inbox_event::Entity).await, 3);
+}
+
+async fn github_delivery_becomes_a_lead(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let response = app
+        .save_source(
+            &app.admin_token().await,
+            &json!({"name": "gh", "scheme": "github", "secrets": ["gh-secret-0123456789"],
+                    "record_pointer": "/sender", "source_ref_pointer": "/id",
+                    "name_pointer": "/login", "email_pointer": "/email",
+                    "allowed_event_types": ["star"]}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+    let view = body_of(response).await;
+    assert_eq!(view["event_id_header"], "x-github-delivery");
+    assert_eq!(view["event_type_header"], "x-github-event");
+
+    let body = br#"{"action":"created","sender":{"id":583231,"login":"octocat","email":"octo@github.com"}}"#;
+    let headers = github_headers(
+        "gh-secret-0123456789",
+        "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+        "star",
+        body,
+    );
+    let response = app.post_webhook("gh", &headers, body).await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert_eq!(ack["event_id"], "72d3162e-cc78-11e3-81ab-4c9367dc0958");
+
+    let event = app
+        .wait_for_state(ack["id"].as_i64().unwrap(), "processed")
+        .await;
+    assert_eq!(event.event_type.as_deref(), Some("star"));
+    assert_eq!(event.event_id_from, "header");
+    let lead = app.lead_by_ref("583231").await;
+    assert_eq!(lead.name.as_deref(), Some("octocat"));
+    assert_eq!(lead.email.as_deref(), Some("octo@github.com"));
+    // Kept for ops, without the signature.
+    assert_eq!(event.headers["x-github-event"], "star");
+    assert!(event.headers.get("x-hub-signature-256").is_none());
+}
+
+async fn stripe_delivery_becomes_a_lead(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let secret = "whsec_test_stripe_0123456789";
+    let response = app
+        .save_source(
+            &app.admin_token().await,
+            &json!({"name": "stripe", "scheme": "stripe", "secrets": [secret],
+                    "record_pointer": "/data/object", "updated_at_pointer": "/created",
+                    "allowed_event_types": ["customer.created", "customer.updated"]}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+
+    let body = serde_json::to_vec(&json!({
+        "id": "evt_1NlY3q2eZvKYlo2C",
+        "object": "event",
+        "type": "customer.created",
+        "data": {"object": {"id": "cus_9s6XKzkNRiz8i3", "object": "customer",
+                            "email": "jenny.rosen@example.com", "name": "Jenny Rosen",
+                            "phone": "+1 (555) 010-9999", "created": 1700000000}}
+    }))
+    .unwrap();
+    let response = app
+        .post_webhook("stripe", &stripe_headers(secret, now(), &body), &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    // Stripe's event id is in the body.
+    assert_eq!(ack["event_id"], "evt_1NlY3q2eZvKYlo2C");
+
+    app.wait_for_state(ack["id"].as_i64().unwrap(), "processed")
+        .await;
+    let lead = app.lead_by_ref("cus_9s6XKzkNRiz8i3").await;
+    assert_eq!(lead.phone.as_deref(), Some("+15550109999"));
+    assert_eq!(lead.source_updated_at.unwrap().timestamp(), 1_700_000_000);
+}
+
+async fn hmac_delivery_without_an_event_id_is_deduplicated_by_body_hash(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let response = app
+        .save_source(
+            &app.admin_token().await,
+            &json!({"name": "crm-sync", "scheme": "hmac-sha256", "secrets": ["shared-secret-0123456789"],
+                    "signature_header": "X-Leadpipe-Signature", "record_pointer": ""}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+
+    let body = br#"{"id":"c-42","email":"linus@example.com"}"#;
+    let headers = hmac_base64_headers("shared-secret-0123456789", "X-Leadpipe-Signature", body);
+    let first = app.post_webhook("crm-sync", &headers, body).await;
+    assert_eq!(first.status(), 202);
+    let first = body_of(first).await;
+    assert!(
+        first["event_id"].as_str().unwrap().starts_with("sha256:"),
+        "{first}"
+    );
+    // No id header to strip: the same body is the same event.
+    let again = app.post_webhook("crm-sync", &headers, body).await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(body_of(again).await["id"], first["id"]);
+
+    let event = app
+        .wait_for_state(first["id"].as_i64().unwrap(), "processed")
+        .await;
+    assert_eq!(event.event_id_from, "hash");
+    assert_eq!(
+        app.lead_by_ref("c-42").await.email.as_deref(),
+        Some("linus@example.com")
+    );
+}
+
+async fn webhook_update_leaves_the_human_owned_status_alone(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let key = app.standard_source("webform").await;
+    let v1 = lead_event("form-9", "old@example.com", "2026-11-30T10:00:00Z");
+    let ack = body_of(app.post_standard("webform", &key, "msg_v1", &v1).await).await;
+    app.wait_for_state(ack["id"].as_i64().unwrap(), "processed")
+        .await;
+    let lead = app.lead_by_ref("form-9").await;
+    // A salesperson works the lead (the sales API is another door).
+    app.exec(&format!(
+        "UPDATE lead SET status = 'contacted' WHERE id = {}",
+        lead.id
+    ))
+    .await;
+
+    let v2 = lead_event("form-9", "new@example.com", "2026-11-30T11:00:00Z");
+    let ack = body_of(app.post_standard("webform", &key, "msg_v2", &v2).await).await;
+    let event = app
+        .wait_for_state(ack["id"].as_i64().unwrap(), "processed")
+        .await;
+    assert_eq!(event.outcome.as_deref(), Some("updated"));
+    assert_eq!(event.lead_id, Some(lead.id));
+
+    let updated = app.lead_by_ref("form-9").await;
+    assert_eq!(updated.email.as_deref(), Some("new@example.com"));
+    assert_eq!(updated.version, 2);
+    assert_eq!(updated.status, "contacted");
+}
+
+async fn event_type_outside_the_allow_list_is_skipped_with_200(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let key = b"allow-list-key-0001";
+    let response = app
+        .save_source(
+            &app.admin_token().await,
+            &json!({"name": "forms", "scheme": "standard-webhooks",
+                    "secrets": [standard_secret(key)],
+                    "allowed_event_types": ["lead.created"]}),
+        )
+        .await;
+    assert_eq!(response.status(), 201);
+
+    let body = serde_json::to_vec(&json!({"type": "lead.deleted", "data": {"id": "f-1"}})).unwrap();
+    let response = app.post_standard("forms", key, "msg_del", &body).await;
+    assert_eq!(response.status(), 200);
+    let ack = body_of(response).await;
+    assert_eq!(ack["state"], "skipped");
+    assert_eq!(ack["duplicate"], false);
+
+    // An allowed one next to it is processed; the skipped one stays skipped.
+    let allowed = lead_event("f-2", "x@example.com", "2026-11-30T10:00:00Z");
+    let ok = body_of(app.post_standard("forms", key, "msg_ok", &allowed).await).await;
+    app.wait_for_state(ok["id"].as_i64().unwrap(), "processed")
+        .await;
+    let skipped = app.inbox_event(ack["id"].as_i64().unwrap()).await;
+    assert_eq!(skipped.state, "skipped");
+    assert_eq!(skipped.event_type.as_deref(), Some("lead.deleted"));
+    assert_eq!(app.count(lead::Entity).await, 1);
+}
+
+async fn unknown_source_answers_like_a_forged_signature_and_oversized_body_is_413(
+    backend: Backend,
+) {
+    let mut http = api::config::HttpSettings::for_tests();
+    http.max_body_bytes = 1024;
+    let app = TestApp::spawn_with(backend, http).await;
+    let key = app.standard_source("webform").await;
+    let body = lead_event("form-1", "ada@example.com", "2026-11-30T10:00:00Z");
+
+    // An attacker probing names: a configured source with a forged
+    // signature, and names that are not configured, answer byte for byte
+    // alike (status, headers that matter, body).
+    let forged = app
+        .post_standard("webform", b"not-the-key-0123456789", "msg_1", &body)
+        .await;
+    let forged = (
+        forged.status(),
+        forged.headers()["content-type"].clone(),
+        forged.headers().get("www-authenticate").cloned(),
+        forged.text().await.unwrap(),
+    );
+    assert_eq!(forged.0, 401);
+    for name in ["nope", "Not A Source", "webform2"] {
+        let response = app.post_standard(name, &key, "msg_1", &body).await;
+        let answer = (
+            response.status(),
+            response.headers()["content-type"].clone(),
+            response.headers().get("www-authenticate").cloned(),
+            response.text().await.unwrap(),
+        );
+        assert_eq!(answer, forged, "{name}");
+    }
+    let problem: Value = serde_json::from_str(&forged.3).unwrap();
+    assert_eq!(problem["type"], "/problems/invalid-signature");
+
+    // Too large is too large, for a configured name and for any other.
+    let big = serde_json::to_vec(&json!({"data": {"id": "x", "pad": "a".repeat(2000)}})).unwrap();
+    for name in ["webform", "nope"] {
+        let response = app.post_standard(name, &key, "msg_big", &big).await;
+        assert_problem(response, 413, "/problems/payload-too-large").await;
+    }
+    assert_eq!(app.count(inbox_event::Entity).await, 0);
+}
