@@ -1447,8 +1447,8 @@ async fn a_keyed_write_racing_an_erasure_leaves_no_stored_replay() {
 
 /// Where an erased person's bytes could still be read on SQLite: the
 /// database file (free space in pages, free pages), its `-wal` (the page
-/// images of every write since the last checkpoint), and the job tables'
-/// file with its `-wal`. Each file holding `needle`, by suffix.
+/// images of every write since the last checkpoint). Each file holding
+/// `needle`, by suffix.
 fn sqlite_files_containing(app: &TestApp, needle: &str) -> Vec<String> {
     let path = app
         .database_url
@@ -1456,7 +1456,7 @@ fn sqlite_files_containing(app: &TestApp, needle: &str) -> Vec<String> {
         .and_then(|rest| rest.split('?').next())
         .unwrap();
     let mut found = Vec::new();
-    for suffix in ["", "-wal", "-jobs", "-jobs-wal"] {
+    for suffix in ["", "-wal"] {
         let Ok(bytes) = std::fs::read(format!("{path}{suffix}")) else {
             continue;
         };

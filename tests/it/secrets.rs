@@ -709,25 +709,19 @@ async fn the_sqlite_database_and_its_wal_are_only_readable_by_their_owner() {
     let wal = PathBuf::from(format!("{}-wal", db.display()));
     assert!(wal.exists());
     assert_eq!(mode(&wal), 0o600);
-    // The job queue's file of its own, created by the migration.
-    let jobs = PathBuf::from(format!("{}-jobs", db.display()));
-    assert_eq!(mode(&jobs), 0o600);
+    // No file beside it: the work rows are the only queue.
+    assert!(!PathBuf::from(format!("{}-jobs", db.display())).exists());
 
-    // A database created before this rule (0644) is tightened when opened,
-    // and so is a job file.
+    // A database created before this rule (0644) is tightened when opened.
     use std::os::unix::fs::PermissionsExt;
     let dir = std::env::temp_dir().join(format!("lp-mode-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let old = dir.join("old.db");
-    let old_jobs = dir.join("old.db-jobs");
-    for file in [&old, &old_jobs] {
-        std::fs::write(file, b"").unwrap();
-        std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o644)).unwrap();
-    }
+    std::fs::write(&old, b"").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
     let url = format!("sqlite://{}?mode=rwc", old.display());
     let conn = api::storage::open(&url, 1, true).await.unwrap();
     assert_eq!(mode(&old), 0o600);
-    assert_eq!(mode(&old_jobs), 0o600);
     drop(conn);
     std::fs::remove_dir_all(dir).unwrap();
 }
