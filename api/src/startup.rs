@@ -1,5 +1,6 @@
 //! Building the HTTP application; `main` and the tests both start it here.
 
+use domain::store::Store;
 use std::net::TcpListener;
 use std::sync::Arc;
 
@@ -7,7 +8,6 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpRequest, HttpServer, web};
 use domain::lead::group_commit::{GroupCommitSettings, GroupCommitter};
-use sea_orm::DatabaseConnection;
 
 use crate::config::HttpSettings;
 use crate::http::allow::AllowedMethods;
@@ -27,9 +27,8 @@ pub struct Application {
 
 impl Application {
     /// Binds `settings.bind` (port 0 picks a free port, as the tests do).
-    pub fn build(db: DatabaseConnection, settings: HttpSettings) -> std::io::Result<Self> {
+    pub fn build(db: Store, settings: HttpSettings) -> std::io::Result<Self> {
         crate::http::metrics::handle();
-        domain::lead::tombstone::install(&settings.keyring);
         let listener = TcpListener::bind(&settings.bind)?;
         let port = listener.local_addr()?.port();
         // Uploads a crashed run left behind (the live ones are locked).
@@ -85,7 +84,9 @@ impl Application {
             }
             Some(url) => crate::http::read_replica::Reads::with_replica(
                 db.clone(),
-                crate::storage::open_read_replica(url, 8).map_err(std::io::Error::other)?,
+                db.with_pool(
+                    crate::storage::open_read_replica(url, 8).map_err(std::io::Error::other)?,
+                ),
                 settings.read_max_lag(),
             ),
             None => crate::http::read_replica::Reads::primary_only(db.clone()),
@@ -228,7 +229,7 @@ impl GroupCommitPlan {
     }
 
     /// The committers every worker shares, started on this runtime.
-    fn shared(&self, db: &DatabaseConnection) -> Option<GroupCommitter> {
+    fn shared(&self, db: &Store) -> Option<GroupCommitter> {
         match self {
             Self::Shared(settings) => Some(GroupCommitter::start(db.clone(), *settings)),
             Self::Off | Self::PerWorker(_) => None,

@@ -3,8 +3,12 @@
 //! opens, so no pooled SQLite connection caches a half-built schema.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use domain::sealed::Keyring;
+use domain::store::signals::signal_sqlite_commits;
+use domain::store::{Signals, Store};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::pool::PoolOptions;
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -40,7 +44,7 @@ fn sqlite_options(url: &str) -> anyhow::Result<SqliteConnectOptions> {
         // Erasure: a deleted or overwritten row is zeroed in its page, and a
         // freed page is zeroed, instead of staying readable in free space
         // until reused. The WAL still holds older page images until a
-        // checkpoint: `domain::db::scrub_after_erasure` truncates it.
+        // checkpoint: `Store::scrub_after_erasure` truncates it.
         .pragma("secure_delete", "on")
         // Memory, not speed: each pooled connection keeps its own page cache
         // and prepared statements (group commit prepares one per batch
@@ -110,7 +114,7 @@ pub async fn migrate(url: &str) -> anyhow::Result<()> {
     // switches a fresh file to WAL, which needs the file to itself and fails
     // at once with "database is locked" when another process is connecting.
     let file_lock = sqlite_migration_lock(url).await?;
-    let db = open_pool(url, 1).await?;
+    let db = open_pool(url, 1, None).await?;
     let pg_lock = Backend::of(url)? == Backend::Postgres;
     if pg_lock {
         db.execute_unprepared(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))
@@ -202,35 +206,55 @@ fn ping_when_idle<DB: sea_orm::sqlx::Database>(options: PoolOptions<DB>) -> Pool
 /// without a ping.
 const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
 
-/// Opens the application's pool, migrating first when asked.
+/// Opens the application's store, migrating first when asked: its pool,
+/// with tombstone keys hashed under `keyring`.
 pub async fn open(
     url: &str,
     max_connections: u32,
     run_migrations: bool,
-) -> anyhow::Result<DatabaseConnection> {
+    keyring: &Keyring,
+) -> anyhow::Result<Store> {
     if run_migrations {
         migrate(url).await?;
     }
-    open_pool(url, max_connections).await
+    let signals = Signals::new();
+    let db = open_pool(url, max_connections, Some(signals.clone())).await?;
+    Ok(Store::new(db, keyring, signals))
 }
 
-async fn open_pool(url: &str, max_connections: u32) -> anyhow::Result<DatabaseConnection> {
+/// `store` on a pool of its own of `max_connections` on `url` (the
+/// database `store` opened): the same write turn, signals and keys.
+pub async fn another_pool(store: &Store, url: &str, max_connections: u32) -> anyhow::Result<Store> {
+    let signals = match Backend::of(url)? {
+        Backend::Sqlite => Some(store.signals().clone()),
+        Backend::Postgres => None,
+    };
+    Ok(store.with_pool(open_pool(url, max_connections, signals).await?))
+}
+
+/// A pool on `url`; on SQLite, a commit of each of its connections that
+/// stored work bumps `signals`.
+async fn open_pool(
+    url: &str,
+    max_connections: u32,
+    signals: Option<Arc<Signals>>,
+) -> anyhow::Result<DatabaseConnection> {
     let acquire = Duration::from_secs(10);
     Ok(match Backend::of(url)? {
         Backend::Sqlite => {
             restrict_sqlite_files(url)?;
             let options = sqlite_options(url)?;
-            let file = options.get_filename().to_owned();
-            let pool = pool_options(SqlitePoolOptions::new())
+            let mut pool = pool_options(SqlitePoolOptions::new())
                 .max_connections(max_connections)
-                .acquire_timeout(acquire)
+                .acquire_timeout(acquire);
+            if let Some(signals) = signals {
                 // A commit that stored work wakes this process's workers.
-                .after_connect(move |conn, _| {
-                    let file = file.clone();
-                    Box::pin(async move { workers::wake::signal_sqlite_commits(conn, &file).await })
-                })
-                .connect_with(options)
-                .await?;
+                pool = pool.after_connect(move |conn, _| {
+                    let signals = signals.clone();
+                    Box::pin(async move { signal_sqlite_commits(conn, signals).await })
+                });
+            }
+            let pool = pool.connect_with(options).await?;
             // Companion files that existed before with a wider mode.
             restrict_sqlite_files(url)?;
             SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
@@ -277,7 +301,7 @@ pub async fn backup(url: &str, target: &std::path::Path) -> anyhow::Result<u64> 
         .open(&target)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", target.display()))?;
     let copied = async {
-        let db = open_pool(url, 1).await?;
+        let db = open_pool(url, 1, None).await?;
         let path = target
             .to_str()
             .ok_or_else(|| anyhow::anyhow!("the backup path must be valid UTF-8"))?;
@@ -297,23 +321,21 @@ pub async fn backup(url: &str, target: &std::path::Path) -> anyhow::Result<u64> 
     copied
 }
 
-/// A second pool on the same PostgreSQL database as `db` (None on SQLite),
-/// of `max_connections`, connecting lazily: each connection opens in the
-/// task that first needs it, so its socket belongs to that thread's
+/// The store on a second pool on the same PostgreSQL database (None on
+/// SQLite), of `max_connections`, connecting lazily: each connection opens
+/// in the task that first needs it, so its socket belongs to that thread's
 /// runtime and its replies wake no other thread.
-pub fn thread_local_pool(
-    db: &DatabaseConnection,
-    max_connections: u32,
-) -> Option<DatabaseConnection> {
-    if db.get_database_backend() != sea_orm::DbBackend::Postgres {
+pub fn thread_local_pool(store: &Store, max_connections: u32) -> Option<Store> {
+    if store.backend() != sea_orm::DbBackend::Postgres {
         return None;
     }
+    let db: &DatabaseConnection = store;
     let options = db.get_postgres_connection_pool().connect_options();
     let pool = ping_when_idle(pool_options(PgPoolOptions::new()))
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
         .connect_lazy_with(PgConnectOptions::clone(&options));
-    Some(SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
+    Some(store.with_pool(SqlxPostgresConnector::from_sqlx_postgres_pool(pool)))
 }
 
 /// A pool on a PostgreSQL read replica. It connects lazily, so a replica
@@ -346,7 +368,7 @@ mod tests {
     async fn pools_open_without_the_idle_reaper() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
-        let db = open_pool(&url, 2).await.expect("sqlite pool");
+        let db = open_pool(&url, 2, None).await.expect("sqlite pool");
         let options = db.get_sqlite_connection_pool().options();
         assert_eq!(
             (

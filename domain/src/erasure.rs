@@ -6,12 +6,14 @@
 //! Idempotent: erasing an erased lead answers with the first erasure's audit
 //! row, so a client retrying a timed-out request sees the same success.
 
+use crate::lead::tombstone::KeyHasher;
+use crate::store::Store;
 use std::collections::BTreeMap;
 
 use sea_orm::sea_query::{Expr, ExprTrait, Query};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select, Set, TryGetable,
+    ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, Select, Set, TryGetable,
 };
 
 use crate::entities::{
@@ -46,7 +48,7 @@ pub struct Erased {
     pub audit: lead_erasure::Model,
     pub repeated: bool,
     /// PostgreSQL: the vacuum of the erased tables, running after the
-    /// answer (`crate::db::scrub_after_erasure`). A process that exits
+    /// answer (`Store::scrub_after_erasure`). A process that exits
     /// right after erasing (the CLI) awaits it.
     pub vacuum: Option<tokio::task::JoinHandle<()>>,
 }
@@ -57,7 +59,7 @@ pub const MAX_REASON: usize = 1000;
 /// Erases the lead (see the module docs). `NotFound` when there is no such
 /// lead and it was never erased.
 #[tracing::instrument(name = "lead.erase", skip_all, fields(lead_id = request.lead_id))]
-pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Erased, Error> {
+pub async fn erase(db: &Store, request: &EraseRequest) -> Result<Erased, Error> {
     let reason = request.reason.trim();
     if reason.is_empty() || reason.chars().count() > MAX_REASON {
         return Err(Error::invalid(
@@ -68,12 +70,11 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     let Some(found) = lead::Entity::find_by_id(request.lead_id).one(db).await? else {
         return earlier(db, request.lead_id).await;
     };
-    let hash = tombstone::key_hash(&found.source, &found.source_ref);
-    let turn = crate::db::write_turn(db).await;
-    let txn = crate::db::begin_write(db).await?;
+    let hash = db.hasher().key_hash(&found.source, &found.source_ref);
+    let txn = db.begin_write().await?;
     tombstone::lock_for_erasure(
         &txn,
-        &tombstone::folded_hash(&found.source, &found.source_ref),
+        &db.hasher().folded_hash(&found.source, &found.source_ref),
     )
     .await?;
     // Read again under the lock: a concurrent erasure may have won, and an
@@ -89,7 +90,7 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
         txn.rollback().await?;
         return earlier(db, request.lead_id).await;
     };
-    let counts = remove_everything(&txn, &lead, request.include_contact).await?;
+    let counts = remove_everything(&txn, db.hasher(), &lead, request.include_contact).await?;
     let now = crate::clock::now();
     let audit = lead_erasure::ActiveModel {
         lead_id: Set(lead.id),
@@ -102,7 +103,16 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     }
     .insert(&txn)
     .await?;
-    tombstone::bury(&txn, &lead.source, &lead.source_ref, lead.id, audit.id, now).await?;
+    tombstone::bury(
+        &txn,
+        db.hasher(),
+        &lead.source,
+        &lead.source_ref,
+        lead.id,
+        audit.id,
+        now,
+    )
+    .await?;
     // No `lead_id` column value: the lead row is gone (the key would dangle).
     outbox::enqueue_event(
         &txn,
@@ -116,10 +126,9 @@ pub async fn erase(db: &DatabaseConnection, request: &EraseRequest) -> Result<Er
     )
     .await?;
     txn.commit().await?;
-    drop(turn);
     metrics::counter!("leadpipe_lead_erasures_total").increment(1);
     tracing::info!(erasure_id = audit.id, "lead erased");
-    let vacuum = crate::db::scrub_after_erasure(db, ERASED_TABLES).await;
+    let vacuum = db.scrub_after_erasure(ERASED_TABLES).await;
     Ok(Erased {
         audit,
         repeated: false,
@@ -148,7 +157,7 @@ pub const ERASED_TABLES: &[&str] = &[
 ];
 
 /// The audit row of an earlier erasure of `lead_id`, or `NotFound`.
-async fn earlier(db: &DatabaseConnection, lead_id: i64) -> Result<Erased, Error> {
+async fn earlier(db: &Store, lead_id: i64) -> Result<Erased, Error> {
     find_audit(db, lead_id)
         .await?
         .map(|audit| Erased {
@@ -177,9 +186,10 @@ pub async fn find_audit<C: ConnectionTrait>(
 /// time: only the source's rows without a hash and without a lead.
 async fn person_rows<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     lead: &lead::Model,
 ) -> Result<(Condition, Condition), DbErr> {
-    let hashes = tombstone::key_hashes(&lead.source, &lead.source_ref);
+    let hashes = hasher.key_hashes(&lead.source, &lead.source_ref);
     let mut inbox = Condition::any()
         .add(inbox_event::Column::LeadId.eq(lead.id))
         .add(inbox_event::Column::KeyHash.is_in(hashes.clone()));
@@ -307,6 +317,7 @@ async fn forget_inbox_events<C: ConnectionTrait>(txn: &C, which: Condition) -> R
 /// Deletes or blanks every row holding the lead's data; rows per table.
 async fn remove_everything<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     lead: &lead::Model,
     include_contact: bool,
 ) -> Result<BTreeMap<&'static str, u64>, DbErr> {
@@ -340,7 +351,7 @@ async fn remove_everything<C: ConnectionTrait>(
         .await?
         .rows_affected;
     counts.insert("activity", n);
-    let (inbox, rejected) = person_rows(txn, lead).await?;
+    let (inbox, rejected) = person_rows(txn, hasher, lead).await?;
     counts.insert("inbox_event", forget_inbox_events(txn, inbox).await?);
     let n = reconcile_rejected::Entity::delete_many()
         .filter(rejected)
@@ -379,7 +390,8 @@ async fn remove_everything<C: ConnectionTrait>(
     // `legacy_responses` names those stored before subjects were recorded.
     let mut subjects = vec![Subject::Lead(id)];
     subjects.extend(
-        tombstone::key_hashes(&lead.source, &lead.source_ref)
+        hasher
+            .key_hashes(&lead.source, &lead.source_ref)
             .into_iter()
             .map(Subject::NaturalKey),
     );
@@ -451,7 +463,7 @@ async fn remove_everything<C: ConnectionTrait>(
     counts.insert("lead", n);
     // Last: every write that held the lead or the contact has committed by
     // now, so its stored reply and subjects are visible to this statement.
-    let n = idempotency::forget_about(txn, &subjects, legacy_responses).await?;
+    let n = idempotency::forget_about(txn, hasher, &subjects, legacy_responses).await?;
     counts.insert("idempotency_key", n);
     Ok(counts)
 }
@@ -459,10 +471,11 @@ async fn remove_everything<C: ConnectionTrait>(
 /// The natural key's tombstone, if it has one.
 pub async fn find_tombstone<C: ConnectionTrait>(
     conn: &C,
+    hasher: &KeyHasher,
     source: &str,
     source_ref: &str,
 ) -> Result<Option<lead_tombstone::Model>, DbErr> {
-    lead_tombstone::Entity::find_by_id(tombstone::key_hash(source, source_ref))
+    lead_tombstone::Entity::find_by_id(hasher.key_hash(source, source_ref))
         .one(conn)
         .await
 }

@@ -8,6 +8,7 @@
 //! over once its lease lapses, and the lease token fences the old holder out:
 //! completing requires the token, so two executions can never both commit.
 
+use crate::lead::tombstone::KeyHasher;
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{
@@ -88,16 +89,25 @@ pub fn fingerprint(method: &str, path: &str, body: &[u8]) -> String {
 pub enum Subject {
     Lead(i64),
     Contact(i64),
-    /// A natural key's keyed hash (`lead::tombstone::key_hash`).
+    /// A natural key's keyed hash ([`KeyHasher::key_hash`]).
     NaturalKey(String),
+    /// A natural key as a reply holds it: recorded as its keyed hash
+    /// ([`Subject::NaturalKey`] under the current key).
+    Key {
+        source: String,
+        source_ref: String,
+    },
 }
 
 impl Subject {
-    fn as_text(&self) -> String {
+    fn as_text(&self, hasher: &KeyHasher) -> String {
         match self {
             Self::Lead(id) => format!("lead:{id}"),
             Self::Contact(id) => format!("contact:{id}"),
             Self::NaturalKey(hash) => format!("key:{hash}"),
+            Self::Key { source, source_ref } => {
+                format!("key:{}", hasher.key_hash(source, source_ref))
+            }
         }
     }
 }
@@ -359,6 +369,7 @@ impl Lease {
     pub async fn complete<C: ConnectionTrait>(
         &self,
         conn: &C,
+        hasher: &KeyHasher,
         response: &StoredResponse,
         subjects: &[Subject],
     ) -> Result<bool, DbErr> {
@@ -378,7 +389,7 @@ impl Lease {
         }
         // A key taken over from an expired generation may carry its subjects.
         forget_subjects_of(conn, self.principal_id, &self.key).await?;
-        let mut subjects: Vec<String> = subjects.iter().map(Subject::as_text).collect();
+        let mut subjects: Vec<String> = subjects.iter().map(|s| s.as_text(hasher)).collect();
         subjects.sort();
         subjects.dedup();
         if !subjects.is_empty() {
@@ -423,10 +434,11 @@ impl Lease {
 /// by it.
 pub async fn forget_about<C: ConnectionTrait>(
     conn: &C,
+    hasher: &KeyHasher,
     subjects: &[Subject],
     legacy: Condition,
 ) -> Result<u64, DbErr> {
-    let texts: Vec<String> = subjects.iter().map(Subject::as_text).collect();
+    let texts: Vec<String> = subjects.iter().map(|s| s.as_text(hasher)).collect();
     let about: Vec<(i64, String)> = idempotency_subject::Entity::find()
         .select_only()
         .column(idempotency_subject::Column::PrincipalId)

@@ -60,6 +60,7 @@ pub mod sealed;
 pub mod secret_rotation;
 pub mod source_name;
 pub mod spreadsheet;
+pub mod store;
 pub mod text;
 
 pub use error::{Error, FieldError};

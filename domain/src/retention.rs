@@ -15,14 +15,12 @@
 //!   a re-run of the same file safe (`import_applied_row`). Reconcile's kept
 //!   rejected records (`reconcile_rejected`) go once untouched for as long.
 
+use crate::store::Store;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Func, Query};
-use sea_orm::{
-    ColumnTrait, Condition, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, TransactionTrait,
-};
+use sea_orm::{ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
 
 use crate::entities::{
     import_row, import_run, inbox_event, outbox_delivery, outbox_event, reconcile_rejected,
@@ -119,7 +117,7 @@ const FINISHED_INBOX: [InboxState; 3] =
 /// commits, so a sweep that fails half-way still counts what it removed
 /// (a later pass finds none of it to count again).
 pub async fn sweep(
-    db: &DatabaseConnection,
+    db: &Store,
     rules: &RetentionRules,
     now: DateTime<Utc>,
     swept: &mut Swept,
@@ -139,13 +137,14 @@ pub async fn sweep(
     loop {
         let ids =
             oldest::<inbox_event::Entity>(db, inbox_event::Column::Id, &bodies, batch).await?;
-        let _turn = crate::db::write_turn(db).await;
+        let txn = db.begin_write().await?;
         let emptied = inbox_event::Entity::update_many()
             .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
             .filter(inbox_event::Column::Id.is_in(ids.clone()))
             .filter(bodies.clone())
-            .exec(db)
+            .exec(&txn)
             .await?;
+        txn.commit().await?;
         swept.inbox_bodies += emptied.rows_affected;
         if (ids.len() as u64) < batch {
             break;
@@ -184,7 +183,7 @@ pub async fn sweep(
 
 /// The ids of up to `batch` rows matching `condition`, oldest first.
 async fn oldest<E: EntityTrait>(
-    db: &DatabaseConnection,
+    db: &Store,
     id: E::Column,
     condition: &Condition,
     batch: u64,
@@ -203,7 +202,7 @@ async fn oldest<E: EntityTrait>(
 /// Deletes every row matching `condition`, `batch` rows per statement (the
 /// condition is checked again by each delete), adding each to `deleted`.
 async fn delete_all<E: EntityTrait>(
-    db: &DatabaseConnection,
+    db: &Store,
     id: E::Column,
     condition: &Condition,
     batch: u64,
@@ -215,13 +214,14 @@ async fn delete_all<E: EntityTrait>(
             return Ok(());
         }
         let taken = ids.len() as u64;
-        let _turn = crate::db::write_turn(db).await;
+        let txn = db.begin_write().await?;
         *deleted += E::delete_many()
             .filter(id.is_in(ids))
             .filter(condition.clone())
-            .exec(db)
+            .exec(&txn)
             .await?
             .rows_affected;
+        txn.commit().await?;
         if taken < batch {
             return Ok(());
         }
@@ -231,7 +231,7 @@ async fn delete_all<E: EntityTrait>(
 /// Deletes fanned-out events created before `cutoff` whose every delivery
 /// is `delivered`, deliveries first; returns (events, deliveries).
 async fn delete_delivered_outbox(
-    db: &DatabaseConnection,
+    db: &Store,
     cutoff: DateTime<Utc>,
     batch: u64,
 ) -> Result<(u64, u64), DbErr> {
@@ -248,8 +248,7 @@ async fn delete_delivered_outbox(
     if ids.is_empty() {
         return Ok((0, 0));
     }
-    let _turn = crate::db::write_turn(db).await;
-    let txn = db.begin().await?;
+    let txn = db.begin_write().await?;
     // Guarded again inside the transaction: a delivery retried by ops since
     // the ids were read keeps its event.
     let ids: Vec<i64> = outbox_event::Entity::find()
@@ -278,7 +277,7 @@ async fn delete_delivered_outbox(
 /// Deletes up to `batch` report rows of one finished run that ended before
 /// `cutoff`; `None` when no such run has rows left.
 async fn delete_import_rows(
-    db: &DatabaseConnection,
+    db: &Store,
     cutoff: DateTime<Utc>,
     batch: u64,
 ) -> Result<Option<u64>, DbErr> {
@@ -312,8 +311,10 @@ async fn delete_import_rows(
     if let Some(last) = last {
         delete = delete.filter(import_row::Column::RowNumber.lte(last));
     }
-    let _turn = crate::db::write_turn(db).await;
-    Ok(Some(delete.exec(db).await?.rows_affected))
+    let txn = db.begin_write().await?;
+    let deleted = delete.exec(&txn).await?.rows_affected;
+    txn.commit().await?;
+    Ok(Some(deleted))
 }
 
 #[cfg(test)]

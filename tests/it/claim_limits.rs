@@ -23,7 +23,7 @@ const LIMIT: u64 = 10;
 /// Joins PostgreSQL may choose for a small backlog's statistics: the
 /// candidate subquery as the inner side of a nested loop, run again for
 /// every outer row. Set on a new pool, as a database default.
-async fn pool_with_nested_loops(app: &TestApp) -> sea_orm::DatabaseConnection {
+async fn pool_with_nested_loops(app: &TestApp) -> domain::store::Store {
     app.exec(
         "DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET enable_hashagg = off', current_database()); \
          EXECUTE format('ALTER DATABASE %I SET enable_hashjoin = off', current_database()); \
@@ -32,7 +32,8 @@ async fn pool_with_nested_loops(app: &TestApp) -> sea_orm::DatabaseConnection {
          EXECUTE format('ALTER DATABASE %I SET enable_sort = off', current_database()); END $$",
     )
     .await;
-    sea_orm::Database::connect(&app.database_url).await.unwrap()
+    app.db
+        .with_pool(sea_orm::Database::connect(&app.database_url).await.unwrap())
 }
 
 async fn store_received(app: &TestApp, events: usize) {

@@ -1,8 +1,7 @@
 //! The WAL checkpoint after an erasure on SQLite when a reader keeps it from
 //! finishing: the erasure still answers, and housekeeping's retry truncates
-//! the WAL once the reader is done. The test runs alone in the process
-//! (`TestApp::spawn_alone`): the pending retry is one flag per process,
-//! which another test's housekeeping could take.
+//! the WAL once the reader is done. The pending retry belongs to the app's
+//! store: another test's housekeeping cannot take it.
 
 #![allow(clippy::unwrap_used)]
 
@@ -38,7 +37,7 @@ fn on_disk(app: &TestApp, needle: &str) -> Vec<&'static str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_delays_the_wal_truncation_until_housekeeping_retries() {
-    let app = TestApp::spawn_alone(Backend::Sqlite).await;
+    let app = TestApp::spawn(Backend::Sqlite).await;
     let admin = app.admin_token().await;
     let created = app
         .post_lead(
@@ -82,6 +81,8 @@ async fn a_reader_delays_the_wal_truncation_until_housekeeping_retries() {
 
     reading.commit().await.unwrap();
     reader.close().await.unwrap();
-    domain::db::scrub_if_pending(&app.db, domain::erasure::ERASED_TABLES).await;
+    app.db
+        .scrub_if_pending(domain::erasure::ERASED_TABLES)
+        .await;
     assert_eq!(on_disk(&app, CANARY), Vec::<&str>::new());
 }

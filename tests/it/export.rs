@@ -122,7 +122,7 @@ async fn seed(app: &TestApp, source: &str, n: usize) {
         .collect();
     for chunk in items.chunks(300) {
         let txn = app.db.begin().await.unwrap();
-        ingest_many_in(&txn, chunk).await.unwrap();
+        ingest_many_in(&txn, app.db.hasher(), chunk).await.unwrap();
         txn.commit().await.unwrap();
     }
 }

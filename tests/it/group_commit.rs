@@ -53,7 +53,7 @@ async fn a_batch_resolves_repeated_keys_in_arrival_order(backend: Backend) {
         item("b", "Bee", "2026-11-01T10:00:00Z"),
     ];
     let txn = app.db.begin().await.unwrap();
-    let results = ingest_many_in(&txn, &items).await.unwrap();
+    let results = ingest_many_in(&txn, app.db.hasher(), &items).await.unwrap();
     txn.commit().await.unwrap();
 
     let outcomes: Vec<Outcome> = results.iter().map(|r| r.outcome).collect();
@@ -213,7 +213,7 @@ async fn every_record_of_a_batch_gets_its_own_payload_back(backend: Backend) {
         .chain([with_payload("p2", json!({"n": 2, "changed": true}))])
         .collect();
     let txn = app.db.begin().await.unwrap();
-    let results = ingest_many_in(&txn, &items).await.unwrap();
+    let results = ingest_many_in(&txn, app.db.hasher(), &items).await.unwrap();
     txn.commit().await.unwrap();
     for (item, result) in items.iter().zip(&results) {
         assert_eq!(
@@ -319,7 +319,7 @@ async fn an_ingest_event_carries_the_snapshot_of_the_lead_it_wrote(backend: Back
         let db = app.db.clone();
         async move {
             let txn = db.begin().await.unwrap();
-            let results = ingest_many_in(&txn, &items).await.unwrap();
+            let results = ingest_many_in(&txn, db.hasher(), &items).await.unwrap();
             txn.commit().await.unwrap();
             results
         }
@@ -397,7 +397,9 @@ async fn a_counted_batch_writes_what_a_whole_batch_writes(backend: Backend) {
             before.ctx.correlation_id = Some("before".into());
             before
         });
-        let stored = ingest_many_in(&txn, &before).await.unwrap();
+        let stored = ingest_many_in(&txn, app.db.hasher(), &before)
+            .await
+            .unwrap();
         txn.commit().await.unwrap();
         let request = EraseRequest {
             lead_id: stored[1].lead_id().unwrap(),
@@ -419,14 +421,14 @@ async fn a_counted_batch_writes_what_a_whole_batch_writes(backend: Backend) {
         ];
         let txn = app.db.begin().await.unwrap();
         let results: Vec<(Outcome, Option<i64>)> = if counted {
-            ingest_counted_in(&txn, &items)
+            ingest_counted_in(&txn, app.db.hasher(), &items)
                 .await
                 .unwrap()
                 .into_iter()
                 .map(|c| (c.outcome, c.lead_id))
                 .collect()
         } else {
-            ingest_many_in(&txn, &items)
+            ingest_many_in(&txn, app.db.hasher(), &items)
                 .await
                 .unwrap()
                 .into_iter()

@@ -468,10 +468,10 @@ async fn the_cli_imports_ndjson_and_writes_the_report(backend: Backend) {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// On SQLite an import batch is written in this process's write turn, as
-/// every other background writer is, instead of sleeping in SQLite's busy
-/// handler behind them: while another writer holds the turn, the batch
-/// waits. PostgreSQL has no turn.
+/// On SQLite an import is written in this process's write turn, as every
+/// other writer is (its run record and each batch), instead of sleeping in
+/// SQLite's busy handler behind them: while another writer holds the turn,
+/// the import waits. PostgreSQL has no turn.
 async fn a_batch_waits_for_the_write_turn_on_sqlite(backend: Backend) {
     let t = Imports::new(backend).await;
     let dir = std::env::temp_dir().join(format!("lp-turn-import-{}", uuid::Uuid::new_v4()));
@@ -488,28 +488,29 @@ async fn a_batch_waits_for_the_write_turn_on_sqlite(backend: Backend) {
         no_progress: true,
         file: file.clone(),
     };
-    let turn = domain::db::write_turn(&t.app.db).await;
+    let turn = t.app.db.write_turn().await;
     let import = {
         let db = t.app.db.clone();
         tokio::spawn(async move { api::cli::import::run(&db, args).await })
     };
-    // The run is recorded before its first batch: from then on the import
-    // is writing, or waiting for the turn.
-    eventually(
-        "the import run is recorded",
+    // Time for an import that skipped the turn to write: none must. On
+    // PostgreSQL, time for it to record its run and write its batch.
+    let recorded = eventually(
+        "the import run is recorded (PostgreSQL)",
         Duration::from_secs(20),
-        async || t.app.count(import_run::Entity).await == 1,
-    )
-    .await;
-    // Time for a batch that skipped the turn to write: none must.
+        async || backend == Backend::Sqlite || t.app.count(import_run::Entity).await == 1,
+    );
+    recorded.await;
     tokio::time::sleep(Duration::from_millis(300)).await;
+    let runs_meanwhile = t.app.count(import_run::Entity).await;
     let written_meanwhile = t.app.count(lead::Entity).await;
     drop(turn);
     import.await.unwrap().unwrap();
     if backend == Backend::Sqlite {
         assert_eq!(
-            written_meanwhile, 0,
-            "the batch was written in another's turn"
+            (runs_meanwhile, written_meanwhile),
+            (0, 0),
+            "the import was written in another's turn"
         );
     }
     assert_eq!(t.app.count(lead::Entity).await, 5);

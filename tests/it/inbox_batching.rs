@@ -250,7 +250,7 @@ async fn an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_re
     let body = lead_event("form-late", "late@example.com", "2026-11-30T10:00:00Z");
     // Another writer holds the turn (on PostgreSQL there is none to hold):
     // the receipt queues for it, then the worker does.
-    let turn = domain::db::write_turn(&app.db).await;
+    let turn = app.db.write_turn().await;
     let (response, claimed, ()) = tokio::join!(
         app.post_standard("webform", &key, "msg_late", &body),
         async {
@@ -557,9 +557,10 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
         .unwrap();
         let body = lead_event("form-2", "ada@example.com", "2026-11-30T10:00:00Z");
         let headers = standard_headers(&key, "msg_elsewhere", now(), &body);
-        let other = sea_orm::Database::connect(&app.database_url).await.unwrap();
+        let other = app.another_process().await;
         let received = receive(
             &other,
+            other.hasher(),
             &source,
             &Delivery {
                 headers: &headers,
@@ -570,7 +571,7 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
         )
         .await
         .unwrap();
-        workers::wake::announce_once(&other, workers::wake::Work::Inbox).await;
+        workers::wake::announce_once(&other, domain::store::Work::Inbox).await;
         eventually(
             "the notified event was processed",
             Duration::from_secs(5),
@@ -602,11 +603,11 @@ async fn a_stopping_worker_finishes_the_pass_it_started(backend: Backend) {
     let body = lead_event("form-stop", "new@example.com", "2026-11-30T10:00:00Z");
     let id = ack_id(app.post_standard("webform", &key, "msg_stop", &body).await).await;
 
-    let turn = domain::db::write_turn(&app.db).await;
+    let turn = app.db.write_turn().await;
     let blocker = match backend {
         Backend::Sqlite => None,
         Backend::Postgres => {
-            let txn = domain::db::begin_write(&app.db).await.unwrap();
+            let txn = app.db.begin_write().await.unwrap();
             txn.execute_unprepared("SELECT id FROM lead WHERE source_ref = 'form-stop' FOR UPDATE")
                 .await
                 .unwrap();

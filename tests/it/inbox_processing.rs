@@ -248,6 +248,7 @@ async fn event_stored_without_a_wake_up_is_finished_by_the_poll(backend: Backend
     let headers = standard_headers(&key, "msg_stranded", now(), &body);
     let received = receive(
         &app.db,
+        app.db.hasher(),
         &source,
         &Delivery {
             headers: &headers,

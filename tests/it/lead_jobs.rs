@@ -289,7 +289,7 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
 
         // A lead written by another process (no in-process signal) is
         // processed once that process announces it.
-        let other = sea_orm::Database::connect(&app.database_url).await.unwrap();
+        let other = app.another_process().await;
         let record = serde_json::from_value(json!({
             "source": "webform", "source_ref": "wake-elsewhere", "email": "elsewhere@example.com"
         }))
@@ -302,7 +302,7 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
         )
         .await
         .unwrap();
-        workers::wake::announce_once(&other, workers::wake::Work::Leads).await;
+        workers::wake::announce_once(&other, domain::store::Work::Leads).await;
         wait_processed(&app, "wake-elsewhere", "the notified lead was processed").await;
     }
     app.stop_workers().await;

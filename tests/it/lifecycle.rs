@@ -466,7 +466,9 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
 
     // The copy opens with leadpipe, and holds every lead committed before.
     let url = format!("sqlite://{}", file.display());
-    let copy = api::storage::open(&url, 1, false).await.unwrap();
+    let copy = api::storage::open(&url, 1, false, &domain::sealed::Keyring::for_tests())
+        .await
+        .unwrap();
     let check = copy
         .query_one_raw(Statement::from_string(
             copy.get_database_backend(),

@@ -44,3 +44,4 @@ mod ssrf;
 mod subscriptions_parity;
 mod webhooks;
 mod worker_metrics;
+mod write_turn;

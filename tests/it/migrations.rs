@@ -34,7 +34,9 @@ async fn concurrent_migrations_on_a_fresh_database_both_succeed(backend: Backend
                 "round {round}: the {name} migration failed: {result:?}"
             );
         }
-        let db = api::storage::open(&url, 1, false).await.unwrap();
+        let db = api::storage::open(&url, 1, false, &domain::sealed::Keyring::for_tests())
+            .await
+            .unwrap();
         let applied = db
             .query_one_raw(Statement::from_string(
                 db.get_database_backend(),

@@ -54,6 +54,11 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         // A SQLite primary has no streaming replica: refused at start, not
         // silently ignored.
         let db = Database::connect("sqlite::memory:").await.unwrap();
+        let db = domain::store::Store::new(
+            db,
+            &domain::sealed::Keyring::for_tests(),
+            domain::store::Signals::new(),
+        );
         let refused = api::startup::Application::build(
             db,
             with_replica(Some("postgres://postgres@127.0.0.1:1/replica".into()), 5.0),

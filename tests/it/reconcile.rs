@@ -833,7 +833,7 @@ async fn a_page_waits_for_the_write_turn_on_sqlite(backend: Backend) {
         next_cursor: Some("3".into()),
         has_more: false,
     };
-    let turn = domain::db::write_turn(&app.db).await;
+    let turn = app.db.write_turn().await;
     let write = {
         let (db, run, source, page) = (app.db.clone(), run.clone(), source.clone(), page.clone());
         tokio::spawn(async move { domain::reconcile::page::apply(&db, &run, &source, &page).await })

@@ -459,7 +459,12 @@ async fn abandoned_claim_is_taken_over_after_the_lease(backend: Backend) {
         headers: vec![],
         body: "{}".into(),
     };
-    assert!(!dead_lease.complete(&t.app.db, &stored, &[]).await.unwrap());
+    assert!(
+        !dead_lease
+            .complete(&t.app.db, t.app.db.hasher(), &stored, &[])
+            .await
+            .unwrap()
+    );
     let replay = t
         .post(&path, &note, &[("idempotency-key", "crashed")])
         .await;

@@ -720,7 +720,9 @@ async fn the_sqlite_database_and_its_wal_are_only_readable_by_their_owner() {
     std::fs::write(&old, b"").unwrap();
     std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
     let url = format!("sqlite://{}?mode=rwc", old.display());
-    let conn = api::storage::open(&url, 1, true).await.unwrap();
+    let conn = api::storage::open(&url, 1, true, &domain::sealed::Keyring::for_tests())
+        .await
+        .unwrap();
     assert_eq!(mode(&old), 0o600);
     drop(conn);
     std::fs::remove_dir_all(dir).unwrap();

@@ -8,7 +8,6 @@
 
 #![allow(clippy::unwrap_used, clippy::missing_panics_doc)]
 
-pub mod alone;
 pub mod captured;
 pub mod cli;
 pub mod poison;
@@ -27,7 +26,8 @@ use api::config::HttpSettings;
 use api::startup::Application;
 use domain::auth::Role;
 use domain::sealed::Keyring;
-use sea_orm::{ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, Statement};
+use domain::store::Store;
+use sea_orm::{ConnectionTrait, EntityTrait, PaginatorTrait, Statement};
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,14 +69,12 @@ pub struct TestApp {
     pub address: String,
     /// `http://127.0.0.1:PORT` of the metrics listener, when `metrics_bind` is set.
     pub metrics_address: Option<String>,
-    pub db: DatabaseConnection,
+    pub db: Store,
     pub database_url: String,
     pub client: reqwest::Client,
     pub backend: Backend,
     workers: Option<webhooks::RunningWorkers>,
     _dir: Option<TempDir>,
-    /// Dropped after the app's other fields: see [`alone`].
-    _hold: alone::Hold,
 }
 
 /// Removes a test's SQLite files when the test ends.
@@ -94,18 +92,6 @@ impl TestApp {
     }
 
     pub async fn spawn_with(backend: Backend, http: HttpSettings) -> Self {
-        let hold = alone::shared().await;
-        Self::spawn_holding(backend, http, hold).await
-    }
-
-    /// An app that runs alone in the test process (see [`alone`]): for a
-    /// test that depends on a process-wide flag.
-    pub async fn spawn_alone(backend: Backend) -> Self {
-        let hold = alone::exclusive().await;
-        Self::spawn_holding(backend, HttpSettings::for_tests(), hold).await
-    }
-
-    async fn spawn_holding(backend: Backend, http: HttpSettings, hold: alone::Hold) -> Self {
         if std::env::var("TEST_LOG").is_ok() {
             api::telemetry::init();
         }
@@ -121,14 +107,13 @@ impl TestApp {
             }
             Backend::Postgres => (fresh_postgres_database().await, None),
         };
-        Self::spawn_at(backend, database_url, dir, http, hold).await
+        Self::spawn_at(backend, database_url, dir, http).await
     }
 
     /// Another app on an existing PostgreSQL database: several apps may
     /// share one, as several nodes do.
     pub async fn spawn_on_postgres(database_url: String, http: HttpSettings) -> Self {
-        let hold = alone::shared().await;
-        Self::spawn_at(Backend::Postgres, database_url, None, http, hold).await
+        Self::spawn_at(Backend::Postgres, database_url, None, http).await
     }
 
     async fn spawn_at(
@@ -136,17 +121,10 @@ impl TestApp {
         database_url: String,
         dir: Option<TempDir>,
         http: HttpSettings,
-        hold: alone::Hold,
     ) -> Self {
-        // The server installs its keyring's tombstone keys for the whole
-        // process: an app with keys other than the tests' own runs alone.
-        let hold = if http.keyring.hashing_keys() == Keyring::for_tests().hashing_keys() {
-            hold
-        } else {
-            drop(hold);
-            alone::exclusive().await
-        };
-        let db = api::storage::open(&database_url, 10, true).await.unwrap();
+        let db = api::storage::open(&database_url, 10, true, &http.keyring)
+            .await
+            .unwrap();
         let app = Application::build(db.clone(), http).unwrap();
         let address = format!("http://127.0.0.1:{}", app.port());
         let metrics_address = app
@@ -166,7 +144,6 @@ impl TestApp {
             backend,
             workers: None,
             _dir: dir,
-            _hold: hold,
         }
     }
 
@@ -194,6 +171,16 @@ impl TestApp {
         if let Some(running) = self.workers.take() {
             running.stop().await;
         }
+    }
+
+    /// A store on this app's database as another process would open it:
+    /// its own pool, write turn and wake-up signals (PostgreSQL tells the
+    /// app's workers only by `NOTIFY`).
+    pub async fn another_process(&self) -> Store {
+        let db = sea_orm::Database::connect(&self.database_url)
+            .await
+            .unwrap();
+        Store::new(db, &Keyring::for_tests(), domain::store::Signals::new())
     }
 
     pub fn url(&self, path: &str) -> String {

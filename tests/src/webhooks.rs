@@ -9,8 +9,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use domain::auth::Role;
 use domain::entities::inbox_event;
+use domain::store::Store;
 use hmac::{Hmac, KeyInit, Mac};
-use sea_orm::{DatabaseConnection, EntityTrait};
+use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 use sha2::Sha256;
 use tokio::sync::oneshot;
@@ -30,7 +31,7 @@ pub struct RunningWorkers {
 }
 
 impl RunningWorkers {
-    pub fn start(db: DatabaseConnection, settings: WorkerSettings) -> Self {
+    pub fn start(db: Store, settings: WorkerSettings) -> Self {
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let shutdown = async move {

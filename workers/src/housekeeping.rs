@@ -4,20 +4,21 @@
 //! process died and an erasure's unfinished scrub. Every step is an
 //! idempotent statement, so several nodes running it at once do no harm.
 
+use domain::store::Store;
 use std::sync::Arc;
 use std::time::Duration;
 
 use apalis::prelude::{BoxDynError, Data};
 use domain::retention::{RetentionRules, Swept};
 use futures::future::{BoxFuture, FutureExt};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 /// How often housekeeping runs at least: an abandoned import is noticed,
 /// and an erasure's pending scrub retried, within seconds.
 const MAX_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Deletes expired Idempotency-Keys; returns how many.
-pub async fn sweep_once(db: &DatabaseConnection) -> Result<u64, sea_orm::DbErr> {
+pub async fn sweep_once(db: &Store) -> Result<u64, sea_orm::DbErr> {
     let deleted = domain::idempotency::sweep_expired(db, domain::clock::now()).await?;
     if deleted > 0 {
         tracing::info!(deleted, "swept expired idempotency keys");
@@ -26,10 +27,7 @@ pub async fn sweep_once(db: &DatabaseConnection) -> Result<u64, sea_orm::DbErr> 
 }
 
 /// Marks imports whose process died (no heartbeat for `after`) `abandoned`.
-pub async fn abandon_silent_imports(
-    db: &DatabaseConnection,
-    after: Duration,
-) -> Result<u64, DbErr> {
+pub async fn abandon_silent_imports(db: &Store, after: Duration) -> Result<u64, DbErr> {
     let abandoned = domain::import::abandon_silent_runs(db, domain::clock::now(), after).await?;
     if abandoned > 0 {
         tracing::warn!(
@@ -59,10 +57,7 @@ impl Default for RetentionSettings {
 /// Deletes (or empties) what has outlived its retention; counts it in
 /// `leadpipe_retention_removed_total{kind}` and stamps
 /// `leadpipe_retention_last_sweep_timestamp_seconds` when the sweep ends.
-pub async fn sweep_retention(
-    db: &DatabaseConnection,
-    rules: &RetentionRules,
-) -> Result<Swept, DbErr> {
+pub async fn sweep_retention(db: &Store, rules: &RetentionRules) -> Result<Swept, DbErr> {
     let now = domain::clock::now();
     let mut swept = Swept::default();
     let result = domain::retention::sweep(db, rules, now, &mut swept).await;
@@ -109,7 +104,7 @@ pub struct RetentionPass;
 /// future `Send` only here, where the lifetimes are concrete.
 pub(crate) fn run_housekeeping(
     _: HousekeepingPass,
-    db: Data<DatabaseConnection>,
+    db: Data<Store>,
 ) -> BoxFuture<'static, Result<usize, BoxDynError>> {
     let db = (*db).clone();
     async move {
@@ -122,7 +117,7 @@ pub(crate) fn run_housekeeping(
                 tracing::warn!(error = %err, "looking for abandoned imports failed; retrying next tick");
             });
         // A WAL checkpoint or vacuum after an erasure that could not finish.
-        domain::db::scrub_if_pending(&db, domain::erasure::ERASED_TABLES).await;
+        db.scrub_if_pending(domain::erasure::ERASED_TABLES).await;
         let changed = keys?.saturating_add(imports?);
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
@@ -131,7 +126,7 @@ pub(crate) fn run_housekeeping(
 
 /// What the retention worker's passes need.
 pub(crate) struct Retention {
-    pub db: DatabaseConnection,
+    pub db: Store,
     pub rules: RetentionRules,
 }
 

@@ -5,6 +5,7 @@
 //! (their worker died). Also one attempt at one event, for callers that
 //! name it.
 
+use domain::store::Store;
 use std::sync::Arc;
 
 use apalis::prelude::{BoxDynError, Data};
@@ -16,7 +17,7 @@ use domain::inbound::inbox::process::{
 };
 use domain::lead::ingest::Outcome;
 use futures::future::{BoxFuture, FutureExt};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 use tracing::Instrument;
 
 use crate::settings::WorkerSettings;
@@ -39,14 +40,14 @@ pub enum Step {
 }
 
 pub struct InboxProcessor {
-    db: DatabaseConnection,
+    db: Store,
     settings: WorkerSettings,
     /// Recorded as `locked_by` on the events this process holds.
     worker: String,
 }
 
 impl InboxProcessor {
-    pub fn new(db: DatabaseConnection, settings: WorkerSettings, worker: String) -> Self {
+    pub fn new(db: Store, settings: WorkerSettings, worker: String) -> Self {
         Self {
             db,
             settings,
@@ -92,11 +93,17 @@ impl InboxProcessor {
                 }
                 Ok(Applied::LostClaim) => Ok(self.lost_claim()),
                 Err(error) => {
-                    let recorded = {
-                        let _turn = domain::db::write_turn(&self.db).await;
-                        record_failure(&self.db, &event, &error, &self.settings.retry, Utc::now())
-                            .await?
-                    };
+                    // A single statement on the pool: the store takes
+                    // SQLite's write turn for it.
+                    let recorded = record_failure(
+                        &self.db,
+                        self.db.hasher(),
+                        &event,
+                        &error,
+                        &self.settings.retry,
+                        Utc::now(),
+                    )
+                    .await?;
                     Ok(self.failed(event.id, &event.source, &error, recorded))
                 }
             }
@@ -153,10 +160,15 @@ impl InboxProcessor {
                     let error = ProcessError::Transient(reason);
                     for event in events {
                         count_attempt(&event.source, &Err(error.clone()));
-                        let recorded = {
-                            let _turn = domain::db::write_turn(&self.db).await;
-                            record_failure(&self.db, event, &error, retry, Utc::now()).await?
-                        };
+                        let recorded = record_failure(
+                            &self.db,
+                            self.db.hasher(),
+                            event,
+                            &error,
+                            retry,
+                            Utc::now(),
+                        )
+                        .await?;
                         self.failed(event.id, &event.source, &error, recorded);
                     }
                 }
@@ -255,7 +267,7 @@ pub(crate) fn run_pass(
         if events.is_empty() {
             return Ok(0);
         }
-        crate::wake::more_inbox_work(&processor.db);
+        processor.db.signals().more_inbox_work();
         processor.apply_claimed(&events).await.map_err(|e| {
             // The events keep their claim until the lease runs out; then a
             // pass claims them again.
@@ -264,7 +276,7 @@ pub(crate) fn run_pass(
         })?;
         // The batch wrote leads and their outbox events: this process's
         // lead drain and publisher look (on SQLite the commit told them).
-        crate::wake::written_here(&processor.db);
+        processor.db.signals().written_here();
         Ok(events.len())
     }
     .boxed()

@@ -9,6 +9,7 @@
 //! retry came due: its claim takes every waiting lead whose retry is not in
 //! the future, so a retry needs no job of its own.
 
+use domain::store::Store;
 use std::sync::Arc;
 
 use apalis::prelude::{BoxDynError, Data};
@@ -16,7 +17,6 @@ use chrono::Utc;
 use domain::lead::backlog::{Batch, process_batch};
 use domain::retry::{Decision, RetryPolicy};
 use futures::future::{BoxFuture, FutureExt};
-use sea_orm::DatabaseConnection;
 use tracing::Instrument;
 
 use crate::settings::WorkerSettings;
@@ -24,19 +24,19 @@ use crate::settings::WorkerSettings;
 /// Processes one batch of up to `limit` leads with the default retry policy;
 /// returns how many it took. For callers without a queue (the tests, by
 /// hand): a failed lead's retry is found by the lead drain's next pass.
-pub async fn run_once(db: &DatabaseConnection, limit: u64) -> Result<usize, domain::Error> {
+pub async fn run_once(db: &Store, limit: u64) -> Result<usize, domain::Error> {
     let batch = process_batch(db, limit, &RetryPolicy::default(), Utc::now()).await?;
     report(&batch);
     Ok(batch.taken())
 }
 
 pub struct LeadProcessor {
-    db: DatabaseConnection,
+    db: Store,
     settings: WorkerSettings,
 }
 
 impl LeadProcessor {
-    pub fn new(db: DatabaseConnection, settings: WorkerSettings) -> Self {
+    pub fn new(db: Store, settings: WorkerSettings) -> Self {
         Self { db, settings }
     }
 
@@ -110,7 +110,7 @@ pub(crate) fn run_pass(
             Ok(taken) => {
                 if taken > 0 {
                     // More may wait, and the outbox events written go out.
-                    crate::wake::written_here(&processor.db);
+                    processor.db.signals().written_here();
                 }
                 Ok(taken)
             }

@@ -10,6 +10,7 @@
 //! deliveries of one lead are never in flight together. Attempts are settled
 //! in batches, one transaction for whatever finished meanwhile.
 
+use domain::store::Store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,7 +21,7 @@ use domain::outbound::delivery::{self, AttemptResult, Claimed, Settlement};
 use domain::retry::RetryPolicy;
 use domain::sealed::Keyring;
 use futures::StreamExt;
-use sea_orm::{DatabaseConnection, DbBackend};
+use sea_orm::DbBackend;
 use serde_json::json;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
@@ -69,7 +70,7 @@ impl Default for PublisherSettings {
 
 #[derive(Clone)]
 pub struct Publisher {
-    db: DatabaseConnection,
+    db: Store,
     client: reqwest::Client,
     settings: PublisherSettings,
     slots: Arc<Slots>,
@@ -108,10 +109,7 @@ type Attempted = (AttemptResult, Duration);
 type ToSettle = (Claimed, Attempted);
 
 impl Publisher {
-    pub fn new(
-        db: DatabaseConnection,
-        settings: PublisherSettings,
-    ) -> Result<Self, reqwest::Error> {
+    pub fn new(db: Store, settings: PublisherSettings) -> Result<Self, reqwest::Error> {
         // Pinned DNS, no redirects, no proxy: see `outbound::client`. One
         // client per publisher, so connections to a receiver are kept alive
         // and reused by every request.
@@ -257,7 +255,7 @@ impl Publisher {
     ) {
         let batch = self.claim_size();
         // Outbox events written anywhere (`crate::wake`).
-        let mut written = crate::wake::outbox_work(&self.db);
+        let mut written = self.db.signals().outbox_work();
         while !*stop.borrow_and_update() {
             let room = tokio::select! {
                 room = ahead.reserve_many(batch) => match room {

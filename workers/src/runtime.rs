@@ -3,6 +3,7 @@
 //! holds its work (`crate::drain_backend`), and the wake-up listener, until
 //! shutdown.
 
+use domain::store::Store;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,6 @@ use std::time::Duration;
 use apalis::layers::WorkerBuilderExt;
 use apalis::prelude::{Event, EventListenerExt, ParallelizeExt, WorkerBuilder, WorkerError};
 use futures::FutureExt;
-use sea_orm::DatabaseConnection;
 use tokio::sync::watch;
 
 use crate::housekeeping::{HousekeepingPass, Retention, RetentionPass};
@@ -59,7 +59,7 @@ macro_rules! drain_worker {
 /// finish. A worker whose backend fails (the database went away) is
 /// restarted under a new name after a pause.
 pub async fn run(
-    db: DatabaseConnection,
+    db: Store,
     settings: WorkerSettings,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), RuntimeError> {
@@ -105,7 +105,7 @@ pub async fn run(
                     name,
                     "inbox_drain",
                     InboxPass,
-                    Some(crate::wake::inbox_work(&db)),
+                    Some(db.signals().inbox_work()),
                     settings.poll_interval,
                     settings.concurrency,
                     processor.clone(),
@@ -129,7 +129,7 @@ pub async fn run(
                     name,
                     "lead_drain",
                     BacklogPass,
-                    Some(crate::wake::lead_work(&db)),
+                    Some(db.signals().lead_work()),
                     settings.poll_interval,
                     1,
                     leads.clone(),

@@ -1,30 +1,20 @@
-//! Wake-ups, so stored work is taken in milliseconds rather than at the
-//! next poll. They come from the write itself, never from a caller that has
-//! to remember them: polling stays as the fallback for a lost signal, and
-//! finds what no write announces (a retry coming due, a lease running out).
-//!
-//! On SQLite (one process) every connection of the app's pool has commit
-//! hooks ([`signal_sqlite_commits`]): a commit that changed a table holding
-//! work bumps the signals, whoever wrote it. On PostgreSQL the writer says
-//! so once its transaction committed ([`committed`]): this process's
-//! signals are bumped, and [`announce`] sends `NOTIFY leadpipe_inbox` or
+//! Wake-ups between processes on PostgreSQL. Within a process the store's
+//! signals ([`domain::store::Signals`]) carry them: bumped by SQLite's
+//! commit hooks, or on PostgreSQL by a write transaction that enqueued work,
+//! once it committed. Here [`announce`] sends `NOTIFY leadpipe_inbox` or
 //! `leadpipe_leads` outside any transaction, coalesced, to the other
 //! processes, which `LISTEN` ([`listen`]). Not a trigger in the writing
 //! transaction: PostgreSQL commits the transactions that notify one at a
 //! time, cluster-wide, and inserts at 32 clients fell from ~5,200 to ~345
-//! a second with one (docs/performance.md, 2026-12-06). The signals are
-//! `watch` channels: a bump while a worker is busy is not lost, and any
-//! number of bumps while it is busy cost it one more pass.
+//! a second with one (docs/performance.md, 2026-12-06). Polling stays as
+//! the fallback for a lost signal, and finds what no write announces (a
+//! retry coming due, a lease running out).
 
-use std::collections::HashMap;
-use std::path::Path;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use sea_orm::sqlx::SqliteConnection;
+use domain::store::{Store, Work};
+use sea_orm::DatabaseBackend;
 use sea_orm::sqlx::postgres::PgListener;
-use sea_orm::{DatabaseBackend, DatabaseConnection};
 use tokio::sync::watch;
 
 use crate::shutdown::stopped;
@@ -41,141 +31,31 @@ pub const LEADS_CHANNEL: &str = "leadpipe_leads";
 /// write would add hundreds a second. Spaced, at most 50 a second.
 const LEAD_NOTICE_SPACING: Duration = Duration::from_millis(20);
 
-/// What a committed write left to do, for [`committed`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Work {
-    /// Inbox events stored or sent back to `received`.
-    Inbox,
-    /// Lead versions to process, with their outbox events.
-    Leads,
-}
-
-/// The signals of one database. Keyed by the database, so that several apps
-/// in one process (the tests run many) wake only their own workers.
-struct Signals {
-    /// Inbox work may be waiting (wakes the inbox drain).
-    inbox: watch::Sender<u64>,
-    /// Leads changed (wakes the lead drain).
-    leads: watch::Sender<u64>,
-    /// Outbox events were written (wakes the publisher).
-    outbox: watch::Sender<u64>,
-    /// PostgreSQL: this process committed inbox work ([`announce`] tells
-    /// the others).
-    inbox_to_announce: watch::Sender<u64>,
-    /// PostgreSQL: this process committed lead work.
-    leads_to_announce: watch::Sender<u64>,
-    /// Whether this process's [`announce`] runs (`serve` starts it for its
-    /// API and again for its workers: one is enough).
-    announcing: std::sync::atomic::AtomicBool,
-}
-
-static SIGNALS: LazyLock<Mutex<HashMap<String, Arc<Signals>>>> = LazyLock::new(Mutex::default);
-
-fn signals(db: &DatabaseConnection) -> Arc<Signals> {
-    let key = match db.get_database_backend() {
-        DatabaseBackend::Postgres => {
-            let options = db.get_postgres_connection_pool().connect_options();
-            format!(
-                "postgres://{}:{}/{}",
-                options.get_host(),
-                options.get_port(),
-                options.get_database().unwrap_or_default()
-            )
-        }
-        _ => {
-            let options = db.get_sqlite_connection_pool().connect_options();
-            sqlite_key(options.get_filename())
-        }
-    };
-    signals_of(key)
-}
-
-fn sqlite_key(file: &Path) -> String {
-    format!("sqlite:{}", file.display())
-}
-
-fn signals_of(key: String) -> Arc<Signals> {
-    let mut all = SIGNALS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    all.entry(key)
-        .or_insert_with(|| {
-            Arc::new(Signals {
-                inbox: watch::channel(0).0,
-                leads: watch::channel(0).0,
-                outbox: watch::channel(0).0,
-                inbox_to_announce: watch::channel(0).0,
-                leads_to_announce: watch::channel(0).0,
-                announcing: std::sync::atomic::AtomicBool::new(false),
-            })
-        })
-        .clone()
-}
-
-fn bump(signal: &watch::Sender<u64>) {
-    signal.send_modify(|n| *n = n.wrapping_add(1));
-}
-
-/// Called by a writer on PostgreSQL once its transaction committed `work`:
-/// this process's workers start a pass, and [`announce`] tells the other
-/// processes'. On SQLite the commit hooks did it already: nothing to do.
-pub fn committed(db: &DatabaseConnection, work: Work) {
-    if db.get_database_backend() != DatabaseBackend::Postgres {
-        return;
-    }
-    let signals = signals(db);
-    match work {
-        Work::Inbox => {
-            bump(&signals.inbox);
-            bump(&signals.inbox_to_announce);
-        }
-        Work::Leads => {
-            bump(&signals.leads);
-            bump(&signals.outbox);
-            bump(&signals.leads_to_announce);
-        }
-    }
-}
-
 /// For a process that runs no [`announce`] (a CLI import or reconcile, at
 /// its end): tells the worker processes once that `work` was committed.
-pub async fn announce_once(db: &DatabaseConnection, work: Work) {
-    if db.get_database_backend() != DatabaseBackend::Postgres {
+pub async fn announce_once(store: &Store, work: Work) {
+    if store.backend() != DatabaseBackend::Postgres {
         return;
     }
     let channel = match work {
         Work::Inbox => CHANNEL,
         Work::Leads => LEADS_CHANNEL,
     };
-    notify(db.get_postgres_connection_pool(), channel).await;
+    notify(store.get_postgres_connection_pool(), channel).await;
 }
 
 /// Sends `NOTIFY leadpipe_inbox` and `NOTIFY leadpipe_leads` after this
-/// process committed such work ([`committed`]), until the process ends.
-/// Coalesced: the writes made while one notification is on its way share
-/// the next one.
-pub async fn announce(db: DatabaseConnection) {
-    if db.get_database_backend() != DatabaseBackend::Postgres {
+/// process committed such work, until the process ends. Coalesced: the
+/// writes made while one notification is on its way share the next one.
+pub async fn announce(store: Store) {
+    if store.backend() != DatabaseBackend::Postgres || !store.signals().claim_announcing() {
         return;
     }
-    let pool = db.get_postgres_connection_pool().clone();
-    let signals = signals(&db);
-    if signals.announcing.swap(true, Ordering::AcqRel) {
-        return;
-    }
+    let pool = store.get_postgres_connection_pool().clone();
+    let (inbox, leads) = store.signals().to_announce();
     tokio::join!(
-        notify_after(
-            &pool,
-            signals.inbox_to_announce.subscribe(),
-            CHANNEL,
-            Duration::ZERO
-        ),
-        notify_after(
-            &pool,
-            signals.leads_to_announce.subscribe(),
-            LEADS_CHANNEL,
-            LEAD_NOTICE_SPACING
-        ),
+        notify_after(&pool, inbox, CHANNEL, Duration::ZERO),
+        notify_after(&pool, leads, LEADS_CHANNEL, LEAD_NOTICE_SPACING),
     );
 }
 
@@ -206,33 +86,6 @@ async fn notify_after(
     }
 }
 
-/// Called by a pass that wrote lead versions or outbox events in this
-/// process (inbox events applied, leads processed): its lead drain and
-/// publisher start a pass. Other processes are not told.
-pub(crate) fn written_here(db: &DatabaseConnection) {
-    let signals = signals(db);
-    bump(&signals.leads);
-    bump(&signals.outbox);
-}
-
-/// Called by an inbox pass that found events: more may be waiting, so this
-/// process's drain starts another pass (other processes are not told).
-pub(crate) fn more_inbox_work(db: &DatabaseConnection) {
-    bump(&signals(db).inbox);
-}
-
-pub(crate) fn inbox_work(db: &DatabaseConnection) -> watch::Receiver<u64> {
-    signals(db).inbox.subscribe()
-}
-
-pub(crate) fn lead_work(db: &DatabaseConnection) -> watch::Receiver<u64> {
-    signals(db).leads.subscribe()
-}
-
-pub(crate) fn outbox_work(db: &DatabaseConnection) -> watch::Receiver<u64> {
-    signals(db).outbox.subscribe()
-}
-
 /// Waits for a bump of `signal` (if any), the next `tick`, or shutdown;
 /// false on shutdown.
 pub(crate) async fn next(
@@ -256,59 +109,12 @@ pub(crate) async fn next(
     }
 }
 
-/// Which tables a SQLite transaction changed, as bits.
-const INBOX: u8 = 1;
-const LEADS: u8 = 2;
-const OUTBOX: u8 = 4;
-
-/// Installs hooks on a connection of the SQLite database `file`: its update
-/// hook notes which tables that hold work a transaction changed, its commit
-/// hook bumps their signals (the commit is this connection's: the writer
-/// still holds SQLite's write lock, so a woken worker's claim, a write
-/// itself, starts after it and sees the rows), its rollback hook forgets
-/// them. Every writer of the process is covered, whatever function wrote.
-pub async fn signal_sqlite_commits(
-    conn: &mut SqliteConnection,
-    file: &Path,
-) -> Result<(), sea_orm::sqlx::Error> {
-    let signals = signals_of(sqlite_key(file));
-    let changed = Arc::new(AtomicU8::new(0));
-    let mut handle = conn.lock_handle().await?;
-    let noted = changed.clone();
-    handle.set_update_hook(move |change| {
-        let bit = match change.table {
-            "inbox_event" => INBOX,
-            "lead" => LEADS,
-            "outbox_event" => OUTBOX,
-            _ => return,
-        };
-        noted.fetch_or(bit, Ordering::Relaxed);
-    });
-    let committed = changed.clone();
-    handle.set_commit_hook(move || {
-        let bits = committed.swap(0, Ordering::Relaxed);
-        if bits & INBOX != 0 {
-            bump(&signals.inbox);
-        }
-        if bits & LEADS != 0 {
-            bump(&signals.leads);
-        }
-        if bits & OUTBOX != 0 {
-            bump(&signals.outbox);
-        }
-        // Never turns the commit into a rollback.
-        true
-    });
-    handle.set_rollback_hook(move || changed.store(0, Ordering::Relaxed));
-    Ok(())
-}
-
 /// Listens on `leadpipe_inbox` and `leadpipe_leads` and wakes this
 /// process's inbox, or lead and outbox workers, reconnecting after a pause
 /// when the connection is lost, until `stop`.
-pub(crate) async fn listen(db: DatabaseConnection, stop: watch::Receiver<bool>) {
-    let pool = db.get_postgres_connection_pool().clone();
-    let signals = signals(&db);
+pub(crate) async fn listen(store: Store, stop: watch::Receiver<bool>) {
+    let pool = store.get_postgres_connection_pool().clone();
+    let signals = store.signals().clone();
     loop {
         match PgListener::connect_with(&pool).await {
             Ok(mut listener) => match listener.listen_all([CHANNEL, LEADS_CHANNEL]).await {
@@ -316,11 +122,8 @@ pub(crate) async fn listen(db: DatabaseConnection, stop: watch::Receiver<bool>) 
                     tokio::select! {
                         received = listener.recv() => match received {
                             Ok(notice) => match notice.channel() {
-                                LEADS_CHANNEL => {
-                                    bump(&signals.leads);
-                                    bump(&signals.outbox);
-                                }
-                                _ => bump(&signals.inbox),
+                                LEADS_CHANNEL => signals.leads_announced(),
+                                _ => signals.inbox_announced(),
                             },
                             Err(error) => {
                                 tracing::warn!(%error, "wake-up listener failed; polling until it is back");
@@ -335,9 +138,8 @@ pub(crate) async fn listen(db: DatabaseConnection, stop: watch::Receiver<bool>) 
             Err(error) => tracing::warn!(%error, "cannot connect the wake-up listener"),
         }
         // Whatever was missed meanwhile is found by the next passes.
-        bump(&signals.inbox);
-        bump(&signals.leads);
-        bump(&signals.outbox);
+        signals.inbox_announced();
+        signals.leads_announced();
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs(1)) => {}
             () = stopped(stop.clone()) => return,

@@ -4,7 +4,7 @@
 use clap::Subcommand;
 use domain::outbound::delivery::{self, DeliveryFilter};
 use domain::page::IdWindow;
-use sea_orm::DatabaseConnection;
+use domain::store::Store;
 
 use super::output::OutputArgs;
 use crate::wire::deliveries::OutboxDeliveryOut;
@@ -39,7 +39,7 @@ pub enum DeliveryCommand {
     },
 }
 
-pub async fn run_delivery(db: &DatabaseConnection, command: DeliveryCommand) -> anyhow::Result<()> {
+pub async fn run_delivery(db: &Store, command: DeliveryCommand) -> anyhow::Result<()> {
     match command {
         DeliveryCommand::List {
             state,

@@ -1,5 +1,6 @@
 //! `leadpipe import`: a file through `domain::import`, with a progress bar.
 
+use domain::store::Store;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -7,7 +8,6 @@ use anyhow::Context;
 use clap::Args;
 use domain::import::{self, Format, ImportSpec, Mapping, Progress, report};
 use indicatif::{ProgressBar, ProgressStyle};
-use sea_orm::DatabaseConnection;
 
 use super::describe;
 
@@ -40,7 +40,7 @@ pub struct ImportArgs {
     pub file: PathBuf,
 }
 
-pub async fn run(db: &DatabaseConnection, args: ImportArgs) -> anyhow::Result<()> {
+pub async fn run(db: &Store, args: ImportArgs) -> anyhow::Result<()> {
     let format = args.format.unwrap_or_else(|| Format::of_path(&args.file));
     let spec = ImportSpec {
         source: args.source.clone(),
@@ -82,7 +82,7 @@ pub async fn run(db: &DatabaseConnection, args: ImportArgs) -> anyhow::Result<()
     bar.finish_and_clear();
     let run = result.map_err(describe)?;
     if !run.dry_run && run.created + run.updated > 0 {
-        workers::wake::announce_once(db, workers::wake::Work::Leads).await;
+        workers::wake::announce_once(db, domain::store::Work::Leads).await;
     }
     println!(
         "import run {}: {} rows: {} created, {} updated, {} unchanged, {} stale, {} suppressed, {} rejected{}",
@@ -120,7 +120,7 @@ fn summary(p: &Progress) -> String {
     )
 }
 
-async fn write_report(db: &DatabaseConnection, run_id: i64, path: &PathBuf) -> anyhow::Result<()> {
+async fn write_report(db: &Store, run_id: i64, path: &PathBuf) -> anyhow::Result<()> {
     let file =
         std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
     let mut out = std::io::BufWriter::new(file);

@@ -7,7 +7,7 @@ use domain::inbound::inbox::InboxState;
 use domain::inbound::inbox::ops::{self, InboxFilter};
 use domain::page::IdWindow;
 use domain::retry::RetryPolicy;
-use sea_orm::DatabaseConnection;
+use domain::store::Store;
 
 use super::output::OutputArgs;
 use super::{describe, describe_missing};
@@ -77,7 +77,7 @@ impl FilterArgs {
     }
 }
 
-pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow::Result<()> {
+pub async fn run_inbox(db: &Store, command: InboxCommand) -> anyhow::Result<()> {
     match command {
         InboxCommand::List {
             filter,
@@ -135,7 +135,7 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
                 ops::retry(db, id, Utc::now())
                     .await
                     .map_err(describe_missing("inbox event"))?;
-                workers::wake::announce_once(db, workers::wake::Work::Inbox).await;
+                workers::wake::announce_once(db, domain::store::Work::Inbox).await;
                 println!("1 event(s) sent back for processing");
             }
             None => {
@@ -160,7 +160,7 @@ pub async fn run_inbox(db: &DatabaseConnection, command: InboxCommand) -> anyhow
                         counts(&done.by_state)
                     );
                 } else {
-                    workers::wake::announce_once(db, workers::wake::Work::Leads).await;
+                    workers::wake::announce_once(db, domain::store::Work::Leads).await;
                     println!(
                         "{} event(s) re-applied in received order ({})",
                         done.retried,

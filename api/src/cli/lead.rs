@@ -5,6 +5,7 @@
 //! `GET /api/leads/export`.
 
 use domain::page::IdWindow;
+use domain::store::Store;
 use std::io::Write;
 
 use chrono::{DateTime, Utc};
@@ -16,7 +17,6 @@ use domain::lead::query::{LeadFilter, OwnerFilter};
 use domain::lead::tombstone;
 use domain::page::SortKey;
 use domain::retry::RetryPolicy;
-use sea_orm::DatabaseConnection;
 
 use super::output::{self, OutputArgs};
 use super::{describe, describe_missing};
@@ -72,7 +72,7 @@ pub enum LeadCommand {
     },
 }
 
-pub async fn run_lead(db: &DatabaseConnection, command: LeadCommand) -> anyhow::Result<()> {
+pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
     match command {
         LeadCommand::Erase {
             id,
@@ -102,7 +102,8 @@ pub async fn run_lead(db: &DatabaseConnection, command: LeadCommand) -> anyhow::
             );
         }
         LeadCommand::Unsuppress { source, source_ref } => {
-            let lifted = tombstone::lift_key(db, source.trim(), source_ref.trim()).await?;
+            let lifted =
+                tombstone::lift_key(db, db.hasher(), source.trim(), source_ref.trim()).await?;
             if lifted == 0 {
                 anyhow::bail!("no tombstone for this source and source_ref");
             }
@@ -236,7 +237,7 @@ pub struct ExportArgs {
     sort: String,
 }
 
-pub async fn run_export(db: &DatabaseConnection, args: ExportArgs) -> anyhow::Result<()> {
+pub async fn run_export(db: &Store, args: ExportArgs) -> anyhow::Result<()> {
     let format: Format = args.format.parse().map_err(anyhow::Error::msg)?;
     let owner = match args.owner.as_deref() {
         None => None,

@@ -1,6 +1,7 @@
 //! `leadpipe …`: serve, migrate, and the admin commands.
 
 use clap::{CommandFactory, Parser, Subcommand};
+use domain::store::Store;
 
 pub mod delivery;
 pub mod demo;
@@ -222,11 +223,10 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
 pub async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let db = &cli.db;
-    // Every command that writes leads checks tombstones under these keys; a
-    // bad key setting is reported by the commands that need the keys.
-    if let Ok(keyring) = cli.secrets.keyring() {
-        domain::lead::tombstone::install(&keyring);
-    }
+    // The keys for commands that never hash a natural key nor open a secret
+    // (tokens, deliveries, pruning): a bad key setting is reported by the
+    // commands that need the keys, not by these.
+    let unused_keys = || cli.secrets.keyring().unwrap_or_default();
     match cli.command {
         Command::Completions { shell } => {
             // Generated into memory: a closed pipe is an error, not a panic.
@@ -256,7 +256,13 @@ pub async fn run() -> anyhow::Result<()> {
             http.outbound_allow = cli.outbound.outbound_allow.clone();
             http.reconcile = settings.reconcile.clone();
             http.keyring = keyring;
-            let conn = storage::open(&db.database_url, db.max_connections()?, !no_migrate).await?;
+            let conn = storage::open(
+                &db.database_url,
+                db.max_connections()?,
+                !no_migrate,
+                &http.keyring,
+            )
+            .await?;
             refuse_keys_that_do_not_open(&conn, &http.keyring).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             let imports = app.imports();
@@ -271,10 +277,16 @@ pub async fn run() -> anyhow::Result<()> {
                 // On PostgreSQL the workers get connections of their own, so
                 // receipts holding every pooled connection cannot starve
                 // processing. (SQLite has one writer, taken in turns anyway.)
+                // The same store otherwise: the API's commits wake these
+                // workers directly.
                 let worker_conn = match storage::Backend::of(&db.database_url)? {
                     storage::Backend::Postgres => {
-                        storage::open(&db.database_url, settings.connections_wanted(), false)
-                            .await?
+                        storage::another_pool(
+                            &conn,
+                            &db.database_url,
+                            settings.connections_wanted(),
+                        )
+                        .await?
                     }
                     storage::Backend::Sqlite => conn,
                 };
@@ -296,7 +308,13 @@ pub async fn run() -> anyhow::Result<()> {
         } => {
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
-            let conn = storage::open(&db.database_url, db.max_connections()?, !no_migrate).await?;
+            let conn = storage::open(
+                &db.database_url,
+                db.max_connections()?,
+                !no_migrate,
+                &keyring,
+            )
+            .await?;
             refuse_keys_that_do_not_open(&conn, &keyring).await?;
             let settings = workers
                 .settings(cli.outbound.policy())
@@ -327,7 +345,7 @@ pub async fn run() -> anyhow::Result<()> {
             }
         }
         Command::Prune => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
+            let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
             let deleted = workers::housekeeping::sweep_once(&conn).await?;
             println!("deleted {deleted} expired idempotency keys");
         }
@@ -336,7 +354,8 @@ pub async fn run() -> anyhow::Result<()> {
             println!("backed up to {} ({bytes} bytes)", file.display());
         }
         Command::Import(args) => {
-            let conn = storage::open(&db.database_url, 2, true).await?;
+            let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 2, true, &keyring).await?;
             import::run(&conn, args).await?;
         }
         Command::Migrate => {
@@ -344,12 +363,12 @@ pub async fn run() -> anyhow::Result<()> {
             println!("migrations applied");
         }
         Command::Token { command } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
+            let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
             token::run_token(&conn, command).await?;
         }
         Command::Source { command } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
             // A secret sealed under a wrong key would stop every process
             // that has the right one (without a key nothing is sealed).
             if !keyring.key_ids().is_empty() {
@@ -358,8 +377,8 @@ pub async fn run() -> anyhow::Result<()> {
             source::run_source(&conn, command, &cli.outbound.policy(), &keyring).await?;
         }
         Command::Subscription { command } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
             let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
             if !keyring.key_ids().is_empty() {
                 refuse_keys_that_do_not_open(&conn, &keyring).await?;
             }
@@ -371,24 +390,27 @@ pub async fn run() -> anyhow::Result<()> {
             secrets::run_secrets(&db.database_url, &keyring, command).await?;
         }
         Command::Delivery { command } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
+            let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
             delivery::run_delivery(&conn, command).await?;
         }
         Command::Lead { command } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
+            let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
             lead::run_lead(&conn, command).await?;
         }
         Command::Export(args) => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
+            let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
             lead::run_export(&conn, args).await?;
         }
         Command::Inbox { command } => {
-            let conn = storage::open(&db.database_url, 1, true).await?;
+            let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
             inbox::run_inbox(&conn, command).await?;
         }
         Command::Reconcile(args) => {
-            let conn = storage::open(&db.database_url, 2, true).await?;
             let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 2, true, &keyring).await?;
             reconcile::run(&conn, args, cli.outbound.policy(), keyring).await?;
         }
         Command::Demo(mut args) => {
@@ -432,7 +454,7 @@ pub fn describe_missing(what: &'static str) -> impl Fn(domain::Error) -> anyhow:
 /// stored (a wrong key under a known id was otherwise found only when every
 /// webhook to a sealed source answered 500).
 async fn refuse_keys_that_do_not_open(
-    conn: &sea_orm::DatabaseConnection,
+    conn: &Store,
     keyring: &domain::sealed::Keyring,
 ) -> anyhow::Result<()> {
     if let Err(mismatch) = domain::sealed::key_check::verify(conn, keyring).await? {

@@ -10,8 +10,8 @@ use clap::{Args, Subcommand};
 use domain::entities::reconcile_run::Model as Run;
 use domain::net_guard::OutboundPolicy;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
+use domain::store::Store;
 use indicatif::{ProgressBar, ProgressStyle};
-use sea_orm::DatabaseConnection;
 use workers::reconcile::{Progress, ReconcileSettings, Reconciler};
 
 #[derive(Debug, Args)]
@@ -46,7 +46,7 @@ pub enum ReconcileCommand {
 }
 
 pub async fn run(
-    db: &DatabaseConnection,
+    db: &Store,
     args: ReconcileArgs,
     outbound: OutboundPolicy,
     keyring: domain::sealed::Keyring,
@@ -54,7 +54,7 @@ pub async fn run(
     if let Some(ReconcileCommand::RetryRejected { source }) = args.command {
         let done = domain::reconcile::rejected::retry(db, source.as_deref()).await?;
         if done.resolved > 0 {
-            workers::wake::announce_once(db, workers::wake::Work::Leads).await;
+            workers::wake::announce_once(db, domain::store::Work::Leads).await;
         }
         println!(
             "{} rejected record(s) retried: {} resolved, {} still rejected",
@@ -128,7 +128,7 @@ pub async fn run(
     };
     bar.finish_and_clear();
     if finished.created + finished.updated > 0 {
-        workers::wake::announce_once(db, workers::wake::Work::Leads).await;
+        workers::wake::announce_once(db, domain::store::Work::Leads).await;
     }
     println!("{}", summary(&finished));
     if let Some(error) = &finished.error {

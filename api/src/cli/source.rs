@@ -2,6 +2,7 @@
 //! the database.
 
 use super::output::OutputArgs;
+use domain::store::Store;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
@@ -11,7 +12,6 @@ use domain::inbound::source::{self, NewSource, SourceConfig, SourcePatch};
 use domain::net_guard::OutboundPolicy;
 use domain::precondition::IfMatch;
 use domain::sealed::Keyring;
-use sea_orm::DatabaseConnection;
 
 use super::{Exit, Failure, describe};
 use crate::wire::sources::SourceOut;
@@ -227,7 +227,7 @@ fn read_secret_file(path: &Path) -> anyhow::Result<String> {
 }
 
 pub async fn run_source(
-    db: &DatabaseConnection,
+    db: &Store,
     command: SourceCommand,
     outbound: &OutboundPolicy,
     keys: &Keyring,
@@ -251,7 +251,7 @@ pub async fn run_source(
 }
 
 async fn add(
-    db: &DatabaseConnection,
+    db: &Store,
     args: SourceArgs,
     outbound: &OutboundPolicy,
     keys: &Keyring,
@@ -326,7 +326,7 @@ async fn add(
 }
 
 async fn update(
-    db: &DatabaseConnection,
+    db: &Store,
     args: UpdateArgs,
     outbound: &OutboundPolicy,
     keys: &Keyring,

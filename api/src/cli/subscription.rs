@@ -5,7 +5,7 @@ use clap::Subcommand;
 use domain::net_guard::OutboundPolicy;
 use domain::outbound::subscription::{self, NewSubscription};
 use domain::sealed::Keyring;
-use sea_orm::{DatabaseConnection, TransactionTrait};
+use domain::store::Store;
 
 use super::describe_missing;
 use super::output::OutputArgs;
@@ -32,7 +32,7 @@ pub enum SubscriptionCommand {
 }
 
 pub async fn run_subscription(
-    db: &DatabaseConnection,
+    db: &Store,
     outbound: &OutboundPolicy,
     keys: &Keyring,
     command: SubscriptionCommand,
@@ -44,7 +44,7 @@ pub async fn run_subscription(
             description,
         } => {
             // The row and its sealed secret are written together.
-            let txn = db.begin().await?;
+            let txn = db.begin_write().await?;
             let created = subscription::create(
                 &txn,
                 outbound,

@@ -3,7 +3,7 @@
 use clap::Subcommand;
 use clap::builder::TypedValueParser as _;
 use domain::auth::Role;
-use sea_orm::DatabaseConnection;
+use domain::store::Store;
 
 use super::output::OutputArgs;
 
@@ -33,7 +33,7 @@ pub enum TokenCommand {
     },
 }
 
-pub async fn run_token(db: &DatabaseConnection, command: TokenCommand) -> anyhow::Result<()> {
+pub async fn run_token(db: &Store, command: TokenCommand) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create { name, role, source } => {
             let issued = domain::auth::create_principal(db, &name, role, source.as_deref()).await?;

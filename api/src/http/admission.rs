@@ -10,11 +10,10 @@
 //! from other processes. A receipt admitted while a count runs is kept on
 //! top of it (it may be counted twice, refusing a little early, never late).
 
+use domain::store::Store;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-use sea_orm::DatabaseConnection;
 
 use crate::http::error::ApiError;
 
@@ -39,7 +38,7 @@ pub struct Admission {
 
 impl Admission {
     /// `limit` 0 admits everything and counts nothing.
-    pub fn start(db: DatabaseConnection, limit: u64) -> Arc<Self> {
+    pub fn start(db: Store, limit: u64) -> Arc<Self> {
         let admission = Arc::new(Self {
             limit,
             backlog: AtomicU64::new(0),
@@ -91,7 +90,7 @@ impl Admission {
     }
 }
 
-async fn refresh_loop(admission: std::sync::Weak<Admission>, db: DatabaseConnection) {
+async fn refresh_loop(admission: std::sync::Weak<Admission>, db: Store) {
     let mut ticks = tokio::time::interval(REFRESH);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

@@ -10,10 +10,10 @@ use domain::auth::Principal;
 use domain::idempotency::{self, Claim, IdempotencyKey, NewRequest, StoredResponse, Subject};
 use domain::precondition::IfMatch;
 use domain::sealed::{self, Keyring, Place};
+use domain::store::Work;
 use futures::future::LocalBoxFuture;
 use sea_orm::DatabaseTransaction;
 use serde::Serialize;
-use workers::wake::Work;
 
 use crate::http::error::{ApiError, PROBLEM_JSON};
 use crate::http::state::AppState;
@@ -174,7 +174,7 @@ fn parse_key(req: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
 /// Runs `work` in a write transaction, under the request's Idempotency-Key
 /// when it has one. The one commit point of the API's writes: once it
 /// committed, the workers are told that leads or outbox events may wait
-/// (`workers::wake::committed`; on SQLite the commit itself told them).
+/// (the transaction notes it; on SQLite the commit itself told them).
 pub async fn run<F>(
     state: &AppState,
     caller: &Principal,
@@ -190,10 +190,10 @@ where
         if rule == KeyRule::Required {
             return Err(ApiError::IdempotencyKeyMissing);
         }
-        let txn = domain::db::begin_write(&state.db).await?;
+        let txn = state.db.begin_write().await?;
         let reply = work(&txn).await?;
+        txn.enqueued(Work::Leads);
         txn.commit().await?;
-        workers::wake::committed(&state.db, Work::Leads);
         return Ok(reply.into_response(None));
     };
 
@@ -234,7 +234,7 @@ where
         }
     };
 
-    let txn = domain::db::begin_write(&state.db).await?;
+    let txn = state.db.begin_write().await?;
     if !lease.fence(&txn).await? {
         txn.rollback().await?;
         return Err(ApiError::IdempotencyKeyInFlight);
@@ -251,14 +251,17 @@ where
                     return Err(err);
                 }
             };
-            if !lease.complete(&txn, &stored, &reply.subjects).await? {
+            if !lease
+                .complete(&txn, state.db.hasher(), &stored, &reply.subjects)
+                .await?
+            {
                 // Our lease lapsed and another request took the key over:
                 // its execution is the one that counts.
                 txn.rollback().await?;
                 return Err(ApiError::IdempotencyKeyInFlight);
             }
+            txn.enqueued(Work::Leads);
             txn.commit().await?;
-            workers::wake::committed(&state.db, Work::Leads);
             Ok(reply.into_response(Some(false)))
         }
         Err(err) => {
@@ -276,8 +279,10 @@ where
                     _ => Vec::new(),
                 };
                 // The reply and its subjects together, or neither.
-                let txn = domain::db::begin_write(&state.db).await?;
-                lease.complete(&txn, &stored, &subjects).await?;
+                let txn = state.db.begin_write().await?;
+                lease
+                    .complete(&txn, state.db.hasher(), &stored, &subjects)
+                    .await?;
                 txn.commit().await?;
                 return Ok(respond(&stored, Some(false)));
             }

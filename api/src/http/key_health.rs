@@ -2,11 +2,11 @@
 //! tried again at most every few seconds, since another process may store a
 //! secret under a key this one lacks (a rotation rolled out halfway).
 
+use domain::store::Store;
 use std::time::{Duration, Instant};
 
 use domain::sealed::Keyring;
 use domain::sealed::key_check::{self, KeyMismatch};
-use sea_orm::DatabaseConnection;
 use tokio::sync::Mutex;
 
 const RECHECK: Duration = Duration::from_secs(10);
@@ -21,7 +21,7 @@ impl KeyHealth {
     /// [`RECHECK`] ago; `Err` when the database did not answer.
     pub async fn mismatch(
         &self,
-        db: &DatabaseConnection,
+        db: &Store,
         keys: &Keyring,
     ) -> Result<Option<KeyMismatch>, sea_orm::DbErr> {
         let mut last = self.last.lock().await;

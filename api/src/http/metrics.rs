@@ -6,6 +6,7 @@
 //! while the database is slow or down (the age gauge tells how old the
 //! database figures are).
 
+use domain::store::Store;
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock, Weak};
@@ -15,7 +16,6 @@ use actix_web::HttpResponse;
 use domain::ops::stats::Stats;
 use metrics_exporter_prometheus::formatting::sanitize_label_value;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use sea_orm::DatabaseConnection;
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -157,7 +157,7 @@ impl Gauges {
     /// Refreshes every `every` in the background while the returned value
     /// lives (the task holds only a weak reference). A refresh that takes
     /// longer than `every` (at least a second) is abandoned and counted.
-    pub fn start(db: DatabaseConnection, every: Duration) -> Arc<Self> {
+    pub fn start(db: Store, every: Duration) -> Arc<Self> {
         let gauges = Arc::new(Self::default());
         let weak = Arc::downgrade(&gauges);
         let timeout = every.max(Duration::from_secs(1));
@@ -309,18 +309,13 @@ fn family(
     out.push('\n');
 }
 
-async fn refresh_loop(
-    gauges: Weak<Gauges>,
-    db: DatabaseConnection,
-    every: Duration,
-    timeout: Duration,
-) {
+async fn refresh_loop(gauges: Weak<Gauges>, db: Store, every: Duration, timeout: Duration) {
     loop {
         let Some(target) = gauges.upgrade() else {
             return;
         };
         let started = Instant::now();
-        match tokio::time::timeout(timeout, domain::ops::stats::collect_gauges(&db)).await {
+        match tokio::time::timeout(timeout, domain::ops::stats::collect_gauges(db.db())).await {
             Ok(Ok(stats)) => target.store(stats),
             Ok(Err(err)) => {
                 target.failed();

@@ -8,11 +8,12 @@
 //! a stale list is tolerable for a moment, a list minutes old or an error is
 //! not.
 
+use domain::store::Store;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use sea_orm::{ConnectionTrait, DatabaseConnection, DbBackend, Statement};
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
 const CHECK_EVERY: Duration = Duration::from_millis(500);
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -20,19 +21,19 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 /// The connection a read-only handler uses: `reads.db()`.
 #[derive(Clone)]
 pub struct Reads {
-    primary: DatabaseConnection,
+    primary: Store,
     replica: Option<Arc<Replica>>,
 }
 
 struct Replica {
-    db: DatabaseConnection,
+    db: Store,
     /// Set by the monitor: lag within bound and the replica answering.
     usable: AtomicBool,
 }
 
 impl Reads {
     /// Every read on the primary.
-    pub fn primary_only(primary: DatabaseConnection) -> Self {
+    pub fn primary_only(primary: Store) -> Self {
         Self {
             primary,
             replica: None,
@@ -42,11 +43,7 @@ impl Reads {
     /// Reads on `replica` while it lags `max_lag` or less. Starts the lag
     /// monitor, which ends when the last clone of the returned value is
     /// dropped. Until the first check the primary serves.
-    pub fn with_replica(
-        primary: DatabaseConnection,
-        replica: DatabaseConnection,
-        max_lag: Duration,
-    ) -> Self {
+    pub fn with_replica(primary: Store, replica: Store, max_lag: Duration) -> Self {
         let replica = Arc::new(Replica {
             db: replica,
             usable: AtomicBool::new(false),
@@ -59,7 +56,7 @@ impl Reads {
     }
 
     /// The replica when it is usable, else the primary.
-    pub fn db(&self) -> &DatabaseConnection {
+    pub fn db(&self) -> &Store {
         match &self.replica {
             Some(replica) if replica.usable.load(Ordering::Relaxed) => &replica.db,
             _ => &self.primary,
@@ -67,11 +64,7 @@ impl Reads {
     }
 }
 
-async fn monitor(
-    primary: DatabaseConnection,
-    replica: std::sync::Weak<Replica>,
-    max_lag: Duration,
-) {
+async fn monitor(primary: Store, replica: std::sync::Weak<Replica>, max_lag: Duration) {
     let mut ticks = tokio::time::interval(CHECK_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut was_usable = false;
@@ -119,10 +112,7 @@ async fn monitor(
 /// the last transaction it replayed. The primary is asked first, so a
 /// replica whose WAL stream stopped is not mistaken for one that is up to
 /// date.
-async fn lag_seconds(
-    primary: &DatabaseConnection,
-    replica: &DatabaseConnection,
-) -> Result<f64, sea_orm::DbErr> {
+async fn lag_seconds(primary: &Store, replica: &Store) -> Result<f64, sea_orm::DbErr> {
     let written = primary
         .query_one_raw(Statement::from_string(
             DbBackend::Postgres,

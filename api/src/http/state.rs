@@ -1,15 +1,14 @@
 //! `AppState`: what every handler may reach.
 
+use domain::store::Store;
 use std::sync::Arc;
-
-use sea_orm::DatabaseConnection;
 
 use crate::config::HttpSettings;
 
 /// What every handler may reach.
 #[derive(Clone)]
 pub struct AppState {
-    pub db: DatabaseConnection,
+    pub db: Store,
     /// Where read-only listings go: a replica within its lag bound, else `db`.
     pub reads: crate::http::read_replica::Reads,
     pub http: Arc<HttpSettings>,

@@ -175,17 +175,8 @@ async fn start(
     state.imports.spawn(move |stop| async move {
         // The temporary file lives until the import is done with it.
         let _temp = temp;
-        // Each committed chunk that wrote leads wakes the lead drain (a dry
-        // run only predicts).
-        let mut written = 0;
-        let chunk_done = |progress: &import::Progress| {
-            if !spec.dry_run && progress.created + progress.updated > written {
-                written = progress.created + progress.updated;
-                workers::wake::committed(&db, workers::wake::Work::Leads);
-            }
-        };
-        if let Err(err) =
-            import::execute_until(&db, prepared, spec.batch_size, chunk_done, stop).await
+        // Each committed chunk that wrote leads wakes the lead drain itself.
+        if let Err(err) = import::execute_until(&db, prepared, spec.batch_size, |_| {}, stop).await
         {
             tracing::error!(error = %err, "import failed");
         }

@@ -190,7 +190,7 @@ async fn subject_export(
     state: web::Data<AppState>,
     id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
-    let s = export::subject(&state.db, id.into_inner().0).await?;
+    let s = export::subject(&state.db, state.db.hasher(), id.into_inner().0).await?;
     let out = SubjectExportOut {
         lead: LeadOut::from(s.lead),
         timeline: s.timeline.into_iter().map(ActivityOut::from).collect(),

@@ -1,7 +1,6 @@
 //! `/api/leads`: intake upsert, the sales API (status, owner, notes) and reads.
 
 use crate::wire::leads as wire;
-use workers::wake::Work;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -189,16 +188,14 @@ async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>)
     let state = write.state();
     if let (Some(group), true) = (&state.group_commit, keyless) {
         let done = group.ingest(write.input, Origin::Api, ctx).await?;
-        if done.outcome.changed() {
-            workers::wake::committed(&state.db, Work::Leads);
-        }
         return Ok(ingest_reply(done)?.into_response(None));
     }
+    let hasher = state.db.hasher().clone();
     let write = write.try_map(|record| Ok(record.normalise()?))?;
     write
         .run(&caller, rule, move |txn, new, _| {
             Box::pin(async move {
-                let done = ingest::ingest_in(txn, &new, Origin::Api, &ctx).await?;
+                let done = ingest::ingest_in(txn, &hasher, &new, Origin::Api, &ctx).await?;
                 ingest_reply(done)
             })
         })

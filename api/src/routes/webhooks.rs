@@ -12,6 +12,7 @@ use domain::inbound::inbox::receive::{Delivery, Received, receive};
 use domain::inbound::signature::{self, HeaderFn, VerifyRequest};
 use domain::inbound::source;
 use domain::source_name::is_valid_source_name;
+use domain::store::Work;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -202,10 +203,8 @@ async fn receive_webhook(
         body: &body,
         correlation_id: Some(correlation.0),
     };
-    let received = {
-        let _turn = domain::db::write_turn(&state.db).await;
-        receive(&state.db, &source, &delivery, Utc::now()).await?
-    };
+    // One statement on the pool: the store takes SQLite's write turn.
+    let received = receive(&state.db, state.db.hasher(), &source, &delivery, Utc::now()).await?;
     let result = if received.duplicate {
         "duplicate"
     } else if received.state == InboxState::Skipped {
@@ -222,7 +221,7 @@ async fn receive_webhook(
         "webhook received"
     );
     if received.needs_processing() {
-        workers::wake::committed(&state.db, workers::wake::Work::Inbox);
+        state.db.enqueued(Work::Inbox);
         state.admission.admitted();
     }
     Ok(acknowledge(received))

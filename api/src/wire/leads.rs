@@ -22,8 +22,13 @@ pub struct LeadOut {
 
 impl About for LeadOut {
     fn subjects(&self) -> Vec<Subject> {
-        let key = domain::lead::tombstone::key_hash(&self.lead.source, &self.lead.source_ref);
-        vec![Subject::Lead(self.lead.id), Subject::NaturalKey(key)]
+        vec![
+            Subject::Lead(self.lead.id),
+            Subject::Key {
+                source: self.lead.source.to_string(),
+                source_ref: self.lead.source_ref.to_string(),
+            },
+        ]
     }
 }
 

@@ -13,13 +13,15 @@ pub mod reader;
 pub mod report;
 
 use crate::page::{self, IdWindow, Page};
+use crate::store::Store;
+use crate::store::Work;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, Set,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, Set,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -159,11 +161,7 @@ pub struct Prepared {
 
 /// Checks the source and the mapping against the file, hashes the file and
 /// records the run (`running`). Nothing is imported yet.
-pub async fn prepare(
-    db: &DatabaseConnection,
-    spec: &ImportSpec,
-    path: &Path,
-) -> Result<Prepared, Error> {
+pub async fn prepare(db: &Store, spec: &ImportSpec, path: &Path) -> Result<Prepared, Error> {
     if !is_valid_source_name(&spec.source) {
         return Err(Error::invalid(
             "source",
@@ -249,7 +247,7 @@ enum Message {
 /// committed stay: running the same file again resumes, reporting them
 /// `unchanged`).
 pub async fn execute(
-    db: &DatabaseConnection,
+    db: &Store,
     prepared: Prepared,
     batch_size: usize,
     on_progress: impl FnMut(&Progress),
@@ -268,7 +266,7 @@ pub async fn execute(
 /// the run is then `interrupted`, its committed rows counted, and importing
 /// the same file again resumes it.
 pub async fn execute_until(
-    db: &DatabaseConnection,
+    db: &Store,
     prepared: Prepared,
     batch_size: usize,
     mut on_progress: impl FnMut(&Progress),
@@ -402,7 +400,7 @@ pub async fn execute_until(
 }
 
 /// Touches the run's `updated_at` every [`HEARTBEAT`] until aborted.
-async fn heartbeat(db: DatabaseConnection, run_id: i64) {
+async fn heartbeat(db: Store, run_id: i64) {
     let mut ticker = tokio::time::interval(HEARTBEAT);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -452,15 +450,14 @@ pub async fn abandon_silent_runs<C: ConnectionTrait>(
 
 /// One batch in one transaction: the leads, the report rows, the counts.
 async fn apply_batch(
-    db: &DatabaseConnection,
+    db: &Store,
     run: &import_run::Model,
     rows: Vec<Row>,
     bytes_read: i64,
     progress: &mut Progress,
 ) -> Result<(), Error> {
     // SQLite: in this process's write turn, as every background writer.
-    let _turn = crate::db::write_turn(db).await;
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let numbers: Vec<i64> = rows
         .iter()
         .filter(|r| r.record.is_ok())
@@ -485,7 +482,7 @@ async fn apply_batch(
             .map(|n| (n.source.as_str(), n.source_ref.as_str()));
         (
             stored_leads(&txn, &run.source, &rows).await?,
-            crate::lead::tombstone::suppressed(&txn, keys).await?,
+            crate::lead::tombstone::suppressed(&txn, db.hasher(), keys).await?,
         )
     } else {
         (HashMap::new(), HashSet::new())
@@ -516,7 +513,7 @@ async fn apply_batch(
                 (outcome, lead_id, None)
             }
             Ok(new) => {
-                let done = ingest::ingest_in(&txn, new, Origin::Import, &ctx).await?;
+                let done = ingest::ingest_in(&txn, db.hasher(), new, Origin::Import, &ctx).await?;
                 // A suppressed row stays unapplied: a re-run asks again.
                 if let Some(lead_id) = done.lead_id() {
                     newly_applied.push(import_applied_row::ActiveModel {
@@ -580,6 +577,9 @@ async fn apply_batch(
         .filter(import_run::Column::Id.eq(run.id))
         .exec(&txn)
         .await?;
+    if counts.created + counts.updated > 0 {
+        txn.enqueued(Work::Leads);
+    }
     txn.commit().await?;
     progress.rows += counts.rows;
     progress.created += counts.created;

@@ -2,6 +2,7 @@
 //! Every error here is permanent: the same body maps the same way next time,
 //! so only a fixed mapping (and an ops retry) can help.
 
+use crate::lead::tombstone::KeyHasher;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -101,14 +102,18 @@ pub fn record_in<'a>(mapping: &RecordMapping, document: &'a Value) -> Option<&'a
         .filter(|record| record.is_object())
 }
 
-/// The tombstone key hash ([`crate::lead::tombstone::key_hash`]) of a record
+/// The tombstone key hash ([`KeyHasher::key_hash`]) of a record
 /// object's natural key, read by the `source_ref` pointer alone and trimmed
 /// as `normalise` does: known even when another field of the record fails
 /// to map or validate, so the rows that keep such a record stay findable by
 /// an erasure without anyone reading their bodies.
-pub fn key_hash_of(source: &str, mapping: &RecordMapping, record: &Value) -> Option<String> {
-    source_ref_of(mapping, record)
-        .map(|source_ref| crate::lead::tombstone::key_hash(source, &source_ref))
+pub fn key_hash_of(
+    hasher: &KeyHasher,
+    source: &str,
+    mapping: &RecordMapping,
+    record: &Value,
+) -> Option<String> {
+    source_ref_of(mapping, record).map(|source_ref| hasher.key_hash(source, &source_ref))
 }
 
 /// A record object's `source_ref` by its pointer alone, trimmed; `None`
@@ -220,20 +225,25 @@ mod tests {
     fn the_key_hash_is_read_even_when_another_field_does_not_map() {
         let body: Value =
             serde_json::from_str(r#"{"data":{"id":" 42 ","email":{"a":1}}}"#).unwrap();
+        let hasher = KeyHasher::new(&crate::sealed::Keyring::for_tests());
         let record = record_in(&mapping(), &body).unwrap();
         assert!(map_object("s", &mapping(), record).is_err());
         assert_eq!(
-            key_hash_of("s", &mapping(), record),
-            Some(crate::lead::tombstone::key_hash("s", "42"))
+            key_hash_of(&hasher, "s", &mapping(), record),
+            Some(hasher.key_hash("s", "42"))
         );
         let numeric: Value = serde_json::from_str(r#"{"id":42}"#).unwrap();
         assert_eq!(
-            key_hash_of("s", &mapping(), &numeric),
-            key_hash_of("s", &mapping(), record)
+            key_hash_of(&hasher, "s", &mapping(), &numeric),
+            key_hash_of(&hasher, "s", &mapping(), record)
         );
         for none in [r#"{"email":"a@b.io"}"#, r#"{"id":"  "}"#, r#"{"id":[1]}"#] {
             let record: Value = serde_json::from_str(none).unwrap();
-            assert_eq!(key_hash_of("s", &mapping(), &record), None, "{none}");
+            assert_eq!(
+                key_hash_of(&hasher, "s", &mapping(), &record),
+                None,
+                "{none}"
+            );
         }
     }
 

@@ -11,11 +11,12 @@
 //! when the error is permanent or the attempts run out. A dead version stays
 //! out of the backlog until the lead changes again.
 
+use crate::store::Store;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
-    QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, TransactionTrait,
 };
 
 use crate::db::BatchPath;
@@ -93,7 +94,7 @@ fn waiting(now: Option<DateTime<Utc>>) -> Condition {
 /// one lead (begin, claim, commit): nothing was recorded and the leads stay
 /// in the backlog.
 pub async fn process_batch(
-    db: &DatabaseConnection,
+    db: &Store,
     limit: u64,
     policy: &RetryPolicy,
     now: DateTime<Utc>,
@@ -124,14 +125,13 @@ pub(crate) fn retryable(states: &[&str]) -> Condition {
 /// PostgreSQL, the write turn on SQLite), so whoever claims — a worker's
 /// batch or an ops retry — a lead is processed once.
 pub(crate) async fn process_claimed(
-    db: &DatabaseConnection,
+    db: &Store,
     claimable: Condition,
     limit: u64,
     policy: &RetryPolicy,
     now: DateTime<Utc>,
 ) -> Result<Batch, Error> {
-    let _turn = crate::db::write_turn(db).await;
-    let txn = crate::db::begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let mut claim = lead::Entity::find()
         .filter(claimable)
         .order_by_asc(lead::Column::Id)

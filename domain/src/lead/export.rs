@@ -2,10 +2,9 @@
 //! export), and every lead a list filter matches as CSV or NDJSON, a page at
 //! a time so memory stays flat however many leads there are.
 
-use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, EntityTrait, QueryFilter,
-    QueryOrder,
-};
+use crate::lead::tombstone::KeyHasher;
+use crate::store::Store;
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 
 use crate::entities::{
     activity, contact, import_row, inbox_event, lead, lead_conversion, lead_duplicate,
@@ -13,7 +12,6 @@ use crate::entities::{
 };
 use crate::error::Error;
 use crate::lead::query::{self, LeadFilter};
-use crate::lead::tombstone;
 use crate::outbound::events::LeadSnapshot;
 use crate::spreadsheet::neutralise;
 
@@ -33,7 +31,11 @@ pub struct Subject {
     pub contact: Option<contact::Model>,
 }
 
-pub async fn subject<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Result<Subject, Error> {
+pub async fn subject<C: ConnectionTrait>(
+    conn: &C,
+    hasher: &KeyHasher,
+    lead_id: i64,
+) -> Result<Subject, Error> {
     let lead = lead::Entity::find_by_id(lead_id)
         .one(conn)
         .await?
@@ -45,7 +47,7 @@ pub async fn subject<C: ConnectionTrait>(conn: &C, lead_id: i64) -> Result<Subje
         .await?;
     // Also the key's events and pulled records that never made the lead
     // (dead, waiting, rejected): what an erasure would empty.
-    let key_hashes = tombstone::key_hashes(&lead.source, &lead.source_ref);
+    let key_hashes = hasher.key_hashes(&lead.source, &lead.source_ref);
     let inbox_events = inbox_event::Entity::find()
         .filter(
             Condition::any()
@@ -155,7 +157,7 @@ pub const PAGE: u64 = 500;
 /// A bulk export in progress: each [`BulkExport::next_chunk`] reads one
 /// keyset page of the list and returns its encoded bytes.
 pub struct BulkExport {
-    db: DatabaseConnection,
+    db: Store,
     filter: LeadFilter,
     format: Format,
     cursor: Option<String>,
@@ -164,7 +166,7 @@ pub struct BulkExport {
 }
 
 impl BulkExport {
-    pub fn new(db: DatabaseConnection, filter: LeadFilter, format: Format) -> Self {
+    pub fn new(db: Store, filter: LeadFilter, format: Format) -> Self {
         Self {
             db,
             filter,

@@ -5,12 +5,13 @@
 //! and a worker, process it once: one set of activities and outbox events.
 
 use crate::page::{self, IdWindow, Page};
+use crate::store::Store;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
 };
 
 use super::backlog::{Batch, DEAD, FAILED, process_claimed, retryable};
@@ -87,7 +88,7 @@ impl RetryReport {
 /// `Conflict` when it has no failure to retry: processed meanwhile (by a
 /// worker or another retry), or being processed right now.
 pub async fn retry_one(
-    db: &DatabaseConnection,
+    db: &Store,
     lead_id: i64,
     policy: &RetryPolicy,
     now: DateTime<Utc>,
@@ -136,7 +137,7 @@ impl Default for BulkRetryRequest {
 /// claimed like a worker's. Ids are taken up front, so a lead that dies
 /// again is not retried twice in one request.
 pub async fn retry_matching(
-    db: &DatabaseConnection,
+    db: &Store,
     request: &BulkRetryRequest,
     policy: &RetryPolicy,
 ) -> Result<RetryReport, Error> {

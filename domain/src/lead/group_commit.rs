@@ -6,13 +6,14 @@
 //! pays nothing and a crowd shares its fsyncs. Each caller is answered only
 //! after its own row is committed, with its own outcome.
 
+use crate::store::Store;
+use crate::store::Work;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::{DatabaseConnection, DbBackend, DbErr};
+use sea_orm::{DbBackend, DbErr};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::db::begin_write;
 use crate::error::{Error, is_connection_lost};
 use crate::lead::ingest::{IngestContext, IngestItem, Ingested, Origin, ingest_many_in};
 use crate::lead::record::LeadRecord;
@@ -51,7 +52,7 @@ pub struct GroupCommitter {
 
 impl GroupCommitter {
     /// Starts the committer tasks on the current runtime.
-    pub fn start(db: DatabaseConnection, settings: GroupCommitSettings) -> Self {
+    pub fn start(db: Store, settings: GroupCommitSettings) -> Self {
         let (tx, rx) = mpsc::channel::<Job>(settings.max_batch * settings.committers.max(1) * 4);
         let rx = Arc::new(Mutex::new(rx));
         // SQLite has one writer: a second committer would only sleep in its
@@ -90,7 +91,7 @@ impl GroupCommitter {
 }
 
 async fn commit_loop(
-    db: DatabaseConnection,
+    db: Store,
     rx: Arc<Mutex<mpsc::Receiver<Job>>>,
     settings: GroupCommitSettings,
 ) {
@@ -115,7 +116,7 @@ async fn commit_loop(
     }
 }
 
-async fn commit(db: &DatabaseConnection, batch: Vec<Job>) {
+async fn commit(db: &Store, batch: Vec<Job>) {
     metrics::histogram!("leadpipe_group_commit_batch_size").record(batch.len() as f64);
     // Moved apart, not cloned: a record's payload is most of its size.
     let (items, replies): (Vec<IngestItem>, Vec<_>) =
@@ -152,10 +153,7 @@ async fn commit(db: &DatabaseConnection, batch: Vec<Job>) {
 /// way: had the commit landed, the upsert answers `unchanged`.
 const LOST_CONNECTION_ATTEMPTS: usize = 3;
 
-async fn commit_items(
-    db: &DatabaseConnection,
-    items: &[IngestItem],
-) -> Result<Vec<Ingested>, DbErr> {
+async fn commit_items(db: &Store, items: &[IngestItem]) -> Result<Vec<Ingested>, DbErr> {
     let mut attempt = 1;
     loop {
         match commit_once(db, items).await {
@@ -168,13 +166,12 @@ async fn commit_items(
     }
 }
 
-async fn commit_once(
-    db: &DatabaseConnection,
-    items: &[IngestItem],
-) -> Result<Vec<Ingested>, DbErr> {
-    let _turn = crate::db::write_turn(db).await;
-    let txn = begin_write(db).await?;
-    let results = ingest_many_in(&txn, items).await?;
+async fn commit_once(db: &Store, items: &[IngestItem]) -> Result<Vec<Ingested>, DbErr> {
+    let txn = db.begin_write().await?;
+    let results = ingest_many_in(&txn, db.hasher(), items).await?;
+    if results.iter().any(|done| done.outcome.changed()) {
+        txn.enqueued(Work::Leads);
+    }
     txn.commit().await?;
     Ok(results)
 }

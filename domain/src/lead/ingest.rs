@@ -2,13 +2,15 @@
 //! any of them costs nothing: the database's unique key on
 //! `(source, source_ref)` decides, never a select-then-insert.
 
+use crate::lead::tombstone::KeyHasher;
+use crate::store::Store;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
-    FromQueryResult, Iterable, QueryFilter, QuerySelect, Set,
+    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult,
+    Iterable, QueryFilter, QuerySelect, Set,
 };
 use serde::Serialize;
 
@@ -95,14 +97,14 @@ impl Ingested {
 /// Validates, normalises and upserts one record in its own transaction.
 #[tracing::instrument(name = "ingest", skip_all, fields(source = %record.source, origin = origin.as_str(), outcome))]
 pub async fn ingest(
-    db: &DatabaseConnection,
+    db: &Store,
     record: LeadRecord,
     origin: Origin,
     ctx: &IngestContext,
 ) -> Result<Ingested, Error> {
     let new = record.normalise()?;
-    let txn = crate::db::begin_write(db).await?;
-    let done = ingest_in(&txn, &new, origin, ctx).await?;
+    let txn = db.begin_write().await?;
+    let done = ingest_in(&txn, db.hasher(), &new, origin, ctx).await?;
     txn.commit().await?;
     tracing::Span::current().record("outcome", done.outcome.as_str());
     Ok(done)
@@ -111,6 +113,7 @@ pub async fn ingest(
 /// The upsert, its activity and its outbox event, on a caller's transaction.
 pub async fn ingest_in<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     new: &NewLead,
     origin: Origin,
     ctx: &IngestContext,
@@ -120,7 +123,7 @@ pub async fn ingest_in<C: ConnectionTrait>(
         origin,
         ctx: ctx.clone(),
     };
-    ingest_many_in(txn, std::slice::from_ref(&item))
+    ingest_many_in(txn, hasher, std::slice::from_ref(&item))
         .await?
         .pop()
         .ok_or_else(|| DbErr::Custom("ingest of one record returned nothing".into()))
@@ -146,9 +149,10 @@ fn key_of(new: &NewLead) -> Key {
 /// record sees what its first one wrote.
 pub async fn ingest_many_in<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     items: &[IngestItem],
 ) -> Result<Vec<Ingested>, DbErr> {
-    ingest_batch(txn, items, Rows::Whole)
+    ingest_batch(txn, hasher, items, Rows::Whole)
         .await?
         .into_iter()
         .map(|(outcome, reached)| {
@@ -171,6 +175,7 @@ pub struct Counted {
 /// and this decodes only each lead's key, id, version and sender's time.
 pub async fn ingest_counted_in<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     items: &[IngestItem],
 ) -> Result<Vec<Counted>, DbErr> {
     // SQLite builds the outbox events' snapshots here, from whole rows.
@@ -179,7 +184,7 @@ pub async fn ingest_counted_in<C: ConnectionTrait>(
     } else {
         Rows::Whole
     };
-    Ok(ingest_batch(txn, items, rows)
+    Ok(ingest_batch(txn, hasher, items, rows)
         .await?
         .into_iter()
         .map(|(outcome, reached)| Counted {
@@ -237,10 +242,12 @@ impl Reached {
 
 async fn ingest_batch<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     items: &[IngestItem],
     rows: Rows,
 ) -> Result<Vec<(Outcome, Option<Reached>)>, DbErr> {
     let keys = tombstone::BatchKeys::of(
+        hasher,
         items
             .iter()
             .map(|i| (i.new.source.as_str(), i.new.source_ref.as_str())),
@@ -332,6 +339,7 @@ async fn ingest_batch<C: ConnectionTrait>(
             HashSet::new()
         } else {
             tombstone::BatchKeys::of(
+                hasher,
                 missing
                     .iter()
                     .map(|n| (n.source.as_str(), n.source_ref.as_str())),

@@ -4,19 +4,19 @@
 //! records the lead version it processed and does nothing for a version it
 //! has seen, and every write is conditional.
 
+use crate::store::Store;
 use std::collections::{HashMap, HashSet};
 
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 use serde::Serialize;
 use serde_json::json;
 
 use crate::auth::Role;
 use crate::clock;
-use crate::db::begin_write;
 use crate::entities::{
     activity as activity_entity, assignment_cursor, lead, lead_duplicate, principal,
 };
@@ -51,12 +51,11 @@ pub async fn backlog<C: ConnectionTrait>(conn: &C, limit: u64) -> Result<Vec<i64
 }
 
 pub async fn process_lead(
-    db: &DatabaseConnection,
+    db: &Store,
     lead_id: i64,
     correlation_id: Option<String>,
 ) -> Result<Processed, Error> {
-    let _turn = crate::db::write_turn(db).await;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     let done = process_lead_in(&txn, lead_id, correlation_id).await?;
     txn.commit().await?;
     Ok(done)

@@ -30,7 +30,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashSet;
-use std::sync::{PoisonError, RwLock};
 
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, Statement,
@@ -41,24 +40,42 @@ use unicode_normalization::UnicodeNormalization;
 use crate::entities::lead_tombstone::{self, Column};
 use crate::sealed::Keyring;
 
-/// The hashing subkeys in use, current first. Every door's write path needs
-/// them and the doors live in three crates and many call sites, so the keys
-/// are installed once per process at start-up (`install`) rather than passed
-/// down every one of them.
-static KEYS: RwLock<Vec<[u8; 32]>> = RwLock::new(Vec::new());
-
-/// Uses `keyring`'s hashing subkeys from now on (start-up).
-pub fn install(keyring: &Keyring) {
-    let mut keys = KEYS.write().unwrap_or_else(PoisonError::into_inner);
-    *keys = keyring.hashing_keys();
+/// Hashes natural keys under the keyring's hashing subkeys, current first.
+/// One per [`crate::store::Store`]: every door's write path reaches it
+/// there.
+#[derive(Clone)]
+pub struct KeyHasher {
+    keys: Vec<[u8; 32]>,
 }
 
-fn keys() -> Vec<[u8; 32]> {
-    let keys = KEYS.read().unwrap_or_else(PoisonError::into_inner);
-    if keys.is_empty() {
-        Keyring::none().hashing_keys()
-    } else {
-        keys.clone()
+impl KeyHasher {
+    pub fn new(keyring: &Keyring) -> Self {
+        Self {
+            keys: keyring.hashing_keys(),
+        }
+    }
+
+    /// The tombstone key of `(source, source_ref)` under the current key.
+    pub fn key_hash(&self, source: &str, source_ref: &str) -> String {
+        self.keys
+            .first()
+            .map(|key| hash_with(key, source, source_ref))
+            .unwrap_or_default()
+    }
+
+    /// The hash of the key's folded form under the current key: a
+    /// tombstone's `folded_hash`, and the name of the key's lock.
+    pub fn folded_hash(&self, source: &str, source_ref: &str) -> String {
+        self.key_hash(source, &fold(source_ref))
+    }
+
+    /// The key's hashes under every key of the ring, current first: rows
+    /// hashed before a key rotation still match.
+    pub fn key_hashes(&self, source: &str, source_ref: &str) -> Vec<String> {
+        self.keys
+            .iter()
+            .map(|key| hash_with(key, source, source_ref))
+            .collect()
     }
 }
 
@@ -67,14 +84,6 @@ fn hash_with(key: &[u8; 32], source: &str, source_ref: &str) -> String {
         key,
         &[source.as_bytes(), b"\0", source_ref.as_bytes()],
     ))
-}
-
-/// The tombstone key of `(source, source_ref)` under the current key.
-pub fn key_hash(source: &str, source_ref: &str) -> String {
-    let keys = keys();
-    keys.first()
-        .map(|key| hash_with(key, source, source_ref))
-        .unwrap_or_default()
 }
 
 /// The form in which a tombstone compares a `source_ref`: invisible
@@ -95,21 +104,6 @@ pub fn fold(source_ref: &str) -> Cow<'_, str> {
             .nfkc()
             .collect(),
     )
-}
-
-/// The hash of the key's folded form under the current key: a tombstone's
-/// `folded_hash`, and the name of the key's lock.
-pub fn folded_hash(source: &str, source_ref: &str) -> String {
-    key_hash(source, &fold(source_ref))
-}
-
-/// The key's hashes under every key of the ring, current first: rows
-/// hashed before a key rotation still match.
-pub fn key_hashes(source: &str, source_ref: &str) -> Vec<String> {
-    keys()
-        .iter()
-        .map(|key| hash_with(key, source, source_ref))
-        .collect()
 }
 
 /// A PostgreSQL advisory lock id for a tombstone key.
@@ -139,9 +133,10 @@ pub async fn lock_for_erasure<C: ConnectionTrait>(txn: &C, folded_hash: &str) ->
 /// finishes before the look-up.
 pub async fn suppressed<'k, C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>,
 ) -> Result<HashSet<(String, String)>, DbErr> {
-    let keys = BatchKeys::of(natural_keys);
+    let keys = BatchKeys::of(hasher, natural_keys);
     keys.lock_shared(txn).await?;
     keys.buried(txn).await
 }
@@ -157,8 +152,11 @@ pub struct BatchKeys<'k> {
 }
 
 impl<'k> BatchKeys<'k> {
-    pub fn of(natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>) -> Self {
-        let keys = keys();
+    pub fn of(
+        hasher: &KeyHasher,
+        natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>,
+    ) -> Self {
+        let keys = &hasher.keys;
         let mut by_hash = Vec::new();
         let mut locks = Vec::new();
         for key @ (source, source_ref) in natural_keys {
@@ -267,6 +265,7 @@ impl<'k> BatchKeys<'k> {
 /// buried already stays buried by its first tombstone.
 pub async fn bury<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     source: &str,
     source_ref: &str,
     lead_id: i64,
@@ -275,8 +274,8 @@ pub async fn bury<C: ConnectionTrait>(
 ) -> Result<(), DbErr> {
     use sea_orm::ActiveValue::Set;
     lead_tombstone::Entity::insert(lead_tombstone::ActiveModel {
-        key_hash: Set(key_hash(source, source_ref)),
-        folded_hash: Set(Some(folded_hash(source, source_ref))),
+        key_hash: Set(hasher.key_hash(source, source_ref)),
+        folded_hash: Set(Some(hasher.folded_hash(source, source_ref))),
         lead_id: Set(lead_id),
         erasure_id: Set(Some(erasure_id)),
         created_at: Set(now),
@@ -295,10 +294,11 @@ pub async fn bury<C: ConnectionTrait>(
 /// and those of keys it is a look-alike of; how many.
 pub async fn lift_key<C: ConnectionTrait>(
     conn: &C,
+    hasher: &KeyHasher,
     source: &str,
     source_ref: &str,
 ) -> Result<u64, DbErr> {
-    let keys = BatchKeys::of([(source, source_ref)]);
+    let keys = BatchKeys::of(hasher, [(source, source_ref)]);
     let hashes: Vec<String> = keys.by_hash.into_iter().map(|(hash, _)| hash).collect();
     let deleted = lead_tombstone::Entity::delete_many()
         .filter(

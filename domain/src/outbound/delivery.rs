@@ -3,6 +3,7 @@
 //! receiver's answer. Never `delivered` before a 2xx.
 
 use crate::page::{self, IdWindow, Page};
+use crate::store::Store;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -12,13 +13,12 @@ use sea_orm::sea_query::{
     Query, WithClause,
 };
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, DbBackend, DbErr, EntityTrait,
-    FromQueryResult, IdenStatic, Iterable, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IdenStatic,
+    Iterable, QueryFilter, QueryOrder, QuerySelect,
 };
 use serde::Serialize;
 
 use crate::clock;
-use crate::db::begin_write;
 use crate::entities::{outbox_delivery, outbox_event, subscription};
 use crate::error::Error;
 use crate::outbound::outbox;
@@ -38,9 +38,8 @@ const PERMANENT_ATTEMPTS: u32 = 3;
 /// Copies pending outbox events into one delivery per matching active
 /// subscription. Safe to run on several workers at once: events are claimed
 /// with `SKIP LOCKED` and deliveries are unique per (event, subscription).
-pub async fn fan_out(db: &DatabaseConnection, limit: u64) -> Result<usize, DbErr> {
-    let _turn = crate::db::write_turn(db).await;
-    let txn = begin_write(db).await?;
+pub async fn fan_out(db: &Store, limit: u64) -> Result<usize, DbErr> {
+    let txn = db.begin_write().await?;
     let events = outbox_event::Entity::find()
         .filter(outbox_event::Column::State.eq(outbox::PENDING))
         .order_by_asc(outbox_event::Column::Id)
@@ -131,11 +130,7 @@ pub struct Claimed {
 /// subscription is unsettled: so each receiver sees a lead's events in
 /// outbox order, with any number of publishers. "Earlier" is the outbox
 /// event's id, not the delivery's: fan-outs may commit out of order.
-pub async fn claim_due(
-    db: &DatabaseConnection,
-    limit: u64,
-    lease: Duration,
-) -> Result<Vec<Claimed>, DbErr> {
+pub async fn claim_due(db: &Store, limit: u64, lease: Duration) -> Result<Vec<Claimed>, DbErr> {
     let now = clock::now();
     let lease_until =
         now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
@@ -252,7 +247,7 @@ pub async fn claim_due(
 /// and no explicit transaction: the publisher claims many times a second,
 /// and on a busy machine each round trip costs milliseconds.
 async fn claim_with_context(
-    db: &DatabaseConnection,
+    db: &Store,
     claim: sea_orm::sea_query::UpdateStatement,
 ) -> Result<Vec<Claimed>, DbErr> {
     let c = Alias::new("claimed");
@@ -312,12 +307,11 @@ const SUBSCRIPTION: &str = "s_";
 /// SQLite (no data-changing statement in `WITH`): the claim in this
 /// process's write turn, then its events and subscriptions side by side.
 async fn claim_then_look_up(
-    db: &DatabaseConnection,
+    db: &Store,
     claim: sea_orm::sea_query::UpdateStatement,
 ) -> Result<Vec<Claimed>, DbErr> {
     let deliveries = {
-        let _turn = crate::db::write_turn(db).await;
-        let txn = begin_write(db).await?;
+        let txn = db.begin_write().await?;
         let rows = txn.query_all(&claim).await?;
         txn.commit().await?;
         rows.iter()
@@ -354,7 +348,7 @@ async fn claim_then_look_up(
 /// Hands back claims that were never sent (a publisher stopping with
 /// claims queued): each goes back to the state it was claimed from, due
 /// again at once rather than after its lease. Fenced like a settlement.
-pub async fn release(db: &DatabaseConnection, claims: &[Claimed]) -> Result<(), DbErr> {
+pub async fn release(db: &Store, claims: &[Claimed]) -> Result<(), DbErr> {
     if claims.is_empty() {
         return Ok(());
     }
@@ -372,8 +366,7 @@ pub async fn release(db: &DatabaseConnection, claims: &[Claimed]) -> Result<(), 
             .push(claim.delivery.id);
     }
     let now = clock::now();
-    let _turn = crate::db::write_turn(db).await;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     for ((locked_until, state), ids) in groups {
         let update = outbox_delivery::Entity::update_many()
             .col_expr(outbox_delivery::Column::State, Expr::val(state))
@@ -469,7 +462,7 @@ fn describe(result: &AttemptResult) -> (Option<i16>, Option<String>) {
 /// Records an attempt. Fenced on the claim's `locked_until`, so a publisher
 /// whose lease ran out cannot overwrite the settlement of the one that took over.
 pub async fn record_attempt(
-    db: &DatabaseConnection,
+    db: &Store,
     claimed: &Claimed,
     result: &AttemptResult,
     took: Duration,
@@ -487,7 +480,7 @@ pub async fn record_attempt(
 /// statement: a publisher settles hundreds a second, and one commit per
 /// delivery would bound it.
 pub async fn record_attempts(
-    db: &DatabaseConnection,
+    db: &Store,
     attempts: &[(&Claimed, &AttemptResult, Duration)],
     policy: &RetryPolicy,
 ) -> Result<Vec<Settlement>, DbErr> {
@@ -501,8 +494,7 @@ pub async fn record_attempts(
         .collect();
     // Delivered, grouped by (lease, status): one UPDATE per group.
     let mut delivered: HashMap<DeliveredGroup, Vec<(i64, i32)>> = HashMap::new();
-    let _turn = crate::db::write_turn(db).await;
-    let txn = begin_write(db).await?;
+    let txn = db.begin_write().await?;
     for ((claimed, result, took), settlement) in attempts.iter().zip(&settlements) {
         let (last_status, last_error) = describe(result);
         let took_ms = i32::try_from(took.as_millis()).unwrap_or(i32::MAX);

@@ -22,6 +22,7 @@ struct Known {
 /// page sees what its earlier record would have written.
 pub async fn predict<C: ConnectionTrait>(
     conn: &C,
+    hasher: &crate::lead::tombstone::KeyHasher,
     source: &str,
     news: &[NewLead],
 ) -> Result<Vec<Outcome>, DbErr> {
@@ -48,6 +49,7 @@ pub async fn predict<C: ConnectionTrait>(
     // As the write path would: an erased key is answered before anything else.
     let buried = tombstone::suppressed(
         conn,
+        hasher,
         news.iter()
             .map(|n| (n.source.as_str(), n.source_ref.as_str())),
     )

@@ -3,8 +3,11 @@
 //! the source's cursor. Either all of it commits or none of it, so a crash
 //! mid-page re-reads that page next time and loses nothing.
 
+use crate::lead::tombstone::KeyHasher;
+use crate::store::Store;
+use crate::store::Work;
 use sea_orm::sea_query::Expr;
-use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::Value;
 
 use crate::entities::reconcile_run::{self, Column};
@@ -110,7 +113,7 @@ pub fn map(run: &reconcile_run::Model, source: &Source, page: PulledPage) -> Map
 
 /// Maps, ingests and books one page.
 pub async fn apply(
-    db: &DatabaseConnection,
+    db: &Store,
     run: &reconcile_run::Model,
     source: &Source,
     page: &PulledPage,
@@ -122,7 +125,7 @@ pub async fn apply(
 /// predicts the outcomes and books the counts; it writes no lead and leaves
 /// the source's cursor.
 pub async fn write(
-    db: &DatabaseConnection,
+    db: &Store,
     run: &reconcile_run::Model,
     source: &str,
     page: MappedPage,
@@ -136,11 +139,10 @@ pub async fn write(
     } = page;
     // SQLite: queued behind this process's other writers, not asleep in the
     // busy handler while they write.
-    let _turn = crate::db::write_turn(db).await;
-    let txn = crate::db::begin_write(db).await?;
-    let rejected = without_buried(&txn, source, rejected, &mut counts).await?;
+    let txn = db.begin_write().await?;
+    let rejected = without_buried(&txn, db.hasher(), source, rejected, &mut counts).await?;
     if run.dry_run {
-        for outcome in super::compare::predict(&txn, source, &news).await? {
+        for outcome in super::compare::predict(&txn, db.hasher(), source, &news).await? {
             counts.count(outcome);
         }
     } else {
@@ -157,11 +159,22 @@ pub async fn write(
             })
             .collect();
         if !items.is_empty() {
-            for done in ingest::ingest_counted_in(&txn, &items).await? {
+            for done in ingest::ingest_counted_in(&txn, db.hasher(), &items).await? {
                 counts.count(done.outcome);
             }
         }
-        super::rejected::keep(&txn, source, run.id, &rejected, crate::clock::now()).await?;
+        super::rejected::keep(
+            &txn,
+            db.hasher(),
+            source,
+            run.id,
+            &rejected,
+            crate::clock::now(),
+        )
+        .await?;
+        if counts.created + counts.updated > 0 {
+            txn.enqueued(Work::Leads);
+        }
     }
     if !book(&txn, run, next_cursor.as_deref(), &counts).await? {
         txn.rollback().await?;
@@ -179,12 +192,14 @@ pub async fn write(
 /// person's data back.
 async fn without_buried<C: sea_orm::ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     source: &str,
     rejected: Vec<Rejection>,
     counts: &mut PageCounts,
 ) -> Result<Vec<Rejection>, DbErr> {
     let buried = tombstone::suppressed(
         txn,
+        hasher,
         rejected
             .iter()
             .filter_map(|r| r.source_ref.as_deref())

@@ -5,14 +5,17 @@
 //! the mapping is fixed. One row per distinct record of a source, so a page
 //! read again adds none; a retried record that now applies is `resolved`.
 
+use crate::lead::tombstone::KeyHasher;
 use crate::page::{self, IdWindow, Page};
+use crate::store::Store;
+use crate::store::Work;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr,
-    EntityTrait, QueryFilter, QueryOrder, QuerySelect, TransactionTrait,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect,
 };
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -22,7 +25,6 @@ use crate::inbound::mapping::{key_hash_of, map_object, source_ref_of};
 use crate::inbound::source::{self, Source};
 use crate::lead::ingest::{IngestContext, Origin, ingest_in};
 use crate::lead::record::NewLead;
-use crate::lead::tombstone;
 
 pub const REJECTED: &str = "rejected";
 pub const RESOLVED: &str = "resolved";
@@ -97,6 +99,7 @@ fn sha256(record: &Value) -> String {
 /// `rejected` again if a retry had resolved it and it came back broken).
 pub async fn keep<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     source: &str,
     run_id: i64,
     rejected: &[Rejection],
@@ -121,7 +124,7 @@ pub async fn keep<C: ConnectionTrait>(
             key_hash: Set(r
                 .source_ref
                 .as_deref()
-                .map(|source_ref| tombstone::key_hash(source, source_ref))),
+                .map(|source_ref| hasher.key_hash(source, source_ref))),
             reason: Set(r.reason.clone()),
             state: Set(REJECTED.to_owned()),
             retries: Set(0),
@@ -197,7 +200,7 @@ const RETRY_BATCH: u64 = 200;
 /// through the write path with origin `reconcile`. Each record's lead and
 /// its `resolved` mark commit together, fenced on the row still being
 /// `rejected`, so two retries at once apply a record once.
-pub async fn retry(db: &DatabaseConnection, source: Option<&str>) -> Result<Retried, DbErr> {
+pub async fn retry(db: &Store, source: Option<&str>) -> Result<Retried, DbErr> {
     let mut done = Retried::default();
     let mut sources: BTreeMap<String, Option<Source>> = BTreeMap::new();
     let mut after = 0i64;
@@ -238,7 +241,9 @@ pub async fn retry(db: &DatabaseConnection, source: Option<&str>) -> Result<Retr
                 Err(reason) => {
                     // A fixed mapping may read the key where the old one could not.
                     let key_hash = source
-                        .and_then(|src| key_hash_of(&src.name, &src.mapping, &row.record))
+                        .and_then(|src| {
+                            key_hash_of(db.hasher(), &src.name, &src.mapping, &row.record)
+                        })
                         .or_else(|| row.key_hash.clone());
                     reconcile_rejected::Entity::update_many()
                         .col_expr(Column::Reason, Expr::value(reason))
@@ -257,12 +262,12 @@ pub async fn retry(db: &DatabaseConnection, source: Option<&str>) -> Result<Retr
 }
 
 async fn resolve(
-    db: &DatabaseConnection,
+    db: &Store,
     row: &Model,
     new: &NewLead,
     now: DateTime<Utc>,
 ) -> Result<bool, DbErr> {
-    let txn = db.begin().await?;
+    let txn = db.begin_write().await?;
     let claimed = reconcile_rejected::Entity::update_many()
         .col_expr(Column::State, Expr::value(RESOLVED))
         .col_expr(Column::Retries, Expr::col(Column::Retries).add(1))
@@ -280,7 +285,8 @@ async fn resolve(
         correlation_id: Some(format!("reconcile-{}", row.run_id)),
         author_id: None,
     };
-    let ingested = ingest_in(&txn, new, Origin::Reconcile, &ctx).await?;
+    let ingested = ingest_in(&txn, db.hasher(), new, Origin::Reconcile, &ctx).await?;
+    txn.enqueued(Work::Leads);
     reconcile_rejected::Entity::update_many()
         .col_expr(
             Column::LeadId,

@@ -3,6 +3,7 @@
 //! retried with backoff and jitter; a permanent one, or running out of
 //! attempts, ends the run `failed` with the cursor at the last good page.
 
+use domain::store::Store;
 use std::time::{Duration, Instant};
 
 use domain::entities::reconcile_run::Model as Run;
@@ -10,7 +11,7 @@ use domain::inbound::source::Source;
 use domain::reconcile::page::{self, MappedPage, PageCounts, PageError};
 use domain::reconcile::run;
 use domain::reconcile::{PullConfig, PulledPage};
-use sea_orm::{DatabaseConnection, DbErr};
+use sea_orm::DbErr;
 
 use super::ReconcileSettings;
 use super::pull::{FetchError, PullClient};
@@ -44,16 +45,13 @@ enum Stop {
 
 #[derive(Clone)]
 pub struct Reconciler {
-    db: DatabaseConnection,
+    db: Store,
     client: PullClient,
     settings: ReconcileSettings,
 }
 
 impl Reconciler {
-    pub fn new(
-        db: DatabaseConnection,
-        settings: ReconcileSettings,
-    ) -> Result<Self, reqwest::Error> {
+    pub fn new(db: Store, settings: ReconcileSettings) -> Result<Self, reqwest::Error> {
         let client = PullClient::new(
             settings.request_timeout,
             settings.outbound.clone(),
@@ -70,7 +68,7 @@ impl Reconciler {
         &self.settings
     }
 
-    pub fn db(&self) -> &DatabaseConnection {
+    pub fn db(&self) -> &Store {
         &self.db
     }
 
@@ -158,9 +156,6 @@ impl Reconciler {
                 Err(PageError::LeaseLost) => return Err(Stop::LeaseLost),
                 Err(PageError::Db(e)) => return Err(db_failed(e)),
             };
-            if counts.created + counts.updated > 0 {
-                crate::wake::committed(&self.db, crate::wake::Work::Leads);
-            }
             progress.pages += 1;
             progress.counts.add(&counts);
             progress.has_more = has_more;

@@ -6,6 +6,7 @@
 //! one-running-run-per-source index keeps a slow run from overlapping the
 //! next tick's. The pass also marks runs whose process died as failed.
 
+use domain::store::Store;
 use std::sync::Arc;
 
 use apalis::prelude::{BoxDynError, Data};
@@ -14,7 +15,7 @@ use domain::entities::source;
 use domain::inbound::source::schedule;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
 use futures::future::{BoxFuture, FutureExt};
-use sea_orm::{ColumnTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter, QuerySelect};
+use sea_orm::{ColumnTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinSet;
 
@@ -160,7 +161,7 @@ async fn pass(
 }
 
 /// Sources with a cron and a pull URL.
-async fn scheduled_sources(db: &DatabaseConnection) -> Result<Vec<(String, String)>, DbErr> {
+async fn scheduled_sources(db: &Store) -> Result<Vec<(String, String)>, DbErr> {
     source::Entity::find()
         .select_only()
         .column(source::Column::Name)

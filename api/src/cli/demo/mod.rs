@@ -7,6 +7,7 @@
 
 pub mod fake_source;
 
+use domain::store::Store;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -18,10 +19,7 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseConnection, EntityTrait, PaginatorTrait, QueryFilter,
-    Statement,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, Statement};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -391,7 +389,7 @@ pub async fn run_demos(database_url: &str, args: &DemoArgs) -> anyhow::Result<De
     args.validate()?;
     // A connection for each run writing a page, and some for the API.
     let pool = u32::try_from(args.sources + 4).unwrap_or(u32::MAX).max(8);
-    let db = crate::storage::open(database_url, pool, true).await?;
+    let db = crate::storage::open(database_url, pool, true, &args.keyring).await?;
     // Loopback settings with fast retries: the demo's peers are all local.
     let mut http = HttpSettings::for_tests();
     http.outbound_allow = "127.0.0.1".into();
@@ -538,7 +536,7 @@ async fn add_feed(
 
 /// Sends one source's webhooks and waits until the inbox has processed them.
 async fn send_webhooks(
-    db: &DatabaseConnection,
+    db: &Store,
     client: &reqwest::Client,
     base: &str,
     feed: &Feed,
@@ -677,7 +675,7 @@ async fn deliver(
 
 /// Waits until every accepted event is processed (or one is dead).
 async fn wait_for_inbox(
-    db: &DatabaseConnection,
+    db: &Store,
     source: &str,
     accepted: u64,
     records: usize,
@@ -704,7 +702,7 @@ async fn wait_for_inbox(
     }
 }
 
-async fn count_leads(db: &DatabaseConnection, source: &str) -> anyhow::Result<u64> {
+async fn count_leads(db: &Store, source: &str) -> anyhow::Result<u64> {
     Ok(lead::Entity::find()
         .filter(lead::Column::Source.eq(source))
         .count(db)
@@ -712,7 +710,7 @@ async fn count_leads(db: &DatabaseConnection, source: &str) -> anyhow::Result<u6
 }
 
 /// `source_ref`s stored more than once (the unique key makes this 0).
-async fn duplicate_leads(db: &DatabaseConnection, source: &str) -> anyhow::Result<u64> {
+async fn duplicate_leads(db: &Store, source: &str) -> anyhow::Result<u64> {
     let backend = db.get_database_backend();
     let stmt = Statement::from_sql_and_values(
         backend,
@@ -761,7 +759,7 @@ struct Workers {
 }
 
 impl Workers {
-    fn start(db: DatabaseConnection, settings: workers::WorkerSettings) -> Self {
+    fn start(db: Store, settings: workers::WorkerSettings) -> Self {
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let shutdown = async move {

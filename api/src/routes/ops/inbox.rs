@@ -217,7 +217,7 @@ async fn retry_event(
             domain::Error::NotFound => ApiError::NotFound(format!("no inbox event {id}")),
             other => other.into(),
         })?;
-    workers::wake::committed(&state.db, workers::wake::Work::Inbox);
+    state.db.enqueued(domain::store::Work::Inbox);
     tracing::info!(
         inbox_event_id = id,
         principal = caller.id,
@@ -303,8 +303,6 @@ async fn retry_matching(
     };
     let done = ops::retry_matching(&state.db, &request, &RetryPolicy::default()).await?;
     if !input.dry_run {
-        // Re-applied here and now: the leads they wrote wait for processing.
-        workers::wake::committed(&state.db, workers::wake::Work::Leads);
         tracing::info!(
             count = done.retried,
             principal = caller.id,

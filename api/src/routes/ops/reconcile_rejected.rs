@@ -115,9 +115,6 @@ async fn retry(
 ) -> Result<HttpResponse, ApiError> {
     let input: RetryIn = read_json(&req, body, state.http.body_limits()).await?;
     let done = rejected::retry(&state.db, input.source.as_deref()).await?;
-    if done.resolved > 0 {
-        workers::wake::committed(&state.db, workers::wake::Work::Leads);
-    }
     tracing::info!(
         retried = done.retried,
         resolved = done.resolved,

@@ -9,14 +9,16 @@
 //! transaction: the good events commit together and each failing one
 //! records its own error and takes its retry or dead path.
 
+use crate::lead::tombstone::KeyHasher;
+use crate::store::Store;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{CaseStatement, Expr, ExprTrait, LockBehavior, LockType, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, EntityTrait, QueryFilter, QueryTrait, TransactionTrait,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
+    QueryFilter, QueryTrait, TransactionTrait,
 };
 
 use super::InboxState;
@@ -49,7 +51,7 @@ pub use crate::db::BatchPath;
 /// on SQLite it runs in this process's write turn (SQLite has one writer
 /// anyway). Each returned row counts this attempt in `attempts`.
 pub async fn claim_batch(
-    db: &DatabaseConnection,
+    db: &Store,
     worker: &str,
     now: DateTime<Utc>,
     lease: Duration,
@@ -79,8 +81,7 @@ pub async fn claim_batch(
         .cond_where(claimable(now, lease))
         .returning_all();
     crate::db::update_of_candidates(&mut claim, backend, Column::Id, candidates);
-    let _turn = crate::db::write_turn(db).await;
-    let txn = crate::db::begin_ordered_claim(db).await?;
+    let txn = db.begin_ordered_claim().await?;
     let mut claimed = inbox_event::Entity::find()
         .from_raw_sql(backend.build(&claim))
         .all(&txn)
@@ -98,7 +99,7 @@ pub const UNFINISHED: [InboxState; 3] = [
 ];
 
 /// Events not yet finished: the backlog the workers have to work through.
-pub async fn backlog_size(db: &DatabaseConnection) -> Result<u64, DbErr> {
+pub async fn backlog_size(db: &Store) -> Result<u64, DbErr> {
     use sea_orm::PaginatorTrait;
     inbox_event::Entity::find()
         .filter(Column::State.is_in(UNFINISHED.map(InboxState::as_str)))
@@ -117,7 +118,7 @@ pub async fn backlog_size(db: &DatabaseConnection) -> Result<u64, DbErr> {
 /// claim waited for its turn could precede an event stored meanwhile, and
 /// its receipt-to-processed latency come out negative.
 pub async fn apply_batch(
-    db: &DatabaseConnection,
+    db: &Store,
     events: &[Model],
     policy: &RetryPolicy,
 ) -> Result<(Vec<Settled>, BatchPath), DbErr> {
@@ -133,21 +134,20 @@ pub async fn apply_batch(
         .map(|e| prepare(sources.get(e.source.as_str()).and_then(Option::as_ref), e))
         .collect();
 
-    let _turn = crate::db::write_turn(db).await;
     let now = Utc::now();
-    let txn = crate::db::begin_write(db).await?;
-    match write_whole(&txn, events, &prepared, now).await {
+    let txn = db.begin_write().await?;
+    match write_whole(&txn, db.hasher(), events, &prepared, now).await {
         Ok(Some(applied)) => {
-            let settled = settle(&txn, events, applied, policy, now).await?;
+            let settled = settle(&txn, db.hasher(), events, applied, policy, now).await?;
             txn.commit().await?;
             return Ok((settled, BatchPath::Whole));
         }
         // A lost claim (or a failing row) must not take the others with it.
         Ok(None) | Err(_) => txn.rollback().await?,
     }
-    let txn = crate::db::begin_write(db).await?;
-    let applied = write_split(&txn, events, prepared, now).await?;
-    let settled = settle(&txn, events, applied, policy, now).await?;
+    let txn = db.begin_write().await?;
+    let applied = write_split(&txn, db.hasher(), events, prepared, now).await?;
+    let settled = settle(&txn, db.hasher(), events, applied, policy, now).await?;
     txn.commit().await?;
     Ok((settled, BatchPath::Split))
 }
@@ -156,6 +156,7 @@ pub async fn apply_batch(
 /// lost (the caller rolls back and splits).
 async fn write_whole(
     txn: &DatabaseTransaction,
+    hasher: &KeyHasher,
     events: &[Model],
     prepared: &[Result<Prepared, ProcessError>],
     now: DateTime<Utc>,
@@ -175,7 +176,7 @@ async fn write_whole(
     let ingested = if items.is_empty() {
         Vec::new()
     } else {
-        ingest_counted_in(txn, &items).await?
+        ingest_counted_in(txn, hasher, &items).await?
     };
     let mut applied: Vec<Result<Applied, ProcessError>> = prepared
         .iter()
@@ -297,6 +298,7 @@ async fn finish_many(
 /// Each event under its own savepoint: a failing one is rolled back alone.
 async fn write_split(
     txn: &DatabaseTransaction,
+    hasher: &KeyHasher,
     events: &[Model],
     prepared: Vec<Result<Prepared, ProcessError>>,
     now: DateTime<Utc>,
@@ -320,7 +322,15 @@ async fn write_split(
             Ok(Prepared::Ingest(new)) => new,
         };
         let savepoint = txn.begin().await?;
-        let written = match ingest_in(&savepoint, &new, Origin::Webhook, &context_of(event)).await {
+        let written = match ingest_in(
+            &savepoint,
+            hasher,
+            &new,
+            Origin::Webhook,
+            &context_of(event),
+        )
+        .await
+        {
             Ok(done) => finish_ingested(&savepoint, event, &done, now)
                 .await
                 .map(|kept| (kept, done)),
@@ -350,6 +360,7 @@ async fn write_split(
 /// Records every failure in the batch's transaction.
 async fn settle(
     txn: &DatabaseTransaction,
+    hasher: &KeyHasher,
     events: &[Model],
     applied: Vec<Result<Applied, ProcessError>>,
     policy: &RetryPolicy,
@@ -358,7 +369,7 @@ async fn settle(
     let mut settled = Vec::with_capacity(events.len());
     for (event, result) in events.iter().zip(applied) {
         let recorded = match &result {
-            Err(error) => Some(record_failure(txn, event, error, policy, now).await?),
+            Err(error) => Some(record_failure(txn, hasher, event, error, policy, now).await?),
             Ok(_) => None,
         };
         settled.push(Settled {

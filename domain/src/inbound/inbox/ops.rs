@@ -5,13 +5,14 @@
 //! has nothing left to process and is never sent back.
 
 use crate::page::{self, IdWindow, Page};
+use crate::store::Store;
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Func};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait,
-    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect,
 };
 
 use super::InboxState;
@@ -127,7 +128,7 @@ pub const BULK_RETRY_WORKER: &str = "ops-bulk-retry";
 /// event is reset, claimed and applied through the same steps as a job, so a
 /// retry still cannot create a second lead.
 pub async fn retry_matching(
-    db: &DatabaseConnection,
+    db: &Store,
     request: &BulkRetryRequest,
     policy: &RetryPolicy,
 ) -> Result<BulkRetry, Error> {
@@ -196,7 +197,8 @@ pub async fn retry_matching(
             Ok(Applied::Processed { .. }) => InboxState::Processed.as_str(),
             Ok(Applied::Skipped) => InboxState::Skipped.as_str(),
             Ok(Applied::LostClaim) => "lost_claim",
-            Err(error) => match record_failure(db, &event, &error, policy, now).await? {
+            Err(error) => match record_failure(db, db.hasher(), &event, &error, policy, now).await?
+            {
                 FailureRecorded::RetryAt(_) => InboxState::Failed.as_str(),
                 FailureRecorded::Dead => InboxState::Dead.as_str(),
                 FailureRecorded::LostClaim => "lost_claim",

@@ -4,13 +4,14 @@
 //! the same event — an ops retry racing a worker, a worker whose lease ran
 //! out — finds nothing to do.
 
+use crate::lead::tombstone::KeyHasher;
+use crate::store::Store;
+use crate::store::Work;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseConnection, DbErr, EntityTrait, QueryFilter,
-};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use super::InboxState;
 use crate::entities::inbox_event::{self, Column, Model};
@@ -124,7 +125,7 @@ pub(super) fn context_of(event: &Model) -> IngestContext {
 /// and outbox rows, and the event's `processed` state commit together or not
 /// at all.
 #[tracing::instrument(name = "inbox.apply", skip_all, fields(inbox_event_id = event.id, source = %event.source))]
-pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, ProcessError> {
+pub async fn apply(db: &Store, event: &Model) -> Result<Applied, ProcessError> {
     let source = source::find_without_secrets(db, &event.source).await?;
     let now = Utc::now();
     let new = match prepare(source.as_ref(), event)? {
@@ -140,13 +141,13 @@ pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, Pr
     };
     // Immediate on SQLite: the write path reads (tombstones) before it
     // writes, and a deferred transaction could not upgrade past a writer.
-    let _turn = crate::db::write_turn(db).await;
-    let txn = crate::db::begin_write(db).await?;
-    let ingested = ingest_in(&txn, &new, Origin::Webhook, &context_of(event)).await?;
+    let txn = db.begin_write().await?;
+    let ingested = ingest_in(&txn, db.hasher(), &new, Origin::Webhook, &context_of(event)).await?;
     if !finish_ingested(&txn, event, &ingested, now).await? {
         txn.rollback().await?;
         return Ok(Applied::LostClaim);
     }
+    txn.enqueued(Work::Leads);
     txn.commit().await?;
     Ok(Applied::Processed {
         outcome: ingested.outcome,
@@ -158,6 +159,7 @@ pub async fn apply(db: &DatabaseConnection, event: &Model) -> Result<Applied, Pr
 /// attempts are used up, else `failed` with the next attempt's time.
 pub async fn record_failure<C: ConnectionTrait>(
     conn: &C,
+    hasher: &KeyHasher,
     event: &Model,
     error: &ProcessError,
     policy: &RetryPolicy,
@@ -186,7 +188,7 @@ pub async fn record_failure<C: ConnectionTrait>(
         (0, _) => FailureRecorded::LostClaim,
         (_, Some(at)) => FailureRecorded::RetryAt(at),
         (_, None) => {
-            forget_if_erased(conn, event).await?;
+            forget_if_erased(conn, hasher, event).await?;
             FailureRecorded::Dead
         }
     })
@@ -195,8 +197,12 @@ pub async fn record_failure<C: ConnectionTrait>(
 /// A dead event of an erased key keeps no body: nothing will process it
 /// again, and the person's data must not come back through a broken
 /// delivery.
-async fn forget_if_erased<C: ConnectionTrait>(conn: &C, event: &Model) -> Result<(), DbErr> {
-    if of_erased_key(conn, event).await? {
+async fn forget_if_erased<C: ConnectionTrait>(
+    conn: &C,
+    hasher: &KeyHasher,
+    event: &Model,
+) -> Result<(), DbErr> {
+    if of_erased_key(conn, hasher, event).await? {
         super::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
     }
     Ok(())
@@ -205,7 +211,11 @@ async fn forget_if_erased<C: ConnectionTrait>(conn: &C, event: &Model) -> Result
 /// Whether the event's natural key is buried: by the key hash read on
 /// receipt, or else by the key read from the body now, which also finds a
 /// look-alike of an erased key (a key hash is of the key as sent).
-async fn of_erased_key<C: ConnectionTrait>(conn: &C, event: &Model) -> Result<bool, DbErr> {
+async fn of_erased_key<C: ConnectionTrait>(
+    conn: &C,
+    hasher: &KeyHasher,
+    event: &Model,
+) -> Result<bool, DbErr> {
     if let Some(hash) = &event.key_hash {
         let buried = lead_tombstone::Entity::find()
             .filter(
@@ -230,7 +240,7 @@ async fn of_erased_key<C: ConnectionTrait>(conn: &C, event: &Model) -> Result<bo
     else {
         return Ok(false);
     };
-    let keys = BatchKeys::of([(event.source.as_str(), source_ref.as_str())]);
+    let keys = BatchKeys::of(hasher, [(event.source.as_str(), source_ref.as_str())]);
     Ok(!keys.buried(conn).await?.is_empty())
 }
 

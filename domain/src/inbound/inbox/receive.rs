@@ -6,6 +6,7 @@
 //! id, or the same signed body under a forged id — then counts itself on the
 //! original row and gets its id back.
 
+use crate::lead::tombstone::KeyHasher;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, FromQueryResult};
@@ -81,6 +82,7 @@ struct Stored {
 
 pub async fn receive<C: ConnectionTrait>(
     conn: &C,
+    hasher: &KeyHasher,
     source: &Source,
     delivery: &Delivery<'_>,
     now: DateTime<Utc>,
@@ -113,7 +115,7 @@ pub async fn receive<C: ConnectionTrait>(
     let key_hash = document
         .as_ref()
         .and_then(|document| record_in(&source.mapping, document))
-        .and_then(|record| key_hash_of(&source.name, &source.mapping, record));
+        .and_then(|record| key_hash_of(hasher, &source.name, &source.mapping, record));
 
     let mut insert = Query::insert();
     insert
