@@ -2,9 +2,11 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use domain::sealed::Keyring;
+use workers::settings::parse_duration;
 
 #[derive(Debug, Clone, Args)]
 pub struct DbSettings {
@@ -212,6 +214,20 @@ impl HttpSettings {
             lease: chrono::Duration::seconds(i64::from(self.idempotency_lease_secs)),
         }
     }
+}
+
+/// Worker settings an older leadpipe had: still accepted, so an old
+/// environment file still starts (a value must still parse), and ignored.
+#[derive(Debug, Clone, Args)]
+pub struct RetiredWorkerSettings {
+    /// Accepted and ignored: there is no sweeper any more (a waiting event
+    /// is claimed by the workers' next pass).
+    #[arg(long, env = "LEADPIPE_SWEEP_GRACE", default_value = "60s", value_parser = parse_duration, hide = true)]
+    pub sweep_grace: Duration,
+    /// Accepted and ignored: there is no job queue any more (the rows that
+    /// hold the work are the queue).
+    #[arg(long, env = "LEADPIPE_JOB_RETENTION", default_value = "10s", value_parser = parse_duration, hide = true)]
+    pub job_retention: Duration,
 }
 
 /// Where outgoing requests (webhooks to subscribers, pulls from sources) may go.

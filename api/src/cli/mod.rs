@@ -13,12 +13,12 @@ pub mod secrets;
 pub mod source;
 pub mod subscription;
 pub mod token;
-pub mod worker_args;
 
 use self::inbox::InboxCommand;
 use self::source::SourceCommand;
-use self::worker_args::WorkerArgs;
-use crate::config::{DbSettings, HttpSettings, OutboundSettings, SecretSettings};
+use crate::config::{
+    DbSettings, HttpSettings, OutboundSettings, RetiredWorkerSettings, SecretSettings,
+};
 use crate::startup::Application;
 use crate::storage;
 
@@ -55,7 +55,9 @@ pub enum Command {
         #[arg(long, env = "LEADPIPE_NO_WORKERS")]
         no_workers: bool,
         #[command(flatten)]
-        workers: WorkerArgs,
+        workers: workers::WorkerSettings,
+        #[command(flatten)]
+        retired: RetiredWorkerSettings,
     },
     /// Run only the background workers (inbox processing, sweeper).
     Work {
@@ -70,7 +72,9 @@ pub enum Command {
         #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = crate::config::DEFAULT_METRICS_REFRESH_SECS)]
         metrics_refresh_secs: f64,
         #[command(flatten)]
-        workers: WorkerArgs,
+        workers: workers::WorkerSettings,
+        #[command(flatten)]
+        retired: RetiredWorkerSettings,
     },
     /// Apply pending database migrations and exit.
     Migrate,
@@ -242,11 +246,12 @@ pub async fn run() -> anyhow::Result<()> {
             no_migrate,
             no_workers,
             workers,
+            retired: _,
         } => {
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
             let settings = workers
-                .settings(cli.outbound.policy())
+                .with_outbound(cli.outbound.policy())
                 .with_keyring(&keyring);
             if !no_workers {
                 // Refuse bad worker settings before serving anything.
@@ -293,13 +298,14 @@ pub async fn run() -> anyhow::Result<()> {
             metrics_bind,
             metrics_refresh_secs,
             workers,
+            retired: _,
         } => {
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
             let conn = storage::open(&db.database_url, db.max_connections()?, !no_migrate).await?;
             refuse_keys_that_do_not_open(&conn, &keyring).await?;
             let settings = workers
-                .settings(cli.outbound.policy())
+                .with_outbound(cli.outbound.policy())
                 .with_keyring(&keyring);
             let metrics = match metrics_bind {
                 Some(bind) => {

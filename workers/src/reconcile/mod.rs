@@ -11,41 +11,55 @@ use std::time::Duration;
 use domain::net_guard::OutboundPolicy;
 use domain::retry::RetryPolicy;
 
+use crate::settings::{ReconcileAttempts, Retry, parse_duration};
+
 pub use runner::{ExecuteError, Progress, Reconciler};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct ReconcileSettings {
-    /// Timeout of one page request.
+    /// Timeout of one reconcile page request.
+    #[arg(
+        id = "reconcile_timeout",
+        value_name = "RECONCILE_TIMEOUT",
+        long = "reconcile-timeout",
+        env = "LEADPIPE_RECONCILE_TIMEOUT",
+        default_value = "30s",
+        value_parser = parse_duration
+    )]
     pub request_timeout: Duration,
-    /// Page fetch retries (transient errors): backoff and attempts.
-    pub retry: RetryPolicy,
-    /// A run without a heartbeat for this long is presumed dead and marked
-    /// failed; its process renews it with every page and while it waits.
+    /// `--reconcile-max-attempts` (page fetches, transient errors) and the
+    /// shared backoff.
+    #[command(flatten)]
+    pub retry: Retry<ReconcileAttempts>,
+    /// A reconcile run without a heartbeat for this long is marked failed.
+    // Its process renews it with every page and while it waits.
+    #[arg(
+        id = "reconcile_lease",
+        value_name = "RECONCILE_LEASE",
+        long = "reconcile-lease",
+        env = "LEADPIPE_RECONCILE_LEASE",
+        default_value = "2m",
+        value_parser = parse_duration
+    )]
     pub lease: Duration,
     /// How often the scheduler looks for due cron ticks.
+    #[arg(skip = Duration::from_secs(1))]
     pub scheduler_interval: Duration,
+    /// The global `--outbound-allow` (`WorkerSettings::with_outbound`).
+    #[arg(skip)]
     pub outbound: OutboundPolicy,
     /// Resolves pull hosts (the system resolver but in tests).
+    #[arg(skip)]
     pub dns: crate::outbound::Dns,
     /// Opens the sources' sealed pull auth values.
+    #[arg(skip)]
     pub keyring: domain::sealed::Keyring,
 }
 
 impl Default for ReconcileSettings {
+    /// The command line's defaults.
     fn default() -> Self {
-        Self {
-            request_timeout: Duration::from_secs(30),
-            retry: RetryPolicy {
-                base: Duration::from_secs(1),
-                cap: Duration::from_secs(60),
-                max_attempts: 6,
-            },
-            lease: Duration::from_secs(120),
-            scheduler_interval: Duration::from_secs(1),
-            outbound: OutboundPolicy::default(),
-            dns: crate::outbound::Dns::default(),
-            keyring: domain::sealed::Keyring::none(),
-        }
+        crate::settings::defaults()
     }
 }
 
@@ -58,7 +72,8 @@ impl ReconcileSettings {
                 base: Duration::from_millis(20),
                 cap: Duration::from_millis(200),
                 max_attempts: 4,
-            },
+            }
+            .into(),
             lease: Duration::from_secs(30),
             scheduler_interval: Duration::from_millis(100),
             outbound: OutboundPolicy::from_list("127.0.0.1,localhost"),
