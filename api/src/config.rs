@@ -8,6 +8,8 @@ use clap::Args;
 use domain::sealed::Keyring;
 use workers::settings::parse_duration;
 
+use crate::telemetry::LogFormat;
+
 #[derive(Debug, Clone, Args)]
 pub struct DbSettings {
     /// Where leads live: `sqlite://FILE?mode=rwc` or `postgres://…`.
@@ -248,6 +250,24 @@ impl OutboundSettings {
     pub fn policy(&self) -> domain::net_guard::OutboundPolicy {
         domain::net_guard::OutboundPolicy::from_list(&self.outbound_allow)
     }
+}
+
+/// How log lines are written. Their filter is `RUST_LOG`, the tracing
+/// ecosystem's own variable.
+#[derive(Debug, Clone, Args)]
+pub struct LogSettings {
+    /// `json` writes one JSON object per log line; anything else, text.
+    // Hidden: an environment setting first (the units' EnvironmentFile),
+    // and `--help` lists what it always listed.
+    #[arg(
+        long,
+        env = "LEADPIPE_LOG_FORMAT",
+        default_value = "text",
+        value_parser = LogFormat::parse,
+        global = true,
+        hide = true
+    )]
+    pub log_format: LogFormat,
 }
 
 /// The keys that seal secrets at rest (source secrets, pull auth values,

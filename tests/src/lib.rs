@@ -107,7 +107,7 @@ impl TestApp {
 
     async fn spawn_holding(backend: Backend, http: HttpSettings, hold: alone::Hold) -> Self {
         if std::env::var("TEST_LOG").is_ok() {
-            api::telemetry::init();
+            api::telemetry::init(Default::default());
         }
         let (database_url, dir) = match backend {
             Backend::Sqlite => {

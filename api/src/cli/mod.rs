@@ -17,7 +17,7 @@ pub mod token;
 use self::inbox::InboxCommand;
 use self::source::SourceCommand;
 use crate::config::{
-    DbSettings, HttpSettings, OutboundSettings, RetiredWorkerSettings, SecretSettings,
+    DbSettings, HttpSettings, LogSettings, OutboundSettings, RetiredWorkerSettings, SecretSettings,
 };
 use crate::startup::Application;
 use crate::storage;
@@ -35,6 +35,8 @@ pub struct Cli {
     pub outbound: OutboundSettings,
     #[command(flatten)]
     pub secrets: SecretSettings,
+    #[command(flatten)]
+    pub logs: LogSettings,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -223,8 +225,12 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     code.unwrap_or(Exit::Other) as u8
 }
 
+/// Parses the command line and runs it (logging is the caller's).
 pub async fn run() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    run_with(Cli::parse()).await
+}
+
+pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
     let db = &cli.db;
     // Every command that writes leads checks tombstones under these keys; a
     // bad key setting is reported by the commands that need the keys.
