@@ -47,6 +47,8 @@ pub async fn abandon_silent_imports(
 pub struct RetentionSettings {
     /// Finished inbox events' raw bodies (personal data) are emptied after
     /// this; the event row stays for deduplication.
+    ///
+    /// See docs/guide/data-protection.md.
     #[arg(
         id = "retain_inbox_bodies",
         value_name = "RETAIN_INBOX_BODIES",
@@ -80,6 +82,8 @@ pub struct RetentionSettings {
     pub outbox: Duration,
     /// Finished import runs' per-row reports are deleted after this (the
     /// run and its counts stay).
+    ///
+    /// Rejected reconcile records untouched for as long go too.
     #[arg(
         id = "retain_run_details",
         value_name = "RETAIN_RUN_DETAILS",

@@ -45,6 +45,9 @@ pub struct WorkerSettings {
     pub batch_size: usize,
     /// How often an idle worker looks for work when no wake-up came (a
     /// stored event wakes the workers at once; this is the fallback).
+    ///
+    /// Every kind of worker polls at this pace: inbox events, lead
+    /// processing, the outbox publisher.
     // What a poll finds: a retry that came due, a lease that ran out, a
     // lost wake-up.
     #[arg(
@@ -76,6 +79,8 @@ pub struct WorkerSettings {
     )]
     pub housekeeping_interval: Duration,
     /// How long an attempt may hold an event before another worker may take it.
+    ///
+    /// Must be longer than `LEADPIPE_ATTEMPT_TIMEOUT`.
     // Its worker is then presumed dead.
     #[arg(
         id = "processing_lease",
@@ -242,14 +247,9 @@ pub struct InboxAttempts;
 impl Attempts for InboxAttempts {
     const ID: &'static str = "inbox_max_attempts";
     fn arg() -> Arg {
-        attempts_arg(
-            Self::ID,
-            "inbox-max-attempts",
-            "INBOX_MAX_ATTEMPTS",
-            "LEADPIPE_INBOX_MAX_ATTEMPTS",
-            "8",
-        )
-        .help("Processing attempts per inbox event before it is `dead`")
+        attempts_arg(Self::ID, "inbox-max-attempts", "INBOX_MAX_ATTEMPTS", "8")
+            .env("LEADPIPE_INBOX_MAX_ATTEMPTS")
+            .help("Processing attempts per inbox event before it is `dead`")
     }
 }
 
@@ -264,9 +264,9 @@ impl Attempts for DeliveryAttempts {
             Self::ID,
             "delivery-max-attempts",
             "DELIVERY_MAX_ATTEMPTS",
-            "LEADPIPE_DELIVERY_MAX_ATTEMPTS",
             "8",
         )
+        .env("LEADPIPE_DELIVERY_MAX_ATTEMPTS")
         .help("Attempts per outgoing delivery before it is `dead`")
     }
 }
@@ -282,25 +282,23 @@ impl Attempts for ReconcileAttempts {
             Self::ID,
             "reconcile-max-attempts",
             "RECONCILE_MAX_ATTEMPTS",
-            "LEADPIPE_RECONCILE_MAX_ATTEMPTS",
             "6",
         )
+        .env("LEADPIPE_RECONCILE_MAX_ATTEMPTS")
         .help("Attempts per reconcile page (transient errors) before the run fails")
     }
 }
 
-/// `--{long} <{VALUE}>` of `env`, a number of attempts.
+/// `--{long} <{VALUE}>`, a number of attempts.
 fn attempts_arg(
     id: &'static str,
     long: &'static str,
     value: &'static str,
-    env: &'static str,
     default: &'static str,
 ) -> Arg {
     Arg::new(id)
         .long(long)
         .value_name(value)
-        .env(env)
         .default_value(default)
         .value_parser(clap::value_parser!(u32))
 }
@@ -350,7 +348,13 @@ impl<Q: Attempts> Args for Retry<Q> {
                     .default_value("1s")
                     .value_name("RETRY_BASE")
                     .value_parser(parse_duration)
-                    .help("Backoff ceiling of the first retry; doubles per attempt (full jitter)"),
+                    .help("Backoff ceiling of the first retry; doubles per attempt (full jitter)")
+                    .long_help(
+                        "Backoff ceiling of the first retry; doubles per attempt (full \
+                         jitter).\n\n\
+                         Shared by every retry: inbox events, lead processing, outgoing \
+                         deliveries and reconcile pages. At most `LEADPIPE_RETRY_CAP`.",
+                    ),
             )
             .arg(
                 Arg::new(RETRY_CAP)

@@ -10,6 +10,7 @@ pub mod lead;
 pub mod output;
 pub mod reconcile;
 pub mod secrets;
+pub mod settings_doc;
 pub mod source;
 pub mod subscription;
 pub mod token;
@@ -63,11 +64,14 @@ pub enum Command {
     },
     /// Run only the background workers (inbox processing, sweeper).
     Work {
+        /// Do not apply pending migrations on start (run `leadpipe migrate` yourself).
         #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
         no_migrate: bool,
         /// Serve this process's `GET /metrics` on this address, without a
         /// token (e.g. `127.0.0.1:9101`): the workers' counters (attempts,
         /// dead letters, deliveries, reconcile runs) live only here.
+        ///
+        /// Unset: this process serves no metrics.
         #[arg(long, env = "LEADPIPE_METRICS_BIND")]
         metrics_bind: Option<String>,
         /// How often the gauges read from the database are refreshed, in seconds.

@@ -32,6 +32,9 @@ pub struct ReconcileSettings {
     #[command(flatten)]
     pub retry: Retry<ReconcileAttempts>,
     /// A reconcile run without a heartbeat for this long is marked failed.
+    ///
+    /// Must be more than twice `LEADPIPE_RECONCILE_TIMEOUT`. Applies to runs
+    /// started over the API too.
     // Its process renews it with every page and while it waits.
     #[arg(
         id = "reconcile_lease",
