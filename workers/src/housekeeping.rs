@@ -12,7 +12,7 @@ use domain::retention::{RetentionRules, Swept};
 use futures::future::{BoxFuture, FutureExt};
 use sea_orm::{DatabaseConnection, DbErr};
 
-use crate::settings::parse_duration;
+pub use crate::settings::RetentionSettings;
 
 /// How often housekeeping runs at least: an abandoned import is noticed,
 /// and an erasure's pending scrub retried, within seconds.
@@ -40,89 +40,6 @@ pub async fn abandon_silent_imports(
         );
     }
     Ok(abandoned)
-}
-
-/// How retention runs: what is deleted when, and how often.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::Args)]
-pub struct RetentionSettings {
-    /// Finished inbox events' raw bodies (personal data) are emptied after
-    /// this; the event row stays for deduplication.
-    ///
-    /// See docs/guide/data-protection.md.
-    #[arg(
-        id = "retain_inbox_bodies",
-        value_name = "RETAIN_INBOX_BODIES",
-        long = "retain-inbox-bodies",
-        env = "LEADPIPE_RETAIN_INBOX_BODIES",
-        default_value = "30d",
-        value_parser = parse_duration
-    )]
-    pub inbox_body: Duration,
-    /// Finished inbox events are deleted this long after their last
-    /// delivery (at least 7d: a late redelivery must still be a duplicate).
-    #[arg(
-        id = "retain_inbox_events",
-        value_name = "RETAIN_INBOX_EVENTS",
-        long = "retain-inbox-events",
-        env = "LEADPIPE_RETAIN_INBOX_EVENTS",
-        default_value = "90d",
-        value_parser = parse_duration
-    )]
-    pub inbox_event: Duration,
-    /// Outbox events delivered to every subscription, and their deliveries,
-    /// are deleted after this (undelivered and dead ones never are).
-    #[arg(
-        id = "retain_delivered_outbox",
-        value_name = "RETAIN_DELIVERED_OUTBOX",
-        long = "retain-delivered-outbox",
-        env = "LEADPIPE_RETAIN_DELIVERED_OUTBOX",
-        default_value = "30d",
-        value_parser = parse_duration
-    )]
-    pub outbox: Duration,
-    /// Finished import runs' per-row reports are deleted after this (the
-    /// run and its counts stay).
-    ///
-    /// Rejected reconcile records untouched for as long go too.
-    #[arg(
-        id = "retain_run_details",
-        value_name = "RETAIN_RUN_DETAILS",
-        long = "retain-run-details",
-        env = "LEADPIPE_RETAIN_RUN_DETAILS",
-        default_value = "30d",
-        value_parser = parse_duration
-    )]
-    pub run_details: Duration,
-    /// How often the retention sweep runs.
-    #[arg(
-        id = "retention_interval",
-        value_name = "RETENTION_INTERVAL",
-        long = "retention-interval",
-        env = "LEADPIPE_RETENTION_INTERVAL",
-        default_value = "10m",
-        value_parser = parse_duration
-    )]
-    pub interval: Duration,
-}
-
-impl Default for RetentionSettings {
-    /// The command line's defaults.
-    fn default() -> Self {
-        crate::settings::defaults()
-    }
-}
-
-impl RetentionSettings {
-    /// The rules a sweep applies (rows per statement: the domain's).
-    pub fn rules(&self) -> RetentionRules {
-        RetentionRules {
-            inbox_body: self.inbox_body,
-            inbox_event: self.inbox_event,
-            outbox: self.outbox,
-            run_details: self.run_details,
-            ..RetentionRules::default()
-        }
-    }
 }
 
 /// Deletes (or empties) what has outlived its retention; counts it in

@@ -15,17 +15,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use domain::inbound::signature::standard_webhooks;
-use domain::net_guard::OutboundPolicy;
 use domain::outbound::delivery::{self, AttemptResult, Claimed, Settlement};
-use domain::sealed::Keyring;
 use futures::StreamExt;
 use sea_orm::{DatabaseConnection, DbBackend};
 use serde_json::json;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::outbound::{Dns, error_detail, refusal, without_url};
-use crate::settings::{DeliveryAttempts, Retry, parse_duration};
+use crate::outbound::{error_detail, refusal, without_url};
+pub use crate::settings::PublisherSettings;
 
 /// Outbox events fanned out per statement.
 const FAN_OUT_BATCH: u64 = 500;
@@ -34,61 +32,6 @@ const SETTLE_BATCH: usize = 256;
 /// Deliveries claimed per statement, at most, whatever `batch` says: the
 /// queue ahead of the requests holds two claims.
 const MAX_CLAIM: usize = 1_000;
-
-#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
-pub struct PublisherSettings {
-    /// Timeout of one outgoing webhook request.
-    #[arg(
-        id = "delivery_timeout",
-        value_name = "DELIVERY_TIMEOUT",
-        long = "delivery-timeout",
-        env = "LEADPIPE_DELIVERY_TIMEOUT",
-        default_value = "15s",
-        value_parser = parse_duration
-    )]
-    pub request_timeout: Duration,
-    /// Outgoing webhook requests in flight at once, per worker process.
-    #[arg(
-        id = "delivery_concurrency",
-        value_name = "DELIVERY_CONCURRENCY",
-        long = "delivery-concurrency",
-        env = "LEADPIPE_DELIVERY_CONCURRENCY",
-        default_value_t = 64
-    )]
-    pub concurrency: usize,
-    /// Outgoing webhook requests in flight at once to one subscription, per
-    /// worker process. A lead's own events always go one at a time, in order.
-    #[arg(
-        id = "delivery_per_subscription",
-        value_name = "DELIVERY_PER_SUBSCRIPTION",
-        long = "delivery-per-subscription",
-        env = "LEADPIPE_DELIVERY_PER_SUBSCRIPTION",
-        default_value_t = 16
-    )]
-    pub per_subscription: usize,
-    /// `--delivery-max-attempts` and the shared backoff.
-    #[command(flatten)]
-    pub retry: Retry<DeliveryAttempts>,
-    /// The global `--outbound-allow` (`WorkerSettings::with_outbound`).
-    #[arg(skip)]
-    pub outbound: OutboundPolicy,
-    /// Deliveries claimed per claim, at most.
-    #[arg(skip = 256_u64)]
-    pub batch: u64,
-    /// Resolves receivers' host names (the system resolver but in tests).
-    #[arg(skip)]
-    pub dns: Dns,
-    /// Opens the subscriptions' sealed signing secrets.
-    #[arg(skip)]
-    pub keyring: Keyring,
-}
-
-impl Default for PublisherSettings {
-    /// The command line's defaults.
-    fn default() -> Self {
-        crate::settings::defaults()
-    }
-}
 
 #[derive(Clone)]
 pub struct Publisher {

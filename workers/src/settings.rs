@@ -1,19 +1,22 @@
-//! The worker's settings. These structs are what the `leadpipe` command
-//! line fills (flags and `LEADPIPE_*` variables, clap with `env`) and what
-//! the workers run with: one definition per setting, its flag, variable,
-//! default and help together. `docs/guide/configuration.md` is generated
-//! from them.
+//! The workers' settings: [`WorkerSettings`] and its parts (retention, the
+//! outbox publisher, reconcile). These structs are what the `leadpipe`
+//! command line fills (flags and `LEADPIPE_*` variables, clap with `env`)
+//! and what the workers run with: one definition per setting, its flag,
+//! variable, default and help together. `docs/guide/configuration.md` is
+//! generated from them. Fields marked `skip` are not settings: what the
+//! process hands in (the keyring, the outbound allow-list, a resolver).
 
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
+use domain::net_guard::OutboundPolicy;
+use domain::retention::RetentionRules;
 use domain::retry::RetryPolicy;
+use domain::sealed::Keyring;
 
-use crate::housekeeping::RetentionSettings;
-use crate::publisher::PublisherSettings;
-use crate::reconcile::ReconcileSettings;
+use crate::outbound::Dns;
 
 /// The largest batch. A batch's statements bind parameters per row (SQLite's
 /// upsert 13 a record, within 32,766; PostgreSQL's batch end 7 an event,
@@ -168,7 +171,7 @@ impl WorkerSettings {
                 }
                 .into(),
                 outbound: domain::net_guard::OutboundPolicy::from_list("127.0.0.1,localhost"),
-                keyring: domain::sealed::Keyring::for_tests(),
+                keyring: Keyring::for_tests(),
                 ..PublisherSettings::default()
             },
             reconcile: ReconcileSettings::for_tests(),
@@ -218,6 +221,233 @@ impl WorkerSettings {
         }
         self.retention.rules().validate()?;
         self.reconcile.validate()
+    }
+}
+
+/// How retention runs: what is deleted when, and how often.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Args)]
+pub struct RetentionSettings {
+    /// Finished inbox events' raw bodies (personal data) are emptied after
+    /// this; the event row stays for deduplication.
+    ///
+    /// See docs/guide/data-protection.md.
+    #[arg(
+        id = "retain_inbox_bodies",
+        value_name = "RETAIN_INBOX_BODIES",
+        long = "retain-inbox-bodies",
+        env = "LEADPIPE_RETAIN_INBOX_BODIES",
+        default_value = "30d",
+        value_parser = parse_duration
+    )]
+    pub inbox_body: Duration,
+    /// Finished inbox events are deleted this long after their last
+    /// delivery (at least 7d: a late redelivery must still be a duplicate).
+    #[arg(
+        id = "retain_inbox_events",
+        value_name = "RETAIN_INBOX_EVENTS",
+        long = "retain-inbox-events",
+        env = "LEADPIPE_RETAIN_INBOX_EVENTS",
+        default_value = "90d",
+        value_parser = parse_duration
+    )]
+    pub inbox_event: Duration,
+    /// Outbox events delivered to every subscription, and their deliveries,
+    /// are deleted after this (undelivered and dead ones never are).
+    #[arg(
+        id = "retain_delivered_outbox",
+        value_name = "RETAIN_DELIVERED_OUTBOX",
+        long = "retain-delivered-outbox",
+        env = "LEADPIPE_RETAIN_DELIVERED_OUTBOX",
+        default_value = "30d",
+        value_parser = parse_duration
+    )]
+    pub outbox: Duration,
+    /// Finished import runs' per-row reports are deleted after this (the
+    /// run and its counts stay).
+    ///
+    /// Rejected reconcile records untouched for as long go too.
+    #[arg(
+        id = "retain_run_details",
+        value_name = "RETAIN_RUN_DETAILS",
+        long = "retain-run-details",
+        env = "LEADPIPE_RETAIN_RUN_DETAILS",
+        default_value = "30d",
+        value_parser = parse_duration
+    )]
+    pub run_details: Duration,
+    /// How often the retention sweep runs.
+    #[arg(
+        id = "retention_interval",
+        value_name = "RETENTION_INTERVAL",
+        long = "retention-interval",
+        env = "LEADPIPE_RETENTION_INTERVAL",
+        default_value = "10m",
+        value_parser = parse_duration
+    )]
+    pub interval: Duration,
+}
+
+impl Default for RetentionSettings {
+    /// The command line's defaults.
+    fn default() -> Self {
+        defaults()
+    }
+}
+
+impl RetentionSettings {
+    /// The rules a sweep applies (rows per statement: the domain's).
+    pub fn rules(&self) -> RetentionRules {
+        RetentionRules {
+            inbox_body: self.inbox_body,
+            inbox_event: self.inbox_event,
+            outbox: self.outbox,
+            run_details: self.run_details,
+            ..RetentionRules::default()
+        }
+    }
+}
+
+/// Outgoing webhooks: the outbox publisher.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct PublisherSettings {
+    /// Timeout of one outgoing webhook request.
+    #[arg(
+        id = "delivery_timeout",
+        value_name = "DELIVERY_TIMEOUT",
+        long = "delivery-timeout",
+        env = "LEADPIPE_DELIVERY_TIMEOUT",
+        default_value = "15s",
+        value_parser = parse_duration
+    )]
+    pub request_timeout: Duration,
+    /// Outgoing webhook requests in flight at once, per worker process.
+    #[arg(
+        id = "delivery_concurrency",
+        value_name = "DELIVERY_CONCURRENCY",
+        long = "delivery-concurrency",
+        env = "LEADPIPE_DELIVERY_CONCURRENCY",
+        default_value_t = 64
+    )]
+    pub concurrency: usize,
+    /// Outgoing webhook requests in flight at once to one subscription, per
+    /// worker process. A lead's own events always go one at a time, in order.
+    #[arg(
+        id = "delivery_per_subscription",
+        value_name = "DELIVERY_PER_SUBSCRIPTION",
+        long = "delivery-per-subscription",
+        env = "LEADPIPE_DELIVERY_PER_SUBSCRIPTION",
+        default_value_t = 16
+    )]
+    pub per_subscription: usize,
+    /// `--delivery-max-attempts` and the shared backoff.
+    #[command(flatten)]
+    pub retry: Retry<DeliveryAttempts>,
+    /// The global `--outbound-allow` (`WorkerSettings::with_outbound`).
+    #[arg(skip)]
+    pub outbound: OutboundPolicy,
+    /// Deliveries claimed per claim, at most.
+    #[arg(skip = 256_u64)]
+    pub batch: u64,
+    /// Resolves receivers' host names (the system resolver but in tests).
+    #[arg(skip)]
+    pub dns: Dns,
+    /// Opens the subscriptions' sealed signing secrets.
+    #[arg(skip)]
+    pub keyring: Keyring,
+}
+
+impl Default for PublisherSettings {
+    /// The command line's defaults.
+    fn default() -> Self {
+        defaults()
+    }
+}
+
+/// Reconcile runs (started by the scheduler, over the API, or by
+/// `leadpipe reconcile`) and the cron scheduler.
+#[derive(Debug, Clone, PartialEq, Eq, Args)]
+pub struct ReconcileSettings {
+    /// Timeout of one reconcile page request.
+    #[arg(
+        id = "reconcile_timeout",
+        value_name = "RECONCILE_TIMEOUT",
+        long = "reconcile-timeout",
+        env = "LEADPIPE_RECONCILE_TIMEOUT",
+        default_value = "30s",
+        value_parser = parse_duration
+    )]
+    pub request_timeout: Duration,
+    /// `--reconcile-max-attempts` (page fetches, transient errors) and the
+    /// shared backoff.
+    #[command(flatten)]
+    pub retry: Retry<ReconcileAttempts>,
+    /// A reconcile run without a heartbeat for this long is marked failed.
+    ///
+    /// Must be more than twice `LEADPIPE_RECONCILE_TIMEOUT`. Applies to runs
+    /// started over the API too.
+    // Its process renews it with every page and while it waits.
+    #[arg(
+        id = "reconcile_lease",
+        value_name = "RECONCILE_LEASE",
+        long = "reconcile-lease",
+        env = "LEADPIPE_RECONCILE_LEASE",
+        default_value = "2m",
+        value_parser = parse_duration
+    )]
+    pub lease: Duration,
+    /// How often the scheduler looks for due cron ticks.
+    #[arg(skip = Duration::from_secs(1))]
+    pub scheduler_interval: Duration,
+    /// The global `--outbound-allow` (`WorkerSettings::with_outbound`).
+    #[arg(skip)]
+    pub outbound: OutboundPolicy,
+    /// Resolves pull hosts (the system resolver but in tests).
+    #[arg(skip)]
+    pub dns: Dns,
+    /// Opens the sources' sealed pull auth values.
+    #[arg(skip)]
+    pub keyring: Keyring,
+}
+
+impl Default for ReconcileSettings {
+    /// The command line's defaults.
+    fn default() -> Self {
+        defaults()
+    }
+}
+
+impl ReconcileSettings {
+    /// Fast retries and a loopback allow-list, for tests and the demo.
+    pub fn for_tests() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(5),
+            retry: RetryPolicy {
+                base: Duration::from_millis(20),
+                cap: Duration::from_millis(200),
+                max_attempts: 4,
+            }
+            .into(),
+            lease: Duration::from_secs(30),
+            scheduler_interval: Duration::from_millis(100),
+            outbound: OutboundPolicy::from_list("127.0.0.1,localhost"),
+            dns: Dns::default(),
+            keyring: Keyring::for_tests(),
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if self.retry.max_attempts == 0 {
+            return Err("reconcile attempts must be at least 1".into());
+        }
+        // A page request must end well inside the lease, or a live run
+        // could be taken for dead while it waits for an answer.
+        if self.lease <= self.request_timeout * 2 {
+            return Err("the reconcile lease must be more than twice the request timeout".into());
+        }
+        if self.scheduler_interval.is_zero() {
+            return Err("the reconcile scheduler interval must be positive".into());
+        }
+        Ok(())
     }
 }
 
