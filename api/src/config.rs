@@ -2,13 +2,20 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 use domain::sealed::Keyring;
+use workers::settings::parse_duration;
+
+use crate::telemetry::LogFormat;
 
 #[derive(Debug, Clone, Args)]
 pub struct DbSettings {
     /// Where leads live: `sqlite://FILE?mode=rwc` or `postgres://…`.
+    ///
+    /// PostgreSQL: `postgres://user:pass@host:port/db` (its value never
+    /// shows in `--help`).
     // `hide_env_values`: a PostgreSQL URL carries its password, and `--help`
     // would print it.
     #[arg(
@@ -20,6 +27,16 @@ pub struct DbSettings {
     )]
     pub database_url: String,
     /// Size of the connection pool [default: 16 on PostgreSQL, 8 on SQLite].
+    ///
+    /// Per process; `serve` with workers on PostgreSQL opens
+    /// `LEADPIPE_WORKER_CONCURRENCY` + 8 more for them, and intake's group
+    /// committers two each besides this pool (pinged only after a second
+    /// idle). SQLite writes one transaction at a time and each connection
+    /// keeps its own cache and thread, so a larger SQLite pool costs memory
+    /// (about 1 MiB a connection) and gains little. Connections stay open
+    /// once opened (sqlx's idle reaper is off: in sqlx 0.9.0 it can spin at
+    /// 100% CPU, transact-rs/sqlx#3645); a broken one is replaced when the
+    /// ping before each use fails.
     #[arg(long, env = "LEADPIPE_DB_MAX_CONNECTIONS", global = true)]
     pub db_max_connections: Option<u32>,
 }
@@ -40,6 +57,32 @@ impl DbSettings {
     }
 }
 
+/// A variable leadpipe reads outside its command line: read before the
+/// command line is (`MALLOC_ARENA_MAX`), or another library's convention
+/// (`RUST_LOG`). Listed here so the generated settings table has them too.
+pub struct EnvironmentOnly {
+    pub env: &'static str,
+    pub default: &'static str,
+    pub meaning: &'static str,
+}
+
+pub const ENVIRONMENT_ONLY: &[EnvironmentOnly] = &[
+    EnvironmentOnly {
+        env: "MALLOC_ARENA_MAX",
+        // malloc::DEFAULT_ARENAS (a unit test holds them equal).
+        default: "2",
+        meaning: "glibc malloc arenas; leadpipe caps them at 2 when it starts (set by \
+                  `leadpipe` itself, before any thread), which kept a SQLite server's peak \
+                  memory about 20 MiB lower at the same throughput (docs/performance.md); \
+                  set it to use glibc's default (8 per core) or another number",
+    },
+    EnvironmentOnly {
+        env: "RUST_LOG",
+        default: crate::telemetry::DEFAULT_FILTER,
+        meaning: "The log filter (tracing's `EnvFilter` syntax)",
+    },
+];
+
 /// `LEADPIPE_METRICS_REFRESH_SECS` unless set.
 pub const DEFAULT_METRICS_REFRESH_SECS: f64 = 5.0;
 
@@ -54,14 +97,21 @@ pub struct HttpSettings {
     /// How long a request body has to arrive, in seconds, before the
     /// `LEADPIPE_BODY_MIN_RATE` allowance; slower: 408 and the connection
     /// closes (a sender trickling a body holds a connection open forever).
+    ///
+    /// 0.1 to 86,400. See docs/security/listener.md#slow-bodies-and-heads-408-or-the-connection-closes.
     #[arg(long, env = "LEADPIPE_BODY_TIMEOUT_SECS", default_value_t = 20.0)]
     pub body_timeout_secs: f64,
     /// Each byte of a request body received extends its deadline by
     /// 1/this seconds: a body must keep arriving at this many bytes a
     /// second (at least 1).
+    ///
+    /// 0 counts as 1.
     #[arg(long, env = "LEADPIPE_BODY_MIN_RATE", default_value_t = 500)]
     pub body_min_rate: u64,
     /// How long an Idempotency-Key and its stored response are kept, in hours.
+    ///
+    /// A repeat within this time gets the stored response replayed
+    /// (docs/guide/idempotency.md).
     #[arg(
         long,
         env = "LEADPIPE_IDEMPOTENCY_RETENTION_HOURS",
@@ -81,6 +131,9 @@ pub struct HttpSettings {
     #[arg(long, env = "LEADPIPE_AUTH_CACHE_SECS", default_value_t = 5)]
     pub auth_cache_secs: u64,
     /// Coalesce concurrent intake upserts into shared transactions (group commit).
+    ///
+    /// Keyless intake requests only: one with an Idempotency-Key is written
+    /// on its own.
     #[arg(long, env = "LEADPIPE_GROUP_COMMIT", default_value_t = true, action = clap::ArgAction::Set)]
     pub group_commit: bool,
     /// Most records in one group-commit transaction.
@@ -88,6 +141,8 @@ pub struct HttpSettings {
     pub group_commit_max_batch: usize,
     /// Group-commit transactions in flight at once (on PostgreSQL split
     /// among the HTTP workers, each running its share on its own thread).
+    ///
+    /// The split rounds up: every HTTP worker gets at least one.
     #[arg(long, env = "LEADPIPE_GROUP_COMMIT_COMMITTERS", default_value_t = 4)]
     pub group_commit_committers: usize,
     /// How long a group committer waits for more records to fill a batch,
@@ -98,11 +153,17 @@ pub struct HttpSettings {
     #[arg(long, env = "LEADPIPE_HTTP_WORKERS", default_value_t = 0)]
     pub http_workers: usize,
     /// Largest file accepted by `POST /api/imports`, in bytes (larger: 413).
+    ///
+    /// The upload streams to a temporary file (`LEADPIPE_SPOOL_DIR`), never
+    /// into memory.
     #[arg(long, env = "LEADPIPE_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
     pub import_max_bytes: usize,
     /// On a graceful stop (SIGTERM), how long `serve` waits for running
     /// imports to finish, in seconds; then each stops after its current
     /// batch and its run ends `interrupted` (import the file again to resume).
+    ///
+    /// Keep it under the service manager's stop timeout (systemd's
+    /// `TimeoutStopSec`), or the process is killed first.
     #[arg(
         long,
         env = "LEADPIPE_IMPORT_SHUTDOWN_GRACE_SECS",
@@ -126,6 +187,8 @@ pub struct HttpSettings {
     /// How often the gauges read from the database (backlogs, ages) are
     /// refreshed in the background, in seconds; a scrape serves the last
     /// values and never queries the database.
+    ///
+    /// Fractions allowed; at least 0.1.
     #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = DEFAULT_METRICS_REFRESH_SECS)]
     pub metrics_refresh_secs: f64,
     /// Failed authentications one client address may make per minute — bad
@@ -153,9 +216,13 @@ pub struct HttpSettings {
     /// A PostgreSQL streaming replica for lists, searches, timelines,
     /// stats, traces and exports (`postgres://…`); unset, the primary
     /// serves every read.
+    ///
+    /// See docs/guide/operations.md#read-replicas.
     #[arg(long, env = "DATABASE_READ_URL", hide_env_values = true)]
     pub database_read_url: Option<String>,
     /// Seconds the read replica may lag before reads go to the primary.
+    ///
+    /// Reads go to the primary too while the replica does not answer.
     #[arg(long, env = "LEADPIPE_READ_MAX_LAG", default_value_t = 5.0)]
     pub read_max_lag_secs: f64,
     /// Seals secrets before they are stored: filled from `SecretSettings`.
@@ -214,11 +281,32 @@ impl HttpSettings {
     }
 }
 
+/// Worker settings an older leadpipe had: still accepted, so an old
+/// environment file still starts (a value must still parse), and ignored.
+#[derive(Debug, Clone, Args)]
+pub struct RetiredWorkerSettings {
+    /// Accepted and ignored: there is no sweeper any more (a waiting event
+    /// is claimed by the workers' next pass).
+    ///
+    /// Retries come due and expired leases are claimed by the workers' poll.
+    #[arg(long, env = "LEADPIPE_SWEEP_GRACE", default_value = "60s", value_parser = parse_duration, hide = true)]
+    pub sweep_grace: Duration,
+    /// Accepted and ignored: there is no job queue any more (the rows that
+    /// hold the work are the queue).
+    ///
+    /// See docs/guide/operations.md#upgrading-from-a-version-with-a-job-queue.
+    #[arg(long, env = "LEADPIPE_JOB_RETENTION", default_value = "10s", value_parser = parse_duration, hide = true)]
+    pub job_retention: Duration,
+}
+
 /// Where outgoing requests (webhooks to subscribers, pulls from sources) may go.
 #[derive(Debug, Clone, Args)]
 pub struct OutboundSettings {
     /// Hosts (names or IPs, comma-separated) that outgoing requests may reach
     /// even though they are internal (loopback, private, link-local).
+    ///
+    /// Outgoing requests are webhooks to subscribers and reconcile pulls;
+    /// e.g. `127.0.0.1,localhost`. Empty: public addresses only.
     #[arg(
         long,
         env = "LEADPIPE_OUTBOUND_ALLOW",
@@ -234,6 +322,24 @@ impl OutboundSettings {
     }
 }
 
+/// How log lines are written. Their filter is `RUST_LOG`, the tracing
+/// ecosystem's own variable (see [`ENVIRONMENT_ONLY`]).
+#[derive(Debug, Clone, Args)]
+pub struct LogSettings {
+    /// `json` writes one JSON object per log line; anything else, text.
+    // Hidden: an environment setting first (the units' EnvironmentFile),
+    // and `--help` lists what it always listed.
+    #[arg(
+        long,
+        env = "LEADPIPE_LOG_FORMAT",
+        default_value = "text",
+        value_parser = LogFormat::parse,
+        global = true,
+        hide = true
+    )]
+    pub log_format: LogFormat,
+}
+
 /// The keys that seal secrets at rest (source secrets, pull auth values,
 /// subscription secrets). See docs/security/secrets.md.
 #[derive(Clone, Args)]
@@ -241,6 +347,9 @@ pub struct SecretSettings {
     /// Sealing keys, comma-separated `ID:BASE64` entries of 32 random bytes
     /// (`openssl rand -base64 32`); the first seals, every one opens. Prefer
     /// the environment variable or --secret-key-file to this flag.
+    ///
+    /// Without a key, storing a secret answers 503
+    /// (`/problems/secret-key-missing`); see docs/security/secrets.md.
     #[arg(
         long,
         env = "LEADPIPE_SECRET_KEY",

@@ -16,17 +16,22 @@ fn main() -> ExitCode {
 }
 
 async fn run() -> ExitCode {
+    let cli = <leadpipe::cli::Cli as clap::Parser>::parse();
+    let format = cli.logs.log_format;
     // The demo prints a table; only warnings (such as reconcile's report of
     // missed deliveries) should join it unless RUST_LOG says otherwise.
-    if std::env::args().any(|a| a == "demo") && std::env::var_os("RUST_LOG").is_none() {
-        leadpipe::telemetry::init_with(
+    if matches!(cli.command, leadpipe::cli::Command::Demo(_))
+        && std::env::var_os("RUST_LOG").is_none()
+    {
+        leadpipe::telemetry::install(
             std::io::stderr,
             tracing_subscriber::EnvFilter::new("warn,sqlx=error,sea_orm=error"),
+            format,
         );
     } else {
-        leadpipe::telemetry::init();
+        leadpipe::telemetry::init(format);
     }
-    match leadpipe::cli::run().await {
+    match leadpipe::cli::run_with(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");

@@ -1,5 +1,5 @@
 //! Logs: `RUST_LOG`-style filtering, human or JSON lines
-//! (`LEADPIPE_LOG_FORMAT=json`), every line passed through
+//! (`--log-format`, `LEADPIPE_LOG_FORMAT=json`), every line passed through
 //! `domain::redact::mask` on its way out.
 
 use std::io::{self, Write};
@@ -34,26 +34,57 @@ impl<'a, M: MakeWriter<'a>> MakeWriter<'a> for Masking<M> {
     }
 }
 
+/// The filter without `RUST_LOG`.
 pub const DEFAULT_FILTER: &str = "info,sqlx=warn,sea_orm=warn";
 
-pub fn init() {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
-    init_with(io::stderr, filter);
+/// How each log line is written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// For people: one line of text an event.
+    #[default]
+    Text,
+    /// One JSON object a line, for a log pipeline.
+    Json,
 }
 
-/// Installs the global subscriber writing to `writer` (tests capture logs this way).
+impl LogFormat {
+    /// `json` (any case) is JSON; anything else is text, as it always was.
+    pub fn parse(text: &str) -> Result<Self, std::convert::Infallible> {
+        Ok(if text.trim().eq_ignore_ascii_case("json") {
+            Self::Json
+        } else {
+            Self::Text
+        })
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (else [`DEFAULT_FILTER`]).
+pub fn init(format: LogFormat) {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    install(io::stderr, filter, format);
+}
+
+/// Installs the global subscriber writing text to `writer` (tests capture
+/// logs this way).
 pub fn init_with<W>(writer: W, filter: EnvFilter)
 where
     W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
 {
-    let json = std::env::var("LEADPIPE_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    install(writer, filter, LogFormat::Text);
+}
+
+/// Installs the global subscriber writing to `writer` in `format`.
+pub fn install<W>(writer: W, filter: EnvFilter, format: LogFormat)
+where
+    W: for<'a> MakeWriter<'a> + Send + Sync + 'static,
+{
     let ansi = std::io::IsTerminal::is_terminal(&io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(ansi)
         .with_writer(Masking(writer));
-    let result = if json {
+    let result = if format == LogFormat::Json {
         builder
             .json()
             .with_current_span(true)

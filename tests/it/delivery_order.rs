@@ -283,7 +283,7 @@ async fn stopping_hands_back_what_was_claimed_but_not_sent(backend: Backend) {
 /// The tests' publisher with the default retry policy.
 fn settings() -> PublisherSettings {
     PublisherSettings {
-        retry: RetryPolicy::default(),
+        retry: RetryPolicy::default().into(),
         ..publishing::settings()
     }
 }

@@ -33,8 +33,9 @@ fn publisher(app: &TestApp, max_attempts: u32, outbound: &str) -> Publisher {
     app.publisher(PublisherSettings {
         retry: RetryPolicy {
             max_attempts,
-            ..settings.retry
-        },
+            ..*settings.retry
+        }
+        .into(),
         outbound: OutboundPolicy::from_list(outbound),
         ..settings
     })

@@ -145,7 +145,8 @@ async fn a_subscriber_name_rebinding_to_loopback_is_never_connected(backend: Bac
                 base: Duration::from_millis(10),
                 cap: Duration::from_millis(40),
                 max_attempts: 8,
-            },
+            }
+            .into(),
             // Loopback is allow-listed by address, as in the test set-up:
             // the name still may not reach it.
             outbound: OutboundPolicy::from_list("127.0.0.1"),
@@ -265,7 +266,8 @@ async fn a_huge_error_body_is_not_read_whole(backend: Backend) {
             retry: RetryPolicy {
                 max_attempts: 1,
                 ..RetryPolicy::default()
-            },
+            }
+            .into(),
             outbound: OutboundPolicy::from_list("127.0.0.1"),
             keyring: domain::sealed::Keyring::for_tests(),
             ..PublisherSettings::default()

@@ -93,7 +93,7 @@ impl TestApp {
 
     pub async fn spawn_with(backend: Backend, http: HttpSettings) -> Self {
         if std::env::var("TEST_LOG").is_ok() {
-            api::telemetry::init();
+            api::telemetry::init(Default::default());
         }
         let (database_url, dir) = match backend {
             Backend::Sqlite => {

@@ -18,7 +18,8 @@ pub fn settings() -> PublisherSettings {
             base: Duration::from_millis(10),
             cap: Duration::from_millis(40),
             max_attempts: 3,
-        },
+        }
+        .into(),
         outbound: OutboundPolicy::from_list("127.0.0.1"),
         keyring: domain::sealed::Keyring::for_tests(),
         ..PublisherSettings::default()

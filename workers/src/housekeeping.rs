@@ -13,6 +13,8 @@ use domain::retention::{RetentionRules, Swept};
 use futures::future::{BoxFuture, FutureExt};
 use sea_orm::DbErr;
 
+pub use crate::settings::RetentionSettings;
+
 /// How often housekeeping runs at least: an abandoned import is noticed,
 /// and an erasure's pending scrub retried, within seconds.
 const MAX_INTERVAL: Duration = Duration::from_secs(5);
@@ -36,22 +38,6 @@ pub async fn abandon_silent_imports(db: &Store, after: Duration) -> Result<u64, 
         );
     }
     Ok(abandoned)
-}
-
-/// How retention runs: its rules, and how often.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RetentionSettings {
-    pub rules: RetentionRules,
-    pub interval: Duration,
-}
-
-impl Default for RetentionSettings {
-    fn default() -> Self {
-        Self {
-            rules: RetentionRules::default(),
-            interval: Duration::from_secs(600),
-        }
-    }
 }
 
 /// Deletes (or empties) what has outlived its retention; counts it in

@@ -16,17 +16,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use domain::inbound::signature::standard_webhooks;
-use domain::net_guard::OutboundPolicy;
 use domain::outbound::delivery::{self, AttemptResult, Claimed, Settlement};
-use domain::retry::RetryPolicy;
-use domain::sealed::Keyring;
 use futures::StreamExt;
 use sea_orm::DbBackend;
 use serde_json::json;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::outbound::{Dns, error_detail, refusal, without_url};
+use crate::outbound::{error_detail, refusal, without_url};
+pub use crate::settings::PublisherSettings;
 
 /// Outbox events fanned out per statement.
 const FAN_OUT_BATCH: u64 = 500;
@@ -35,38 +33,6 @@ const SETTLE_BATCH: usize = 256;
 /// Deliveries claimed per statement, at most, whatever `batch` says: the
 /// queue ahead of the requests holds two claims.
 const MAX_CLAIM: usize = 1_000;
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PublisherSettings {
-    pub request_timeout: Duration,
-    pub retry: RetryPolicy,
-    pub outbound: OutboundPolicy,
-    /// Deliveries claimed per claim, at most.
-    pub batch: u64,
-    /// Requests in flight at once, per publisher.
-    pub concurrency: usize,
-    /// Requests in flight at once to one subscription, per publisher.
-    pub per_subscription: usize,
-    /// Resolves receivers' host names (the system resolver but in tests).
-    pub dns: Dns,
-    /// Opens the subscriptions' sealed signing secrets.
-    pub keyring: Keyring,
-}
-
-impl Default for PublisherSettings {
-    fn default() -> Self {
-        Self {
-            request_timeout: Duration::from_secs(15),
-            retry: RetryPolicy::default(),
-            outbound: OutboundPolicy::default(),
-            batch: 256,
-            concurrency: 64,
-            per_subscription: 16,
-            dns: Dns::default(),
-            keyring: Keyring::none(),
-        }
-    }
-}
 
 #[derive(Clone)]
 pub struct Publisher {

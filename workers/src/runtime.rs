@@ -191,7 +191,7 @@ pub async fn run(
     let retention = {
         let retention = Arc::new(Retention {
             db: db.clone(),
-            rules: settings.retention.rules,
+            rules: settings.retention.rules(),
         });
         let (every, stop) = (settings.retention.interval, stop.clone());
         tokio::spawn(supervise(

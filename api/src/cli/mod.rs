@@ -11,15 +11,16 @@ pub mod lead;
 pub mod output;
 pub mod reconcile;
 pub mod secrets;
+pub mod settings_doc;
 pub mod source;
 pub mod subscription;
 pub mod token;
-pub mod worker_args;
 
 use self::inbox::InboxCommand;
 use self::source::SourceCommand;
-use self::worker_args::WorkerArgs;
-use crate::config::{DbSettings, HttpSettings, OutboundSettings, SecretSettings};
+use crate::config::{
+    DbSettings, HttpSettings, LogSettings, OutboundSettings, RetiredWorkerSettings, SecretSettings,
+};
 use crate::startup::Application;
 use crate::storage;
 
@@ -36,6 +37,8 @@ pub struct Cli {
     pub outbound: OutboundSettings,
     #[command(flatten)]
     pub secrets: SecretSettings,
+    #[command(flatten)]
+    pub logs: LogSettings,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -56,22 +59,29 @@ pub enum Command {
         #[arg(long, env = "LEADPIPE_NO_WORKERS")]
         no_workers: bool,
         #[command(flatten)]
-        workers: WorkerArgs,
+        workers: workers::WorkerSettings,
+        #[command(flatten)]
+        retired: RetiredWorkerSettings,
     },
     /// Run only the background workers (inbox processing, sweeper).
     Work {
+        /// Do not apply pending migrations on start (run `leadpipe migrate` yourself).
         #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
         no_migrate: bool,
         /// Serve this process's `GET /metrics` on this address, without a
         /// token (e.g. `127.0.0.1:9101`): the workers' counters (attempts,
         /// dead letters, deliveries, reconcile runs) live only here.
+        ///
+        /// Unset: this process serves no metrics.
         #[arg(long, env = "LEADPIPE_METRICS_BIND")]
         metrics_bind: Option<String>,
         /// How often the gauges read from the database are refreshed, in seconds.
         #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = crate::config::DEFAULT_METRICS_REFRESH_SECS)]
         metrics_refresh_secs: f64,
         #[command(flatten)]
-        workers: WorkerArgs,
+        workers: workers::WorkerSettings,
+        #[command(flatten)]
+        retired: RetiredWorkerSettings,
     },
     /// Apply pending database migrations and exit.
     Migrate,
@@ -220,8 +230,12 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
     code.unwrap_or(Exit::Other) as u8
 }
 
+/// Parses the command line and runs it (logging is the caller's).
 pub async fn run() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    run_with(Cli::parse()).await
+}
+
+pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
     let db = &cli.db;
     // The keys for commands that never hash a natural key nor open a secret
     // (tokens, deliveries, pruning): a bad key setting is reported by the
@@ -242,11 +256,12 @@ pub async fn run() -> anyhow::Result<()> {
             no_migrate,
             no_workers,
             workers,
+            retired: _,
         } => {
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
             let settings = workers
-                .settings(cli.outbound.policy())
+                .with_outbound(cli.outbound.policy())
                 .with_keyring(&keyring);
             if !no_workers {
                 // Refuse bad worker settings before serving anything.
@@ -305,6 +320,7 @@ pub async fn run() -> anyhow::Result<()> {
             metrics_bind,
             metrics_refresh_secs,
             workers,
+            retired: _,
         } => {
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
@@ -317,7 +333,7 @@ pub async fn run() -> anyhow::Result<()> {
             .await?;
             refuse_keys_that_do_not_open(&conn, &keyring).await?;
             let settings = workers
-                .settings(cli.outbound.policy())
+                .with_outbound(cli.outbound.policy())
                 .with_keyring(&keyring);
             let metrics = match metrics_bind {
                 Some(bind) => {

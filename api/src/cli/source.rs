@@ -151,6 +151,9 @@ pub struct FieldArgs {
     /// Its value (write-only; not given on an update: the stored one stays,
     /// unless pull_url moves to another origin). Discouraged on the command
     /// line: use the environment variable or --pull-auth-secret-file.
+    ///
+    /// The value of the source's pull auth header (`--pull-auth-header`),
+    /// sealed at rest; see docs/guide/reconcile.md.
     #[arg(long, env = "LEADPIPE_PULL_AUTH_SECRET", hide_env_values = true)]
     pull_auth_secret: Option<String>,
     /// Read the pull auth value from this file (`-`: standard input).
