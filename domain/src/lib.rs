@@ -47,6 +47,7 @@ pub mod inbound;
 pub mod json_number;
 pub mod lead;
 pub mod lifecycle;
+pub mod natural_key;
 pub mod net_guard;
 pub mod ops;
 pub mod outbound;

@@ -28,83 +28,16 @@
 //! or waits and then sees the tombstone: a concurrent redelivery cannot
 //! resurrect the lead. SQLite has one writer, so the question does not arise.
 
-use std::borrow::Cow;
 use std::collections::HashSet;
 
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, Statement,
 };
 
-use unicode_normalization::UnicodeNormalization;
-
 use crate::entities::lead_tombstone::{self, Column};
-use crate::sealed::Keyring;
 
-/// Hashes natural keys under the keyring's hashing subkeys, current first.
-/// One per [`crate::store::Store`]: every door's write path reaches it
-/// there.
-#[derive(Clone)]
-pub struct KeyHasher {
-    keys: Vec<[u8; 32]>,
-}
-
-impl KeyHasher {
-    pub fn new(keyring: &Keyring) -> Self {
-        Self {
-            keys: keyring.hashing_keys(),
-        }
-    }
-
-    /// The tombstone key of `(source, source_ref)` under the current key.
-    pub fn key_hash(&self, source: &str, source_ref: &str) -> String {
-        self.keys
-            .first()
-            .map(|key| hash_with(key, source, source_ref))
-            .unwrap_or_default()
-    }
-
-    /// The hash of the key's folded form under the current key: a
-    /// tombstone's `folded_hash`, and the name of the key's lock.
-    pub fn folded_hash(&self, source: &str, source_ref: &str) -> String {
-        self.key_hash(source, &fold(source_ref))
-    }
-
-    /// The key's hashes under every key of the ring, current first: rows
-    /// hashed before a key rotation still match.
-    pub fn key_hashes(&self, source: &str, source_ref: &str) -> Vec<String> {
-        self.keys
-            .iter()
-            .map(|key| hash_with(key, source, source_ref))
-            .collect()
-    }
-}
-
-fn hash_with(key: &[u8; 32], source: &str, source_ref: &str) -> String {
-    hex::encode(crate::crypto::hmac_sha256_bytes(
-        key,
-        &[source.as_bytes(), b"\0", source_ref.as_bytes()],
-    ))
-}
-
-/// The form in which a tombstone compares a `source_ref`: invisible
-/// characters (zero-width, byte-order mark, bidirectional controls) removed,
-/// then Unicode NFKC, which composes accents (`e` + U+0301 is `é`) and
-/// folds compatibility forms (full-width `Ａ１` is `A1`). Keys with the same
-/// folded form read as one key. Letter case is kept: senders' keys may
-/// differ by case alone.
-pub fn fold(source_ref: &str) -> Cow<'_, str> {
-    if source_ref.is_ascii() {
-        // NFKC leaves ASCII as it is, and no invisible character is ASCII.
-        return Cow::Borrowed(source_ref);
-    }
-    Cow::Owned(
-        source_ref
-            .chars()
-            .filter(|c| !crate::text::is_invisible(*c))
-            .nfkc()
-            .collect(),
-    )
-}
+use crate::natural_key::hash_with;
+pub use crate::natural_key::{KeyHasher, fold};
 
 /// A PostgreSQL advisory lock id for a tombstone key.
 fn lock_id(hash: &str) -> i64 {
@@ -156,7 +89,7 @@ impl<'k> BatchKeys<'k> {
         hasher: &KeyHasher,
         natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>,
     ) -> Self {
-        let keys = &hasher.keys;
+        let keys = hasher.keys();
         let mut by_hash = Vec::new();
         let mut locks = Vec::new();
         for key @ (source, source_ref) in natural_keys {
@@ -344,6 +277,8 @@ pub async fn lift<C: ConnectionTrait>(conn: &C, hash: &str) -> Result<bool, DbEr
 
 #[cfg(test)]
 mod tests {
+    use std::borrow::Cow;
+
     use super::*;
 
     #[test]

@@ -22,7 +22,7 @@ use sea_orm::{
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use crate::sealed::Keyring;
 
 pub use signals::{Signals, Work};
