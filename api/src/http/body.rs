@@ -37,15 +37,6 @@ pub struct BodyLimits {
     pub pace: BodyPace,
 }
 
-/// A JSON body under `limits`, parsed.
-pub async fn read_json<T: DeserializeOwned>(
-    req: &HttpRequest,
-    payload: web::Payload,
-    limits: BodyLimits,
-) -> Result<T, ApiError> {
-    parse_json(&read_json_bytes(req, payload, limits).await?)
-}
-
 /// The raw bytes of a JSON body (checked content type, bounded size), for
 /// callers that also hash them (Idempotency-Key fingerprints).
 pub async fn read_json_bytes(

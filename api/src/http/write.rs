@@ -24,7 +24,7 @@ use futures::future::LocalBoxFuture;
 use sea_orm::DatabaseTransaction;
 use serde::de::DeserializeOwned;
 
-use crate::http::body::{parse_json, read_json_bytes};
+use crate::http::body::{is_json, media_type, parse_json, read_bytes, read_json_bytes};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply, if_match_version};
 use crate::http::state::AppState;
@@ -63,6 +63,30 @@ impl<T: DeserializeOwned> Write<T> {
         let state = state(&self.req)?;
         let body = read_json_bytes(&self.req, self.payload, state.http.body_limits()).await?;
         let input = parse_json(&body)?;
+        Ok(Parsed {
+            input,
+            body,
+            req: self.req,
+            state,
+        })
+    }
+
+    /// [`Write::read`] for a write whose body may be left out: an empty
+    /// (or blank) body is `T::default()`, whatever its media type.
+    pub async fn read_or_default(self) -> Result<Parsed<T>, ApiError>
+    where
+        T: Default,
+    {
+        let state = state(&self.req)?;
+        let limits = state.http.body_limits();
+        let body = read_bytes(&self.req, self.payload, limits.max_bytes, limits.pace).await?;
+        let input = if body.iter().all(u8::is_ascii_whitespace) {
+            T::default()
+        } else if !is_json(&media_type(&self.req)) {
+            return Err(ApiError::UnsupportedMediaType);
+        } else {
+            parse_json(&body)?
+        };
         Ok(Parsed {
             input,
             body,

@@ -8,16 +8,16 @@
 //! and changes nothing; a repeated `PATCH` sets the same fields again.
 
 use actix_web::http::header;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
 use domain::inbound::source::{self, NewSource, SourceConfig, SourcePatch};
 
 use crate::http::auth::{AdminOnly, Caller, OpsUp};
-use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{etag, if_match_version, ok_tagged};
 use crate::http::params::IfMatch;
 use crate::http::state::AppState;
+use crate::http::write::Write;
 use crate::routes::Routes;
 
 use crate::wire::sources as wire;
@@ -98,10 +98,9 @@ async fn get_source(
 async fn create_source(
     _: Caller<AdminOnly>,
     state: web::Data<AppState>,
-    req: HttpRequest,
-    body: web::Payload,
+    write: Write<SourceConfig>,
 ) -> Result<HttpResponse, ApiError> {
-    let input: SourceConfig = read_json(&req, body, state.http.body_limits()).await?;
+    let input = write.read().await?.input;
     let name = input.name.trim().to_owned();
     let new = NewSource::parse(input, &state.http.outbound_policy())?;
     let created = source::create(&state.db, new, &state.http.keyring)
@@ -146,16 +145,16 @@ async fn patch_source(
     _: Caller<AdminOnly>,
     state: web::Data<AppState>,
     name: web::Path<String>,
-    req: HttpRequest,
-    body: web::Payload,
+    write: Write<SourcePatch>,
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
-    let patch: SourcePatch = read_json(&req, body, state.http.body_limits()).await?;
+    let write = write.read().await?;
+    let if_match = if_match_version(write.request());
     let changed = source::update(
         &state.db,
         &name,
-        patch,
-        &if_match_version(&req),
+        write.input,
+        &if_match,
         &state.http.outbound_policy(),
         &state.http.keyring,
     )

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
 use chrono::{DateTime, Utc};
 use domain::entities::inbox_event;
@@ -14,11 +14,11 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
-use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
+use crate::http::write::Write;
 use crate::routes::Routes;
 
 pub fn configure(cfg: &mut Routes<'_>) {
@@ -287,10 +287,9 @@ struct BulkRetryOut {
 async fn retry_matching(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
-    req: HttpRequest,
-    body: web::Payload,
+    write: Write<BulkRetryIn>,
 ) -> Result<HttpResponse, ApiError> {
-    let input: BulkRetryIn = read_json(&req, body, state.http.body_limits()).await?;
+    let input = write.read().await?.input;
     let request = BulkRetryRequest {
         filter: InboxFilter {
             source: input.source,

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
 use chrono::{DateTime, Utc};
 use domain::entities::lead_processing_failure;
@@ -13,10 +13,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
-use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
+use crate::http::write::Write;
 use crate::routes::Routes;
 
 pub fn configure(cfg: &mut Routes<'_>) {
@@ -172,10 +172,9 @@ impl RetryOut {
 async fn retry(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
-    req: HttpRequest,
-    body: web::Payload,
+    write: Write<RetryIn>,
 ) -> Result<HttpResponse, ApiError> {
-    let input: RetryIn = read_json(&req, body, state.http.body_limits()).await?;
+    let input = write.read().await?.input;
     let policy = RetryPolicy::default();
     if let Some(lead_id) = input.lead_id {
         if input.state.is_some() || input.limit.is_some() || input.dry_run {

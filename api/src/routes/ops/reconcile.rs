@@ -9,18 +9,18 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use domain::entities::reconcile_run;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
 use serde::Deserialize;
 
 use crate::http::auth::{Caller, OpsUp};
-use crate::http::body::{is_json, media_type, parse_json, read_bytes};
 use crate::http::error::ApiError;
-use crate::http::idempotency::{self, KeyRule, Reply};
+use crate::http::idempotency::{KeyRule, Reply};
 use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
+use crate::http::write::Write;
 use crate::routes::Routes;
 
 // A run's counts and cursor: no record of the run is about a person.
@@ -85,46 +85,29 @@ fn location(id: i64) -> String {
 async fn start(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
-    req: HttpRequest,
     source: web::Path<String>,
-    payload: web::Payload,
+    write: Write<StartIn>,
 ) -> Result<HttpResponse, ApiError> {
     let source = source.into_inner();
-    let body = read_bytes(
-        &req,
-        payload,
-        state.http.max_body_bytes,
-        state.http.body_pace(),
-    )
-    .await?;
-    let input: StartIn = if body.iter().all(u8::is_ascii_whitespace) {
-        StartIn::default()
-    } else {
-        if !is_json(&media_type(&req)) {
-            return Err(ApiError::UnsupportedMediaType);
-        }
-        parse_json(&body)?
-    };
-    let start = StartRun {
-        source: source.clone(),
-        dry_run: input.dry_run,
-        since: input.since()?,
-        trigger: Trigger::Api,
-        tick_key: None,
-        started_by: Some(caller.id),
-        lease: state.reconciler.settings().lease,
-    };
+    let lease = state.reconciler.settings().lease;
+    // The body may be left out: a run with the defaults.
+    let write = write.read_or_default().await?.try_map(|input| {
+        Ok(StartRun {
+            source: source.clone(),
+            dry_run: input.dry_run,
+            since: input.since()?,
+            trigger: Trigger::Api,
+            tick_key: None,
+            started_by: Some(caller.id),
+            lease,
+        })
+    })?;
     // Set when this request (not a replay) started a run; executed once
     // the run's row has committed.
     let started: Rc<RefCell<Option<reconcile_run::Model>>> = Rc::default();
     let slot = started.clone();
-    let response = idempotency::run(
-        &state,
-        &caller,
-        &req,
-        &body,
-        KeyRule::Optional,
-        move |txn| {
+    let response = write
+        .run(&caller, KeyRule::Optional, move |txn, start, _| {
             Box::pin(async move {
                 let run = run::start(txn, &start).await.map_err(start_error)?;
                 let reply = Reply::new(StatusCode::ACCEPTED, &ReconcileRunOut::from(&run))?
@@ -132,9 +115,8 @@ async fn start(
                 *slot.borrow_mut() = Some(run);
                 Ok(reply)
             })
-        },
-    )
-    .await?;
+        })
+        .await?;
     if let Some(run) = started.take() {
         tracing::info!(run_id = run.id, source = %run.source, dry_run = run.dry_run, principal = caller.id, "reconcile started");
         let reconciler = state.reconciler.clone();

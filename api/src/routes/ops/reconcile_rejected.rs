@@ -1,17 +1,17 @@
 //! `/api/ops/reconcile/rejected`: the records reconcile pages rejected, and
 //! re-applying them after a mapping fix (ops and admin).
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
 use domain::reconcile::rejected::{self, RejectedFilter};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
-use crate::http::body::read_json;
 use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed, one_of};
 use crate::http::state::AppState;
+use crate::http::write::Write;
 use crate::routes::Routes;
 use crate::wire::reconcile::ReconcileRejectedOut;
 
@@ -110,10 +110,9 @@ struct RetryOut {
 async fn retry(
     caller: Caller<OpsUp>,
     state: web::Data<AppState>,
-    req: HttpRequest,
-    body: web::Payload,
+    write: Write<RetryIn>,
 ) -> Result<HttpResponse, ApiError> {
-    let input: RetryIn = read_json(&req, body, state.http.body_limits()).await?;
+    let input = write.read().await?.input;
     let done = rejected::retry(&state.db, input.source.as_deref()).await?;
     tracing::info!(
         retried = done.retried,
