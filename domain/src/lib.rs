@@ -31,6 +31,7 @@ macro_rules! text_enum {
     };
 }
 
+pub mod actor;
 pub mod auth;
 pub mod clock;
 pub mod crm;

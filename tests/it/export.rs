@@ -4,8 +4,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+use domain::actor::Actor;
 use domain::auth::Role;
-use domain::lead::ingest::{IngestContext, IngestItem, Origin, ingest_many_in};
+use domain::lead::ingest::{IngestItem, Origin, ingest_many_in};
 use domain::lead::record::LeadRecord;
 use leadpipe_tests::webhooks::lead_event;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
@@ -117,7 +118,7 @@ async fn seed(app: &TestApp, source: &str, n: usize) {
             .normalise()
             .unwrap(),
             origin: Origin::Import,
-            ctx: IngestContext::default(),
+            ctx: Actor::default(),
         })
         .collect();
     for chunk in items.chunks(300) {

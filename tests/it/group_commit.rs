@@ -3,14 +3,13 @@
 
 #![allow(clippy::unwrap_used)]
 
+use domain::actor::Actor;
 use std::collections::HashMap;
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event};
 use domain::erasure::{EraseRequest, erase};
-use domain::lead::ingest::{
-    IngestContext, IngestItem, Origin, Outcome, ingest_counted_in, ingest_many_in,
-};
+use domain::lead::ingest::{IngestItem, Origin, Outcome, ingest_counted_in, ingest_many_in};
 use domain::lead::record::LeadRecord;
 use domain::outbound::events::LeadSnapshot;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
@@ -28,9 +27,9 @@ fn item(source_ref: &str, name: &str, updated_at: &str) -> IngestItem {
     IngestItem {
         new: record.normalise().unwrap(),
         origin: Origin::Reconcile,
-        ctx: IngestContext {
+        ctx: Actor {
             correlation_id: Some("batch-1".into()),
-            author_id: None,
+            principal_id: None,
         },
     }
 }

@@ -1,6 +1,7 @@
 //! Bearer-token authentication as an extractor, so a handler's signature says
 //! who may call it.
 
+use domain::actor::Actor;
 use std::marker::PhantomData;
 use std::ops::Deref;
 
@@ -8,8 +9,6 @@ use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use domain::auth::{Principal, Role};
-use domain::crm::timeline::Author;
-use domain::lead::sales::Actor;
 use futures::future::LocalBoxFuture;
 
 use crate::http::correlation::CorrelationId;
@@ -93,18 +92,10 @@ impl<R> Caller<R> {
         &self.principal
     }
 
-    /// Who a CRM timeline entry names.
-    pub fn author(&self) -> Author {
-        Author {
-            principal_id: Some(self.principal.id),
-            correlation_id: Some(self.correlation.0.clone()),
-        }
-    }
-
-    /// Who a lead's timeline entry names.
+    /// Who a timeline entry, activity or event names: this caller.
     pub fn actor(&self) -> Actor {
         Actor {
-            principal_id: self.principal.id,
+            principal_id: Some(self.principal.id),
             correlation_id: Some(self.correlation.0.clone()),
         }
     }

@@ -6,7 +6,7 @@
 //! ```ignore
 //! async fn patch(caller: Caller<SalesUp>, id: web::Path<PathId>, write: Write<PatchIn>)
 //!     -> Result<HttpResponse, ApiError> {
-//!     let (id, author) = (id.into_inner(), caller.author());
+//!     let (id, author) = (id.into_inner(), caller.actor());
 //!     write.run(&caller, KeyRule::Optional, move |txn, input, if_match| Box::pin(async move {
 //!         let company = company::update(txn, id, input.into(), &if_match, &author).await?;
 //!         Reply::tagged(StatusCode::OK, &CompanyOut::from(company))

@@ -1,6 +1,7 @@
 //! `/api/leads`: intake upsert, the sales API (status, owner, notes) and reads.
 
 use crate::wire::leads as wire;
+use domain::actor::Actor;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
@@ -9,7 +10,7 @@ use domain::auth::Role;
 use domain::entities::lead;
 use domain::idempotency::Subject;
 use domain::ids::PrincipalId;
-use domain::lead::ingest::{self, IngestContext, Origin, Outcome};
+use domain::lead::ingest::{self, Origin, Outcome};
 use domain::lead::query::{self, LeadFilter, OwnerFilter};
 use domain::lead::record::LeadRecord;
 use domain::lead::sales;
@@ -178,9 +179,9 @@ async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>)
             "this token may not post leads for source '{source}'"
         )));
     }
-    let ctx = IngestContext {
+    let ctx = Actor {
         correlation_id: Some(caller.correlation.0.clone()),
-        author_id: Some(caller.id),
+        principal_id: Some(caller.id),
     };
     // Without a key, concurrent intake shares transactions (group commit);
     // a keyed request must commit its stored response with its write.

@@ -1,5 +1,6 @@
 //! Companies, matched by normalised domain or, lacking one, normalised name.
 
+use crate::actor::Actor;
 use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
@@ -7,7 +8,7 @@ use serde_json::json;
 use super::normalise;
 pub use super::record::Matched;
 use super::record::{self, Changed};
-use super::timeline::{self, Author, Subject};
+use super::timeline::{self, Subject};
 use crate::entities::company::{self, Column, Entity};
 use crate::error::Error;
 use crate::page::{self, Page, Window};
@@ -58,7 +59,7 @@ impl CompanyInput {
 pub async fn match_or_create<C: ConnectionTrait>(
     conn: &C,
     new: &NewCompany,
-    author: &Author,
+    author: &Actor,
 ) -> Result<Matched<company::Model>, Error> {
     let now = crate::clock::now();
     let mut insert = Query::insert();
@@ -118,7 +119,7 @@ pub async fn update<C: ConnectionTrait>(
     id: i64,
     patch: CompanyPatch,
     if_match: &IfMatch,
-    author: &Author,
+    author: &Actor,
 ) -> Result<company::Model, Error> {
     let changed = record::change::<Entity, _>(conn, id, if_match, |current| {
         let next = CompanyInput {

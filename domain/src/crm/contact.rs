@@ -2,6 +2,7 @@
 //! never matched: each such create makes a new one (callers use an
 //! Idempotency-Key for those).
 
+use crate::actor::Actor;
 use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
@@ -9,7 +10,7 @@ use validator::ValidateEmail;
 
 use super::normalise;
 use super::record::{self, Changed, Matched, Sets};
-use super::timeline::{self, Author, Subject};
+use super::timeline::{self, Subject};
 use crate::entities::contact::{self, Column, Entity};
 use crate::error::Error;
 use crate::lead::record::normalise_phone;
@@ -78,7 +79,7 @@ async fn check_company<C: ConnectionTrait>(conn: &C, company_id: Option<i64>) ->
 pub async fn match_or_create<C: ConnectionTrait>(
     conn: &C,
     new: &NewContact,
-    author: &Author,
+    author: &Actor,
 ) -> Result<Matched<contact::Model>, Error> {
     check_company(conn, new.company_id).await?;
     let now = crate::clock::now();
@@ -142,7 +143,7 @@ pub async fn update<C: ConnectionTrait>(
     id: i64,
     patch: ContactPatch,
     if_match: &IfMatch,
-    author: &Author,
+    author: &Actor,
 ) -> Result<contact::Model, Error> {
     let email = patch.email.map(valid_email).transpose()?;
     let phone = patch.phone.map(valid_phone).transpose()?;

@@ -4,6 +4,7 @@
 //! conversion is all or nothing; `lead_conversion`'s primary key on
 //! `lead_id` makes a second conversion of the same lead impossible.
 
+use crate::actor::Actor;
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use serde_json::json;
@@ -13,13 +14,13 @@ use crate::crm::company::{self, CompanyInput, Matched};
 use crate::crm::contact::{self, ContactInput, ContactPatch};
 use crate::crm::deal::{self, DealInput};
 use crate::crm::normalise;
-use crate::crm::timeline::{self, Author, Subject};
+use crate::crm::timeline::{self, Subject};
 use crate::entities::{company as company_entity, contact as contact_entity, deal as deal_entity};
 use crate::entities::{lead, lead_conversion};
 use crate::error::Error;
 use crate::ids::{CompanyId, ContactId, LeadId, PrincipalId};
 use crate::lead::activity::{self, ActivityKind, NewActivity};
-use crate::lead::sales::{Actor, find_lead_for_write};
+use crate::lead::sales::find_lead_for_write;
 use crate::lifecycle::lead_status::LeadStatus;
 use crate::outbound::outbox;
 use crate::precondition::IfMatch;
@@ -63,10 +64,7 @@ pub async fn convert<C: ConnectionTrait>(
     caller: &Principal,
     actor: &Actor,
 ) -> Result<Converted, Error> {
-    let author = Author {
-        principal_id: Some(actor.principal_id),
-        correlation_id: actor.correlation_id.clone(),
-    };
+    let author = actor.clone();
     let lead = move_to_converted(conn, lead_id, if_match).await?;
 
     let company = match company_of(&lead) {
@@ -107,7 +105,7 @@ pub async fn convert<C: ConnectionTrait>(
         contact_id: Set(contact.model.id),
         company_id: Set(company_id),
         deal_id: Set(deal_id),
-        converted_by: Set(actor.principal_id),
+        converted_by: Set(caller.id),
         correlation_id: Set(actor.correlation_id.clone()),
         created_at: Set(crate::clock::now()),
     };
@@ -135,7 +133,7 @@ pub async fn convert<C: ConnectionTrait>(
             kind: ActivityKind::Converted,
             origin: None,
             outcome: None,
-            author_id: Some(actor.principal_id),
+            author_id: actor.principal_id,
             detail: Some(json!({
                 "from": LeadStatus::Qualified, "to": LeadStatus::Converted,
                 "contact_id": contact.model.id, "company_id": company_id, "deal_id": deal_id,
@@ -240,7 +238,7 @@ async fn link_contact<C: ConnectionTrait>(
     conn: &C,
     lead: &lead::Model,
     company_id: Option<i64>,
-    author: &Author,
+    author: &Actor,
 ) -> Result<Matched<contact_entity::Model>, Error> {
     let input = ContactInput {
         email: lead.email.clone(),

@@ -1,6 +1,7 @@
 //! The timeline of contacts, companies and deals: one row per change, written
 //! in the same transaction as the change (a lead's own timeline is `activity`).
 
+use crate::actor::Actor;
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, Set,
@@ -29,20 +30,13 @@ impl Subject {
     }
 }
 
-/// Who acts, for the timeline.
-#[derive(Debug, Clone, Default)]
-pub struct Author {
-    pub principal_id: Option<i64>,
-    pub correlation_id: Option<String>,
-}
-
 pub async fn record<C: ConnectionTrait>(
     conn: &C,
     subject: Subject,
     subject_id: i64,
     kind: &str,
     detail: serde_json::Value,
-    author: &Author,
+    author: &Actor,
 ) -> Result<crm_activity::Model, DbErr> {
     crm_activity::ActiveModel {
         subject_type: Set(subject.as_str().to_owned()),

@@ -12,6 +12,7 @@ pub mod mapping;
 pub mod reader;
 pub mod report;
 
+use crate::actor::Actor;
 use crate::page::{self, IdWindow, Page};
 use crate::store::Store;
 use crate::store::Work;
@@ -31,7 +32,7 @@ pub use reader::{Format, Row, RowReader};
 
 use crate::entities::{import_applied_row, import_row, import_run, lead};
 use crate::error::Error;
-use crate::lead::ingest::{self, IngestContext, Origin, Outcome};
+use crate::lead::ingest::{self, Origin, Outcome};
 use crate::lead::record::NewLead;
 use crate::source_name::is_valid_source_name;
 
@@ -487,9 +488,9 @@ async fn apply_batch(
     } else {
         (HashMap::new(), HashSet::new())
     };
-    let ctx = IngestContext {
+    let ctx = Actor {
         correlation_id: Some(format!("import-{}", run.id)),
-        author_id: run.started_by,
+        principal_id: run.started_by,
     };
     let mut counts = Progress::default();
     let mut report = Vec::with_capacity(rows.len());

@@ -6,6 +6,7 @@
 //! pays nothing and a crowd shares its fsyncs. Each caller is answered only
 //! after its own row is committed, with its own outcome.
 
+use crate::actor::Actor;
 use crate::store::Store;
 use crate::store::Work;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use sea_orm::{DbBackend, DbErr};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::error::{Error, is_connection_lost};
-use crate::lead::ingest::{IngestContext, IngestItem, Ingested, Origin, ingest_many_in};
+use crate::lead::ingest::{IngestItem, Ingested, Origin, ingest_many_in};
 use crate::lead::record::LeadRecord;
 
 #[derive(Debug, Clone, Copy)]
@@ -72,7 +73,7 @@ impl GroupCommitter {
         &self,
         record: LeadRecord,
         origin: Origin,
-        ctx: IngestContext,
+        ctx: Actor,
     ) -> Result<Ingested, Error> {
         let new = record.normalise()?;
         let (reply, answer) = oneshot::channel();

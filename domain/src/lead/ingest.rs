@@ -2,6 +2,7 @@
 //! any of them costs nothing: the database's unique key on
 //! `(source, source_ref)` decides, never a select-then-insert.
 
+use crate::actor::Actor;
 use crate::lead::tombstone::KeyHasher;
 use crate::store::Store;
 use std::collections::{HashMap, HashSet};
@@ -75,12 +76,6 @@ impl Outcome {
     }
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct IngestContext {
-    pub correlation_id: Option<String>,
-    pub author_id: Option<i64>,
-}
-
 #[derive(Debug, Clone)]
 pub struct Ingested {
     pub outcome: Outcome,
@@ -100,7 +95,7 @@ pub async fn ingest(
     db: &Store,
     record: LeadRecord,
     origin: Origin,
-    ctx: &IngestContext,
+    ctx: &Actor,
 ) -> Result<Ingested, Error> {
     let new = record.normalise()?;
     let txn = db.begin_write().await?;
@@ -116,7 +111,7 @@ pub async fn ingest_in<C: ConnectionTrait>(
     hasher: &KeyHasher,
     new: &NewLead,
     origin: Origin,
-    ctx: &IngestContext,
+    ctx: &Actor,
 ) -> Result<Ingested, DbErr> {
     let item = IngestItem {
         new: new.clone(),
@@ -134,7 +129,7 @@ pub async fn ingest_in<C: ConnectionTrait>(
 pub struct IngestItem {
     pub new: NewLead,
     pub origin: Origin,
-    pub ctx: IngestContext,
+    pub ctx: Actor,
 }
 
 type Key = (String, String);
@@ -460,7 +455,7 @@ fn timeline_row<'a>(
         kind: ActivityKind::Ingest.as_str(),
         origin: Some(item.origin.as_str()),
         outcome: Some(outcome.as_str()),
-        author_id: item.ctx.author_id,
+        author_id: item.ctx.principal_id,
         detail,
         correlation_id: item.ctx.correlation_id.as_deref(),
         created_at: crate::clock::now(),
@@ -620,7 +615,7 @@ async fn upsert<C: ConnectionTrait>(
                 source_ref: &item.new.source_ref,
                 event_id: outbox::new_event_id(),
                 origin: item.origin.as_str(),
-                author_id: item.ctx.author_id,
+                author_id: item.ctx.principal_id,
                 correlation_id: item.ctx.correlation_id.as_deref(),
             })
             .collect();

@@ -2,6 +2,7 @@
 //! These are the human-owned fields that no ingest ever touches. Each change
 //! writes its timeline row and outbox event in the caller's transaction.
 
+use crate::actor::Actor;
 use crate::ids::PrincipalId;
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelect};
@@ -15,13 +16,6 @@ use crate::lead::activity::{self, ActivityKind, NewActivity};
 use crate::lifecycle::lead_status::LeadStatus;
 use crate::outbound::{events, outbox};
 use crate::precondition::IfMatch;
-
-/// Who acts, and the correlation id their request carries.
-#[derive(Debug, Clone)]
-pub struct Actor {
-    pub principal_id: i64,
-    pub correlation_id: Option<String>,
-}
 
 pub const MAX_NOTE_LEN: usize = 10_000;
 pub const MAX_REASON_LEN: usize = 1_000;
@@ -125,7 +119,7 @@ pub async fn transition<C: ConnectionTrait>(
                 kind: ActivityKind::StatusChanged,
                 origin: None,
                 outcome: None,
-                author_id: Some(actor.principal_id),
+                author_id: actor.principal_id,
                 detail: Some(detail.clone()),
                 correlation_id: actor.correlation_id.clone(),
             },
@@ -178,7 +172,7 @@ pub async fn assign<C: ConnectionTrait>(
                 kind: ActivityKind::Assigned,
                 origin: None,
                 outcome: None,
-                author_id: Some(actor.principal_id),
+                author_id: actor.principal_id,
                 detail: Some(detail),
                 correlation_id: actor.correlation_id.clone(),
             },
@@ -218,7 +212,7 @@ pub async fn add_note<C: ConnectionTrait>(
             kind: ActivityKind::Note,
             origin: None,
             outcome: None,
-            author_id: Some(actor.principal_id),
+            author_id: actor.principal_id,
             detail: Some(json!({ "text": text })),
             correlation_id: actor.correlation_id.clone(),
         },

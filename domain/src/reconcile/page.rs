@@ -3,6 +3,7 @@
 //! the source's cursor. Either all of it commits or none of it, so a crash
 //! mid-page re-reads that page next time and loses nothing.
 
+use crate::actor::Actor;
 use crate::lead::tombstone::KeyHasher;
 use crate::store::Store;
 use crate::store::Work;
@@ -13,7 +14,7 @@ use serde_json::Value;
 use crate::entities::reconcile_run::{self, Column};
 use crate::entities::source as source_entity;
 use crate::inbound::source::Source;
-use crate::lead::ingest::{self, IngestContext, IngestItem, Origin, Outcome};
+use crate::lead::ingest::{self, IngestItem, Origin, Outcome};
 use crate::lead::record::NewLead;
 use crate::lead::tombstone;
 
@@ -146,9 +147,9 @@ pub async fn write(
             counts.count(outcome);
         }
     } else {
-        let ctx = IngestContext {
+        let ctx = Actor {
             correlation_id: Some(format!("reconcile-{}", run.id)),
-            author_id: None,
+            principal_id: None,
         };
         let items: Vec<IngestItem> = news
             .into_iter()

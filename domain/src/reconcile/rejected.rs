@@ -5,6 +5,7 @@
 //! the mapping is fixed. One row per distinct record of a source, so a page
 //! read again adds none; a retried record that now applies is `resolved`.
 
+use crate::actor::Actor;
 use crate::lead::tombstone::KeyHasher;
 use crate::page::{self, IdWindow, Page};
 use crate::store::Store;
@@ -23,7 +24,7 @@ use sha2::{Digest, Sha256};
 use crate::entities::reconcile_rejected::{self, Column, Model};
 use crate::inbound::mapping::{key_hash_of, map_object, source_ref_of};
 use crate::inbound::source::{self, Source};
-use crate::lead::ingest::{IngestContext, Origin, ingest_in};
+use crate::lead::ingest::{Origin, ingest_in};
 use crate::lead::record::NewLead;
 
 pub const REJECTED: &str = "rejected";
@@ -281,9 +282,9 @@ async fn resolve(
         txn.rollback().await?;
         return Ok(false);
     }
-    let ctx = IngestContext {
+    let ctx = Actor {
         correlation_id: Some(format!("reconcile-{}", row.run_id)),
-        author_id: None,
+        principal_id: None,
     };
     let ingested = ingest_in(&txn, db.hasher(), new, Origin::Reconcile, &ctx).await?;
     txn.enqueued(Work::Leads);

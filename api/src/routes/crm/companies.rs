@@ -90,7 +90,7 @@ struct CompanyIn {
 )]
 #[post("/api/companies")]
 async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult {
-    let author = caller.author();
+    let author = caller.actor();
     let write = write.read().await?.try_map(|input| {
         Ok(CompanyInput {
             name: input.name,
@@ -172,7 +172,7 @@ async fn patch(
     id: web::Path<PathId>,
     write: Write<PatchIn>,
 ) -> WriteResult {
-    let (id, author) = (id.into_inner().0, caller.author());
+    let (id, author) = (id.into_inner().0, caller.actor());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {

@@ -94,7 +94,7 @@ struct ContactIn {
 )]
 #[post("/api/contacts")]
 async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult {
-    let author = caller.author();
+    let author = caller.actor();
     let write = write.read().await?.try_map(|input| {
         let new = ContactInput {
             email: input.email,
@@ -201,7 +201,7 @@ async fn patch(
     id: web::Path<PathId>,
     write: Write<PatchIn>,
 ) -> WriteResult {
-    let (id, author) = (id.into_inner().0, caller.author());
+    let (id, author) = (id.into_inner().0, caller.actor());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {

@@ -78,7 +78,7 @@ impl DealIn {
 )]
 #[post("/api/deals")]
 async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
-    let author = caller.author();
+    let author = caller.actor();
     let write = write.read().await?.try_map(|input| {
         let mut input = input.into_input();
         if input.owner_id.is_none() {
@@ -174,7 +174,7 @@ async fn patch(
     id: web::Path<PathId>,
     write: Write<PatchIn>,
 ) -> WriteResult {
-    let (id, author) = (id.into_inner().0, caller.author());
+    let (id, author) = (id.into_inner().0, caller.actor());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
@@ -218,7 +218,7 @@ async fn transition(
     id: web::Path<PathId>,
     write: Write<TransitionIn>,
 ) -> WriteResult {
-    let (id, author) = (id.into_inner().0, caller.author());
+    let (id, author) = (id.into_inner().0, caller.actor());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {

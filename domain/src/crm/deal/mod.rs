@@ -2,11 +2,12 @@
 //! 4217 currency, an owner (an active sales principal), and links to a
 //! contact and a company.
 
+use crate::actor::Actor;
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
 use serde_json::json;
 
 use super::record::{self, Changed, Sets};
-use super::timeline::{self, Author, Subject};
+use super::timeline::{self, Subject};
 use crate::auth::check_sales_owner;
 use crate::entities::deal::{self, Column, Entity};
 use crate::entities::{company, contact};
@@ -85,7 +86,7 @@ pub async fn create<C: ConnectionTrait>(
     conn: &C,
     input: DealInput,
     lead_id: Option<LeadId>,
-    author: &Author,
+    author: &Actor,
 ) -> Result<deal::Model, Error> {
     let name = name(input.name)?;
     let amount_cents = amount(
@@ -149,7 +150,7 @@ pub async fn transition<C: ConnectionTrait>(
     to: DealStage,
     reason: Option<String>,
     if_match: &IfMatch,
-    author: &Author,
+    author: &Actor,
 ) -> Result<deal::Model, Error> {
     let reason = super::clean(reason);
     super::check_len("reason", reason.as_deref(), MAX_REASON_LEN)?;
@@ -209,7 +210,7 @@ pub async fn update<C: ConnectionTrait>(
     id: i64,
     patch: DealPatch,
     if_match: &IfMatch,
-    author: &Author,
+    author: &Actor,
 ) -> Result<deal::Model, Error> {
     let new_name = patch.name.map(|n| name(Some(n))).transpose()?;
     let new_amount = patch.amount_cents.map(amount).transpose()?;

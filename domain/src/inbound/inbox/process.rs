@@ -4,6 +4,7 @@
 //! the same event — an ops retry racing a worker, a worker whose lease ran
 //! out — finds nothing to do.
 
+use crate::actor::Actor;
 use crate::lead::tombstone::KeyHasher;
 use crate::store::Store;
 use crate::store::Work;
@@ -18,7 +19,7 @@ use crate::entities::inbox_event::{self, Column, Model};
 use crate::entities::lead_tombstone;
 use crate::inbound::mapping::{map_record, record_in, source_ref_of};
 use crate::inbound::source::{self, Source};
-use crate::lead::ingest::{IngestContext, Origin, Outcome, ingest_in};
+use crate::lead::ingest::{Origin, Outcome, ingest_in};
 use crate::lead::record::NewLead;
 use crate::lead::tombstone::BatchKeys;
 use crate::retry::{Decision, RetryPolicy};
@@ -114,10 +115,10 @@ pub(super) fn prepare(source: Option<&Source>, event: &Model) -> Result<Prepared
     Ok(Prepared::Ingest(record.normalise()?))
 }
 
-pub(super) fn context_of(event: &Model) -> IngestContext {
-    IngestContext {
+pub(super) fn context_of(event: &Model) -> Actor {
+    Actor {
         correlation_id: event.correlation_id.clone(),
-        author_id: None,
+        principal_id: None,
     }
 }
 
