@@ -11,6 +11,7 @@
 pub mod alone;
 pub mod captured;
 pub mod cli;
+pub mod client;
 pub mod poison;
 pub mod prometheus;
 pub mod publishing;
