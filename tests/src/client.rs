@@ -274,6 +274,11 @@ impl Api {
         self.post(&format!("/api/subscriptions/{id}/rotate-secret"), body)
     }
 
+    /// `POST /api/subscriptions/{id}/test`: a ping to that subscription only.
+    pub fn ping_subscription(&self, id: i64) -> Call {
+        self.request(Method::POST, &format!("/api/subscriptions/{id}/test"))
+    }
+
     // Operations.
 
     /// `POST /api/ops/inbox/{id}/retry`.
