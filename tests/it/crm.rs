@@ -6,8 +6,6 @@ use domain::auth::Role;
 use domain::entities::{
     activity, company, contact, crm_activity, deal, lead, lead_conversion, outbox_event,
 };
-use std::future::IntoFuture;
-
 use domain::lifecycle::deal_stage::DealStage;
 use domain::lifecycle::lead_status::LeadStatus;
 use leadpipe_tests::client::Api;
@@ -603,7 +601,7 @@ async fn concurrent_conversions_with_different_keys_convert_once(backend: Backen
     let keys: Vec<String> = (0..8).map(|i| format!("race-{i}")).collect();
     let responses = futures::future::join_all(
         keys.iter()
-            .map(|key| t.sales.convert_lead(id, &body).key(key).into_future()),
+            .map(|key| t.sales.convert_lead(id, &body).key(key)),
     )
     .await;
     let mut statuses: Vec<u16> = responses.iter().map(|r| r.status().as_u16()).collect();
@@ -640,7 +638,7 @@ async fn concurrent_patches_without_if_match_each_get_their_own_version(backend:
     let responses = futures::future::join_all(
         bodies
             .iter()
-            .map(|body| t.sales.patch_crm("contacts", id, body).into_future()),
+            .map(|body| t.sales.patch_crm("contacts", id, body)),
     )
     .await;
     let mut versions = Vec::new();

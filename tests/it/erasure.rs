@@ -10,7 +10,7 @@ use api::cli::demo::fake_source::FakeSource;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_tombstone, outbox_event};
 use leadpipe_tests::prometheus::sample;
-use leadpipe_tests::webhooks::lead_event;
+use leadpipe_tests::webhooks::{ack_id, lead_event};
 use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
 use serde_json::{Value, json};
@@ -41,10 +41,7 @@ const REF: &str = "form-1";
 /// A lead from `webform` made by a processed webhook; returns its id.
 async fn webhook_lead(app: &TestApp, key: &[u8], msg_id: &str) -> Option<i64> {
     let body = lead_event(REF, EMAIL, "2026-11-30T10:00:00Z");
-    let response = app.post_standard("webform", key, msg_id, &body).await;
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let ack: Value = response.json().await.unwrap();
-    let id = ack["id"].as_i64().unwrap();
+    let id = ack_id(app.post_standard("webform", key, msg_id, &body).await).await;
     let step = app
         .processor(WorkerSettings::for_tests())
         .process(id)
@@ -56,17 +53,11 @@ async fn webhook_lead(app: &TestApp, key: &[u8], msg_id: &str) -> Option<i64> {
     lead_id
 }
 
-async fn erase(app: &TestApp, token: &str, id: i64, query: &str) -> reqwest::Response {
-    app.client
-        .delete(app.url(&format!("/api/leads/{id}?{query}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn erased(app: &TestApp, token: &str, id: i64) -> Value {
-    let response = erase(app, token, id, "reason=subject%20request%2042").await;
+    let response = app
+        .api(token)
+        .erase_lead(id, "?reason=subject%20request%2042")
+        .await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     response.json().await.unwrap()
 }
@@ -92,36 +83,6 @@ async fn import_csv_with(app: &TestApp, token: &str, csv: &str, extra: &str) -> 
     let run = app.run_ended(token, &location).await;
     assert_eq!(run["state"], "done", "{run}");
     run
-}
-
-/// Starts a reconcile of `source` over the ops API and waits for its end.
-async fn reconcile_run(app: &TestApp, ops: &str, source: &str) -> Value {
-    reconcile_run_with(app, ops, source, None).await
-}
-
-async fn reconcile_run_with(app: &TestApp, ops: &str, source: &str, body: Option<Value>) -> Value {
-    let mut request = app
-        .client
-        .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(ops);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let started = request.send().await.unwrap();
-    assert_eq!(started.status(), 202);
-    let id = started.json::<Value>().await.unwrap()["id"].clone();
-    app.reconcile_run_ended(ops, id).await
-}
-
-/// Posts `record` at intake; the lead's id.
-async fn intake_id(app: &TestApp, token: &str, record: &Value) -> i64 {
-    app.post_lead(token, record)
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
-        .as_i64()
-        .unwrap()
 }
 
 fn person_csv() -> String {
@@ -315,7 +276,7 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
     };
     erased(&app, &admin, partner_lead).await;
     let ops = app.token(Role::Ops, None).await;
-    let run = reconcile_run(&app, &ops, "partner").await;
+    let run = app.reconcile_over_api(&ops, "partner", None).await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(
         (&run["created"], &run["suppressed"]),
@@ -340,24 +301,24 @@ async fn erasure_is_idempotent_audited_and_announced(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
 
     // Only admins, and only with a reason.
     let sales = app.token(Role::Sales, None).await;
     assert_problem(
-        erase(&app, &sales, id, "reason=x").await,
+        app.api(&sales).erase_lead(id, "?reason=x").await,
         403,
         "/problems/forbidden",
     )
     .await;
     assert_problem(
-        erase(&app, &admin, id, "").await,
+        app.api(&admin).erase_lead(id, "?").await,
         422,
         "/problems/validation",
     )
     .await;
     assert_problem(
-        erase(&app, &admin, id + 1000, "reason=x").await,
+        app.api(&admin).erase_lead(id + 1000, "?reason=x").await,
         404,
         "/problems/not-found",
     )
@@ -398,7 +359,7 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
     let body = erased(&app, &admin, id).await;
     let hash = body["erasure"]["key_hash"].as_str().unwrap().to_owned();
     assert_eq!(hash.len(), 64);
@@ -460,7 +421,8 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
         });
         let erasure = async {
             tokio::time::sleep(Duration::from_millis(4)).await;
-            erase(&app, &admin, id, "reason=race")
+            app.api(&admin)
+                .erase_lead(id, "?reason=race")
                 .await
                 .status()
                 .as_u16()
@@ -504,7 +466,7 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
     app.post_lead(
         &admin,
         &json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}),
@@ -571,7 +533,7 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
     let sales = app.token(Role::Sales, None).await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME,
                         "company": "Analytical Engines"});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
     let post = |path: String, body: Value, key: Option<&'static str>| {
         let app = &app;
         let sales = &sales;
@@ -616,7 +578,10 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
     assert_eq!(export["conversion"]["contact_id"], contact_id);
     assert_eq!(export["contact"]["email"], EMAIL);
 
-    let response = erase(&app, &admin, id, "reason=request&include_contact=true").await;
+    let response = app
+        .api(&admin)
+        .erase_lead(id, "?reason=request&include_contact=true")
+        .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["erasure"]["counts"]["contact"], 1);
@@ -644,8 +609,8 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
 async fn partner_source(app: &TestApp, admin: &str, fake: &FakeSource) -> Vec<u8> {
     let key = app.standard_source("partner").await;
     let saved = app
+        .api(admin)
         .patch_source(
-            admin,
             "partner",
             &json!({"pull_url": fake.pull_url, "pull_page_size": 10}),
         )
@@ -711,13 +676,11 @@ const FUTURE: &str = "2099-01-01T00:00:00Z";
 /// Delivers `record` to `partner` as event `event_id`; the inbox row's id.
 async fn deliver(app: &TestApp, key: &[u8], event_id: &str, record: &Value) -> i64 {
     let body = json!({"type": "lead.updated", "data": record}).to_string();
-    let response = app
-        .post_standard("partner", key, event_id, body.as_bytes())
-        .await;
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    response.json::<Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap()
+    ack_id(
+        app.post_standard("partner", key, event_id, body.as_bytes())
+            .await,
+    )
+    .await
 }
 
 async fn process(app: &TestApp, id: i64) -> Step {
@@ -757,7 +720,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     // Reconcile rejects the person's record twice (two different records),
     // and creates the other two.
     fake.update(0, |r| r["updated_at"] = json!(FUTURE));
-    let run = reconcile_run(app, ops, "partner").await;
+    let run = app.reconcile_over_api(ops, "partner", None).await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(
         (&run["created"], &run["rejected"]),
@@ -768,7 +731,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
         r["updated_at"] = json!("2026-11-30T10:00:00Z");
         r["email"] = json!({"address": person["email"]});
     });
-    let run = reconcile_run(app, ops, "partner").await;
+    let run = app.reconcile_over_api(ops, "partner", None).await;
     assert_eq!(run["rejected"], 1, "{run}");
     let rejected = domain::entities::reconcile_rejected::Entity::find()
         .all(&app.db)
@@ -866,7 +829,9 @@ async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Back
     let outcomes = |run: &Value| {
         ["created", "updated", "unchanged", "suppressed", "missed"].map(|k| run[k].clone())
     };
-    let dry = reconcile_run_with(app, ops, "partner", Some(json!({"dry_run": true}))).await;
+    let dry = app
+        .reconcile_over_api(ops, "partner", Some(&json!({"dry_run": true})))
+        .await;
     assert_eq!(
         (&dry["state"], &dry["dry_run"]),
         (&json!("done"), &json!(true)),
@@ -875,7 +840,7 @@ async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Back
     assert_eq!(outcomes(&dry), [0, 0, 0, 1, 0].map(|n| json!(n)), "{dry}");
     assert!(leads_with_ref(app, &fake.source_ref(0)).await.is_empty());
 
-    let real = reconcile_run(app, ops, "partner").await;
+    let real = app.reconcile_over_api(ops, "partner", None).await;
     assert_eq!(real["state"], "done", "{real}");
     assert_eq!(outcomes(&real), outcomes(&dry), "{real}");
     assert!(leads_with_ref(app, &fake.source_ref(0)).await.is_empty());
@@ -900,8 +865,10 @@ async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Ba
     assert!(event.body.is_empty());
 
     fake.update(0, |r| r["updated_at"] = json!(FUTURE));
-    let dry = reconcile_run_with(app, ops, "partner", Some(json!({"dry_run": true}))).await;
-    let run = reconcile_run(app, ops, "partner").await;
+    let dry = app
+        .reconcile_over_api(ops, "partner", Some(&json!({"dry_run": true})))
+        .await;
+    let run = app.reconcile_over_api(ops, "partner", None).await;
     for run in [&dry, &run] {
         assert_eq!(
             (&run["state"], &run["rejected"], &run["suppressed"]),
@@ -932,11 +899,7 @@ async fn delivered_and_processed(
     msg_id: &str,
     body: &[u8],
 ) -> (i64, Step) {
-    let response = app.post_standard(source, key, msg_id, body).await;
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let id = response.json::<Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap();
+    let id = ack_id(app.post_standard(source, key, msg_id, body).await).await;
     (id, process(app, id).await)
 }
 
@@ -1364,7 +1327,10 @@ async fn stored_replays_are_erased_whatever_the_spelling_of_their_target(backend
         record.clone(),
     ));
 
-    let response = erase(&app, &admin, id, "reason=request&include_contact=true").await;
+    let response = app
+        .api(&admin)
+        .erase_lead(id, "?reason=request&include_contact=true")
+        .await;
     assert_eq!(response.status(), 200);
     for needle in [EMAIL, NAME] {
         assert_eq!(
@@ -1403,7 +1369,7 @@ async fn a_keyed_write_racing_an_erasure_leaves_no_stored_replay() {
     let admin = app.admin_token().await;
     let sales = app.token(Role::Sales, None).await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
     // Storing a finished reply takes a while: the write holds its
     // transaction open while the erasure starts.
     app.exec(
@@ -1431,7 +1397,10 @@ async fn a_keyed_write_racing_an_erasure_leaves_no_stored_replay() {
     let erasure = async {
         // Lets the keyed write get into its commit first (the race tested).
         tokio::time::sleep(Duration::from_millis(400)).await;
-        erase(&app, &admin, id, "reason=request").await.status()
+        app.api(&admin)
+            .erase_lead(id, "?reason=request")
+            .await
+            .status()
     };
     let ((status, _, answer), erased) = tokio::join!(patch, erasure);
     assert_eq!(erased, 200);
@@ -1480,7 +1449,7 @@ async fn erased_bytes_do_not_stay_on_disk(backend: Backend) {
                "email": format!("{CANARY}@example.com"),
                "name": format!("Zq Canary {n} {CANARY}")})
     };
-    let id = intake_id(&app, &admin, &record(0)).await;
+    let id = app.api(&admin).new_lead(&record(0)).await;
     // Updates leave earlier versions of the rows in freed space; a
     // checkpoint half-way puts them in the database file, the later ones
     // stay in the WAL.
@@ -1558,7 +1527,7 @@ async fn an_erasure_and_a_keyed_write_waiting_for_its_lead_do_not_deadlock() {
     let admin = app.admin_token().await;
     let sales = app.token(Role::Sales, None).await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
     // The erasure holds the lead a while before it reaches stored replies.
     app.exec(
         "CREATE FUNCTION slow_erasure() RETURNS trigger AS $$ \
@@ -1570,7 +1539,12 @@ async fn an_erasure_and_a_keyed_write_waiting_for_its_lead_do_not_deadlock() {
          EXECUTE FUNCTION slow_erasure()",
     )
     .await;
-    let erasure = async { erase(&app, &admin, id, "reason=request").await.status() };
+    let erasure = async {
+        app.api(&admin)
+            .erase_lead(id, "?reason=request")
+            .await
+            .status()
+    };
     let patch = async {
         // Lets the erasure get into its slowed delete first (the race tested).
         tokio::time::sleep(Duration::from_millis(400)).await;

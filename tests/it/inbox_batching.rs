@@ -191,8 +191,8 @@ async fn a_skipped_event_taken_over_mid_batch_is_left_to_its_taker(backend: Back
             .unwrap();
     let deleted = ack_id(app.post_standard("webform", &key, "msg_del", &body).await).await;
     let narrowed = app
+        .api(&app.admin_token().await)
         .patch_source(
-            &app.admin_token().await,
             "webform",
             &serde_json::json!({"allowed_event_types": ["lead.created"]}),
         )

@@ -40,7 +40,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     let app = TestApp::spawn_with_workers(backend).await;
     let admin = app.admin_token().await;
     let receiver = Receiver::start().await;
-    app.subscribe(&admin, &receiver, json!([])).await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
     let key = app.standard_source("webform").await;
     let mut ids = Vec::new();
     for name in ["old", "ancient", "recent", "undelivered"] {

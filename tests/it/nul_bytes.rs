@@ -165,8 +165,8 @@ async fn a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes(backend:
     let app = TestApp::spawn(backend).await;
     let secret = "whsec_test_stripe_0123456789";
     let response = app
-        .save_source(
-            &app.admin_token().await,
+        .api(&app.admin_token().await)
+        .create_source(
             &json!({"name": "stripe", "scheme": "stripe", "secrets": [secret],
                     "record_pointer": "/data/object"}),
         )

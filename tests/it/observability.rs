@@ -84,7 +84,7 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     let ops = app.token(Role::Ops, None).await;
     let admin = app.token(Role::Admin, None).await;
     let receiver = Receiver::start().await;
-    app.subscribe(&admin, &receiver, json!([])).await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
 
     let response = app
         .client

@@ -40,8 +40,8 @@ const WAIT: Duration = Duration::from_secs(20);
 async fn pull_source(app: &TestApp, name: &str, fake: &FakeSource, page_size: u32) -> Vec<u8> {
     let key = app.standard_source(name).await;
     let response = app
+        .api(&app.admin_token().await)
         .patch_source(
-            &app.admin_token().await,
             name,
             &json!({"pull_url": fake.pull_url, "pull_page_size": page_size}),
         )
@@ -576,18 +576,19 @@ async fn pull_urls_to_internal_addresses_are_refused_unless_allow_listed(backend
         "http://169.254.169.254/latest/meta-data",
         "http://[::1]:8080/leads",
     ] {
-        let refused = app.save_source(&admin, &body(internal)).await;
+        let refused = app.api(&admin).create_source(&body(internal)).await;
         let problem = assert_problem(refused, 422, "/problems/validation").await;
         assert_eq!(problem["errors"][0]["field"], "pull_url", "{problem}");
     }
     // The test configuration allow-lists 127.0.0.1.
     let allowed = app
-        .save_source(&admin, &body("http://127.0.0.1:9/leads"))
+        .api(&admin)
+        .create_source(&body("http://127.0.0.1:9/leads"))
         .await;
     assert_eq!(allowed.status(), 201);
     let bad = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "puller", "scheme": "hmac-sha256", "cron": "*/5 * * * *",
                     "pull_page_size": 5000}),
         )
@@ -646,8 +647,8 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
     fake.require_auth("authorization", "Bearer pull-token-9f8e7d");
     let admin = app.admin_token().await;
     let saved = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "locked", "scheme": "hmac-sha256", "secrets": ["sixteen-byte-key"],
                     "pull_url": fake.pull_url, "pull_auth_header": "Authorization",
                     "pull_auth_secret": "Bearer pull-token-9f8e7d", "cron": "0 0 3 * * *"}),
@@ -662,8 +663,8 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
 
     // A change that does not give the value keeps it.
     let resaved = app
+        .api(&admin)
         .patch_source(
-            &admin,
             "locked",
             &json!({"pull_url": fake.pull_url, "pull_auth_header": "authorization"}),
         )
@@ -859,7 +860,8 @@ async fn cron_starts_one_run_per_tick_across_worker_processes(backend: Backend) 
     pull_source(&app, "nightly", &fake, 10).await;
     let admin = app.admin_token().await;
     let every_second = app
-        .patch_source(&admin, "nightly", &json!({"cron": "* * * * * *"}))
+        .api(&admin)
+        .patch_source("nightly", &json!({"cron": "* * * * * *"}))
         .await;
     assert_eq!(every_second.status(), 200);
     // Two worker processes' runtimes on one database.

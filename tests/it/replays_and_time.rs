@@ -34,7 +34,10 @@ async fn deliver(app: &TestApp, source: &str, headers: &Headers, body: &[u8]) ->
 
 /// Creates a source as an admin and asserts it was created.
 async fn create_source(app: &TestApp, config: Value) {
-    let response = app.save_source(&app.admin_token().await, &config).await;
+    let response = app
+        .api(&app.admin_token().await)
+        .create_source(&config)
+        .await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 }
 
@@ -187,8 +190,8 @@ async fn standard_webhooks_source_cannot_take_its_event_id_from_an_unsigned_head
     let admin = app.admin_token().await;
     let secret = standard_secret(b"partner-signing-key-0123456789");
     let response = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "partner", "scheme": "standard-webhooks", "secrets": [secret],
                     "event_id_header": "x-event-id"}),
         )
@@ -200,8 +203,8 @@ async fn standard_webhooks_source_cannot_take_its_event_id_from_an_unsigned_head
     );
     // The signed header itself, named explicitly, is fine.
     let response = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "partner", "scheme": "standard-webhooks", "secrets": [secret],
                     "event_id_header": "Webhook-Id"}),
         )

@@ -6,8 +6,6 @@ use std::collections::HashSet;
 
 use domain::auth::Role;
 use domain::entities::{activity, idempotency_key, lead, outbox_event};
-use std::future::IntoFuture;
-
 use leadpipe_tests::client::{Answer, Api};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
@@ -700,10 +698,9 @@ async fn concurrent_requests_with_one_key_have_one_effect_on_postgres() {
     let id = t.lead("race").await;
     let path = format!("/api/leads/{id}/notes");
     let note = json!({"text": "only once"});
-    let responses = futures::future::join_all(
-        (0..64).map(|_| t.sales.post(&path, &note).key("race-key").into_future()),
-    )
-    .await;
+    let responses =
+        futures::future::join_all((0..64).map(|_| t.sales.post(&path, &note).key("race-key")))
+            .await;
     let mut executed = 0;
     let mut bodies = HashSet::new();
     for response in responses {
@@ -738,10 +735,8 @@ async fn concurrent_requests_with_one_key_have_one_effect_on_postgres() {
 async fn concurrent_status_moves_serialise_on_postgres() {
     let t = Sales::new(Backend::Postgres).await;
     let id = t.lead("moves").await;
-    let responses = futures::future::join_all(
-        (0..8).map(|_| t.sales.move_lead(id, "contacted", None).into_future()),
-    )
-    .await;
+    let responses =
+        futures::future::join_all((0..8).map(|_| t.sales.move_lead(id, "contacted", None))).await;
     let ok = responses.iter().filter(|r| r.status() == 200).count();
     let conflicts = responses.iter().filter(|r| r.status() == 409).count();
     assert_eq!((ok, conflicts), (1, 7));

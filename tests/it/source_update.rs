@@ -8,6 +8,7 @@
 use domain::auth::Role;
 use domain::entities::source;
 use leadpipe_tests::cli::output_text;
+use leadpipe_tests::client::Api;
 use leadpipe_tests::webhooks::{Headers, now, standard_headers, standard_secret};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::EntityTrait;
@@ -328,34 +329,16 @@ async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend)
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
 }
 
-async fn patch(
-    app: &TestApp,
-    token: &str,
-    name: &str,
-    if_match: Option<&str>,
-    body: &Value,
-) -> reqwest::Response {
-    let mut request = app
-        .client
-        .patch(app.url(&format!("/api/sources/{name}")))
-        .bearer_auth(token)
-        .json(body);
-    if let Some(tag) = if_match {
-        request = request.header("if-match", tag);
-    }
-    request.send().await.unwrap()
-}
-
-async fn etag_of(app: &TestApp, token: &str, name: &str) -> String {
-    let response = app.get(token, &format!("/api/sources/{name}")).await;
+async fn etag_of(admin: &Api, name: &str) -> String {
+    let response = admin.source(name).await;
     assert_eq!(response.status(), 200);
     response.headers()["etag"].to_str().unwrap().to_owned()
 }
 
 async fn create_partner_over_http(app: &TestApp, admin: &str) {
     let created = app
-        .save_source(
-            admin,
+        .api(admin)
+        .create_source(
             &json!({"name": "partner", "scheme": "hmac-sha256", "secrets": [HEX_SECRET],
                     "tolerance_secs": 600, "event_type_pointer": "/type",
                     "allowed_event_types": ["lead.created"],
@@ -371,31 +354,27 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     let admin = app.admin_token().await;
     create_partner_over_http(&app, &admin).await;
     let before = config(&app, "partner").await;
-    let tag = etag_of(&app, &admin, "partner").await;
+    let tag = etag_of(&app.api(&admin), "partner").await;
     assert_eq!(tag, "\"1\"");
 
     // Only admins change sources.
     for role in [Role::Ops, Role::Sales] {
         let token = app.token(role, None).await;
-        let response = patch(
-            &app,
-            &token,
-            "partner",
-            None,
-            &json!({"tolerance_secs": 60}),
-        )
-        .await;
+        let response = app
+            .api(&token)
+            .patch_source("partner", &json!({"tolerance_secs": 60}))
+            .await;
         assert_problem(response, 403, "/problems/forbidden").await;
     }
 
-    let response = patch(
-        &app,
-        &admin,
-        "partner",
-        Some(&tag),
-        &json!({"record_pointer": "/lead", "signature_header": "x-partner-signature"}),
-    )
-    .await;
+    let response = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"record_pointer": "/lead", "signature_header": "x-partner-signature"}),
+        )
+        .header("if-match", &tag)
+        .await;
     assert_eq!(response.status(), 200);
     let new_tag = response.headers()["etag"].to_str().unwrap().to_owned();
     assert_eq!(new_tag, "\"2\"");
@@ -408,17 +387,14 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     expected["record_pointer"] = json!("/lead");
     expected["signature_header"] = json!("x-partner-signature");
     assert_eq!(config(&app, "partner").await, expected);
-    assert_eq!(etag_of(&app, &admin, "partner").await, new_tag);
+    assert_eq!(etag_of(&app.api(&admin), "partner").await, new_tag);
 
     // The stale tag is 412 and changes nothing.
-    let stale = patch(
-        &app,
-        &admin,
-        "partner",
-        Some(&tag),
-        &json!({"record_pointer": "/data"}),
-    )
-    .await;
+    let stale = app
+        .api(&admin)
+        .patch_source("partner", &json!({"record_pointer": "/data"}))
+        .header("if-match", &tag)
+        .await;
     assert_problem(stale, 412, "/problems/precondition-failed").await;
     assert_eq!(config(&app, "partner").await, expected);
 
@@ -433,14 +409,14 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
 
     // `null` puts a field back to its default; `pull_url: null` turns
     // reconcile off with everything that belongs to it.
-    let response = patch(
-        &app,
-        &admin,
-        "partner",
-        Some(&new_tag),
-        &json!({"signature_header": null, "pull_url": null}),
-    )
-    .await;
+    let response = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"signature_header": null, "pull_url": null}),
+        )
+        .header("if-match", &new_tag)
+        .await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     expected["signature_header"] = Value::Null;
     expected["pull_url"] = Value::Null;
@@ -451,14 +427,10 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     assert!(row(&app, "partner").await.pull_auth_secret.is_none());
 
     // The secrets alone, without If-Match.
-    let response = patch(
-        &app,
-        &admin,
-        "partner",
-        None,
-        &json!({"secrets": [OTHER_HEX_SECRET]}),
-    )
-    .await;
+    let response = app
+        .api(&admin)
+        .patch_source("partner", &json!({"secrets": [OTHER_HEX_SECRET]}))
+        .await;
     assert_eq!(response.status(), 200);
     assert!(!response.text().await.unwrap().contains(OTHER_HEX_SECRET));
     assert_eq!(config(&app, "partner").await, expected);
@@ -473,15 +445,25 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     }
 
     // An empty change changes nothing, not even the version.
-    let tag = etag_of(&app, &admin, "partner").await;
-    let response = patch(&app, &admin, "partner", Some(&tag), &json!({})).await;
+    let tag = etag_of(&app.api(&admin), "partner").await;
+    let response = app
+        .api(&admin)
+        .patch_source("partner", &json!({}))
+        .header("if-match", &tag)
+        .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["etag"].to_str().unwrap(), tag);
 
     // The name is the path's; unknown fields and names are refused.
-    let renamed = patch(&app, &admin, "partner", None, &json!({"name": "other"})).await;
+    let renamed = app
+        .api(&admin)
+        .patch_source("partner", &json!({"name": "other"}))
+        .await;
     assert_problem(renamed, 422, "/problems/validation").await;
-    let unknown = patch(&app, &admin, "nobody", None, &json!({"tolerance_secs": 60})).await;
+    let unknown = app
+        .api(&admin)
+        .patch_source("nobody", &json!({"tolerance_secs": 60}))
+        .await;
     assert_problem(unknown, 404, "/problems/not-found").await;
     assert_eq!(app.count(source::Entity).await, 1);
 }
@@ -492,14 +474,13 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
     create_partner_over_http(&app, &admin).await;
     let before = row(&app, "partner").await;
 
-    let refused = patch(
-        &app,
-        &admin,
-        "partner",
-        None,
-        &json!({"scheme": "standard-webhooks", "record_pointer": "/lead"}),
-    )
-    .await;
+    let refused = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"scheme": "standard-webhooks", "record_pointer": "/lead"}),
+        )
+        .await;
     let problem = assert_problem(refused, 422, "/problems/validation").await;
     assert_eq!(problem["errors"][0]["field"], "secrets", "{problem}");
     assert!(
@@ -513,25 +494,23 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
     assert_eq!(row(&app, "partner").await, before);
 
     // Naming the same scheme is no change of scheme.
-    let same = patch(
-        &app,
-        &admin,
-        "partner",
-        None,
-        &json!({"scheme": "hmac-sha256", "tolerance_secs": 60}),
-    )
-    .await;
+    let same = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"scheme": "hmac-sha256", "tolerance_secs": 60}),
+        )
+        .await;
     assert_eq!(same.status(), 200, "{}", same.text().await.unwrap());
 
     // New secrets that do not fit the new scheme name the rule, not the secret.
-    let unfit = patch(
-        &app,
-        &admin,
-        "partner",
-        None,
-        &json!({"scheme": "standard-webhooks", "secrets": ["whsec_%%%not-base64%%%"]}),
-    )
-    .await;
+    let unfit = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"scheme": "standard-webhooks", "secrets": ["whsec_%%%not-base64%%%"]}),
+        )
+        .await;
     let problem = assert_problem(unfit, 422, "/problems/validation").await;
     assert_eq!(problem["errors"][0]["field"], "secrets", "{problem}");
     assert!(!problem.to_string().contains("%%%not-base64%%%"));
@@ -544,11 +523,9 @@ async fn post_on_an_existing_name_is_409(backend: Backend) {
     create_partner_over_http(&app, &admin).await;
     let before = row(&app, "partner").await;
     let replaced = app
-        .save_source(
-            &admin,
-            &json!({"name": "partner", "scheme": "standard-webhooks",
-                    "secrets": [standard_secret(b"another-signing-key-1")]}),
-        )
+        .api(&admin)
+        .create_source(&json!({"name": "partner", "scheme": "standard-webhooks",
+                    "secrets": [standard_secret(b"another-signing-key-1")]}))
         .await;
     let problem = assert_problem(replaced, 409, "/problems/conflict").await;
     assert!(

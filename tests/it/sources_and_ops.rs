@@ -32,11 +32,12 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
 
     // Only admins create sources.
     for token in [&sales, &ops, &intake] {
-        let response = app.save_source(token, &source_body("webform")).await;
+        let response = app.api(token).create_source(&source_body("webform")).await;
         assert_problem(response, 403, "/problems/forbidden").await;
     }
     assert_eq!(
-        app.save_source(&admin, &source_body("webform"))
+        app.api(&admin)
+            .create_source(&source_body("webform"))
             .await
             .status(),
         201
@@ -101,13 +102,13 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
     let secret_b64 = secret.trim_start_matches("whsec_").to_owned();
     let mut seen = Vec::new();
 
-    let created = app.save_source(&admin, &source_body("webform")).await;
+    let created = app.api(&admin).create_source(&source_body("webform")).await;
     assert_eq!(created.status(), 201);
     assert_eq!(created.headers()["location"], "/api/sources/webform");
     seen.push(created.text().await.unwrap());
     let updated = app
+        .api(&admin)
         .patch_source(
-            &admin,
             "webform",
             &json!({"secrets": [secret.clone(), standard_secret(b"second-key-0000002")]}),
         )
@@ -148,8 +149,7 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
     );
     // A validation error must not echo the secret it rejects.
     let rejected = app
-        .save_source(
-            &admin,
+        .api(&admin).create_source(
             &json!({"name": "other", "scheme": "standard-webhooks", "secrets": ["whsec_%%%secret%%%"]}),
         )
         .await;
@@ -192,7 +192,7 @@ async fn invalid_source_configuration_is_422_with_fields(backend: Backend) {
     ];
     for (body, fields) in cases {
         let problem = assert_problem(
-            app.save_source(&admin, &body).await,
+            app.api(&admin).create_source(&body).await,
             422,
             "/problems/validation",
         )
@@ -207,8 +207,7 @@ async fn invalid_source_configuration_is_422_with_fields(backend: Backend) {
         assert_eq!(got, fields, "{body}");
     }
     let unknown = app
-        .save_source(
-            &admin,
+        .api(&admin).create_source(
             &json!({"name": "ok", "scheme": "github", "secrets": ["sixteen-byte-key"], "record_ponter": "/x"}),
         )
         .await;
@@ -228,7 +227,10 @@ async fn seed_inbox(app: &TestApp) -> Vec<i64> {
     let admin = app.admin_token().await;
     for name in ["webform", "ads"] {
         assert_eq!(
-            app.save_source(&admin, &source_body(name)).await.status(),
+            app.api(&admin)
+                .create_source(&source_body(name))
+                .await
+                .status(),
             201
         );
     }

@@ -133,8 +133,7 @@ impl Parity {
     /// A lead change, so one `lead.created` event goes out.
     async fn event(&self, source_ref: &str) {
         let intake = self.app.api_as(Role::Intake, Some("webform")).await;
-        let body = json!({"source": "webform", "source_ref": source_ref, "name": "x"});
-        assert!(intake.create_lead(&body).await.status().is_success());
+        intake.webform_lead(source_ref, "x").await;
     }
 
     /// Publishes until the receiver holds `n` deliveries; returns the last.

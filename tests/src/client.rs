@@ -10,8 +10,9 @@
 //! (`LeadStatus`, `DealStage`, `Role`): anything `Serialize` goes where a
 //! status or stage is sent, so a test may still send a wrong one as text.
 
-use std::future::{Future, IntoFuture};
+use std::future::Future;
 use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use domain::auth::Role;
 use reqwest::Method;
@@ -49,11 +50,12 @@ impl TestApp {
     }
 }
 
-/// One request, sent when awaited; a keyed or conditional write adds its
-/// header first (`.key("k")`, `.if_match(3)`).
+/// One request, sent when first polled (awaited, joined); a keyed or
+/// conditional write adds its header first (`.key("k")`, `.if_match(3)`).
 #[must_use = "a call is sent when awaited"]
 pub struct Call {
-    request: reqwest::RequestBuilder,
+    request: Option<reqwest::RequestBuilder>,
+    sending: Option<Pin<Box<dyn Future<Output = reqwest::Response> + Send>>>,
 }
 
 impl Call {
@@ -68,33 +70,45 @@ impl Call {
     }
 
     pub fn header(self, name: &str, value: &str) -> Self {
-        Self {
-            request: self.request.header(name, value),
-        }
+        self.map(|request| request.header(name, value))
+    }
+
+    fn map(
+        mut self,
+        change: impl FnOnce(reqwest::RequestBuilder) -> reqwest::RequestBuilder,
+    ) -> Self {
+        let request = self
+            .request
+            .take()
+            .expect("a call changed after it was sent");
+        self.request = Some(change(request));
+        self
     }
 
     /// `body` as it is, as `content_type`: for a body that is wrong on
     /// purpose.
     pub fn body(self, content_type: &str, body: impl Into<reqwest::Body>) -> Self {
-        Self {
-            request: self.request.header("content-type", content_type).body(body),
-        }
+        self.map(|request| request.header("content-type", content_type).body(body))
     }
 
     /// A JSON body in place of the one the operation sent.
     pub fn json(self, body: &Value) -> Self {
-        Self {
-            request: self.request.json(body),
-        }
+        self.map(|request| request.json(body))
     }
 }
 
-impl IntoFuture for Call {
+impl Future for Call {
     type Output = reqwest::Response;
-    type IntoFuture = Pin<Box<dyn Future<Output = reqwest::Response> + Send>>;
 
-    fn into_future(self) -> Self::IntoFuture {
-        Box::pin(async move { self.request.send().await.unwrap() })
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<reqwest::Response> {
+        if let Some(request) = self.request.take() {
+            self.sending = Some(Box::pin(async move { request.send().await.unwrap() }));
+        }
+        let sending = self
+            .sending
+            .as_mut()
+            .expect("a call polled after it answered");
+        sending.as_mut().poll(cx)
     }
 }
 
@@ -121,11 +135,13 @@ impl Answer for reqwest::Response {
 impl Api {
     /// `method path` as this principal, without a body.
     pub fn request(&self, method: Method, path: &str) -> Call {
+        let request = self
+            .client
+            .request(method, format!("{}{path}", self.address))
+            .bearer_auth(&self.token);
         Call {
-            request: self
-                .client
-                .request(method, format!("{}{path}", self.address))
-                .bearer_auth(&self.token),
+            request: Some(request),
+            sending: None,
         }
     }
 
@@ -156,6 +172,16 @@ impl Api {
     pub async fn new_lead(&self, body: &Value) -> i64 {
         let lead = self.create_lead(body).await.expect(201).await;
         lead["id"].as_i64().unwrap()
+    }
+
+    /// Sends lead `source_ref` of source `webform` named `name`, new or a
+    /// change (`201` or `200`); returns the answer's body.
+    pub async fn webform_lead(&self, source_ref: &str, name: &str) -> Value {
+        let body = json!({"source": "webform", "source_ref": source_ref, "name": name});
+        let response = self.create_lead(&body).await;
+        let status = response.status();
+        assert!(status.is_success(), "{status}");
+        response.json().await.unwrap()
     }
 
     /// `GET /api/leads/{id}`.
@@ -306,8 +332,13 @@ impl Api {
         self.post("/api/ops/lead-processing/retry", body)
     }
 
-    /// `POST /api/ops/reconcile/{source}`: starts a reconcile run.
-    pub fn start_reconcile(&self, source: &str, body: &Value) -> Call {
-        self.post(&format!("/api/ops/reconcile/{source}"), body)
+    /// `POST /api/ops/reconcile/{source}`: starts a reconcile run, with
+    /// `body` (a range, `dry_run`) or without one.
+    pub fn start_reconcile(&self, source: &str, body: Option<&Value>) -> Call {
+        let call = self.request(Method::POST, &format!("/api/ops/reconcile/{source}"));
+        match body {
+            Some(body) => call.json(body),
+            None => call,
+        }
     }
 }

@@ -19,7 +19,6 @@ pub mod raw_http;
 pub mod receiver;
 pub mod reconcile;
 pub mod runs;
-pub mod subscriptions;
 pub mod webhooks;
 
 use std::path::PathBuf;

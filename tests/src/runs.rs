@@ -27,6 +27,15 @@ impl TestApp {
         .await
     }
 
+    /// Starts a reconcile run of `source` over the API as `ops` (with `body`
+    /// if given; must be `202`) and returns the run as it ended.
+    pub async fn reconcile_over_api(&self, ops: &str, source: &str, body: Option<&Value>) -> Value {
+        let started = self.api(ops).start_reconcile(source, body).await;
+        assert_eq!(started.status(), 202);
+        let id = started.json::<Value>().await.unwrap()["id"].clone();
+        self.reconcile_run_ended(ops, id).await
+    }
+
     /// [`run_ended`](Self::run_ended) for the reconcile run with this id.
     pub async fn reconcile_run_ended(&self, token: &str, id: impl std::fmt::Display) -> Value {
         self.run_ended(token, &format!("/api/ops/reconcile-runs/{id}"))

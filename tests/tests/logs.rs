@@ -24,7 +24,7 @@ async fn a_full_flow_logs_no_secret_token_signature_or_email() {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let admin = app.token(Role::Admin, None).await;
     let receiver = Receiver::start().await;
-    let sub = app.subscribe(&admin, &receiver, json!([])).await;
+    let sub = app.api(&admin).subscribe(&receiver, json!([])).await;
     let secret = sub["secret"].as_str().unwrap().to_owned();
 
     let email = "grace.hopper@navy.example";
