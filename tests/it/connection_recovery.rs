@@ -45,6 +45,8 @@ async fn connections_ended_while_idle_are_replaced_on_postgres() {
 
     let ended = end_sessions(&app).await;
     assert!(ended >= 2, "the pools had open sessions to end: {ended}");
+    // Past the idle second after which a committer's pool pings a
+    // connection: the passing time is what is tested.
     tokio::time::sleep(Duration::from_millis(1_200)).await;
 
     for n in 1..=3 {

@@ -415,11 +415,13 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
             let admin = &admin;
             let body = record(n);
             async move {
+                // Staggered, to land around the erasure (the race tested).
                 tokio::time::sleep(Duration::from_millis((n % 4) as u64 * 3)).await;
                 app.post_lead(admin, &body).await.status().as_u16()
             }
         });
         let erasure = async {
+            // Among the redeliveries rather than before them (the race tested).
             tokio::time::sleep(Duration::from_millis(4)).await;
             app.api(&admin)
                 .erase_lead(id, "?reason=race")
