@@ -67,20 +67,8 @@ async fn import_csv(app: &TestApp, token: &str, csv: &str) -> Value {
 }
 
 async fn import_csv_with(app: &TestApp, token: &str, csv: &str, extra: &str) -> Value {
-    let response = app
-        .client
-        .post(app.url(&format!(
-            "/api/imports?source=webform&map=source_ref=ref,email=email,name=name{extra}"
-        )))
-        .bearer_auth(token)
-        .header("content-type", "text/csv")
-        .body(csv.to_owned())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let location = response.headers()["location"].to_str().unwrap().to_owned();
-    let run = app.run_ended(token, &location).await;
+    let query = format!("source=webform&map=source_ref=ref,email=email,name=name{extra}");
+    let run = app.import_over_api(token, &query, csv.to_owned()).await;
     assert_eq!(run["state"], "done", "{run}");
     run
 }

@@ -74,14 +74,13 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     .await;
     // A finished import with its per-row report.
     let imported = app
-        .client
-        .post(app.url("/api/imports?source=fair"))
-        .bearer_auth(&admin)
-        .header("content-type", "text/csv")
-        .body("source_ref,email\nfair-1,one@example.com\nfair-2,two@example.com\n")
-        .send()
-        .await
-        .unwrap();
+        .api(&admin)
+        .upload_import(
+            "source=fair",
+            "text/csv",
+            "source_ref,email\nfair-1,one@example.com\nfair-2,two@example.com\n",
+        )
+        .await;
     assert_eq!(imported.status(), 202);
     let run_id = imported.json::<Value>().await.unwrap()["id"]
         .as_i64()

@@ -452,18 +452,9 @@ async fn import_report_cells_that_start_a_formula_are_neutralised(backend: Backe
             r.replace('"', "\"\"")
         ));
     }
-    let response = app
-        .client
-        .post(app.url("/api/imports?source=fair&map=source_ref=ref,email=email"))
-        .bearer_auth(&admin)
-        .header("content-type", "text/csv")
-        .body(file)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let location = response.headers()["location"].to_str().unwrap().to_owned();
-    let run = app.run_ended(&admin, &location).await;
+    let run = app
+        .import_over_api(&admin, "source=fair&map=source_ref=ref,email=email", file)
+        .await;
     let report = app
         .get(&admin, run["report_url"].as_str().unwrap())
         .await

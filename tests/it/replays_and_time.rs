@@ -321,18 +321,13 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
         .await;
     assert_eq!(response.status(), 201);
 
-    let upload = |token: String, query: &'static str, csv: &'static str| {
-        app.client
-            .post(app.url(&format!("/api/imports?{query}")))
-            .bearer_auth(token)
-            .header("content-type", "text/csv")
-            .body(csv)
-            .send()
+    let upload = |token: &str, query: &'static str, csv: &'static str| {
+        app.api(token).upload_import(query, "text/csv", csv)
     };
     let csv = "source_ref,name,source_updated_at\n\
                w-1,Mallory,9999-12-31T00:00:00Z\n\
                w-2,Bob,1700000000000\n";
-    let response = upload(ops.clone(), "source=webform", csv).await.unwrap();
+    let response = upload(&ops, "source=webform", csv).await;
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
     let run: Value = response.json().await.unwrap();
     let location = format!("/api/imports/{}", run["id"]);
@@ -366,9 +361,7 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
     );
 
     // Ops may not invent a source; an admin may.
-    let response = upload(ops.clone(), "source=typo-source", "source_ref\nx-1\n")
-        .await
-        .unwrap();
+    let response = upload(&ops, "source=typo-source", "source_ref\nx-1\n").await;
     let problem = assert_problem(response, 403, "/problems/forbidden").await;
     assert!(
         problem["detail"]
@@ -377,8 +370,6 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
             .contains("configured source"),
         "{problem}"
     );
-    let response = upload(admin, "source=typo-source", "source_ref\nx-1\n")
-        .await
-        .unwrap();
+    let response = upload(&admin, "source=typo-source", "source_ref\nx-1\n").await;
     assert_eq!(response.status(), 202);
 }

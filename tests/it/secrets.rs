@@ -664,14 +664,13 @@ async fn stale_upload_spools_are_removed_and_uploads_leave_none(backend: Backend
     // Ops import for configured sources; an intake token configures `fair`.
     app.token(Role::Intake, Some("fair")).await;
     let response = app
-        .client
-        .post(app.url("/api/imports?source=fair"))
-        .bearer_auth(&ops)
-        .header("content-type", "text/csv")
-        .body("source_ref,email\n1,ada@example.com\n")
-        .send()
-        .await
-        .unwrap();
+        .api(&ops)
+        .upload_import(
+            "source=fair",
+            "text/csv",
+            "source_ref,email\n1,ada@example.com\n",
+        )
+        .await;
     assert_eq!(response.status(), 202);
     let location = response.headers()["location"].to_str().unwrap().to_owned();
     app.run_ended(&ops, &location).await;

@@ -305,6 +305,19 @@ impl Api {
         self.request(Method::POST, &format!("/api/subscriptions/{id}/test"))
     }
 
+    // Imports.
+
+    /// `POST /api/imports?{query}` with a file of `content_type`.
+    pub fn upload_import(
+        &self,
+        query: &str,
+        content_type: &str,
+        file: impl Into<reqwest::Body>,
+    ) -> Call {
+        self.request(Method::POST, &format!("/api/imports?{query}"))
+            .body(content_type, file)
+    }
+
     // Operations.
 
     /// `POST /api/ops/inbox/{id}/retry`.

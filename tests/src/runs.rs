@@ -27,6 +27,20 @@ impl TestApp {
         .await
     }
 
+    /// Uploads `csv` as an import (`POST /api/imports?{query}` as `token`,
+    /// must be `202`) and returns the run as it ended.
+    pub async fn import_over_api(
+        &self,
+        token: &str,
+        query: &str,
+        csv: impl Into<reqwest::Body>,
+    ) -> Value {
+        let response = self.api(token).upload_import(query, "text/csv", csv).await;
+        assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+        let location = response.headers()["location"].to_str().unwrap().to_owned();
+        self.run_ended(token, &location).await
+    }
+
     /// Starts a reconcile run of `source` over the API as `ops` (with `body`
     /// if given; must be `202`) and returns the run as it ended.
     pub async fn reconcile_over_api(&self, ops: &str, source: &str, body: Option<&Value>) -> Value {
