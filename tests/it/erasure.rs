@@ -9,6 +9,7 @@ use std::time::Duration;
 use api::cli::demo::fake_source::FakeSource;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_tombstone, outbox_event};
+use leadpipe_tests::client::Answer;
 use leadpipe_tests::prometheus::sample;
 use leadpipe_tests::webhooks::{ack_id, lead_event};
 use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
@@ -141,14 +142,10 @@ async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
     // A note (stored with its idempotent response), an import of the same
     // person, an intake update: every place the person's data lands.
     let note = app
-        .client
-        .post(app.url(&format!("/api/leads/{id}/notes")))
-        .bearer_auth(&sales)
-        .header("Idempotency-Key", "note-1")
-        .json(&json!({"text": format!("Called {NAME} back")}))
-        .send()
-        .await
-        .unwrap();
+        .api(&sales)
+        .add_note(id, &format!("Called {NAME} back"))
+        .key("note-1")
+        .await;
     assert_eq!(note.status(), 201);
     let run = import_csv(&app, &admin, &person_csv()).await;
     assert_eq!(run["rows"], 1);
@@ -357,18 +354,7 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
         "suppressed"
     );
 
-    let lift = |token: String| {
-        let app = &app;
-        let hash = hash.clone();
-        async move {
-            app.client
-                .delete(app.url(&format!("/api/tombstones/{hash}")))
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap()
-        }
-    };
+    let lift = |token: String| app.api(&token).lift_tombstone(&hash);
     let ops = app.token(Role::Ops, None).await;
     assert_problem(lift(ops).await, 403, "/problems/forbidden").await;
     assert_eq!(lift(admin.clone()).await.status(), 204);
@@ -524,36 +510,12 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME,
                         "company": "Analytical Engines"});
     let id = app.api(&admin).new_lead(&record).await;
-    let post = |path: String, body: Value, key: Option<&'static str>| {
-        let app = &app;
-        let sales = &sales;
-        async move {
-            let mut request = app
-                .client
-                .post(app.url(&path))
-                .bearer_auth(sales)
-                .json(&body);
-            if let Some(key) = key {
-                request = request.header("Idempotency-Key", key);
-            }
-            request.send().await.unwrap()
-        }
-    };
+    let sales = app.api(&sales);
     for to in ["contacted", "qualified"] {
-        let moved = post(
-            format!("/api/leads/{id}/transitions"),
-            json!({"to": to}),
-            None,
-        )
-        .await;
+        let moved = sales.move_lead(id, to, None).await;
         assert_eq!(moved.status(), 200);
     }
-    let converted = post(
-        format!("/api/leads/{id}/convert"),
-        json!({}),
-        Some("convert-1"),
-    )
-    .await;
+    let converted = sales.convert_lead(id, &json!({})).key("convert-1").await;
     assert_eq!(converted.status(), 201);
     let contact_id = converted.json::<Value>().await.unwrap()["conversion"]["contact_id"]
         .as_i64()
@@ -583,8 +545,8 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
             "{needle} is still stored"
         );
     }
-    let contact: Value = app
-        .get(&sales, &format!("/api/contacts/{contact_id}"))
+    let contact: Value = sales
+        .get(&format!("/api/contacts/{contact_id}"))
         .await
         .json()
         .await
@@ -893,28 +855,6 @@ async fn delivered_and_processed(
     (id, process(app, id).await)
 }
 
-async fn retry_event(app: &TestApp, ops: &str, id: i64) -> reqwest::Response {
-    app.client
-        .post(app.url(&format!("/api/ops/inbox/{id}/retry")))
-        .bearer_auth(ops)
-        .send()
-        .await
-        .unwrap()
-}
-
-async fn retry_matching(app: &TestApp, ops: &str, body: &Value) -> Value {
-    let response = app
-        .client
-        .post(app.url("/api/ops/inbox/retry"))
-        .bearer_auth(ops)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
-    response.json().await.unwrap()
-}
-
 /// Erasure empties the body of every event of the person and keeps the
 /// row. Retrying such an event has nothing to process: it once went on to
 /// fail as "body is not JSON", turned `dead` and raised a dead-letter alert.
@@ -979,7 +919,7 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
         let before = app.inbox_event(event).await;
         assert!(before.body.is_empty(), "{before:?}");
         let problem = assert_problem(
-            retry_event(&app, &ops, event).await,
+            app.api(&ops).retry_inbox_event(event).await,
             409,
             "/problems/inbox-event-erased",
         )
@@ -1001,18 +941,23 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
 
     // In bulk, the erased events are skipped and counted; the others go on.
     let dead_event = app.inbox_event(dead).await;
-    let dry = retry_matching(
-        &app,
-        &ops,
-        &json!({"source": source, "state": "dead", "dry_run": true}),
-    )
-    .await;
+    let dry = app
+        .api(&ops)
+        .retry_inbox_events(&json!({"source": source, "state": "dead", "dry_run": true}))
+        .await
+        .expect(200)
+        .await;
     assert_eq!(
         (&dry["matched"], &dry["skipped_erased"]),
         (&json!(1), &json!(1)),
         "{dry}"
     );
-    let done = retry_matching(&app, &ops, &json!({"source": source, "state": "dead"})).await;
+    let done = app
+        .api(&ops)
+        .retry_inbox_events(&json!({"source": source, "state": "dead"}))
+        .await
+        .expect(200)
+        .await;
     assert_eq!(
         (&done["matched"], &done["retried"], &done["skipped_erased"]),
         (&json!(1), &json!(1), &json!(1)),
@@ -1020,12 +965,12 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
     );
     assert_eq!(app.inbox_event(other).await.retries, 1);
     assert_eq!(app.inbox_event(dead).await, dead_event);
-    let all = retry_matching(
-        &app,
-        &ops,
-        &json!({"source": source, "include_processed": true, "dry_run": true}),
-    )
-    .await;
+    let all = app
+        .api(&ops)
+        .retry_inbox_events(&json!({"source": source, "include_processed": true, "dry_run": true}))
+        .await
+        .expect(200)
+        .await;
     assert_eq!(
         (&all["matched"], &all["skipped_erased"]),
         (&json!(1), &json!(2)),
@@ -1151,13 +1096,7 @@ async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
     assert_eq!(intake_outcome(&app, &admin, full_width).await, "suppressed");
 
     // Lifting the tombstone of "café" lifts it for its look-alikes.
-    let lifted = app
-        .client
-        .delete(app.url(&format!("/api/tombstones/{}", hashes[1])))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .unwrap();
+    let lifted = app.api(&admin).lift_tombstone(&hashes[1]).await;
     assert_eq!(lifted.status(), 204);
     assert_eq!(intake_outcome(&app, &admin, "cafe\u{301}").await, "created");
 
@@ -1172,13 +1111,7 @@ async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
         let body = erased(&app, &admin, lead.id).await;
         naive.push(body["erasure"]["key_hash"].as_str().unwrap().to_owned());
     }
-    let lifted = app
-        .client
-        .delete(app.url(&format!("/api/tombstones/{}", naive[0])))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .unwrap();
+    let lifted = app.api(&admin).lift_tombstone(&naive[0]).await;
     assert_eq!(lifted.status(), 204);
     for spelling in ["na\u{EF}ve", "nai\u{308}ve"] {
         assert_eq!(
@@ -1199,14 +1132,11 @@ async fn keyed(
     body: &Value,
 ) -> (u16, Option<String>, String) {
     let response = app
-        .client
-        .request(method, app.url(path))
-        .bearer_auth(token)
-        .header("Idempotency-Key", key)
+        .api(token)
+        .request(method, path)
         .json(body)
-        .send()
-        .await
-        .unwrap();
+        .key(key)
+        .await;
     let status = response.status().as_u16();
     let replayed = response
         .headers()
@@ -1453,14 +1383,10 @@ async fn erased_bytes_do_not_stay_on_disk(backend: Backend) {
         }
     }
     let note = app
-        .client
-        .post(app.url(&format!("/api/leads/{id}/notes")))
-        .bearer_auth(&sales)
-        .header("Idempotency-Key", "canary-note")
-        .json(&json!({"text": format!("Called {CANARY} back")}))
-        .send()
-        .await
-        .unwrap();
+        .api(&sales)
+        .add_note(id, &format!("Called {CANARY} back"))
+        .key("canary-note")
+        .await;
     assert_eq!(note.status(), 201);
     if backend == Backend::Sqlite {
         assert_eq!(

@@ -205,13 +205,9 @@ async fn transient_failures_that_never_clear_end_dead_after_max_attempts(backend
     end_outage(&app).await;
     let ops = app.token(domain::auth::Role::Ops, None).await;
     let retried = app
-        .client
-        .post(app.url("/api/ops/inbox/retry"))
-        .bearer_auth(&ops)
-        .json(&json!({"state": "dead", "source": "webform"}))
-        .send()
-        .await
-        .unwrap();
+        .api(&ops)
+        .retry_inbox_events(&json!({"state": "dead", "source": "webform"}))
+        .await;
     assert_eq!(retried.status(), 200);
     let retried: Value = retried.json().await.unwrap();
     assert_eq!(

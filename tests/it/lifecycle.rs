@@ -283,18 +283,10 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
     // As if a mapping error had killed them all (no workers run here).
     app.exec("UPDATE inbox_event SET state = 'dead', last_error = 'mapping'")
         .await;
+    let ops_api = app.api(&ops);
     let retry = |body: Value| {
-        let app = &app;
-        let ops = ops.clone();
-        async move {
-            app.client
-                .post(app.url("/api/ops/inbox/retry"))
-                .bearer_auth(&ops)
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-        }
+        let ops = ops_api.clone();
+        async move { ops.retry_inbox_events(&body).await }
     };
 
     let dry: Value = retry(json!({"dry_run": true})).await.json().await.unwrap();
@@ -407,25 +399,16 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut writers = Vec::new();
     for w in 0..4 {
-        let (client, url, token, stop) = (
-            app.client.clone(),
-            app.url("/api/leads"),
-            token.clone(),
-            stop.clone(),
-        );
+        let (intake, stop) = (app.api(&token), stop.clone());
         writers.push(tokio::spawn(async move {
             let mut i = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let response = client
-                    .post(&url)
-                    .bearer_auth(&token)
-                    .json(
+                let response = intake
+                    .create_lead(
                         &json!({"source": "webform", "source_ref": format!("w{w}-{i}"),
                                   "email": format!("w{w}-{i}@example.com")}),
                     )
-                    .send()
-                    .await
-                    .unwrap();
+                    .await;
                 assert_eq!(response.status(), 201);
                 i += 1;
             }
@@ -659,18 +642,11 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     assert_eq!(listed["data"][0]["run_id"], json!(again.id));
 
     // A retry before the fix changes nothing.
+    let ops_api = app.api(&ops);
     let retry = |body: Value| {
-        let app = &app;
-        let ops = ops.clone();
+        let ops = ops_api.clone();
         async move {
-            let response = app
-                .client
-                .post(app.url("/api/ops/reconcile/rejected/retry"))
-                .bearer_auth(&ops)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
+            let response = ops.retry_rejected_records(&body).await;
             assert_eq!(response.status(), 200);
             response.json::<Value>().await.unwrap()
         }

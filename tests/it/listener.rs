@@ -504,17 +504,15 @@ async fn if_match_that_names_no_current_version_is_412(backend: Backend) {
         .await
         .unwrap();
     let id = created["id"].as_i64().unwrap();
+    let sales = app.api(&sales);
     let transition = |if_match: &'static str| {
-        app.client
-            .post(app.url(&format!("/api/leads/{id}/transitions")))
-            .bearer_auth(&sales)
+        sales
+            .move_lead(id, "contacted", None)
             .header("if-match", if_match)
-            .json(&json!({"to": "contacted"}))
-            .send()
     };
     for opaque in ["\"stale-etag\"", "W/\"1\"", "1", "\"\"", "garbage, \"x\""] {
         let body = assert_problem(
-            transition(opaque).await.unwrap(),
+            transition(opaque).await,
             412,
             "/problems/precondition-failed",
         )
@@ -528,39 +526,34 @@ async fn if_match_that_names_no_current_version_is_412(backend: Backend) {
         .unwrap();
     assert_eq!((stored.status.as_str(), stored.version), ("new", 1));
     // A list that holds the current tag matches (RFC 9110).
-    let ok = transition("\"7\", \"1\"").await.unwrap();
+    let ok = transition("\"7\", \"1\"").await;
     assert_eq!(ok.status(), 200);
     assert_eq!(ok.headers()["etag"], "\"2\"");
 
     // A CRM record answers the same.
-    let contact: Value = app
-        .client
-        .post(app.url("/api/contacts"))
-        .bearer_auth(&sales)
-        .json(&json!({"email": "im@example.com", "name": "Im"}))
-        .send()
+    let contact: Value = sales
+        .create_crm(
+            "contacts",
+            &json!({"email": "im@example.com", "name": "Im"}),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     let contact_id = contact["id"].as_i64().unwrap();
     let patch = |if_match: &'static str| {
-        app.client
-            .patch(app.url(&format!("/api/contacts/{contact_id}")))
-            .bearer_auth(&sales)
+        sales
+            .patch_crm("contacts", contact_id, &json!({"name": "Renamed"}))
             .header("if-match", if_match)
-            .json(&json!({"name": "Renamed"}))
-            .send()
     };
     let body = assert_problem(
-        patch("\"stale-etag\"").await.unwrap(),
+        patch("\"stale-etag\"").await,
         412,
         "/problems/precondition-failed",
     )
     .await;
     assert_eq!(body["current_version"], 1);
-    assert_eq!(patch("\"1\"").await.unwrap().status(), 200);
+    assert_eq!(patch("\"1\"").await.status(), 200);
 }
 
 /// RFC 9110's strong comparison: a tag matches when its text is the
@@ -568,25 +561,21 @@ async fn if_match_that_names_no_current_version_is_412(backend: Backend) {
 async fn if_match_compares_entity_tags_strongly(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let sales = app.token(Role::Sales, None).await;
-    let contact: Value = app
-        .client
-        .post(app.url("/api/contacts"))
-        .bearer_auth(&sales)
-        .json(&json!({"email": "etag@example.com", "name": "Version 1"}))
-        .send()
+    let sales = app.api(&sales);
+    let contact: Value = sales
+        .create_crm(
+            "contacts",
+            &json!({"email": "etag@example.com", "name": "Version 1"}),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     let id = contact["id"].as_i64().unwrap();
     let patch = |if_match: &'static str, name: &'static str| {
-        app.client
-            .patch(app.url(&format!("/api/contacts/{id}")))
-            .bearer_auth(&sales)
+        sales
+            .patch_crm("contacts", id, &json!({ "name": name }))
             .header("if-match", if_match)
-            .json(&json!({ "name": name }))
-            .send()
     };
     for (tag, name) in [
         ("\"1\"", "Version 2"),
@@ -594,19 +583,19 @@ async fn if_match_compares_entity_tags_strongly(backend: Backend) {
         ("\"3\"", "Version 4"),
         ("\"4\"", "Version 5"),
     ] {
-        assert_eq!(patch(tag, name).await.unwrap().status(), 200, "{tag}");
+        assert_eq!(patch(tag, name).await.status(), 200, "{tag}");
     }
     for spelling in ["\"05\"", "\"+5\"", "W/\"5\"", "\"005\", \"6\""] {
         let body = assert_problem(
-            patch(spelling, "Overwritten").await.unwrap(),
+            patch(spelling, "Overwritten").await,
             412,
             "/problems/precondition-failed",
         )
         .await;
         assert_eq!(body["current_version"], 5, "{spelling}");
     }
-    let stored: Value = app
-        .get(&sales, &format!("/api/contacts/{id}"))
+    let stored: Value = sales
+        .get(&format!("/api/contacts/{id}"))
         .await
         .json()
         .await
@@ -615,7 +604,7 @@ async fn if_match_compares_entity_tags_strongly(backend: Backend) {
         (&stored["name"], &stored["version"]),
         (&json!("Version 5"), &json!(5))
     );
-    let changed = patch("\"5\"", "Version 6").await.unwrap();
+    let changed = patch("\"5\"", "Version 6").await;
     assert_eq!(changed.status(), 200);
     assert_eq!(changed.headers()["etag"], "\"6\"");
 }
@@ -634,31 +623,16 @@ async fn a_transition_cannot_convert_a_lead_only_the_conversion_can(backend: Bac
         .await
         .unwrap();
     let id = created["id"].as_i64().unwrap();
-    let post = |path: String, body: Value, key: Option<&'static str>| {
-        let mut request = app
-            .client
-            .post(app.url(&path))
-            .bearer_auth(&sales)
-            .json(&body);
-        if let Some(key) = key {
-            request = request.header("idempotency-key", key);
-        }
-        request.send()
-    };
-    let transitions = format!("/api/leads/{id}/transitions");
+    let sales = app.api(&sales);
     for to in ["contacted", "qualified"] {
-        let response = post(transitions.clone(), json!({"to": to}), None)
-            .await
-            .unwrap();
+        let response = sales.move_lead(id, to, None).await;
         assert_eq!(response.status(), 200, "{to}");
     }
 
     // The shortcut: a qualified lead marked converted with no contact,
     // company or conversion record behind it.
     let body = assert_problem(
-        post(transitions.clone(), json!({"to": "converted"}), None)
-            .await
-            .unwrap(),
+        sales.move_lead(id, "converted", None).await,
         422,
         "/problems/validation",
     )
@@ -680,13 +654,7 @@ async fn a_transition_cannot_convert_a_lead_only_the_conversion_can(backend: Bac
     assert_eq!(app.count(lead_conversion::Entity).await, 0);
 
     // The conversion endpoint still converts, and records what it made.
-    let converted = post(
-        format!("/api/leads/{id}/convert"),
-        json!({}),
-        Some("cv-key"),
-    )
-    .await
-    .unwrap();
+    let converted = sales.convert_lead(id, &json!({})).key("cv-key").await;
     assert_eq!(converted.status(), 201);
     let stored = lead::Entity::find_by_id(id)
         .one(&app.db)

@@ -67,7 +67,7 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
         ),
     ] {
         assert_problem(
-            app.post_json(&sales, path, &body).await,
+            app.api(&sales).post(path, &body).await,
             403,
             "/problems/forbidden",
         )
@@ -337,11 +337,8 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
     let ops = app.token(Role::Ops, None).await;
 
     let dry = app
-        .post_json(
-            &ops,
-            "/api/ops/inbox/retry",
-            &json!({"state": "dead", "dry_run": true}),
-        )
+        .api(&ops)
+        .retry_inbox_events(&json!({"state": "dead", "dry_run": true}))
         .await;
     assert_eq!(dry.status(), 200);
     assert_eq!(
@@ -361,29 +358,18 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
         json!({"state": "nope"}),
         json!({"state": "processed"}),
     ] {
-        let response = app.post_json(&ops, "/api/ops/inbox/retry", &body).await;
+        let response = app.api(&ops).retry_inbox_events(&body).await;
         assert_problem(response, 422, "/problems/validation").await;
     }
     // An event already waiting cannot be retried on its own either.
-    let response = app
-        .post_json(
-            &ops,
-            &format!("/api/ops/inbox/{}/retry", ids[0]),
-            &json!({}),
-        )
-        .await;
+    let response = app.api(&ops).retry_inbox_event(ids[0]).await;
     assert_problem(response, 409, "/problems/conflict").await;
-    let response = app
-        .post_json(&ops, "/api/ops/inbox/999/retry", &json!({}))
-        .await;
+    let response = app.api(&ops).retry_inbox_event(999).await;
     assert_problem(response, 404, "/problems/not-found").await;
 
     let real = app
-        .post_json(
-            &ops,
-            "/api/ops/inbox/retry",
-            &json!({"state": "dead", "source": "webform"}),
-        )
+        .api(&ops)
+        .retry_inbox_events(&json!({"state": "dead", "source": "webform"}))
         .await;
     assert_eq!(
         real.json::<Value>().await.unwrap(),

@@ -305,6 +305,13 @@ impl Api {
         self.request(Method::POST, &format!("/api/subscriptions/{id}/test"))
     }
 
+    // Erasure.
+
+    /// `DELETE /api/tombstones/{key_hash}`: lifts an erasure's tombstone.
+    pub fn lift_tombstone(&self, key_hash: &str) -> Call {
+        self.delete(&format!("/api/tombstones/{key_hash}"))
+    }
+
     // Imports.
 
     /// `POST /api/imports?{query}` with a file of `content_type`.
@@ -343,6 +350,11 @@ impl Api {
     /// `POST /api/ops/lead-processing/retry` with a filter body.
     pub fn retry_lead_processing(&self, body: &Value) -> Call {
         self.post("/api/ops/lead-processing/retry", body)
+    }
+
+    /// `POST /api/ops/reconcile/rejected/retry` with a filter body.
+    pub fn retry_rejected_records(&self, body: &Value) -> Call {
+        self.post("/api/ops/reconcile/rejected/retry", body)
     }
 
     /// `POST /api/ops/reconcile/{source}`: starts a reconcile run, with
