@@ -150,8 +150,8 @@ async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
     let run = import_csv(&app, &admin, &person_csv()).await;
     assert_eq!(run["rows"], 1);
     let update = app
-        .post_lead(
-            &admin,
+        .api(&admin)
+        .create_lead(
             &json!({"source": "webform", "source_ref": REF, "email": EMAIL,
                     "name": NAME, "phone": "+44 20 7946 0000"}),
         )
@@ -201,10 +201,8 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
 
     // Intake: answered, counted, nothing written.
     let response = app
-        .post_lead(
-            &admin,
-            &json!({"source": "webform", "source_ref": REF, "email": EMAIL}),
-        )
+        .api(&admin)
+        .create_lead(&json!({"source": "webform", "source_ref": REF, "email": EMAIL}))
         .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
@@ -348,7 +346,7 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
     let body = erased(&app, &admin, id).await;
     let hash = body["erasure"]["key_hash"].as_str().unwrap().to_owned();
     assert_eq!(hash.len(), 64);
-    let suppressed = app.post_lead(&admin, &record).await;
+    let suppressed = app.api(&admin).create_lead(&record).await;
     assert_eq!(
         suppressed.json::<Value>().await.unwrap()["outcome"],
         "suppressed"
@@ -360,7 +358,7 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
     assert_eq!(lift(admin.clone()).await.status(), 204);
     assert_problem(lift(admin.clone()).await, 404, "/problems/not-found").await;
 
-    let back = app.post_lead(&admin, &record).await;
+    let back = app.api(&admin).create_lead(&record).await;
     assert_eq!(back.status(), 201);
     let back: Value = back.json().await.unwrap();
     assert_eq!(back["outcome"], "created");
@@ -378,7 +376,7 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
             json!({"source": "web", "source_ref": source_ref, "email": EMAIL,
                    "name": format!("{NAME} {n}")})
         };
-        let created = app.post_lead(&admin, &record(0)).await;
+        let created = app.api(&admin).create_lead(&record(0)).await;
         assert_eq!(created.status(), 201);
         let id = created.json::<Value>().await.unwrap()["id"]
             .as_i64()
@@ -391,7 +389,7 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
             async move {
                 // Staggered, to land around the erasure (the race tested).
                 tokio::time::sleep(Duration::from_millis((n % 4) as u64 * 3)).await;
-                app.post_lead(admin, &body).await.status().as_u16()
+                app.api(admin).create_lead(&body).await.status().as_u16()
             }
         });
         let erasure = async {
@@ -430,7 +428,7 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
                 .len(),
             1
         );
-        let later = app.post_lead(&admin, &record(99)).await;
+        let later = app.api(&admin).create_lead(&record(99)).await;
         assert_eq!(
             later.json::<Value>().await.unwrap()["outcome"],
             "suppressed"
@@ -443,11 +441,9 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
     let id = app.api(&admin).new_lead(&record).await;
-    app.post_lead(
-        &admin,
-        &json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}),
-    )
-    .await;
+    app.api(&admin)
+        .create_lead(&json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}))
+        .await;
 
     let exported = app.run_cli(&["export", "--format", "ndjson", "--source", "web"], &[]);
     assert!(exported.status.success(), "{exported:?}");
@@ -480,7 +476,7 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
     );
 
     // The server finds the tombstone the command left.
-    let suppressed = app.post_lead(&admin, &record).await;
+    let suppressed = app.api(&admin).create_lead(&record).await;
     assert_eq!(
         suppressed.json::<Value>().await.unwrap()["outcome"],
         "suppressed"
@@ -500,7 +496,7 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
         &[],
     );
     assert!(!none.status.success());
-    assert_eq!(app.post_lead(&admin, &record).await.status(), 201);
+    assert_eq!(app.api(&admin).create_lead(&record).await.status(), 201);
 }
 
 async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
@@ -991,10 +987,8 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
 /// Posts `source_ref` at intake to `webform`; the answer's outcome.
 async fn intake_outcome(app: &TestApp, token: &str, source_ref: &str) -> String {
     let response = app
-        .post_lead(
-            token,
-            &json!({"source": "webform", "source_ref": source_ref, "email": EMAIL}),
-        )
+        .api(token)
+        .create_lead(&json!({"source": "webform", "source_ref": source_ref, "email": EMAIL}))
         .await;
     let status = response.status().as_u16();
     let body: Value = response.json().await.unwrap();
@@ -1374,7 +1368,7 @@ async fn erased_bytes_do_not_stay_on_disk(backend: Backend) {
     // checkpoint half-way puts them in the database file, the later ones
     // stay in the WAL.
     for n in 1..6 {
-        assert_eq!(app.post_lead(&admin, &record(n)).await.status(), 200);
+        assert_eq!(app.api(&admin).create_lead(&record(n)).await.status(), 200);
         if n == 3 && backend == Backend::Sqlite {
             app.db
                 .execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -36,8 +36,8 @@ async fn the_subject_export_holds_everything_stored_about_the_lead(backend: Back
         .await
         .unwrap();
     let lead = app
-        .post_lead(
-            &admin,
+        .api(&admin)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "form-7", "email": "ada@example.com",
                     "phone": "+44 20 7946 0000"}),
         )
@@ -47,14 +47,10 @@ async fn the_subject_export_holds_everything_stored_about_the_lead(backend: Back
         .unwrap();
     let id = lead["id"].as_i64().unwrap();
     let note = app
-        .client
-        .post(app.url(&format!("/api/leads/{id}/notes")))
-        .bearer_auth(&sales)
-        .header("Idempotency-Key", "note-7")
-        .json(&json!({"text": "prefers email"}))
-        .send()
-        .await
-        .unwrap();
+        .api(&sales)
+        .add_note(id, "prefers email")
+        .key("note-7")
+        .await;
     assert_eq!(note.status(), 201);
 
     let path = format!("/api/leads/{id}/export");
@@ -216,11 +212,9 @@ async fn a_formula_behind_invisible_characters_is_defused_in_the_export(backend:
     let company = "\u{202E}@SUM(1,1)";
     let source_ref = "\u{200B}+1+1";
     let response = app
-        .post_lead(
-            &admin,
-            &json!({"source": "hidden", "source_ref": source_ref,
-                    "email": "hidden@example.com", "name": name, "company": company}),
-        )
+        .api(&admin)
+        .create_lead(&json!({"source": "hidden", "source_ref": source_ref,
+                    "email": "hidden@example.com", "name": name, "company": company}))
         .await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 

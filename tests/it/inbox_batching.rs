@@ -596,8 +596,7 @@ async fn a_stopping_worker_finishes_the_pass_it_started(backend: Backend) {
     let key = app.standard_source("webform").await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let created = app
-        .post_lead(
-            &intake,
+        .api(&intake).create_lead(
             &serde_json::json!({"source": "webform", "source_ref": "form-stop", "email": "old@example.com"}),
         )
         .await;

@@ -116,7 +116,7 @@ async fn a_scrape_answers_from_memory_while_the_database_is_down(backend: Backen
     let intake = app.token(Role::Intake, Some("webform")).await;
     for i in 0..2 {
         let lead = json!({"source": "webform", "source_ref": format!("m-{i}")});
-        assert_eq!(app.post_lead(&intake, &lead).await.status(), 201);
+        assert_eq!(app.api(&intake).create_lead(&lead).await.status(), 201);
     }
     let leads = |t: &str| sample(t, "leadpipe_leads", &[("source", "webform")]);
     app.metrics_until("two webform leads counted", |t| leads(t) == 2.0)
@@ -498,7 +498,8 @@ async fn if_match_that_names_no_current_version_is_412(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let sales = app.token(Role::Sales, None).await;
     let created: Value = app
-        .post_lead(&intake, &json!({"source": "webform", "source_ref": "im-1"}))
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "im-1"}))
         .await
         .json()
         .await
@@ -614,8 +615,8 @@ async fn a_transition_cannot_convert_a_lead_only_the_conversion_can(backend: Bac
     let intake = app.token(Role::Intake, Some("webform")).await;
     let sales = app.token(Role::Sales, None).await;
     let created: Value = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "cv-1", "email": "cv@acme.example"}),
         )
         .await

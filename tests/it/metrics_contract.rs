@@ -204,10 +204,8 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
     // A lead over the API.
     let intake = app.token(Role::Intake, Some("webform")).await;
     let response = app
-        .post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": "c-1", "name": "Ada"}),
-        )
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "c-1", "name": "Ada"}))
         .await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 

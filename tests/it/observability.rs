@@ -50,22 +50,15 @@ async fn counters_follow_requests_ingests_and_replays(backend: Backend) {
     };
 
     let lead: Value = app
-        .post_lead(&intake, &json!({"source": "webform", "source_ref": "m-1"}))
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "m-1"}))
         .await
         .json()
         .await
         .unwrap();
-    let path = format!("/api/leads/{}/notes", lead["id"]);
+    let id = lead["id"].as_i64().unwrap();
     for _ in 0..2 {
-        let r = app
-            .client
-            .post(app.url(&path))
-            .bearer_auth(&sales)
-            .header("idempotency-key", "m-note")
-            .json(&json!({"text": "hi"}))
-            .send()
-            .await
-            .unwrap();
+        let r = app.api(&sales).add_note(id, "hi").key("m-note").await;
         assert_eq!(r.status(), 201);
     }
     let after = scrape(&app).await;
@@ -87,14 +80,10 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     app.api(&admin).subscribe(&receiver, json!([])).await;
 
     let response = app
-        .client
-        .post(app.url("/api/leads"))
-        .bearer_auth(&intake)
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "t-1", "name": "Traced"}))
         .header("x-request-id", "trace-me-1")
-        .json(&json!({"source": "webform", "source_ref": "t-1", "name": "Traced"}))
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(response.status(), 201);
     workers::lead_processor::run_once(&app.db, 10)
         .await
@@ -153,11 +142,9 @@ async fn gauges_show_backlogs_from_the_database() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     for i in 0..3 {
-        app.post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": format!("g-{i}")}),
-        )
-        .await;
+        app.api(&intake)
+            .create_lead(&json!({"source": "webform", "source_ref": format!("g-{i}")}))
+            .await;
     }
     let text = app
         .metrics_until("a backlog of three", |t| {

@@ -94,7 +94,8 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
 
     assert_eq!(
         patient
-            .post_lead(&intake, &record("before-pause"))
+            .api(&intake)
+            .create_lead(&record("before-pause"))
             .await
             .status(),
         201
@@ -118,7 +119,10 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         .execute_unprepared("SELECT pg_wal_replay_pause()")
         .await
         .unwrap();
-    let created = patient.post_lead(&intake, &record("during-pause")).await;
+    let created = patient
+        .api(&intake)
+        .create_lead(&record("during-pause"))
+        .await;
     assert_eq!(created.status(), 201);
     let id = created.json::<Value>().await.unwrap()["id"]
         .as_i64()

@@ -81,20 +81,9 @@ async fn lead_by_ref(app: &TestApp, source: &str, source_ref: &str) -> Option<le
         .unwrap()
 }
 
-async fn start(app: &TestApp, token: &str, source: &str, body: Option<Value>) -> reqwest::Response {
-    let mut request = app
-        .client
-        .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    request.send().await.unwrap()
-}
-
 /// Starts a run (`202`, `Location`) and returns it.
 async fn started(app: &TestApp, token: &str, source: &str, body: Option<Value>) -> Value {
-    let response = start(app, token, source, body).await;
+    let response = app.api(token).start_reconcile(source, body.as_ref()).await;
     let status = response.status();
     let location = response
         .headers()
@@ -428,8 +417,8 @@ async fn two_concurrent_starts_give_one_run_and_one_409(backend: Backend) {
     fake.delay(Duration::from_millis(300));
     let ops = app.token(Role::Ops, None).await;
     let (a, b) = tokio::join!(
-        start(&app, &ops, "busy", None),
-        start(&app, &ops, "busy", None)
+        app.api(&ops).start_reconcile("busy", None),
+        app.api(&ops).start_reconcile("busy", None)
     );
     let (won, lost) = if a.status() == 202 { (a, b) } else { (b, a) };
     assert_eq!(won.status(), 202);
@@ -437,7 +426,10 @@ async fn two_concurrent_starts_give_one_run_and_one_409(backend: Backend) {
     let problem = assert_problem(lost, 409, "/problems/reconcile-running").await;
     assert_eq!(problem["run_id"], run["id"]);
     // Still refused while it runs; free again once it is done.
-    let third = start(&app, &ops, "busy", Some(json!({"dry_run": true}))).await;
+    let third = app
+        .api(&ops)
+        .start_reconcile("busy", Some(&json!({"dry_run": true})))
+        .await;
     assert_problem(third, 409, "/problems/reconcile-running").await;
     let done = finished(&app, &ops, &run).await;
     assert_eq!(done["state"], "done");
@@ -452,19 +444,17 @@ async fn a_keyed_start_replays_its_run_and_starts_nothing_more(backend: Backend)
     pull_source(&app, "keyed", &fake, 10).await;
     let ops = app.token(Role::Ops, None).await;
     let keyed = || {
-        app.client
-            .post(app.url("/api/ops/reconcile/keyed"))
-            .bearer_auth(&ops)
-            .header("Idempotency-Key", "nightly-2026-11-30")
-            .send()
+        app.api(&ops)
+            .start_reconcile("keyed", None)
+            .key("nightly-2026-11-30")
     };
-    let first = keyed().await.unwrap();
+    let first = keyed().await;
     assert_eq!(first.status(), 202);
     assert_eq!(first.headers()["idempotent-replayed"], "false");
     let run: Value = first.json().await.unwrap();
     let done = finished(&app, &ops, &run).await;
     assert_eq!(done["state"], "done");
-    let again = keyed().await.unwrap();
+    let again = keyed().await;
     assert_eq!(again.status(), 202);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     let replayed: Value = again.json().await.unwrap();
@@ -704,7 +694,7 @@ async fn roles_decide_who_may_reconcile(backend: Backend) {
         let source = (role == Role::Intake).then_some("guarded");
         let token = app.token(role, source).await;
         assert_problem(
-            start(&app, &token, "guarded", None).await,
+            app.api(&token).start_reconcile("guarded", None).await,
             403,
             "/problems/forbidden",
         )
@@ -725,25 +715,21 @@ async fn roles_decide_who_may_reconcile(backend: Backend) {
     assert_problem(anonymous, 401, "/problems/unauthorized").await;
     let ops = app.token(Role::Ops, None).await;
     assert_problem(
-        start(&app, &ops, "nowhere", None).await,
+        app.api(&ops).start_reconcile("nowhere", None).await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        start(&app, &ops, "push-only", None).await,
+        app.api(&ops).start_reconcile("push-only", None).await,
         422,
         "/problems/validation",
     )
     .await;
     assert_problem(
-        start(
-            &app,
-            &ops,
-            "guarded",
-            Some(json!({"since": "5", "from_start": true})),
-        )
-        .await,
+        app.api(&ops)
+            .start_reconcile("guarded", Some(&json!({"since": "5", "from_start": true})))
+            .await,
         422,
         "/problems/validation",
     )
@@ -768,7 +754,7 @@ async fn an_abandoned_run_is_failed_and_the_source_freed(backend: Backend) {
     let dead = runs::start(&app.db, &start_of("orphan")).await.unwrap();
     let ops = app.token(Role::Ops, None).await;
     assert_problem(
-        start(&app, &ops, "orphan", None).await,
+        app.api(&ops).start_reconcile("orphan", None).await,
         409,
         "/problems/reconcile-running",
     )

@@ -217,8 +217,8 @@ async fn intake_refuses_a_timestamp_in_the_future_and_keeps_the_lead(backend: Ba
     let intake = app.token(Role::Intake, Some("webform")).await;
     let now_rfc = chrono::Utc::now().to_rfc3339();
     let response = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "f-1", "name": "Ada",
                     "source_updated_at": now_rfc}),
         )
@@ -227,8 +227,8 @@ async fn intake_refuses_a_timestamp_in_the_future_and_keeps_the_lead(backend: Ba
 
     for future in ["9999-12-31T00:00:00Z", "2100-01-01T00:00:00Z"] {
         let response = app
-            .post_lead(
-                &intake,
+            .api(&intake)
+            .create_lead(
                 &json!({"source": "webform", "source_ref": "f-1", "name": "Mallory",
                         "source_updated_at": future}),
             )
@@ -245,8 +245,8 @@ async fn intake_refuses_a_timestamp_in_the_future_and_keeps_the_lead(backend: Ba
 
     // A real later update is applied, not `stale`.
     let response = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "f-1", "name": "Ada L.",
                     "source_updated_at": chrono::Utc::now().to_rfc3339()}),
         )
@@ -314,10 +314,8 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
     let admin = app.admin_token().await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let response = app
-        .post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": "w-1", "name": "Ada"}),
-        )
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "w-1", "name": "Ada"}))
         .await;
     assert_eq!(response.status(), 201);
 

@@ -63,14 +63,6 @@ fn cli(database_url: &str, args: &[&str], env: &[(&str, &str)], stdin: Option<&s
     child.wait_with_output().unwrap()
 }
 
-async fn source_row(app: &TestApp, name: &str) -> source::Model {
-    source::Entity::find_by_id(name.to_owned())
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
 async fn a_public_key_source_cannot_turn_github_without_new_secrets(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
@@ -190,7 +182,7 @@ async fn stored_secrets_are_sealed_and_still_verify_sign_and_authenticate(backen
     receiver.set_secret(&sub_secret);
 
     // Read straight from the tables: nothing readable.
-    let row = source_row(&app, "sealed").await;
+    let row = app.source_row("sealed").await;
     let stored = row.secrets.to_string();
     assert!(
         !stored.contains(secret.trim_start_matches("whsec_")),
@@ -498,7 +490,7 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
         source.pull.unwrap().auth.unwrap().value,
         "pull-rotating-value"
     );
-    let row = source_row(&app, "rot").await;
+    let row = app.source_row("rot").await;
     assert!(row.secrets.to_string().contains("lpsec:v1:new:"));
     let mut opened = Vec::new();
     for sub in subscription::Entity::find().all(&app.db).await.unwrap() {
@@ -699,10 +691,8 @@ async fn the_sqlite_database_and_its_wal_are_only_readable_by_their_owner() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let created = app
-        .post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": "m-1", "email": "ada@example.com"}),
-        )
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "m-1", "email": "ada@example.com"}))
         .await;
     assert_eq!(created.status(), 201);
     let db = sqlite_path(&app.database_url);
@@ -762,7 +752,7 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         .create_source(&json!({"name": "kc", "scheme": "standard-webhooks", "secrets": [secret]}))
         .await;
     assert_eq!(saved.status(), 201);
-    let sealed_before = source_row(&app, "kc").await.secrets;
+    let sealed_before = app.source_row("kc").await.secrets;
     let right = cli::server_key();
     let wrong = format!("test:{}", STANDARD.encode([8u8; 32]));
 
@@ -805,7 +795,7 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         "{}",
         output_text(&refused)
     );
-    assert_eq!(source_row(&app, "kc").await.secrets, sealed_before);
+    assert_eq!(app.source_row("kc").await.secrets, sealed_before);
     // So does a command that would seal a secret under it.
     let refused = cli(
         &app.database_url,
@@ -889,7 +879,7 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         .unwrap()
         .seal(&secret, &sealed::Place::source_secrets("kc2"))
         .unwrap();
-    let mut row = source_row(&app, "kc").await;
+    let mut row = app.source_row("kc").await;
     row.name = "kc2".into();
     row.secrets = json!([foreign]);
     source::Entity::insert(source::ActiveModel::from(row))

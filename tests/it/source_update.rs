@@ -11,7 +11,6 @@ use leadpipe_tests::cli::output_text;
 use leadpipe_tests::client::Api;
 use leadpipe_tests::webhooks::{Headers, now, standard_headers, standard_secret};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
-use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -26,14 +25,6 @@ on_both_backends!(
 /// A hex secret, as `openssl rand -hex 32` makes (and valid base64 too).
 const HEX_SECRET: &str = "6f1c8e0b2d4a7c9e3f5b1d7a9c2e4f6a8b0d2c4e6f8a1b3d5c7e9f0a2b4c6d8e";
 const OTHER_HEX_SECRET: &str = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
-
-async fn row(app: &TestApp, name: &str) -> source::Model {
-    source::Entity::find_by_id(name.to_owned())
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
-}
 
 /// A source's configuration as `GET` shows it, without what a change moves
 /// anyway (`updated_at`, `version`).
@@ -114,7 +105,7 @@ fn add_partner(app: &TestApp) {
 async fn source_add_on_an_existing_name_is_refused_and_changes_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     add_partner(&app);
-    let before = row(&app, "partner").await;
+    let before = app.source_row("partner").await;
     let body = serde_json::to_vec(&json!({"type": "lead.created",
                                           "data": {"id": "p-0", "email": "grace@example.com"}}))
     .unwrap();
@@ -162,7 +153,7 @@ async fn source_add_on_an_existing_name_is_refused_and_changes_nothing(backend: 
     );
     assert_eq!(again.status.code(), Some(4), "{}", output_text(&again));
 
-    assert_eq!(row(&app, "partner").await, before);
+    assert_eq!(app.source_row("partner").await, before);
     let body = serde_json::to_vec(&json!({"type": "lead.updated",
                                           "data": {"id": "p-1", "email": "grace@example.com"}}))
     .unwrap();
@@ -268,7 +259,7 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
 async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     add_partner(&app);
-    let before = row(&app, "partner").await;
+    let before = app.source_row("partner").await;
 
     let refused = app.run_cli(
         &[
@@ -287,7 +278,7 @@ async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend)
         said.contains("secrets:") && said.contains("scheme"),
         "{said}"
     );
-    assert_eq!(row(&app, "partner").await, before);
+    assert_eq!(app.source_row("partner").await, before);
     assert!(hmac_verifies(&app, "partner", HEX_SECRET, "s-1").await);
 
     // With new secrets the scheme changes, and the fields that belong to
@@ -424,7 +415,7 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     expected["pull_auth_configured"] = json!(false);
     expected["cron"] = Value::Null;
     assert_eq!(config(&app, "partner").await, expected);
-    assert!(row(&app, "partner").await.pull_auth_secret.is_none());
+    assert!(app.source_row("partner").await.pull_auth_secret.is_none());
 
     // The secrets alone, without If-Match.
     let response = app
@@ -472,7 +463,7 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     create_partner_over_http(&app, &admin).await;
-    let before = row(&app, "partner").await;
+    let before = app.source_row("partner").await;
 
     let refused = app
         .api(&admin)
@@ -491,7 +482,7 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
         "{problem}"
     );
     assert!(!problem.to_string().contains(HEX_SECRET));
-    assert_eq!(row(&app, "partner").await, before);
+    assert_eq!(app.source_row("partner").await, before);
 
     // Naming the same scheme is no change of scheme.
     let same = app
@@ -521,7 +512,7 @@ async fn post_on_an_existing_name_is_409(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     create_partner_over_http(&app, &admin).await;
-    let before = row(&app, "partner").await;
+    let before = app.source_row("partner").await;
     let replaced = app
         .api(&admin)
         .create_source(&json!({"name": "partner", "scheme": "standard-webhooks",
@@ -535,6 +526,6 @@ async fn post_on_an_existing_name_is_409(backend: Backend) {
             .contains("PATCH /api/sources/partner"),
         "{problem}"
     );
-    assert_eq!(row(&app, "partner").await, before);
+    assert_eq!(app.source_row("partner").await, before);
     assert!(hmac_verifies(&app, "partner", HEX_SECRET, "c-1").await);
 }

@@ -155,6 +155,15 @@ impl TestApp {
         self.token(Role::Admin, None).await
     }
 
+    /// The stored row of source `name`; panics if there is none.
+    pub async fn source_row(&self, name: &str) -> domain::entities::source::Model {
+        domain::entities::source::Entity::find_by_id(name.to_owned())
+            .one(&self.db)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no source {name}"))
+    }
+
     /// Creates a standard-webhooks source with the default mapping; returns
     /// its raw signing key.
     pub async fn standard_source(&self, name: &str) -> Vec<u8> {

@@ -29,7 +29,7 @@ async fn a_full_flow_logs_no_secret_token_signature_or_email() {
 
     let email = "grace.hopper@navy.example";
     let lead = json!({"source": "webform", "source_ref": "log-1", "email": email, "phone": "+1 202 555 0143", "name": "Grace"});
-    assert_eq!(app.post_lead(&intake, &lead).await.status(), 201);
+    assert_eq!(app.api(&intake).create_lead(&lead).await.status(), 201);
     workers::lead_processor::run_once(&app.db, 10)
         .await
         .unwrap();
