@@ -186,7 +186,7 @@ async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
             "{needle} is still stored"
         );
     }
-    let response = app.get(&admin, &format!("/api/leads/{id}")).await;
+    let response = app.api(&admin).get(&format!("/api/leads/{id}")).await;
     assert_problem(response, 404, "/problems/not-found").await;
 }
 
@@ -518,7 +518,8 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
         .unwrap();
     // The subject export names the conversion and the contact.
     let export: Value = app
-        .get(&admin, &format!("/api/leads/{id}/export"))
+        .api(&admin)
+        .get(&format!("/api/leads/{id}/export"))
         .await
         .json()
         .await
@@ -715,7 +716,8 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     }
     // The subject export shows the key's events that never made the lead.
     let export: Value = app
-        .get(admin, &format!("/api/leads/{id}/export"))
+        .api(admin)
+        .get(&format!("/api/leads/{id}/export"))
         .await
         .json()
         .await

@@ -74,7 +74,8 @@ impl Imports {
     async fn report(&self, run: &Value) -> Vec<Vec<String>> {
         let response = self
             .app
-            .get(&self.ops, run["report_url"].as_str().unwrap())
+            .api(&self.ops)
+            .get(run["report_url"].as_str().unwrap())
             .await;
         assert_eq!(response.status(), 200);
         assert!(
@@ -348,7 +349,7 @@ async fn only_ops_and_admin_import_and_bodies_are_checked(backend: Backend) {
         assert_problem(response, 403, "/problems/forbidden").await;
     }
     assert_problem(
-        t.app.get(&sales, "/api/imports").await,
+        t.app.api(&sales).get("/api/imports").await,
         403,
         "/problems/forbidden",
     )
@@ -400,14 +401,15 @@ async fn only_ops_and_admin_import_and_bodies_are_checked(backend: Backend) {
     .await;
     let list: Value = t
         .app
-        .get(&t.ops, "/api/imports?limit=10")
+        .api(&t.ops)
+        .get("/api/imports?limit=10")
         .await
         .json()
         .await
         .unwrap();
     assert_eq!(list["data"].as_array().unwrap().len(), 1);
     assert_problem(
-        t.app.get(&t.ops, "/api/imports/999/report.csv").await,
+        t.app.api(&t.ops).get("/api/imports/999/report.csv").await,
         404,
         "/problems/not-found",
     )

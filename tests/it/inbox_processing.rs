@@ -83,7 +83,8 @@ async fn bad_record_is_dead_until_the_mapping_is_fixed_and_the_event_retried(bac
     // Ops see it, the admin fixes the mapping (secrets kept), ops retry.
     let ops = app.token(domain::auth::Role::Ops, None).await;
     let listed: Value = app
-        .get(&ops, "/api/ops/inbox?state=dead&source=partner")
+        .api(&ops)
+        .get("/api/ops/inbox?state=dead&source=partner")
         .await
         .json()
         .await

@@ -320,7 +320,12 @@ async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: 
         .await
         .unwrap();
     let path = format!("/api/leads/{}", created["id"]);
-    assert_problem(app.get(&intake, &path).await, 403, "/problems/forbidden").await;
+    assert_problem(
+        app.api(&intake).get(&path).await,
+        403,
+        "/problems/forbidden",
+    )
+    .await;
 
     // A revoked token stops working at once.
     app.exec("UPDATE principal SET active = false WHERE role = 'intake'")
@@ -386,7 +391,8 @@ async fn reading_a_lead_returns_it_with_an_etag(backend: Backend) {
         .unwrap();
 
     let response = app
-        .get(&sales, &format!("/api/leads/{}", created["id"]))
+        .api(&sales)
+        .get(&format!("/api/leads/{}", created["id"]))
         .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["etag"], "\"1\"");
@@ -395,19 +401,19 @@ async fn reading_a_lead_returns_it_with_an_etag(backend: Backend) {
     assert!(body.get("outcome").is_none() && body.get("content_hash").is_none());
 
     assert_problem(
-        app.get(&sales, "/api/leads/999999").await,
+        app.api(&sales).get("/api/leads/999999").await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        app.get(&sales, "/api/leads/abc").await,
+        app.api(&sales).get("/api/leads/abc").await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        app.get(&sales, "/no/such/route").await,
+        app.api(&sales).get("/no/such/route").await,
         404,
         "/problems/not-found",
     )

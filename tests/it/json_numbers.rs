@@ -97,7 +97,8 @@ async fn a_payload_keeps_every_digit_at_every_read(backend: Backend) {
         "the stored row"
     );
     let read = app
-        .get(&sales, &format!("/api/leads/{}", stored.id))
+        .api(&sales)
+        .get(&format!("/api/leads/{}", stored.id))
         .await
         .text()
         .await

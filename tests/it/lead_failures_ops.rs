@@ -83,7 +83,7 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     let bad = app.lead_by_ref("bad-0").await;
     let ops = app.token(Role::Ops, None).await;
 
-    let response = app.get(&ops, &format!("{FAILURES}?state=dead")).await;
+    let response = app.api(&ops).get(&format!("{FAILURES}?state=dead")).await;
     assert_eq!(response.status(), 200);
     let text = response.text().await.unwrap();
     assert!(
@@ -117,7 +117,8 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     );
     assert!(page["next_cursor"].is_null());
     let failed: Value = app
-        .get(&ops, &format!("{FAILURES}?state=failed"))
+        .api(&ops)
+        .get(&format!("{FAILURES}?state=failed"))
         .await
         .json()
         .await
@@ -137,7 +138,7 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
         again,
         json!({"dry_run": false, "matched": 1, "retried": 1, "results": {"failed": 1}})
     );
-    let listed: Value = app.get(&ops, FAILURES).await.json().await.unwrap();
+    let listed: Value = app.api(&ops).get(FAILURES).await.json().await.unwrap();
     assert_eq!(
         (&listed["data"][0]["state"], &listed["data"][0]["attempts"]),
         (&json!("failed"), &json!(1)),
@@ -158,7 +159,7 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     );
     let bad = app.lead_by_ref("bad-0").await;
     assert_eq!(bad.processed_version, bad.version);
-    let listed: Value = app.get(&ops, FAILURES).await.json().await.unwrap();
+    let listed: Value = app.api(&ops).get(FAILURES).await.json().await.unwrap();
     assert_eq!(listed["data"], json!([]));
 
     // Processed once: the retried lead left what a healthy one left.
@@ -277,7 +278,11 @@ async fn only_ops_retry_and_bad_input_is_a_problem(backend: Backend) {
     for role in [Role::Intake, Role::Sales] {
         let source = (role == Role::Intake).then_some("webform");
         let token = app.token(role, source).await;
-        assert_eq!(app.get(&token, FAILURES).await.status(), 403, "{role:?}");
+        assert_eq!(
+            app.api(&token).get(FAILURES).await.status(),
+            403,
+            "{role:?}"
+        );
         let response = app
             .api(&token)
             .retry_lead_processing(&json!({"lead_id": bad.id}))
@@ -285,7 +290,7 @@ async fn only_ops_retry_and_bad_input_is_a_problem(backend: Backend) {
         assert_problem(response, 403, "a retry below ops").await;
     }
     let admin = app.token(Role::Admin, None).await;
-    assert_eq!(app.get(&admin, FAILURES).await.status(), 200);
+    assert_eq!(app.api(&admin).get(FAILURES).await.status(), 200);
 
     let ops = app.token(Role::Ops, None).await;
     let response = app
@@ -293,7 +298,10 @@ async fn only_ops_retry_and_bad_input_is_a_problem(backend: Backend) {
         .retry_lead_processing(&json!({"lead_id": 999_999}))
         .await;
     assert_problem(response, 404, "an unknown lead").await;
-    let response = app.get(&ops, &format!("{FAILURES}?state=processed")).await;
+    let response = app
+        .api(&ops)
+        .get(&format!("{FAILURES}?state=processed"))
+        .await;
     let problem = assert_problem(response, 422, "listing an unknown state").await;
     assert!(problem.to_string().contains("state"), "{problem}");
     for (body, field) in [
@@ -316,7 +324,7 @@ async fn only_ops_retry_and_bad_input_is_a_problem(backend: Backend) {
         response.status()
     );
     // Nothing was retried by any of these.
-    let listed: Value = app.get(&ops, FAILURES).await.json().await.unwrap();
+    let listed: Value = app.api(&ops).get(FAILURES).await.json().await.unwrap();
     assert_eq!(listed["data"][0]["state"], "dead", "{listed}");
 }
 

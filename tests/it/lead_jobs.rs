@@ -44,7 +44,7 @@ async fn unprocessed(app: &TestApp) -> Vec<String> {
 
 async fn lead_processing_stats(app: &TestApp) -> Value {
     let ops = app.token(Role::Ops, None).await;
-    let response = app.get(&ops, "/api/ops/stats").await;
+    let response = app.api(&ops).get("/api/ops/stats").await;
     assert_eq!(response.status(), 200);
     let stats: Value = response.json().await.unwrap();
     stats["lead_processing"].clone()

@@ -615,7 +615,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         ("done", 2, 1)
     );
     let listed: Value = app
-        .get(&ops, "/api/ops/reconcile/rejected?source=crm")
+        .api(&ops)
+        .get("/api/ops/reconcile/rejected?source=crm")
         .await
         .json()
         .await
@@ -633,7 +634,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         .await;
     assert_eq!(again.rejected, 1);
     let listed: Value = app
-        .get(&ops, "/api/ops/reconcile/rejected")
+        .api(&ops)
+        .get("/api/ops/reconcile/rejected")
         .await
         .json()
         .await
@@ -674,7 +676,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     assert_eq!(fixed.email.as_deref(), Some("fixed@example.com"));
     assert_eq!(leads().await, 3);
     let resolved: Value = app
-        .get(&ops, "/api/ops/reconcile/rejected?state=resolved")
+        .api(&ops)
+        .get("/api/ops/reconcile/rejected?state=resolved")
         .await
         .json()
         .await
@@ -692,7 +695,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     );
     assert_eq!(leads().await, 3, "nothing doubled");
     assert_problem(
-        app.get(&ops, "/api/ops/reconcile/rejected?state=nope")
+        app.api(&ops)
+            .get("/api/ops/reconcile/rejected?state=nope")
             .await,
         422,
         "/problems/validation",

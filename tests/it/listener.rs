@@ -49,21 +49,21 @@ async fn metrics_on_the_public_listener_need_an_ops_token(backend: Backend) {
     assert_problem(anonymous, 401, "/problems/unauthorized").await;
     let sales = app.token(Role::Sales, None).await;
     assert_problem(
-        app.get(&sales, "/metrics").await,
+        app.api(&sales).get("/metrics").await,
         403,
         "/problems/forbidden",
     )
     .await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     assert_problem(
-        app.get(&intake, "/metrics").await,
+        app.api(&intake).get("/metrics").await,
         403,
         "/problems/forbidden",
     )
     .await;
     for role in [Role::Ops, Role::Admin] {
         let token = app.token(role, None).await;
-        let response = app.get(&token, "/metrics").await;
+        let response = app.api(&token).get("/metrics").await;
         assert_eq!(response.status(), 200, "{role}");
         let text = response.text().await.unwrap();
         assert!(
@@ -103,7 +103,12 @@ async fn metrics_on_their_own_bind_need_no_token_and_leave_the_public_listener(b
 
     // And the public listener no longer knows the route, token or not.
     let ops = app.token(Role::Ops, None).await;
-    assert_problem(app.get(&ops, "/metrics").await, 404, "/problems/not-found").await;
+    assert_problem(
+        app.api(&ops).get("/metrics").await,
+        404,
+        "/problems/not-found",
+    )
+    .await;
     let anonymous = app.client.get(app.url("/metrics")).send().await.unwrap();
     assert_problem(anonymous, 404, "/problems/not-found").await;
 }
@@ -147,7 +152,7 @@ async fn failed_authentications_from_one_address_get_429_while_valid_tokens_work
     )
     .await;
     let sales = app.token(Role::Sales, None).await;
-    assert_eq!(app.get(&sales, "/api/leads").await.status(), 200);
+    assert_eq!(app.api(&sales).get("/api/leads").await.status(), 200);
     let known_unknown = |t: &str| {
         sample(
             t,
@@ -168,7 +173,7 @@ async fn failed_authentications_from_one_address_get_429_while_valid_tokens_work
         unknown_token(0),
         "not-even-a-token".into(),
     ] {
-        let response = app.get(&token, "/api/leads").await;
+        let response = app.api(&token).get("/api/leads").await;
         let retry_after: u64 = response.headers()["retry-after"]
             .to_str()
             .unwrap()
@@ -184,9 +189,9 @@ async fn failed_authentications_from_one_address_get_429_while_valid_tokens_work
 
     // Valid tokens from the same address are not limited: one in use, and
     // one this server has never seen.
-    assert_eq!(app.get(&sales, "/api/leads").await.status(), 200);
+    assert_eq!(app.api(&sales).get("/api/leads").await.status(), 200);
     let fresh = app.token(Role::Ops, None).await;
-    assert_eq!(app.get(&fresh, "/api/leads").await.status(), 200);
+    assert_eq!(app.api(&fresh).get("/api/leads").await.status(), 200);
     let text = app.metrics().await;
     assert!(
         sample(
@@ -391,8 +396,8 @@ async fn every_response_carries_the_security_headers(backend: Backend) {
             .send()
             .await
             .unwrap(),
-        app.get(&ops, "/api/leads").await,
-        app.get(&ops, "/metrics").await,
+        app.api(&ops).get("/api/leads").await,
+        app.api(&ops).get("/metrics").await,
         app.client.get(app.url("/api/leads")).send().await.unwrap(),
         app.client
             .get(app.url("/no/such/route"))
@@ -456,7 +461,8 @@ async fn import_report_cells_that_start_a_formula_are_neutralised(backend: Backe
         .import_over_api(&admin, "source=fair&map=source_ref=ref,email=email", file)
         .await;
     let report = app
-        .get(&admin, run["report_url"].as_str().unwrap())
+        .api(&admin)
+        .get(run["report_url"].as_str().unwrap())
         .await
         .text()
         .await

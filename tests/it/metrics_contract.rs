@@ -251,8 +251,8 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
 
     // A token guesser: one 401, then 429.
     let statuses = [
-        app.get("lp_not_a_token_1", "/api/leads").await.status(),
-        app.get("lp_not_a_token_2", "/api/leads").await.status(),
+        app.api("lp_not_a_token_1").get("/api/leads").await.status(),
+        app.api("lp_not_a_token_2").get("/api/leads").await.status(),
     ];
     assert_eq!(statuses.map(|s| s.as_u16()), [401, 429]);
 

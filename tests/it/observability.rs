@@ -92,7 +92,8 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     while publisher.run_once().await.unwrap().attempted > 0 {}
 
     let trace: Value = app
-        .get(&ops, "/api/ops/trace/trace-me-1")
+        .api(&ops)
+        .get("/api/ops/trace/trace-me-1")
         .await
         .json()
         .await
@@ -123,13 +124,13 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     assert_eq!(kinds[0], "activity:ingest");
 
     assert_problem(
-        app.get(&ops, "/api/ops/trace/nothing-here").await,
+        app.api(&ops).get("/api/ops/trace/nothing-here").await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        app.get(&sales, "/api/ops/trace/trace-me-1").await,
+        app.api(&sales).get("/api/ops/trace/trace-me-1").await,
         403,
         "/problems/forbidden",
     )
@@ -236,7 +237,13 @@ async fn webhook_counters_stats_and_trace_follow_a_delivery(backend: Backend) {
     );
 
     let ops = app.token(Role::Ops, None).await;
-    let stats: Value = app.get(&ops, "/api/ops/stats").await.json().await.unwrap();
+    let stats: Value = app
+        .api(&ops)
+        .get("/api/ops/stats")
+        .await
+        .json()
+        .await
+        .unwrap();
     let mine = stats["sources"]
         .as_array()
         .unwrap()
@@ -254,14 +261,15 @@ async fn webhook_counters_stats_and_trace_follow_a_delivery(backend: Backend) {
     assert!(mine["oldest_unprocessed_age_seconds"].is_null());
     let sales = app.token(Role::Sales, None).await;
     assert_problem(
-        app.get(&sales, "/api/ops/stats").await,
+        app.api(&sales).get("/api/ops/stats").await,
         403,
         "/problems/forbidden",
     )
     .await;
 
     let trace: Value = app
-        .get(&ops, &format!("/api/ops/trace/trace-{source}"))
+        .api(&ops)
+        .get(&format!("/api/ops/trace/trace-{source}"))
         .await
         .json()
         .await

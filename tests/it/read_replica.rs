@@ -37,7 +37,7 @@ fn with_replica(url: Option<String>, max_lag_secs: f64) -> HttpSettings {
 }
 
 async fn listed_refs(app: &TestApp, token: &str) -> Vec<String> {
-    let response = app.get(token, "/api/leads?limit=100").await;
+    let response = app.api(token).get("/api/leads?limit=100").await;
     assert_eq!(response.status(), 200);
     let page: Value = response.json().await.unwrap();
     page["data"]

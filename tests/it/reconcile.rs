@@ -125,7 +125,8 @@ fn counts(run: &Value) -> [i64; 7] {
 async fn source_cursor(app: &TestApp, source: &str) -> Value {
     let admin = app.admin_token().await;
     let body: Value = app
-        .get(&admin, &format!("/api/sources/{source}"))
+        .api(&admin)
+        .get(&format!("/api/sources/{source}"))
         .await
         .json()
         .await
@@ -297,7 +298,8 @@ async fn a_failing_page_fails_the_run_and_the_next_run_resumes_there(backend: Ba
     );
 
     let listed: Value = app
-        .get(&ops, "/api/ops/reconcile-runs?source=pager")
+        .api(&ops)
+        .get("/api/ops/reconcile-runs?source=pager")
         .await
         .json()
         .await
@@ -310,7 +312,8 @@ async fn a_failing_page_fails_the_run_and_the_next_run_resumes_there(backend: Ba
         .collect();
     assert_eq!(ids, [&resumed["id"], &failed["id"]]);
     let only_failed: Value = app
-        .get(&ops, "/api/ops/reconcile-runs?state=failed&limit=1")
+        .api(&ops)
+        .get("/api/ops/reconcile-runs?state=failed&limit=1")
         .await
         .json()
         .await
@@ -672,7 +675,7 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
         "/api/sources/locked",
         "/api/ops/reconcile-runs",
     ] {
-        let body = app.get(&admin, path).await.text().await.unwrap();
+        let body = app.api(&admin).get(path).await.text().await.unwrap();
         assert!(!body.contains("pull-token-9f8e7d"), "{path}: {body}");
     }
 
@@ -700,7 +703,7 @@ async fn roles_decide_who_may_reconcile(backend: Backend) {
         )
         .await;
         assert_problem(
-            app.get(&token, "/api/ops/reconcile-runs").await,
+            app.api(&token).get("/api/ops/reconcile-runs").await,
             403,
             "/problems/forbidden",
         )
@@ -735,7 +738,7 @@ async fn roles_decide_who_may_reconcile(backend: Backend) {
     )
     .await;
     assert_problem(
-        app.get(&ops, "/api/ops/reconcile-runs/424242").await,
+        app.api(&ops).get("/api/ops/reconcile-runs/424242").await,
         404,
         "/problems/not-found",
     )

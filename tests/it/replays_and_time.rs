@@ -335,7 +335,8 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
     assert_eq!(finished["created"], 1, "{finished}");
 
     let report = app
-        .get(&ops, &format!("{location}/report.csv"))
+        .api(&ops)
+        .get(&format!("{location}/report.csv"))
         .await
         .text()
         .await

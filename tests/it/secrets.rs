@@ -99,7 +99,8 @@ async fn a_public_key_source_cannot_turn_github_without_new_secrets(backend: Bac
     assert!(message.contains("ed25519"), "{message}");
     assert!(!message.contains(public), "{message}");
     let view: Value = app
-        .get(&admin, "/api/sources/partner")
+        .api(&admin)
+        .get("/api/sources/partner")
         .await
         .json()
         .await
@@ -364,7 +365,8 @@ async fn a_pull_url_on_a_new_origin_needs_the_auth_value_again(backend: Backend)
         "{problem}"
     );
     let view: Value = app
-        .get(&admin, "/api/sources/moving")
+        .api(&admin)
+        .get("/api/sources/moving")
         .await
         .json()
         .await

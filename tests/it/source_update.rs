@@ -31,7 +31,8 @@ const OTHER_HEX_SECRET: &str = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f6071
 async fn config(app: &TestApp, name: &str) -> Value {
     let admin = app.admin_token().await;
     let mut view: Value = app
-        .get(&admin, &format!("/api/sources/{name}"))
+        .api(&admin)
+        .get(&format!("/api/sources/{name}"))
         .await
         .json()
         .await

@@ -51,13 +51,16 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
         "/api/ops/inbox/1",
     ] {
         for token in [&sales, &intake] {
-            assert_problem(app.get(token, path).await, 403, "/problems/forbidden").await;
+            assert_problem(app.api(token).get(path).await, 403, "/problems/forbidden").await;
         }
     }
     for token in [&ops, &admin] {
-        assert_eq!(app.get(token, "/api/sources").await.status(), 200);
-        assert_eq!(app.get(token, "/api/sources/webform").await.status(), 200);
-        assert_eq!(app.get(token, "/api/ops/inbox").await.status(), 200);
+        assert_eq!(app.api(token).get("/api/sources").await.status(), 200);
+        assert_eq!(
+            app.api(token).get("/api/sources/webform").await.status(),
+            200
+        );
+        assert_eq!(app.api(token).get("/api/ops/inbox").await.status(), 200);
     }
     for (path, body) in [
         ("/api/ops/inbox/1/retry", json!({})),
@@ -82,13 +85,13 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
         .unwrap();
     assert_problem(anonymous, 401, "/problems/unauthorized").await;
     assert_problem(
-        app.get(&ops, "/api/sources/nope").await,
+        app.api(&ops).get("/api/sources/nope").await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        app.get(&ops, "/api/ops/inbox/999").await,
+        app.api(&ops).get("/api/ops/inbox/999").await,
         404,
         "/problems/not-found",
     )
@@ -115,9 +118,17 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
         .await;
     assert_eq!(updated.status(), 200);
     seen.push(updated.text().await.unwrap());
-    seen.push(app.get(&admin, "/api/sources").await.text().await.unwrap());
     seen.push(
-        app.get(&admin, "/api/sources/webform")
+        app.api(&admin)
+            .get("/api/sources")
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    seen.push(
+        app.api(&admin)
+            .get("/api/sources/webform")
             .await
             .text()
             .await
@@ -133,7 +144,7 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
         .unwrap();
     seen.push(ack.to_string());
     let path = format!("/api/ops/inbox/{}", ack["id"]);
-    let detail = app.get(&admin, &path).await.text().await.unwrap();
+    let detail = app.api(&admin).get(&path).await.text().await.unwrap();
     assert!(
         detail.contains("webhook-timestamp"),
         "headers are shown: {detail}"
@@ -141,7 +152,8 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
     assert!(!detail.contains("webhook-signature"), "{detail}");
     seen.push(detail);
     seen.push(
-        app.get(&admin, "/api/ops/inbox")
+        app.api(&admin)
+            .get("/api/ops/inbox")
             .await
             .text()
             .await
@@ -213,7 +225,8 @@ async fn invalid_source_configuration_is_422_with_fields(backend: Backend) {
         .await;
     assert_problem(unknown, 422, "/problems/validation").await;
     assert_eq!(
-        app.get(&admin, "/api/sources")
+        app.api(&admin)
+            .get("/api/sources")
             .await
             .json::<Value>()
             .await
@@ -266,7 +279,7 @@ async fn inbox_list_filters_and_pages(backend: Backend) {
         let app = &app;
         let ops = ops.clone();
         async move {
-            let response = app.get(&ops, &format!("/api/ops/inbox{query}")).await;
+            let response = app.api(&ops).get(&format!("/api/ops/inbox{query}")).await;
             assert_eq!(response.status(), 200);
             response.json::<Value>().await.unwrap()
         }
@@ -312,7 +325,7 @@ async fn inbox_list_filters_and_pages(backend: Backend) {
 
     for bad in ["?state=lost", "?limit=x", "?cursor=abc"] {
         assert_problem(
-            app.get(&ops, &format!("/api/ops/inbox{bad}")).await,
+            app.api(&ops).get(&format!("/api/ops/inbox{bad}")).await,
             422,
             "/problems/validation",
         )
@@ -320,7 +333,8 @@ async fn inbox_list_filters_and_pages(backend: Backend) {
     }
 
     let detail: Value = app
-        .get(&ops, &format!("/api/ops/inbox/{}", ids[0]))
+        .api(&ops)
+        .get(&format!("/api/ops/inbox/{}", ids[0]))
         .await
         .json()
         .await

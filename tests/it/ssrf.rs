@@ -110,7 +110,8 @@ async fn literal_internal_addresses_are_refused_as_subscription_and_pull_urls(ba
     }
     assert_eq!(app.count(outbox_delivery::Entity).await, 0);
     let subscriptions: Value = app
-        .get(&admin, "/api/subscriptions")
+        .api(&admin)
+        .get("/api/subscriptions")
         .await
         .json()
         .await

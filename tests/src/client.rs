@@ -85,8 +85,9 @@ impl Call {
         self
     }
 
-    /// `body` as it is, as `content_type`: for a body that is wrong on
-    /// purpose.
+    /// `body` as it is, as `content_type`, on a call that has none yet
+    /// (`request`): a body that is wrong on purpose, or that a `Value`
+    /// could not hold.
     pub fn body(self, content_type: &str, body: impl Into<reqwest::Body>) -> Self {
         self.map(|request| request.header("content-type", content_type).body(body))
     }
