@@ -107,7 +107,7 @@ async fn a_delivery_claim_takes_at_most_its_limit_on_postgres() {
     assert_eq!(response.status(), 201);
     for n in 0..30 {
         let body = json!({"source": "webform", "source_ref": format!("d-{n}"), "name": "Ada"});
-        assert_eq!(app.post_lead(&intake, &body).await.status(), 201);
+        assert_eq!(app.api(&intake).create_lead(&body).await.status(), 201);
     }
     assert_eq!(delivery::fan_out(&app.db, 500).await.unwrap(), 30);
     let db = pool_with_nested_loops(&app).await;

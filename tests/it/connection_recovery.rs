@@ -28,7 +28,7 @@ async fn connections_ended_while_idle_are_replaced_on_postgres() {
     let post = |n: u32| {
         let body = json!({"source": "webform", "source_ref": format!("idle-{n}"), "name": "Ada"});
         let (app, token) = (&app, &token);
-        async move { app.post_lead(token, &body).await }
+        async move { app.api(token).create_lead(&body).await }
     };
     // Warm: the committer's and the main pool's connections are open.
     assert_eq!(post(0).await.status(), 201);
@@ -45,6 +45,8 @@ async fn connections_ended_while_idle_are_replaced_on_postgres() {
 
     let ended = end_sessions(&app).await;
     assert!(ended >= 2, "the pools had open sessions to end: {ended}");
+    // Past the idle second after which a committer's pool pings a
+    // connection: the passing time is what is tested.
     tokio::time::sleep(Duration::from_millis(1_200)).await;
 
     for n in 1..=3 {
@@ -78,7 +80,7 @@ async fn connections_ended_just_after_use_are_replaced_on_postgres() {
     let token = app.token(Role::Intake, Some("webform")).await;
     for n in 0..6 {
         let body = json!({"source": "webform", "source_ref": format!("busy-{n}"), "name": "Ada"});
-        let response = app.post_lead(&token, &body).await;
+        let response = app.api(&token).create_lead(&body).await;
         let status = response.status();
         let text = response.text().await.unwrap();
         assert_eq!(

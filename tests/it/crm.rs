@@ -6,81 +6,39 @@ use domain::auth::Role;
 use domain::entities::{
     activity, company, contact, crm_activity, deal, lead, lead_conversion, outbox_event,
 };
+use domain::lifecycle::deal_stage::DealStage;
+use domain::lifecycle::lead_status::LeadStatus;
+use leadpipe_tests::client::Api;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
 
 struct Crm {
     app: TestApp,
-    intake: String,
-    sales: String,
+    intake: Api,
+    sales: Api,
 }
 
 impl Crm {
     async fn new(backend: Backend) -> Self {
         let app = TestApp::spawn(backend).await;
-        let intake = app.token(Role::Intake, Some("webform")).await;
-        let sales = app.token(Role::Sales, None).await;
+        let intake = app.api_as(Role::Intake, Some("webform")).await;
+        let sales = app.api_as(Role::Sales, None).await;
         Self { app, intake, sales }
     }
 
     async fn lead(&self, source_ref: &str, email: &str, company: Option<&str>) -> i64 {
         let body = json!({"source": "webform", "source_ref": source_ref, "email": email,
                           "name": format!("Lead {source_ref}"), "company": company});
-        let response = self.app.post_lead(&self.intake, &body).await;
-        assert_eq!(response.status(), 201);
-        response.json::<Value>().await.unwrap()["id"]
-            .as_i64()
-            .unwrap()
+        self.intake.new_lead(&body).await
     }
 
     async fn qualified_lead(&self, source_ref: &str, email: &str, company: Option<&str>) -> i64 {
         let id = self.lead(source_ref, email, company).await;
-        for to in ["contacted", "qualified"] {
-            let r = self
-                .post(
-                    &format!("/api/leads/{id}/transitions"),
-                    &json!({"to": to}),
-                    None,
-                )
-                .await;
-            assert_eq!(r.status(), 200);
+        for to in [LeadStatus::Contacted, LeadStatus::Qualified] {
+            assert_eq!(self.sales.move_lead(id, to, None).await.status(), 200);
         }
         id
-    }
-
-    async fn post(&self, path: &str, body: &Value, key: Option<&str>) -> reqwest::Response {
-        self.send(reqwest::Method::POST, path, body, key, None, &self.sales)
-            .await
-    }
-
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: &Value,
-        key: Option<&str>,
-        if_match: Option<&str>,
-        token: &str,
-    ) -> reqwest::Response {
-        let mut request = self
-            .app
-            .client
-            .request(method, self.app.url(path))
-            .bearer_auth(token)
-            .json(body);
-        if let Some(key) = key {
-            request = request.header("idempotency-key", key);
-        }
-        if let Some(tag) = if_match {
-            request = request.header("if-match", tag);
-        }
-        request.send().await.unwrap()
-    }
-
-    async fn convert(&self, id: i64, body: &Value, key: &str) -> reqwest::Response {
-        self.post(&format!("/api/leads/{id}/convert"), body, Some(key))
-            .await
     }
 
     async fn crm_activities(&self, subject: &str, id: i64, kind: &str) -> u64 {
@@ -116,7 +74,7 @@ async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(back
     let body =
         json!({"deal": {"name": "Engine No. 2", "amount_cents": 1_250_000, "currency": "gbp"}});
 
-    let first = t.convert(id, &body, "convert-1").await;
+    let first = t.sales.convert_lead(id, &body).key("convert-1").await;
     assert_eq!(first.status(), 201);
     assert_eq!(first.headers()["idempotent-replayed"], "false");
     assert_eq!(
@@ -124,7 +82,7 @@ async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(back
         format!("/api/leads/{id}/conversion").as_str()
     );
     let first_body = first.text().await.unwrap();
-    let second = t.convert(id, &body, "convert-1").await;
+    let second = t.sales.convert_lead(id, &body).key("convert-1").await;
     assert_eq!(second.status(), 201);
     assert_eq!(second.headers()["idempotent-replayed"], "true");
     assert_eq!(second.text().await.unwrap(), first_body);
@@ -179,16 +137,16 @@ async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(back
 
     // The conversion can be read back, and the deal's timeline through the API.
     let stored: Value = t
-        .app
-        .get(&t.sales, &format!("/api/leads/{id}/conversion"))
+        .sales
+        .get(&format!("/api/leads/{id}/conversion"))
         .await
         .json()
         .await
         .unwrap();
     assert_eq!(stored["deal_id"], deal_id);
     let timeline: Value = t
-        .app
-        .get(&t.sales, &format!("/api/deals/{deal_id}/activities"))
+        .sales
+        .get(&format!("/api/deals/{deal_id}/activities"))
         .await
         .json()
         .await
@@ -199,11 +157,18 @@ async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(back
 async fn converting_again_with_another_key_is_409_naming_the_conversion(backend: Backend) {
     let t = Crm::new(backend).await;
     let id = t.qualified_lead("c-2", "grace@navy.example", None).await;
-    let first: Value = t.convert(id, &json!({}), "k-a").await.json().await.unwrap();
+    let first: Value = t
+        .sales
+        .convert_lead(id, &json!({}))
+        .key("k-a")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert!(first["deal"].is_null());
     assert_eq!(first["company"]["name"], "navy.example");
 
-    let again = t.convert(id, &json!({}), "k-b").await;
+    let again = t.sales.convert_lead(id, &json!({})).key("k-b").await;
     let problem = assert_problem(again, 409, "/problems/already-converted").await;
     assert_eq!(problem["conversion"]["lead_id"], id);
     assert_eq!(
@@ -211,7 +176,7 @@ async fn converting_again_with_another_key_is_409_naming_the_conversion(backend:
         first["conversion"]["contact_id"]
     );
     // A 409 outcome is stored like a success: the same key replays it.
-    let replay = t.convert(id, &json!({}), "k-b").await;
+    let replay = t.sales.convert_lead(id, &json!({})).key("k-b").await;
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
     assert_problem(replay, 409, "/problems/already-converted").await;
     assert_eq!(t.app.count(contact::Entity).await, 1);
@@ -222,7 +187,7 @@ async fn converting_a_new_lead_is_409_naming_the_allowed_moves(backend: Backend)
     let t = Crm::new(backend).await;
     let id = t.lead("c-3", "new@lead.example", None).await;
     let body = assert_problem(
-        t.convert(id, &json!({}), "k-new").await,
+        t.sales.convert_lead(id, &json!({})).key("k-new").await,
         409,
         "/problems/illegal-transition",
     )
@@ -237,7 +202,10 @@ async fn converting_a_new_lead_is_409_naming_the_allowed_moves(backend: Backend)
         .unwrap();
     assert_eq!((lead.status.as_str(), lead.version), ("new", 1));
     assert_problem(
-        t.convert(404_404, &json!({}), "k-missing").await,
+        t.sales
+            .convert_lead(404_404, &json!({}))
+            .key("k-missing")
+            .await,
         404,
         "/problems/not-found",
     )
@@ -257,7 +225,14 @@ async fn two_leads_of_one_company_share_one_company(backend: Backend) {
         .await;
     let mut companies = Vec::new();
     for (id, key) in [(a, "k-a"), (b, "k-b"), (free_mail, "k-c")] {
-        let out: Value = t.convert(id, &json!({}), key).await.json().await.unwrap();
+        let out: Value = t
+            .sales
+            .convert_lead(id, &json!({}))
+            .key(key)
+            .await
+            .json()
+            .await
+            .unwrap();
         companies.push(out["conversion"]["company_id"].as_i64().unwrap());
     }
     assert_eq!(companies[0], companies[1]);
@@ -279,7 +254,14 @@ async fn two_leads_of_one_company_share_one_company(backend: Backend) {
     let d = t
         .qualified_lead("c-4d", "ANN@acme.example", Some("ACME"))
         .await;
-    let out: Value = t.convert(d, &json!({}), "k-d").await.json().await.unwrap();
+    let out: Value = t
+        .sales
+        .convert_lead(d, &json!({}))
+        .key("k-d")
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(out["contact_created"], false);
     assert_eq!(t.app.count(contact::Entity).await, 3);
 }
@@ -288,34 +270,28 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
     let t = Crm::new(backend).await;
     let body = json!({"name": "Support plan", "amount_cents": 9_900, "currency": "EUR"});
     assert_problem(
-        t.post("/api/deals", &body, None).await,
+        t.sales.create_crm("deals", &body).await,
         400,
         "/problems/idempotency-key-missing",
     )
     .await;
-    let created = t.post("/api/deals", &body, Some("deal-1")).await;
+    let created = t.sales.create_crm("deals", &body).key("deal-1").await;
     assert_eq!(created.status(), 201);
     assert_eq!(created.headers()["etag"], "\"1\"");
     let deal: Value = created.json().await.unwrap();
     let id = deal["id"].as_i64().unwrap();
     assert_eq!(deal["stage"], "open");
     assert!(deal["owner_id"].is_i64(), "a sales caller owns the deal");
-    let path = format!("/api/deals/{id}/transitions");
 
     let stale = t
-        .send(
-            reqwest::Method::POST,
-            &path,
-            &json!({"to": "won"}),
-            None,
-            Some("\"7\""),
-            &t.sales,
-        )
+        .sales
+        .move_deal(id, DealStage::Won, None)
+        .if_match(7)
         .await;
     let problem = assert_problem(stale, 412, "/problems/precondition-failed").await;
     assert_eq!(problem["current_version"], 1);
 
-    let won = t.post(&path, &json!({"to": "won"}), None).await;
+    let won = t.sales.move_deal(id, DealStage::Won, None).await;
     assert_eq!(won.status(), 200);
     let won: Value = won.json().await.unwrap();
     assert_eq!(
@@ -324,42 +300,40 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
     );
     assert!(won["closed_at"].is_string());
     let body = assert_problem(
-        t.post(&path, &json!({"to": "lost"}), None).await,
+        t.sales.move_deal(id, DealStage::Lost, None).await,
         409,
         "/problems/illegal-transition",
     )
     .await;
     assert_eq!(body["allowed"], json!([]));
     assert_problem(
-        t.post(&path, &json!({"to": "pending"}), None).await,
+        t.sales.move_deal(id, "pending", None).await,
         422,
         "/problems/validation",
     )
     .await;
 
     let other: Value = t
-        .post(
-            "/api/deals",
+        .sales
+        .create_crm(
+            "deals",
             &json!({"name": "Lost one", "amount_cents": 1, "currency": "USD"}),
-            Some("deal-2"),
         )
+        .key("deal-2")
         .await
         .json()
         .await
         .unwrap();
-    let other_path = format!("/api/deals/{}/transitions", other["id"]);
+    let other_id = other["id"].as_i64().unwrap();
     assert_problem(
-        t.post(&other_path, &json!({"to": "open"}), None).await,
+        t.sales.move_deal(other_id, DealStage::Open, None).await,
         409,
         "/problems/illegal-transition",
     )
     .await;
     let lost: Value = t
-        .post(
-            &other_path,
-            &json!({"to": "lost", "reason": "budget cut"}),
-            None,
-        )
+        .sales
+        .move_deal(other_id, DealStage::Lost, Some("budget cut"))
         .await
         .json()
         .await
@@ -367,11 +341,12 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
     assert_eq!(lost["lost_reason"], "budget cut");
 
     let bad = t
-        .post(
-            "/api/deals",
+        .sales
+        .create_crm(
+            "deals",
             &json!({"name": "x", "amount_cents": -1, "currency": "EURO"}),
-            Some("deal-3"),
         )
+        .key("deal-3")
         .await;
     let problem = assert_problem(bad, 422, "/problems/validation").await;
     assert!(
@@ -386,39 +361,24 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
     assert_eq!(stage_events, 2);
 
     // PATCH honours If-Match; an owner must be an active sales principal.
-    let ops = t.app.token(Role::Ops, None).await;
-    let patch = t
-        .send(
-            reqwest::Method::PATCH,
-            &format!("/api/deals/{id}"),
-            &json!({"amount_cents": 12_000}),
-            None,
-            Some("\"2\""),
-            &ops,
-        )
+    let ops = t.app.api_as(Role::Ops, None).await;
+    let patch = ops
+        .patch_crm("deals", id, &json!({"amount_cents": 12_000}))
+        .if_match(2)
         .await;
     assert_eq!(patch.status(), 200);
     assert_eq!(patch.headers()["etag"], "\"3\"");
-    let not_sales = t
-        .send(
-            reqwest::Method::PATCH,
-            &format!("/api/deals/{id}"),
-            &json!({"owner_id": 999}),
-            None,
-            None,
-            &ops,
-        )
-        .await;
+    let not_sales = ops.patch_crm("deals", id, &json!({"owner_id": 999})).await;
     assert_problem(not_sales, 422, "/problems/validation").await;
 }
 
 async fn contacts_and_companies_match_instead_of_duplicating(backend: Backend) {
     let t = Crm::new(backend).await;
     let first = t
-        .post(
-            "/api/companies",
+        .sales
+        .create_crm(
+            "companies",
             &json!({"name": "Acme", "website": "https://www.Acme.example/about"}),
-            None,
         )
         .await;
     assert_eq!(first.status(), 201);
@@ -428,10 +388,10 @@ async fn contacts_and_companies_match_instead_of_duplicating(backend: Backend) {
         (json!("acme.example"), json!("created"))
     );
     let again = t
-        .post(
-            "/api/companies",
+        .sales
+        .create_crm(
+            "companies",
             &json!({"name": "ACME Corporation", "domain": "acme.example"}),
-            None,
         )
         .await;
     assert_eq!(again.status(), 200);
@@ -439,103 +399,99 @@ async fn contacts_and_companies_match_instead_of_duplicating(backend: Backend) {
     assert_eq!(again["id"], first["id"]);
     assert_eq!(again["outcome"], "matched");
     let by_name = t
-        .post("/api/companies", &json!({"name": "  Blue   Sky "}), None)
+        .sales
+        .create_crm("companies", &json!({"name": "  Blue   Sky "}))
         .await;
     assert_eq!(by_name.status(), 201);
     let by_name_again = t
-        .post("/api/companies", &json!({"name": "blue sky"}), None)
+        .sales
+        .create_crm("companies", &json!({"name": "blue sky"}))
         .await;
     assert_eq!(by_name_again.status(), 200);
     assert_eq!(t.app.count(company::Entity).await, 2);
 
     let company_id = first["id"].as_i64().unwrap();
     let contact = t
-        .post(
-            "/api/contacts",
+        .sales
+        .create_crm(
+            "contacts",
             &json!({"email": "Zed@Acme.example", "name": "Zed", "company_id": company_id}),
-            None,
         )
         .await;
     assert_eq!(contact.status(), 201);
     let contact: Value = contact.json().await.unwrap();
     let matched = t
-        .post("/api/contacts", &json!({"email": "zed@acme.example"}), None)
+        .sales
+        .create_crm("contacts", &json!({"email": "zed@acme.example"}))
         .await;
     assert_eq!(matched.status(), 200);
     assert_eq!(matched.json::<Value>().await.unwrap()["id"], contact["id"]);
     assert_problem(
-        t.post("/api/contacts", &json!({"name": "No Mail"}), None)
+        t.sales
+            .create_crm("contacts", &json!({"name": "No Mail"}))
             .await,
         400,
         "/problems/idempotency-key-missing",
     )
     .await;
     assert_eq!(
-        t.post("/api/contacts", &json!({"name": "No Mail"}), Some("nm-1"))
+        t.sales
+            .create_crm("contacts", &json!({"name": "No Mail"}))
+            .key("nm-1")
             .await
             .status(),
         201
     );
     assert_problem(
-        t.post(
-            "/api/contacts",
-            &json!({"email": "zed", "company_id": 1}),
-            None,
-        )
-        .await,
+        t.sales
+            .create_crm("contacts", &json!({"email": "zed", "company_id": 1}))
+            .await,
         422,
         "/problems/validation",
     )
     .await;
 
-    let path = format!("/api/contacts/{}", contact["id"]);
-    let get = t.app.get(&t.sales, &path).await;
+    let contact_id = contact["id"].as_i64().unwrap();
+    let get = t.sales.get(&format!("/api/contacts/{contact_id}")).await;
     assert_eq!(get.headers()["etag"], "\"1\"");
     let patched = t
-        .send(
-            reqwest::Method::PATCH,
-            &path,
+        .sales
+        .patch_crm(
+            "contacts",
+            contact_id,
             &json!({"phone": "+44 20 7946 0000", "name": null}),
-            None,
-            Some("\"1\""),
-            &t.sales,
         )
+        .if_match(1)
         .await;
     assert_eq!(patched.status(), 200);
     let patched: Value = patched.json().await.unwrap();
     assert_eq!(patched["phone"], "+442079460000");
     assert!(patched["name"].is_null());
     assert_problem(
-        t.send(
-            reqwest::Method::PATCH,
-            &path,
-            &json!({"name": "Z"}),
-            None,
-            Some("\"1\""),
-            &t.sales,
-        )
-        .await,
+        t.sales
+            .patch_crm("contacts", contact_id, &json!({"name": "Z"}))
+            .if_match(1)
+            .await,
         412,
         "/problems/precondition-failed",
     )
     .await;
     // Another contact may not take an email that is already someone's.
     let other = t
-        .post("/api/contacts", &json!({"email": "yan@acme.example"}), None)
+        .sales
+        .create_crm("contacts", &json!({"email": "yan@acme.example"}))
         .await
         .json::<Value>()
         .await
         .unwrap();
     assert_problem(
-        t.send(
-            reqwest::Method::PATCH,
-            &format!("/api/contacts/{}", other["id"]),
-            &json!({"email": "ZED@acme.example"}),
-            None,
-            None,
-            &t.sales,
-        )
-        .await,
+        t.sales
+            .patch_crm(
+                "contacts",
+                other["id"].as_i64().unwrap(),
+                &json!({"email": "ZED@acme.example"}),
+            )
+            .await,
         409,
         "/problems/conflict",
     )
@@ -546,10 +502,10 @@ async fn lists_filter_and_page_with_cursors(backend: Backend) {
     let t = Crm::new(backend).await;
     for i in 0..5 {
         let r = t
-            .post(
-                "/api/contacts",
+            .sales
+            .create_crm(
+                "contacts",
                 &json!({"email": format!("p{i}@page.example"), "name": format!("Person {i}")}),
-                None,
             )
             .await;
         assert_eq!(r.status(), 201);
@@ -561,7 +517,7 @@ async fn lists_filter_and_page_with_cursors(backend: Backend) {
             Some(c) => format!("/api/contacts?limit=2&sort=created_at&cursor={c}"),
             None => "/api/contacts?limit=2&sort=created_at".to_owned(),
         };
-        let page: Value = t.app.get(&t.sales, &query).await.json().await.unwrap();
+        let page: Value = t.sales.get(&query).await.json().await.unwrap();
         for row in page["data"].as_array().unwrap() {
             seen.push(row["email"].as_str().unwrap().to_owned());
         }
@@ -575,20 +531,20 @@ async fn lists_filter_and_page_with_cursors(backend: Backend) {
         ["p4", "p3", "p2", "p1", "p0"].map(|p| format!("{p}@page.example"))
     );
     let found: Value = t
-        .app
-        .get(&t.sales, "/api/contacts?q=PERSON%203")
+        .sales
+        .get("/api/contacts?q=PERSON%203")
         .await
         .json()
         .await
         .unwrap();
     assert_eq!(found["data"].as_array().unwrap().len(), 1);
-    let bad = t.app.get(&t.sales, "/api/contacts?cursor=garbage").await;
+    let bad = t.sales.get("/api/contacts?cursor=garbage").await;
     assert_problem(bad, 422, "/problems/validation").await;
-    let bad = t.app.get(&t.sales, "/api/deals?stage=pending").await;
+    let bad = t.sales.get("/api/deals?stage=pending").await;
     assert_problem(bad, 422, "/problems/validation").await;
     let open: Value = t
-        .app
-        .get(&t.sales, "/api/deals?stage=open&owner=me")
+        .sales
+        .get("/api/deals?stage=open&owner=me")
         .await
         .json()
         .await
@@ -599,20 +555,10 @@ async fn lists_filter_and_page_with_cursors(backend: Backend) {
 async fn only_sales_and_up_convert_and_a_key_is_required(backend: Backend) {
     let t = Crm::new(backend).await;
     let id = t.qualified_lead("c-9", "x@roles.example", None).await;
-    let intake = t
-        .send(
-            reqwest::Method::POST,
-            &format!("/api/leads/{id}/convert"),
-            &json!({}),
-            Some("k-i"),
-            None,
-            &t.intake,
-        )
-        .await;
+    let intake = t.intake.convert_lead(id, &json!({})).key("k-i").await;
     assert_problem(intake, 403, "/problems/forbidden").await;
     assert_problem(
-        t.post(&format!("/api/leads/{id}/convert"), &json!({}), None)
-            .await,
+        t.sales.convert_lead(id, &json!({})).await,
         400,
         "/problems/idempotency-key-missing",
     )
@@ -627,22 +573,19 @@ async fn only_sales_and_up_convert_and_a_key_is_required(backend: Backend) {
         .unwrap();
     assert_problem(unauthenticated, 401, "/problems/unauthorized").await;
     assert_problem(
-        t.app.get(&t.intake, "/api/companies").await,
+        t.intake.get("/api/companies").await,
         403,
         "/problems/forbidden",
     )
     .await;
     // An admin converting a lead nobody owns must name the deal's owner.
-    let admin = t.app.token(Role::Admin, None).await;
-    let no_owner = t
-        .send(
-            reqwest::Method::POST,
-            &format!("/api/leads/{id}/convert"),
+    let admin = t.app.api_as(Role::Admin, None).await;
+    let no_owner = admin
+        .convert_lead(
+            id,
             &json!({"deal": {"name": "D", "amount_cents": 5, "currency": "EUR"}}),
-            Some("k-admin"),
-            None,
-            &admin,
         )
+        .key("k-admin")
         .await;
     let problem = assert_problem(no_owner, 422, "/problems/validation").await;
     assert_eq!(problem["errors"][0]["field"], "deal.owner_id");
@@ -656,8 +599,11 @@ async fn concurrent_conversions_with_different_keys_convert_once(backend: Backen
         .await;
     let body = json!({"deal": {"name": "Race", "amount_cents": 100, "currency": "EUR"}});
     let keys: Vec<String> = (0..8).map(|i| format!("race-{i}")).collect();
-    let responses =
-        futures::future::join_all(keys.iter().map(|key| t.convert(id, &body, key))).await;
+    let responses = futures::future::join_all(
+        keys.iter()
+            .map(|key| t.sales.convert_lead(id, &body).key(key)),
+    )
+    .await;
     let mut statuses: Vec<u16> = responses.iter().map(|r| r.status().as_u16()).collect();
     statuses.sort_unstable();
     assert_eq!(statuses, [201, 409, 409, 409, 409, 409, 409, 409]);
@@ -679,24 +625,20 @@ async fn concurrent_conversions_with_different_keys_convert_once(backend: Backen
 async fn concurrent_patches_without_if_match_each_get_their_own_version(backend: Backend) {
     let t = Crm::new(backend).await;
     let created = t
-        .post(
-            "/api/contacts",
-            &json!({"email": "race@patch.example"}),
-            None,
-        )
+        .sales
+        .create_crm("contacts", &json!({"email": "race@patch.example"}))
         .await;
     assert_eq!(created.status(), 201);
     let id = created.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
-    let path = format!("/api/contacts/{id}");
     let bodies: Vec<Value> = (0..8)
         .map(|i| json!({"name": format!("Name {i}")}))
         .collect();
     let responses = futures::future::join_all(
         bodies
             .iter()
-            .map(|body| t.send(reqwest::Method::PATCH, &path, body, None, None, &t.sales)),
+            .map(|body| t.sales.patch_crm("contacts", id, body)),
     )
     .await;
     let mut versions = Vec::new();
@@ -749,27 +691,17 @@ async fn a_caller_without_the_role_is_refused_before_its_body_is_read(backend: B
         (reqwest::Method::POST, "/api/leads/1/notes"),
     ] {
         let refused = t
-            .app
-            .client
-            .request(method.clone(), t.app.url(path))
-            .bearer_auth(&t.intake)
-            .header("content-type", "text/plain")
-            .body("{not json")
-            .send()
-            .await
-            .unwrap();
+            .intake
+            .request(method.clone(), path)
+            .body("text/plain", "{not json")
+            .await;
         assert_problem(refused, 403, "/problems/forbidden").await;
         let malformed = t
-            .app
-            .client
-            .request(method, t.app.url(path))
-            .bearer_auth(&t.sales)
-            .header("content-type", "application/json")
-            .header("idempotency-key", "k-malformed")
-            .body("{not json")
-            .send()
-            .await
-            .unwrap();
+            .sales
+            .request(method, path)
+            .body("application/json", "{not json")
+            .key("k-malformed")
+            .await;
         assert_problem(malformed, 400, "/problems/malformed-body").await;
     }
 }

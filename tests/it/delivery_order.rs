@@ -28,12 +28,6 @@ on_both_backends!(
     stopping_hands_back_what_was_claimed_but_not_sent,
 );
 
-async fn post(app: &TestApp, intake: &str, source_ref: &str, name: &str) {
-    let body = json!({"source": "webform", "source_ref": source_ref, "name": name});
-    let response = app.post_lead(intake, &body).await;
-    assert!(response.status().is_success(), "{}", response.status());
-}
-
 /// Publisher A has claimed a lead's `lead.created` for fan-out (its row is
 /// locked, still `pending` to everyone else) when publisher B fans out the
 /// same lead's `lead.updated` and commits first. B's delivery must wait; and
@@ -44,9 +38,9 @@ async fn a_later_event_waits_while_an_earlier_one_is_held_by_another_publisher(b
     let admin = app.token(Role::Admin, None).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
-    app.subscribe(&admin, &receiver, json!([])).await;
-    post(&app, &intake, "held-1", "Old").await;
-    post(&app, &intake, "held-1", "New").await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
+    app.api(&intake).webform_lead("held-1", "Old").await;
+    app.api(&intake).webform_lead("held-1", "New").await;
     let events = outbox_event::Entity::find()
         .order_by_asc(outbox_event::Column::Id)
         .all(&app.db)
@@ -109,7 +103,7 @@ async fn concurrent_publishers_deliver_each_lead_in_outbox_order(backend: Backen
     let admin = app.token(Role::Admin, None).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
-    app.subscribe(&admin, &receiver, json!([])).await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let publishers: Vec<_> = (0..2)
@@ -141,7 +135,7 @@ async fn parallel_delivery_keeps_each_leads_order(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
     receiver.delay(Duration::from_millis(20));
-    app.subscribe(&admin, &receiver, json!([])).await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
     write_versions(&app, &intake, LEADS, VERSIONS).await;
     let events = outbox_event::Entity::find().all(&app.db).await.unwrap();
     assert_eq!(events.len(), LEADS * VERSIONS);
@@ -173,7 +167,7 @@ async fn the_per_subscription_limit_holds(backend: Backend) {
     let second = Receiver::start().await;
     for receiver in [&first, &second] {
         receiver.delay(Duration::from_millis(30));
-        app.subscribe(&admin, receiver, json!([])).await;
+        app.api(&admin).subscribe(receiver, json!([])).await;
     }
     write_versions(&app, &intake, LEADS, 1).await;
 
@@ -208,7 +202,7 @@ async fn a_claim_queued_past_its_lease_is_not_sent(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
     receiver.delay(Duration::from_millis(400));
-    app.subscribe(&admin, &receiver, json!([])).await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
     write_versions(&app, &intake, LEADS, 1).await;
     let events = outbox_event::Entity::find().all(&app.db).await.unwrap();
 
@@ -236,7 +230,7 @@ async fn stopping_hands_back_what_was_claimed_but_not_sent(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let receiver = Receiver::start().await;
     receiver.delay(Duration::from_millis(300));
-    app.subscribe(&admin, &receiver, json!([])).await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
     write_versions(&app, &intake, LEADS, 1).await;
 
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -302,22 +296,13 @@ fn limited(concurrency: usize, per_subscription: usize) -> PublisherSettings {
 /// written from four clients at once.
 async fn write_versions(app: &TestApp, intake: &str, leads: usize, versions: usize) {
     let writers = (0..4).map(|w| {
-        let app_client = app.client.clone();
-        let url = app.url("/api/leads");
-        let intake = intake.to_owned();
+        let intake = app.api(intake);
         tokio::spawn(async move {
             for version in 0..versions {
                 for lead in (w..leads).step_by(4) {
-                    let body = json!({"source": "webform", "source_ref": format!("conc-{lead}"),
-                                      "name": format!("v{version}")});
-                    let response = app_client
-                        .post(&url)
-                        .bearer_auth(&intake)
-                        .json(&body)
-                        .send()
-                        .await
-                        .unwrap();
-                    assert!(response.status().is_success());
+                    intake
+                        .webform_lead(&format!("conc-{lead}"), &format!("v{version}"))
+                        .await;
                 }
             }
         })

@@ -9,8 +9,9 @@ use std::time::Duration;
 use api::cli::demo::fake_source::FakeSource;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_tombstone, outbox_event};
+use leadpipe_tests::client::Answer;
 use leadpipe_tests::prometheus::sample;
-use leadpipe_tests::webhooks::lead_event;
+use leadpipe_tests::webhooks::{ack_id, lead_event};
 use leadpipe_tests::{Backend, TestApp, assert_problem, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Statement};
 use serde_json::{Value, json};
@@ -41,10 +42,7 @@ const REF: &str = "form-1";
 /// A lead from `webform` made by a processed webhook; returns its id.
 async fn webhook_lead(app: &TestApp, key: &[u8], msg_id: &str) -> Option<i64> {
     let body = lead_event(REF, EMAIL, "2026-11-30T10:00:00Z");
-    let response = app.post_standard("webform", key, msg_id, &body).await;
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let ack: Value = response.json().await.unwrap();
-    let id = ack["id"].as_i64().unwrap();
+    let id = ack_id(app.post_standard("webform", key, msg_id, &body).await).await;
     let step = app
         .processor(WorkerSettings::for_tests())
         .process(id)
@@ -56,17 +54,11 @@ async fn webhook_lead(app: &TestApp, key: &[u8], msg_id: &str) -> Option<i64> {
     lead_id
 }
 
-async fn erase(app: &TestApp, token: &str, id: i64, query: &str) -> reqwest::Response {
-    app.client
-        .delete(app.url(&format!("/api/leads/{id}?{query}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn erased(app: &TestApp, token: &str, id: i64) -> Value {
-    let response = erase(app, token, id, "reason=subject%20request%2042").await;
+    let response = app
+        .api(token)
+        .erase_lead(id, "?reason=subject%20request%2042")
+        .await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     response.json().await.unwrap()
 }
@@ -76,52 +68,10 @@ async fn import_csv(app: &TestApp, token: &str, csv: &str) -> Value {
 }
 
 async fn import_csv_with(app: &TestApp, token: &str, csv: &str, extra: &str) -> Value {
-    let response = app
-        .client
-        .post(app.url(&format!(
-            "/api/imports?source=webform&map=source_ref=ref,email=email,name=name{extra}"
-        )))
-        .bearer_auth(token)
-        .header("content-type", "text/csv")
-        .body(csv.to_owned())
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let location = response.headers()["location"].to_str().unwrap().to_owned();
-    let run = app.run_ended(token, &location).await;
+    let query = format!("source=webform&map=source_ref=ref,email=email,name=name{extra}");
+    let run = app.import_over_api(token, &query, csv.to_owned()).await;
     assert_eq!(run["state"], "done", "{run}");
     run
-}
-
-/// Starts a reconcile of `source` over the ops API and waits for its end.
-async fn reconcile_run(app: &TestApp, ops: &str, source: &str) -> Value {
-    reconcile_run_with(app, ops, source, None).await
-}
-
-async fn reconcile_run_with(app: &TestApp, ops: &str, source: &str, body: Option<Value>) -> Value {
-    let mut request = app
-        .client
-        .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(ops);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    let started = request.send().await.unwrap();
-    assert_eq!(started.status(), 202);
-    let id = started.json::<Value>().await.unwrap()["id"].clone();
-    app.reconcile_run_ended(ops, id).await
-}
-
-/// Posts `record` at intake; the lead's id.
-async fn intake_id(app: &TestApp, token: &str, record: &Value) -> i64 {
-    app.post_lead(token, record)
-        .await
-        .json::<Value>()
-        .await
-        .unwrap()["id"]
-        .as_i64()
-        .unwrap()
 }
 
 fn person_csv() -> String {
@@ -192,20 +142,16 @@ async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
     // A note (stored with its idempotent response), an import of the same
     // person, an intake update: every place the person's data lands.
     let note = app
-        .client
-        .post(app.url(&format!("/api/leads/{id}/notes")))
-        .bearer_auth(&sales)
-        .header("Idempotency-Key", "note-1")
-        .json(&json!({"text": format!("Called {NAME} back")}))
-        .send()
-        .await
-        .unwrap();
+        .api(&sales)
+        .add_note(id, &format!("Called {NAME} back"))
+        .key("note-1")
+        .await;
     assert_eq!(note.status(), 201);
     let run = import_csv(&app, &admin, &person_csv()).await;
     assert_eq!(run["rows"], 1);
     let update = app
-        .post_lead(
-            &admin,
+        .api(&admin)
+        .create_lead(
             &json!({"source": "webform", "source_ref": REF, "email": EMAIL,
                     "name": NAME, "phone": "+44 20 7946 0000"}),
         )
@@ -240,7 +186,7 @@ async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
             "{needle} is still stored"
         );
     }
-    let response = app.get(&admin, &format!("/api/leads/{id}")).await;
+    let response = app.api(&admin).get(&format!("/api/leads/{id}")).await;
     assert_problem(response, 404, "/problems/not-found").await;
 }
 
@@ -255,10 +201,8 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
 
     // Intake: answered, counted, nothing written.
     let response = app
-        .post_lead(
-            &admin,
-            &json!({"source": "webform", "source_ref": REF, "email": EMAIL}),
-        )
+        .api(&admin)
+        .create_lead(&json!({"source": "webform", "source_ref": REF, "email": EMAIL}))
         .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
@@ -315,7 +259,7 @@ async fn every_door_is_suppressed_after_erasure(backend: Backend) {
     };
     erased(&app, &admin, partner_lead).await;
     let ops = app.token(Role::Ops, None).await;
-    let run = reconcile_run(&app, &ops, "partner").await;
+    let run = app.reconcile_over_api(&ops, "partner", None).await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(
         (&run["created"], &run["suppressed"]),
@@ -340,24 +284,24 @@ async fn erasure_is_idempotent_audited_and_announced(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
 
     // Only admins, and only with a reason.
     let sales = app.token(Role::Sales, None).await;
     assert_problem(
-        erase(&app, &sales, id, "reason=x").await,
+        app.api(&sales).erase_lead(id, "?reason=x").await,
         403,
         "/problems/forbidden",
     )
     .await;
     assert_problem(
-        erase(&app, &admin, id, "").await,
+        app.api(&admin).erase_lead(id, "?").await,
         422,
         "/problems/validation",
     )
     .await;
     assert_problem(
-        erase(&app, &admin, id + 1000, "reason=x").await,
+        app.api(&admin).erase_lead(id + 1000, "?reason=x").await,
         404,
         "/problems/not-found",
     )
@@ -398,34 +342,23 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
     let body = erased(&app, &admin, id).await;
     let hash = body["erasure"]["key_hash"].as_str().unwrap().to_owned();
     assert_eq!(hash.len(), 64);
-    let suppressed = app.post_lead(&admin, &record).await;
+    let suppressed = app.api(&admin).create_lead(&record).await;
     assert_eq!(
         suppressed.json::<Value>().await.unwrap()["outcome"],
         "suppressed"
     );
 
-    let lift = |token: String| {
-        let app = &app;
-        let hash = hash.clone();
-        async move {
-            app.client
-                .delete(app.url(&format!("/api/tombstones/{hash}")))
-                .bearer_auth(token)
-                .send()
-                .await
-                .unwrap()
-        }
-    };
+    let lift = |token: String| app.api(&token).lift_tombstone(&hash);
     let ops = app.token(Role::Ops, None).await;
     assert_problem(lift(ops).await, 403, "/problems/forbidden").await;
     assert_eq!(lift(admin.clone()).await.status(), 204);
     assert_problem(lift(admin.clone()).await, 404, "/problems/not-found").await;
 
-    let back = app.post_lead(&admin, &record).await;
+    let back = app.api(&admin).create_lead(&record).await;
     assert_eq!(back.status(), 201);
     let back: Value = back.json().await.unwrap();
     assert_eq!(back["outcome"], "created");
@@ -443,7 +376,7 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
             json!({"source": "web", "source_ref": source_ref, "email": EMAIL,
                    "name": format!("{NAME} {n}")})
         };
-        let created = app.post_lead(&admin, &record(0)).await;
+        let created = app.api(&admin).create_lead(&record(0)).await;
         assert_eq!(created.status(), 201);
         let id = created.json::<Value>().await.unwrap()["id"]
             .as_i64()
@@ -454,13 +387,16 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
             let admin = &admin;
             let body = record(n);
             async move {
+                // Staggered, to land around the erasure (the race tested).
                 tokio::time::sleep(Duration::from_millis((n % 4) as u64 * 3)).await;
-                app.post_lead(admin, &body).await.status().as_u16()
+                app.api(admin).create_lead(&body).await.status().as_u16()
             }
         });
         let erasure = async {
+            // Among the redeliveries rather than before them (the race tested).
             tokio::time::sleep(Duration::from_millis(4)).await;
-            erase(&app, &admin, id, "reason=race")
+            app.api(&admin)
+                .erase_lead(id, "?reason=race")
                 .await
                 .status()
                 .as_u16()
@@ -492,7 +428,7 @@ async fn a_concurrent_redelivery_never_resurrects_an_erased_lead(backend: Backen
                 .len(),
             1
         );
-        let later = app.post_lead(&admin, &record(99)).await;
+        let later = app.api(&admin).create_lead(&record(99)).await;
         assert_eq!(
             later.json::<Value>().await.unwrap()["outcome"],
             "suppressed"
@@ -504,12 +440,10 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = intake_id(&app, &admin, &record).await;
-    app.post_lead(
-        &admin,
-        &json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}),
-    )
-    .await;
+    let id = app.api(&admin).new_lead(&record).await;
+    app.api(&admin)
+        .create_lead(&json!({"source": "web", "source_ref": "other", "email": "bob@example.com"}))
+        .await;
 
     let exported = app.run_cli(&["export", "--format", "ndjson", "--source", "web"], &[]);
     assert!(exported.status.success(), "{exported:?}");
@@ -542,7 +476,7 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
     );
 
     // The server finds the tombstone the command left.
-    let suppressed = app.post_lead(&admin, &record).await;
+    let suppressed = app.api(&admin).create_lead(&record).await;
     assert_eq!(
         suppressed.json::<Value>().await.unwrap()["outcome"],
         "suppressed"
@@ -562,7 +496,7 @@ async fn the_cli_erases_unsuppresses_and_exports(backend: Backend) {
         &[],
     );
     assert!(!none.status.success());
-    assert_eq!(app.post_lead(&admin, &record).await.status(), 201);
+    assert_eq!(app.api(&admin).create_lead(&record).await.status(), 201);
 }
 
 async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
@@ -571,44 +505,21 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
     let sales = app.token(Role::Sales, None).await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME,
                         "company": "Analytical Engines"});
-    let id = intake_id(&app, &admin, &record).await;
-    let post = |path: String, body: Value, key: Option<&'static str>| {
-        let app = &app;
-        let sales = &sales;
-        async move {
-            let mut request = app
-                .client
-                .post(app.url(&path))
-                .bearer_auth(sales)
-                .json(&body);
-            if let Some(key) = key {
-                request = request.header("Idempotency-Key", key);
-            }
-            request.send().await.unwrap()
-        }
-    };
+    let id = app.api(&admin).new_lead(&record).await;
+    let sales = app.api(&sales);
     for to in ["contacted", "qualified"] {
-        let moved = post(
-            format!("/api/leads/{id}/transitions"),
-            json!({"to": to}),
-            None,
-        )
-        .await;
+        let moved = sales.move_lead(id, to, None).await;
         assert_eq!(moved.status(), 200);
     }
-    let converted = post(
-        format!("/api/leads/{id}/convert"),
-        json!({}),
-        Some("convert-1"),
-    )
-    .await;
+    let converted = sales.convert_lead(id, &json!({})).key("convert-1").await;
     assert_eq!(converted.status(), 201);
     let contact_id = converted.json::<Value>().await.unwrap()["conversion"]["contact_id"]
         .as_i64()
         .unwrap();
     // The subject export names the conversion and the contact.
     let export: Value = app
-        .get(&admin, &format!("/api/leads/{id}/export"))
+        .api(&admin)
+        .get(&format!("/api/leads/{id}/export"))
         .await
         .json()
         .await
@@ -616,7 +527,10 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
     assert_eq!(export["conversion"]["contact_id"], contact_id);
     assert_eq!(export["contact"]["email"], EMAIL);
 
-    let response = erase(&app, &admin, id, "reason=request&include_contact=true").await;
+    let response = app
+        .api(&admin)
+        .erase_lead(id, "?reason=request&include_contact=true")
+        .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["erasure"]["counts"]["contact"], 1);
@@ -628,8 +542,8 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
             "{needle} is still stored"
         );
     }
-    let contact: Value = app
-        .get(&sales, &format!("/api/contacts/{contact_id}"))
+    let contact: Value = sales
+        .get(&format!("/api/contacts/{contact_id}"))
         .await
         .json()
         .await
@@ -644,8 +558,8 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
 async fn partner_source(app: &TestApp, admin: &str, fake: &FakeSource) -> Vec<u8> {
     let key = app.standard_source("partner").await;
     let saved = app
+        .api(admin)
         .patch_source(
-            admin,
             "partner",
             &json!({"pull_url": fake.pull_url, "pull_page_size": 10}),
         )
@@ -711,13 +625,11 @@ const FUTURE: &str = "2099-01-01T00:00:00Z";
 /// Delivers `record` to `partner` as event `event_id`; the inbox row's id.
 async fn deliver(app: &TestApp, key: &[u8], event_id: &str, record: &Value) -> i64 {
     let body = json!({"type": "lead.updated", "data": record}).to_string();
-    let response = app
-        .post_standard("partner", key, event_id, body.as_bytes())
-        .await;
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    response.json::<Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap()
+    ack_id(
+        app.post_standard("partner", key, event_id, body.as_bytes())
+            .await,
+    )
+    .await
 }
 
 async fn process(app: &TestApp, id: i64) -> Step {
@@ -757,7 +669,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     // Reconcile rejects the person's record twice (two different records),
     // and creates the other two.
     fake.update(0, |r| r["updated_at"] = json!(FUTURE));
-    let run = reconcile_run(app, ops, "partner").await;
+    let run = app.reconcile_over_api(ops, "partner", None).await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(
         (&run["created"], &run["rejected"]),
@@ -768,7 +680,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
         r["updated_at"] = json!("2026-11-30T10:00:00Z");
         r["email"] = json!({"address": person["email"]});
     });
-    let run = reconcile_run(app, ops, "partner").await;
+    let run = app.reconcile_over_api(ops, "partner", None).await;
     assert_eq!(run["rejected"], 1, "{run}");
     let rejected = domain::entities::reconcile_rejected::Entity::find()
         .all(&app.db)
@@ -804,7 +716,8 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     }
     // The subject export shows the key's events that never made the lead.
     let export: Value = app
-        .get(admin, &format!("/api/leads/{id}/export"))
+        .api(admin)
+        .get(&format!("/api/leads/{id}/export"))
         .await
         .json()
         .await
@@ -866,7 +779,9 @@ async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Back
     let outcomes = |run: &Value| {
         ["created", "updated", "unchanged", "suppressed", "missed"].map(|k| run[k].clone())
     };
-    let dry = reconcile_run_with(app, ops, "partner", Some(json!({"dry_run": true}))).await;
+    let dry = app
+        .reconcile_over_api(ops, "partner", Some(&json!({"dry_run": true})))
+        .await;
     assert_eq!(
         (&dry["state"], &dry["dry_run"]),
         (&json!("done"), &json!(true)),
@@ -875,7 +790,7 @@ async fn a_reconcile_dry_run_predicts_suppressed_for_an_erased_key(backend: Back
     assert_eq!(outcomes(&dry), [0, 0, 0, 1, 0].map(|n| json!(n)), "{dry}");
     assert!(leads_with_ref(app, &fake.source_ref(0)).await.is_empty());
 
-    let real = reconcile_run(app, ops, "partner").await;
+    let real = app.reconcile_over_api(ops, "partner", None).await;
     assert_eq!(real["state"], "done", "{real}");
     assert_eq!(outcomes(&real), outcomes(&dry), "{real}");
     assert!(leads_with_ref(app, &fake.source_ref(0)).await.is_empty());
@@ -900,8 +815,10 @@ async fn broken_records_of_an_erased_key_arriving_later_are_not_kept(backend: Ba
     assert!(event.body.is_empty());
 
     fake.update(0, |r| r["updated_at"] = json!(FUTURE));
-    let dry = reconcile_run_with(app, ops, "partner", Some(json!({"dry_run": true}))).await;
-    let run = reconcile_run(app, ops, "partner").await;
+    let dry = app
+        .reconcile_over_api(ops, "partner", Some(&json!({"dry_run": true})))
+        .await;
+    let run = app.reconcile_over_api(ops, "partner", None).await;
     for run in [&dry, &run] {
         assert_eq!(
             (&run["state"], &run["rejected"], &run["suppressed"]),
@@ -932,34 +849,8 @@ async fn delivered_and_processed(
     msg_id: &str,
     body: &[u8],
 ) -> (i64, Step) {
-    let response = app.post_standard(source, key, msg_id, body).await;
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let id = response.json::<Value>().await.unwrap()["id"]
-        .as_i64()
-        .unwrap();
+    let id = ack_id(app.post_standard(source, key, msg_id, body).await).await;
     (id, process(app, id).await)
-}
-
-async fn retry_event(app: &TestApp, ops: &str, id: i64) -> reqwest::Response {
-    app.client
-        .post(app.url(&format!("/api/ops/inbox/{id}/retry")))
-        .bearer_auth(ops)
-        .send()
-        .await
-        .unwrap()
-}
-
-async fn retry_matching(app: &TestApp, ops: &str, body: &Value) -> Value {
-    let response = app
-        .client
-        .post(app.url("/api/ops/inbox/retry"))
-        .bearer_auth(ops)
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
-    response.json().await.unwrap()
 }
 
 /// Erasure empties the body of every event of the person and keeps the
@@ -1026,7 +917,7 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
         let before = app.inbox_event(event).await;
         assert!(before.body.is_empty(), "{before:?}");
         let problem = assert_problem(
-            retry_event(&app, &ops, event).await,
+            app.api(&ops).retry_inbox_event(event).await,
             409,
             "/problems/inbox-event-erased",
         )
@@ -1048,18 +939,23 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
 
     // In bulk, the erased events are skipped and counted; the others go on.
     let dead_event = app.inbox_event(dead).await;
-    let dry = retry_matching(
-        &app,
-        &ops,
-        &json!({"source": source, "state": "dead", "dry_run": true}),
-    )
-    .await;
+    let dry = app
+        .api(&ops)
+        .retry_inbox_events(&json!({"source": source, "state": "dead", "dry_run": true}))
+        .await
+        .expect(200)
+        .await;
     assert_eq!(
         (&dry["matched"], &dry["skipped_erased"]),
         (&json!(1), &json!(1)),
         "{dry}"
     );
-    let done = retry_matching(&app, &ops, &json!({"source": source, "state": "dead"})).await;
+    let done = app
+        .api(&ops)
+        .retry_inbox_events(&json!({"source": source, "state": "dead"}))
+        .await
+        .expect(200)
+        .await;
     assert_eq!(
         (&done["matched"], &done["retried"], &done["skipped_erased"]),
         (&json!(1), &json!(1), &json!(1)),
@@ -1067,12 +963,12 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
     );
     assert_eq!(app.inbox_event(other).await.retries, 1);
     assert_eq!(app.inbox_event(dead).await, dead_event);
-    let all = retry_matching(
-        &app,
-        &ops,
-        &json!({"source": source, "include_processed": true, "dry_run": true}),
-    )
-    .await;
+    let all = app
+        .api(&ops)
+        .retry_inbox_events(&json!({"source": source, "include_processed": true, "dry_run": true}))
+        .await
+        .expect(200)
+        .await;
     assert_eq!(
         (&all["matched"], &all["skipped_erased"]),
         (&json!(1), &json!(2)),
@@ -1093,10 +989,8 @@ async fn an_event_erasure_emptied_is_not_retried(backend: Backend) {
 /// Posts `source_ref` at intake to `webform`; the answer's outcome.
 async fn intake_outcome(app: &TestApp, token: &str, source_ref: &str) -> String {
     let response = app
-        .post_lead(
-            token,
-            &json!({"source": "webform", "source_ref": source_ref, "email": EMAIL}),
-        )
+        .api(token)
+        .create_lead(&json!({"source": "webform", "source_ref": source_ref, "email": EMAIL}))
         .await;
     let status = response.status().as_u16();
     let body: Value = response.json().await.unwrap();
@@ -1198,13 +1092,7 @@ async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
     assert_eq!(intake_outcome(&app, &admin, full_width).await, "suppressed");
 
     // Lifting the tombstone of "café" lifts it for its look-alikes.
-    let lifted = app
-        .client
-        .delete(app.url(&format!("/api/tombstones/{}", hashes[1])))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .unwrap();
+    let lifted = app.api(&admin).lift_tombstone(&hashes[1]).await;
     assert_eq!(lifted.status(), 204);
     assert_eq!(intake_outcome(&app, &admin, "cafe\u{301}").await, "created");
 
@@ -1219,13 +1107,7 @@ async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
         let body = erased(&app, &admin, lead.id).await;
         naive.push(body["erasure"]["key_hash"].as_str().unwrap().to_owned());
     }
-    let lifted = app
-        .client
-        .delete(app.url(&format!("/api/tombstones/{}", naive[0])))
-        .bearer_auth(&admin)
-        .send()
-        .await
-        .unwrap();
+    let lifted = app.api(&admin).lift_tombstone(&naive[0]).await;
     assert_eq!(lifted.status(), 204);
     for spelling in ["na\u{EF}ve", "nai\u{308}ve"] {
         assert_eq!(
@@ -1246,14 +1128,11 @@ async fn keyed(
     body: &Value,
 ) -> (u16, Option<String>, String) {
     let response = app
-        .client
-        .request(method, app.url(path))
-        .bearer_auth(token)
-        .header("Idempotency-Key", key)
+        .api(token)
+        .request(method, path)
         .json(body)
-        .send()
-        .await
-        .unwrap();
+        .key(key)
+        .await;
     let status = response.status().as_u16();
     let replayed = response
         .headers()
@@ -1364,7 +1243,10 @@ async fn stored_replays_are_erased_whatever_the_spelling_of_their_target(backend
         record.clone(),
     ));
 
-    let response = erase(&app, &admin, id, "reason=request&include_contact=true").await;
+    let response = app
+        .api(&admin)
+        .erase_lead(id, "?reason=request&include_contact=true")
+        .await;
     assert_eq!(response.status(), 200);
     for needle in [EMAIL, NAME] {
         assert_eq!(
@@ -1403,7 +1285,7 @@ async fn a_keyed_write_racing_an_erasure_leaves_no_stored_replay() {
     let admin = app.admin_token().await;
     let sales = app.token(Role::Sales, None).await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
     // Storing a finished reply takes a while: the write holds its
     // transaction open while the erasure starts.
     app.exec(
@@ -1431,7 +1313,10 @@ async fn a_keyed_write_racing_an_erasure_leaves_no_stored_replay() {
     let erasure = async {
         // Lets the keyed write get into its commit first (the race tested).
         tokio::time::sleep(Duration::from_millis(400)).await;
-        erase(&app, &admin, id, "reason=request").await.status()
+        app.api(&admin)
+            .erase_lead(id, "?reason=request")
+            .await
+            .status()
     };
     let ((status, _, answer), erased) = tokio::join!(patch, erasure);
     assert_eq!(erased, 200);
@@ -1480,12 +1365,12 @@ async fn erased_bytes_do_not_stay_on_disk(backend: Backend) {
                "email": format!("{CANARY}@example.com"),
                "name": format!("Zq Canary {n} {CANARY}")})
     };
-    let id = intake_id(&app, &admin, &record(0)).await;
+    let id = app.api(&admin).new_lead(&record(0)).await;
     // Updates leave earlier versions of the rows in freed space; a
     // checkpoint half-way puts them in the database file, the later ones
     // stay in the WAL.
     for n in 1..6 {
-        assert_eq!(app.post_lead(&admin, &record(n)).await.status(), 200);
+        assert_eq!(app.api(&admin).create_lead(&record(n)).await.status(), 200);
         if n == 3 && backend == Backend::Sqlite {
             app.db
                 .execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -1494,14 +1379,10 @@ async fn erased_bytes_do_not_stay_on_disk(backend: Backend) {
         }
     }
     let note = app
-        .client
-        .post(app.url(&format!("/api/leads/{id}/notes")))
-        .bearer_auth(&sales)
-        .header("Idempotency-Key", "canary-note")
-        .json(&json!({"text": format!("Called {CANARY} back")}))
-        .send()
-        .await
-        .unwrap();
+        .api(&sales)
+        .add_note(id, &format!("Called {CANARY} back"))
+        .key("canary-note")
+        .await;
     assert_eq!(note.status(), 201);
     if backend == Backend::Sqlite {
         assert_eq!(
@@ -1558,7 +1439,7 @@ async fn an_erasure_and_a_keyed_write_waiting_for_its_lead_do_not_deadlock() {
     let admin = app.admin_token().await;
     let sales = app.token(Role::Sales, None).await;
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL, "name": NAME});
-    let id = intake_id(&app, &admin, &record).await;
+    let id = app.api(&admin).new_lead(&record).await;
     // The erasure holds the lead a while before it reaches stored replies.
     app.exec(
         "CREATE FUNCTION slow_erasure() RETURNS trigger AS $$ \
@@ -1570,7 +1451,12 @@ async fn an_erasure_and_a_keyed_write_waiting_for_its_lead_do_not_deadlock() {
          EXECUTE FUNCTION slow_erasure()",
     )
     .await;
-    let erasure = async { erase(&app, &admin, id, "reason=request").await.status() };
+    let erasure = async {
+        app.api(&admin)
+            .erase_lead(id, "?reason=request")
+            .await
+            .status()
+    };
     let patch = async {
         // Lets the erasure get into its slowed delete first (the race tested).
         tokio::time::sleep(Duration::from_millis(400)).await;

@@ -40,11 +40,9 @@ async fn a_reader_delays_the_wal_truncation_until_housekeeping_retries() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let admin = app.admin_token().await;
     let created = app
-        .post_lead(
-            &admin,
-            &json!({"source": "web", "source_ref": "r-1",
-                    "email": format!("{CANARY}@example.com"), "name": CANARY}),
-        )
+        .api(&admin)
+        .create_lead(&json!({"source": "web", "source_ref": "r-1",
+                    "email": format!("{CANARY}@example.com"), "name": CANARY}))
         .await;
     assert_eq!(created.status(), 201);
     let id = created.json::<Value>().await.unwrap()["id"]

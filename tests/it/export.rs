@@ -37,8 +37,8 @@ async fn the_subject_export_holds_everything_stored_about_the_lead(backend: Back
         .await
         .unwrap();
     let lead = app
-        .post_lead(
-            &admin,
+        .api(&admin)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "form-7", "email": "ada@example.com",
                     "phone": "+44 20 7946 0000"}),
         )
@@ -48,26 +48,23 @@ async fn the_subject_export_holds_everything_stored_about_the_lead(backend: Back
         .unwrap();
     let id = lead["id"].as_i64().unwrap();
     let note = app
-        .client
-        .post(app.url(&format!("/api/leads/{id}/notes")))
-        .bearer_auth(&sales)
-        .header("Idempotency-Key", "note-7")
-        .json(&json!({"text": "prefers email"}))
-        .send()
-        .await
-        .unwrap();
+        .api(&sales)
+        .add_note(id, "prefers email")
+        .key("note-7")
+        .await;
     assert_eq!(note.status(), 201);
 
     let path = format!("/api/leads/{id}/export");
-    assert_problem(app.get(&sales, &path).await, 403, "/problems/forbidden").await;
+    assert_problem(app.api(&sales).get(&path).await, 403, "/problems/forbidden").await;
     assert_problem(
-        app.get(&admin, &format!("/api/leads/{}/export", id + 100))
+        app.api(&admin)
+            .get(&format!("/api/leads/{}/export", id + 100))
             .await,
         404,
         "/problems/not-found",
     )
     .await;
-    let response = app.get(&admin, &path).await;
+    let response = app.api(&admin).get(&path).await;
     assert_eq!(response.status(), 200);
     let export: Value = response.json().await.unwrap();
     assert_eq!(export["lead"]["id"], id);
@@ -135,7 +132,8 @@ async fn the_bulk_export_streams_every_lead_the_filters_match(backend: Backend) 
     seed(&app, "other", 3).await;
 
     let response = app
-        .get(&sales, "/api/leads/export?format=csv&source=fair")
+        .api(&sales)
+        .get("/api/leads/export?format=csv&source=fair")
         .await;
     assert_eq!(response.status(), 200);
     let headers = response.headers().clone();
@@ -166,7 +164,8 @@ async fn the_bulk_export_streams_every_lead_the_filters_match(backend: Backend) 
     assert_eq!(&first[5], "'=HYPERLINK(\"http://evil\")");
 
     let response = app
-        .get(&sales, "/api/leads/export?format=ndjson&q=person1")
+        .api(&sales)
+        .get("/api/leads/export?format=ndjson&q=person1")
         .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/x-ndjson");
@@ -187,20 +186,22 @@ async fn the_bulk_export_streams_every_lead_the_filters_match(backend: Backend) 
     );
 
     assert_problem(
-        app.get(&sales, "/api/leads/export?format=xlsx").await,
+        app.api(&sales).get("/api/leads/export?format=xlsx").await,
         422,
         "/problems/validation",
     )
     .await;
     assert_problem(
-        app.get(&sales, "/api/leads/export?status=nonsense").await,
+        app.api(&sales)
+            .get("/api/leads/export?status=nonsense")
+            .await,
         422,
         "/problems/validation",
     )
     .await;
     let intake = app.token(Role::Intake, Some("fair")).await;
     assert_problem(
-        app.get(&intake, "/api/leads/export").await,
+        app.api(&intake).get("/api/leads/export").await,
         403,
         "/problems/forbidden",
     )
@@ -217,16 +218,15 @@ async fn a_formula_behind_invisible_characters_is_defused_in_the_export(backend:
     let company = "\u{202E}@SUM(1,1)";
     let source_ref = "\u{200B}+1+1";
     let response = app
-        .post_lead(
-            &admin,
-            &json!({"source": "hidden", "source_ref": source_ref,
-                    "email": "hidden@example.com", "name": name, "company": company}),
-        )
+        .api(&admin)
+        .create_lead(&json!({"source": "hidden", "source_ref": source_ref,
+                    "email": "hidden@example.com", "name": name, "company": company}))
         .await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 
     let text = app
-        .get(&admin, "/api/leads/export?format=csv&source=hidden")
+        .api(&admin)
+        .get("/api/leads/export?format=csv&source=hidden")
         .await
         .text()
         .await

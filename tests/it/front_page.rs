@@ -340,8 +340,8 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
     let app = TestApp::spawn(backend).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let response = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "form-4711", "name": "Ada Lovelace",
                     "email": "Ada@Example.com", "company": "Analytical Engines"}),
         )
@@ -353,8 +353,8 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
     // The same person from another source: linked as a possible duplicate.
     let partner = app.token(Role::Intake, Some("partner")).await;
     let response = app
-        .post_lead(
-            &partner,
+        .api(&partner)
+        .create_lead(
             &json!({"source": "partner", "source_ref": "p-9", "name": "A. Lovelace",
                     "email": "ada@example.com"}),
         )
@@ -732,8 +732,8 @@ async fn sign_out_forgets_the_previous_session(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let response = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "form-77", "name": "Ada Lovelace",
                     "email": "ada.private@example.com", "company": "Analytical Engines"}),
         )
@@ -805,8 +805,8 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let response = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "form-78", "email": "b@example.com"}),
         )
         .await;

@@ -138,7 +138,7 @@ async fn concurrent_intake_through_group_commit_matches_one_by_one(backend: Back
             })
             .collect();
         let responses =
-            futures::future::join_all(bodies.iter().map(|b| app.post_lead(&token, b))).await;
+            futures::future::join_all(bodies.iter().map(|b| app.api(&token).create_lead(b))).await;
         let mut per_key: HashMap<String, Vec<String>> = HashMap::new();
         for response in responses {
             assert!(
@@ -256,7 +256,7 @@ async fn every_record_of_a_batch_gets_its_own_payload_back(backend: Backend) {
         .map(|k| json!({"source": "webform", "source_ref": format!("h{k}"), "payload": {"k": k}}))
         .collect();
     let responses =
-        futures::future::join_all(bodies.iter().map(|b| app.post_lead(&token, b))).await;
+        futures::future::join_all(bodies.iter().map(|b| app.api(&token).create_lead(b))).await;
     for (body, response) in bodies.iter().zip(responses) {
         assert_eq!(response.status(), 201);
         let answer: Value = response.json().await.unwrap();

@@ -51,31 +51,13 @@ impl Imports {
         Self { app, ops }
     }
 
-    async fn upload(&self, query: &str, content_type: &str, body: &str) -> reqwest::Response {
-        self.upload_as(&self.ops, query, content_type, body).await
-    }
-
-    async fn upload_as(
-        &self,
-        token: &str,
-        query: &str,
-        content_type: &str,
-        body: &str,
-    ) -> reqwest::Response {
-        self.app
-            .client
-            .post(self.app.url(&format!("/api/imports?{query}")))
-            .bearer_auth(token)
-            .header("content-type", content_type)
-            .body(body.to_owned())
-            .send()
-            .await
-            .unwrap()
-    }
-
     /// Uploads a CSV and waits for its run to finish.
     async fn import(&self, query: &str, body: &str) -> Value {
-        let response = self.upload(query, "text/csv", body).await;
+        let response = self
+            .app
+            .api(&self.ops)
+            .upload_import(query, "text/csv", body.to_owned())
+            .await;
         assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
         let location = response.headers()["location"].to_str().unwrap().to_owned();
         let started: Value = response.json().await.unwrap();
@@ -92,7 +74,8 @@ impl Imports {
     async fn report(&self, run: &Value) -> Vec<Vec<String>> {
         let response = self
             .app
-            .get(&self.ops, run["report_url"].as_str().unwrap())
+            .api(&self.ops)
+            .get(run["report_url"].as_str().unwrap())
             .await;
         assert_eq!(response.status(), 200);
         assert!(
@@ -271,7 +254,9 @@ ok-5,five@ok.example,Five
 
     // A mapping naming a column the file lacks is refused before anything runs.
     let response = t
-        .upload("source=fair&map=source_ref=Nope", "text/csv", file)
+        .app
+        .api(&t.ops)
+        .upload_import("source=fair&map=source_ref=Nope", "text/csv", file)
         .await;
     let problem = assert_problem(response, 422, "/problems/validation").await;
     assert!(
@@ -282,7 +267,9 @@ ok-5,five@ok.example,Five
     );
     // So is a file with no source_ref column at all: never guessed.
     let response = t
-        .upload("source=fair", "text/csv", "id,email\n1,a@b.example\n")
+        .app
+        .api(&t.ops)
+        .upload_import("source=fair", "text/csv", "id,email\n1,a@b.example\n")
         .await;
     assert_problem(response, 422, "/problems/validation").await;
     assert_eq!(t.app.count(import_run::Entity).await, 1);
@@ -355,58 +342,74 @@ async fn only_ops_and_admin_import_and_bodies_are_checked(backend: Backend) {
     let intake = t.app.token(Role::Intake, Some("fair")).await;
     for token in [&sales, &intake] {
         let response = t
-            .upload_as(token, &format!("source=fair&map={MAP}"), "text/csv", FIRST)
+            .app
+            .api(token)
+            .upload_import(&format!("source=fair&map={MAP}"), "text/csv", FIRST)
             .await;
         assert_problem(response, 403, "/problems/forbidden").await;
     }
     assert_problem(
-        t.app.get(&sales, "/api/imports").await,
+        t.app.api(&sales).get("/api/imports").await,
         403,
         "/problems/forbidden",
     )
     .await;
     let admin = t.app.token(Role::Admin, None).await;
     let response = t
-        .upload_as(&admin, &format!("source=fair&map={MAP}"), "text/csv", FIRST)
+        .app
+        .api(&admin)
+        .upload_import(&format!("source=fair&map={MAP}"), "text/csv", FIRST)
         .await;
     assert_eq!(response.status(), 202);
 
     assert_problem(
-        t.upload("source=fair", "application/json", "{}").await,
+        t.app
+            .api(&t.ops)
+            .upload_import("source=fair", "application/json", "{}")
+            .await,
         415,
         "/problems/unsupported-media-type",
     )
     .await;
     let big = format!("{FIRST}{}", "fair-9,x@y.example,X,Z\n".repeat(20));
     assert_problem(
-        t.upload(&format!("source=fair&map={MAP}"), "text/csv", &big)
+        t.app
+            .api(&t.ops)
+            .upload_import(&format!("source=fair&map={MAP}"), "text/csv", big.clone())
             .await,
         413,
         "/problems/payload-too-large",
     )
     .await;
     assert_problem(
-        t.upload("source=Not%20A%20Source", "text/csv", FIRST).await,
+        t.app
+            .api(&t.ops)
+            .upload_import("source=Not%20A%20Source", "text/csv", FIRST)
+            .await,
         422,
         "/problems/validation",
     )
     .await;
     assert_problem(
-        t.upload("map=source_ref=x", "text/csv", FIRST).await,
+        t.app
+            .api(&t.ops)
+            .upload_import("map=source_ref=x", "text/csv", FIRST)
+            .await,
         422,
         "/problems/validation",
     )
     .await;
     let list: Value = t
         .app
-        .get(&t.ops, "/api/imports?limit=10")
+        .api(&t.ops)
+        .get("/api/imports?limit=10")
         .await
         .json()
         .await
         .unwrap();
     assert_eq!(list["data"].as_array().unwrap().len(), 1);
     assert_problem(
-        t.app.get(&t.ops, "/api/imports/999/report.csv").await,
+        t.app.api(&t.ops).get("/api/imports/999/report.csv").await,
         404,
         "/problems/not-found",
     )

@@ -106,7 +106,8 @@ async fn an_import_killed_mid_file_is_abandoned_and_resumes_by_running_it_again(
 
     let ops = app.token(Role::Ops, None).await;
     let shown: Value = app
-        .get(&ops, &format!("/api/imports/{}", killed.id))
+        .api(&ops)
+        .get(&format!("/api/imports/{}", killed.id))
         .await
         .json()
         .await

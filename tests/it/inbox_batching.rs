@@ -191,8 +191,8 @@ async fn a_skipped_event_taken_over_mid_batch_is_left_to_its_taker(backend: Back
             .unwrap();
     let deleted = ack_id(app.post_standard("webform", &key, "msg_del", &body).await).await;
     let narrowed = app
+        .api(&app.admin_token().await)
         .patch_source(
-            &app.admin_token().await,
             "webform",
             &serde_json::json!({"allowed_event_types": ["lead.created"]}),
         )
@@ -253,6 +253,8 @@ async fn an_event_stored_while_a_worker_waits_to_write_is_processed_after_its_re
     let turn = app.db.write_turn().await;
     let (response, claimed, ()) = tokio::join!(
         app.post_standard("webform", &key, "msg_late", &body),
+        // The order tested: the receipt queues for the turn, the drain's
+        // pass starts, and only then is the turn given back.
         async {
             tokio::time::sleep(Duration::from_millis(100)).await;
             processor.drain_once().await.unwrap()
@@ -428,6 +430,8 @@ async fn a_burst_past_the_backlog_limit_is_refused_and_processing_advances(backe
     )
     .await;
     assert!(sending.load(Ordering::Relaxed));
+    // The burst goes on a little longer while the workers run (load, not
+    // a wait for something).
     tokio::time::sleep(Duration::from_millis(300)).await;
     sending.store(false, Ordering::Relaxed);
     for sender in senders {
@@ -593,8 +597,7 @@ async fn a_stopping_worker_finishes_the_pass_it_started(backend: Backend) {
     let key = app.standard_source("webform").await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let created = app
-        .post_lead(
-            &intake,
+        .api(&intake).create_lead(
             &serde_json::json!({"source": "webform", "source_ref": "form-stop", "email": "old@example.com"}),
         )
         .await;
@@ -628,6 +631,7 @@ async fn a_stopping_worker_finishes_the_pass_it_started(backend: Backend) {
     }
     let workers = app.take_workers().unwrap();
     let stopping = tokio::spawn(workers.stop());
+    // Time for a stop that does not wait for the held pass to end: it must not.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         !stopping.is_finished(),

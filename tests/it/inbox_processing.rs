@@ -83,7 +83,8 @@ async fn bad_record_is_dead_until_the_mapping_is_fixed_and_the_event_retried(bac
     // Ops see it, the admin fixes the mapping (secrets kept), ops retry.
     let ops = app.token(domain::auth::Role::Ops, None).await;
     let listed: Value = app
-        .get(&ops, "/api/ops/inbox?state=dead&source=partner")
+        .api(&ops)
+        .get("/api/ops/inbox?state=dead&source=partner")
         .await
         .json()
         .await
@@ -94,16 +95,13 @@ async fn bad_record_is_dead_until_the_mapping_is_fixed_and_the_event_retried(bac
         r#"mapping: no record at "/data""#
     );
     let fixed = app
-        .patch_source(
-            &app.admin_token().await,
-            "partner",
-            &json!({"record_pointer": "/lead"}),
-        )
+        .api(&app.admin_token().await)
+        .patch_source("partner", &json!({"record_pointer": "/lead"}))
         .await;
     assert_eq!(fixed.status(), 200);
     assert_eq!(fixed.json::<Value>().await.unwrap()["secret_count"], 1);
 
-    let retry = app.retry_inbox_event(id).await;
+    let retry = app.api(&ops).retry_inbox_event(id).await;
     assert_eq!(retry.status(), 202);
     let processed = app.wait_for_state(id, "processed").await;
     assert_eq!(processed.retries, 1);
@@ -113,13 +111,7 @@ async fn bad_record_is_dead_until_the_mapping_is_fixed_and_the_event_retried(bac
     assert_eq!(app.count(lead::Entity).await, 1);
 
     // Retrying a processed event reprocesses the same row: still one lead.
-    let again = app
-        .client
-        .post(app.url(&format!("/api/ops/inbox/{id}/retry")))
-        .bearer_auth(&ops)
-        .send()
-        .await
-        .unwrap();
+    let again = app.api(&ops).retry_inbox_event(id).await;
     assert_eq!(again.status(), 202);
     let again = app
         .wait_for_event(id, "reprocessed", |e| {
@@ -214,13 +206,9 @@ async fn transient_failures_that_never_clear_end_dead_after_max_attempts(backend
     end_outage(&app).await;
     let ops = app.token(domain::auth::Role::Ops, None).await;
     let retried = app
-        .client
-        .post(app.url("/api/ops/inbox/retry"))
-        .bearer_auth(&ops)
-        .json(&json!({"state": "dead", "source": "webform"}))
-        .send()
-        .await
-        .unwrap();
+        .api(&ops)
+        .retry_inbox_events(&json!({"state": "dead", "source": "webform"}))
+        .await;
     assert_eq!(retried.status(), 200);
     let retried: Value = retried.json().await.unwrap();
     assert_eq!(
@@ -302,11 +290,9 @@ async fn processing_an_event_twice_changes_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let key = b"sync-key-00000001";
     let created = app
-        .save_source(
-            &app.admin_token().await,
-            &json!({"name": "webform", "scheme": "standard-webhooks",
-                    "secrets": [standard_secret(key)]}),
-        )
+        .api(&app.admin_token().await)
+        .create_source(&json!({"name": "webform", "scheme": "standard-webhooks",
+                    "secrets": [standard_secret(key)]}))
         .await;
     assert_eq!(created.status(), 201);
     let body = lead_event("form-11", "ada@example.com", "2026-11-30T10:00:00Z");

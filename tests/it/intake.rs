@@ -6,7 +6,7 @@ use api::config::HttpSettings;
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_event};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{EntityTrait, QueryOrder};
 use serde_json::{Value, json};
 
 fn record(source_ref: &str) -> Value {
@@ -34,15 +34,6 @@ async fn spawn_with_auth_cache(backend: Backend, secs: u64) -> TestApp {
     .await
 }
 
-async fn stored(app: &TestApp, source_ref: &str) -> lead::Model {
-    lead::Entity::find()
-        .filter(lead::Column::SourceRef.eq(source_ref))
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
 on_both_backends!(
     same_record_twice_is_one_row_created_then_unchanged,
     changed_record_updates_sender_fields_and_keeps_human_fields,
@@ -61,7 +52,7 @@ async fn same_record_twice_is_one_row_created_then_unchanged(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = app.token(Role::Intake, Some("webform")).await;
 
-    let first = app.post_lead(&token, &record("r-1")).await;
+    let first = app.api(&token).create_lead(&record("r-1")).await;
     assert_eq!(first.status(), 201);
     let location = first.headers()["location"].to_str().unwrap().to_owned();
     let first: Value = first.json().await.unwrap();
@@ -72,7 +63,7 @@ async fn same_record_twice_is_one_row_created_then_unchanged(backend: Backend) {
     assert_eq!(first["status"], "new");
     assert_eq!(first["version"], 1);
 
-    let second = app.post_lead(&token, &record("r-1")).await;
+    let second = app.api(&token).create_lead(&record("r-1")).await;
     assert_eq!(second.status(), 200);
     let second: Value = second.json().await.unwrap();
     assert_eq!(second["outcome"], "unchanged");
@@ -103,7 +94,8 @@ async fn changed_record_updates_sender_fields_and_keeps_human_fields(backend: Ba
     let app = TestApp::spawn(backend).await;
     let token = app.token(Role::Intake, Some("webform")).await;
     let created: Value = app
-        .post_lead(&token, &record("r-2"))
+        .api(&token)
+        .create_lead(&record("r-2"))
         .await
         .json()
         .await
@@ -125,7 +117,7 @@ async fn changed_record_updates_sender_fields_and_keeps_human_fields(backend: Ba
     changed["name"] = json!("Ada King");
     changed["source_updated_at"] = json!("2026-11-02T10:00:00Z");
     changed["payload"] = json!({"utm_source": "ads"});
-    let response = app.post_lead(&token, &changed).await;
+    let response = app.api(&token).create_lead(&changed).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["outcome"], "updated");
@@ -133,7 +125,7 @@ async fn changed_record_updates_sender_fields_and_keeps_human_fields(backend: Ba
     assert_eq!(body["status"], "qualified");
     assert_eq!(body["owner_id"], owner_id);
 
-    let row = stored(&app, "r-2").await;
+    let row = app.lead_by_ref("r-2").await;
     assert_eq!(row.name.as_deref(), Some("Ada King"));
     assert_eq!(row.payload, json!({"utm_source": "ads"}));
     assert_eq!(row.status, "qualified");
@@ -159,54 +151,46 @@ async fn older_record_is_stale_and_changes_nothing(backend: Backend) {
     let token = app.token(Role::Intake, Some("webform")).await;
     let mut newer = record("r-3");
     newer["source_updated_at"] = json!("2026-11-05T12:00:00.250Z");
-    assert_eq!(app.post_lead(&token, &newer).await.status(), 201);
-    let before = stored(&app, "r-3").await;
+    assert_eq!(app.api(&token).create_lead(&newer).await.status(), 201);
+    let before = app.lead_by_ref("r-3").await;
 
     let mut older = record("r-3");
     older["name"] = json!("Someone Else");
     older["source_updated_at"] = json!("2026-11-05T12:00:00.125Z");
-    let response = app.post_lead(&token, &older).await;
+    let response = app.api(&token).create_lead(&older).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["outcome"], "stale");
     assert_eq!(body["name"], "Ada Lovelace");
 
-    assert_eq!(stored(&app, "r-3").await, before);
+    assert_eq!(app.lead_by_ref("r-3").await, before);
     assert_eq!(app.count(outbox_event::Entity).await, 1);
 }
 
 async fn bad_input_gets_problem_json_and_stores_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = app.token(Role::Intake, Some("webform")).await;
+    let intake = app.api(&token);
     let post_raw = |body: Vec<u8>, content_type: &'static str| {
-        app.client
-            .post(app.url("/api/leads"))
-            .bearer_auth(&token)
-            .header("content-type", content_type)
-            .body(body)
-            .send()
+        intake
+            .request(reqwest::Method::POST, "/api/leads")
+            .body(content_type, body)
     };
 
-    let malformed = post_raw(b"{\"source\": \"webform\", ".to_vec(), "application/json")
-        .await
-        .unwrap();
+    let malformed = post_raw(b"{\"source\": \"webform\", ".to_vec(), "application/json").await;
     assert_problem(malformed, 400, "/problems/malformed-body").await;
 
-    let text = post_raw(record("x").to_string().into_bytes(), "text/plain")
-        .await
-        .unwrap();
+    let text = post_raw(record("x").to_string().into_bytes(), "text/plain").await;
     assert_problem(text, 415, "/problems/unsupported-media-type").await;
 
     let mut huge = record("x");
     huge["payload"] = json!({"blob": "x".repeat(300 * 1024)});
-    let too_large = post_raw(huge.to_string().into_bytes(), "application/json")
-        .await
-        .unwrap();
+    let too_large = post_raw(huge.to_string().into_bytes(), "application/json").await;
     assert_problem(too_large, 413, "/problems/payload-too-large").await;
 
     let invalid = json!({"source": "webform", "email": "not-an-email", "phone": "12"});
     let body = assert_problem(
-        app.post_lead(&token, &invalid).await,
+        app.api(&token).create_lead(&invalid).await,
         422,
         "/problems/validation",
     )
@@ -223,7 +207,7 @@ async fn bad_input_gets_problem_json_and_stores_nothing(backend: Backend) {
     invalid["email"] = json!("not-an-email");
     invalid["phone"] = json!("12");
     let body = assert_problem(
-        app.post_lead(&token, &invalid).await,
+        app.api(&token).create_lead(&invalid).await,
         422,
         "/problems/validation",
     )
@@ -239,7 +223,7 @@ async fn bad_input_gets_problem_json_and_stores_nothing(backend: Backend) {
     let mut wrong_type = record("x");
     wrong_type["source_updated_at"] = json!(12);
     let body = assert_problem(
-        app.post_lead(&token, &wrong_type).await,
+        app.api(&token).create_lead(&wrong_type).await,
         422,
         "/problems/validation",
     )
@@ -249,7 +233,7 @@ async fn bad_input_gets_problem_json_and_stores_nothing(backend: Backend) {
     let mut long_ref = record("x");
     long_ref["source_ref"] = json!("r".repeat(256));
     assert_problem(
-        app.post_lead(&token, &long_ref).await,
+        app.api(&token).create_lead(&long_ref).await,
         422,
         "/problems/validation",
     )
@@ -263,18 +247,21 @@ async fn bad_input_gets_problem_json_and_stores_nothing(backend: Backend) {
 async fn bad_update_keeps_the_stored_lead(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = app.token(Role::Intake, Some("webform")).await;
-    assert_eq!(app.post_lead(&token, &record("r-4")).await.status(), 201);
-    let before = stored(&app, "r-4").await;
+    assert_eq!(
+        app.api(&token).create_lead(&record("r-4")).await.status(),
+        201
+    );
+    let before = app.lead_by_ref("r-4").await;
 
     let mut bad = record("r-4");
     bad["email"] = json!("broken@");
     assert_problem(
-        app.post_lead(&token, &bad).await,
+        app.api(&token).create_lead(&bad).await,
         422,
         "/problems/validation",
     )
     .await;
-    assert_eq!(stored(&app, "r-4").await, before);
+    assert_eq!(app.lead_by_ref("r-4").await, before);
     assert_eq!(app.count(activity::Entity).await, 1);
 }
 
@@ -295,7 +282,10 @@ async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: 
         .unwrap();
     assert_eq!(anonymous.headers()["www-authenticate"], "Bearer");
     assert_problem(anonymous, 401, "/problems/unauthorized").await;
-    let wrong = app.post_lead("lp_not-a-real-token", &record("a")).await;
+    let wrong = app
+        .api("lp_not-a-real-token")
+        .create_lead(&record("a"))
+        .await;
     assert_problem(wrong, 401, "/problems/unauthorized").await;
     let basic = app
         .client
@@ -308,13 +298,13 @@ async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: 
     assert_problem(basic, 401, "/problems/unauthorized").await;
 
     assert_problem(
-        app.post_lead(&other_source, &record("a")).await,
+        app.api(&other_source).create_lead(&record("a")).await,
         403,
         "/problems/forbidden",
     )
     .await;
     assert_problem(
-        app.post_lead(&sales, &record("a")).await,
+        app.api(&sales).create_lead(&record("a")).await,
         403,
         "/problems/forbidden",
     )
@@ -323,19 +313,25 @@ async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: 
 
     // An admin may post for any source; an intake token may not read leads.
     let created: Value = app
-        .post_lead(&admin, &record("a"))
+        .api(&admin)
+        .create_lead(&record("a"))
         .await
         .json()
         .await
         .unwrap();
     let path = format!("/api/leads/{}", created["id"]);
-    assert_problem(app.get(&intake, &path).await, 403, "/problems/forbidden").await;
+    assert_problem(
+        app.api(&intake).get(&path).await,
+        403,
+        "/problems/forbidden",
+    )
+    .await;
 
     // A revoked token stops working at once.
     app.exec("UPDATE principal SET active = false WHERE role = 'intake'")
         .await;
     assert_problem(
-        app.post_lead(&intake, &record("b")).await,
+        app.api(&intake).create_lead(&record("b")).await,
         401,
         "/problems/unauthorized",
     )
@@ -345,7 +341,10 @@ async fn wrong_or_missing_token_is_401_and_wrong_role_or_source_is_403(backend: 
 async fn a_revoked_token_works_until_its_cache_entry_expires(backend: Backend) {
     let app = spawn_with_auth_cache(backend, 1).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
-    assert_eq!(app.post_lead(&intake, &record("a")).await.status(), 201);
+    assert_eq!(
+        app.api(&intake).create_lead(&record("a")).await.status(),
+        201
+    );
 
     app.exec("UPDATE principal SET active = false WHERE role = 'intake'")
         .await;
@@ -353,7 +352,7 @@ async fn a_revoked_token_works_until_its_cache_entry_expires(backend: Backend) {
     // database says no.
     tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
     assert_problem(
-        app.post_lead(&intake, &record("b")).await,
+        app.api(&intake).create_lead(&record("b")).await,
         401,
         "/problems/unauthorized",
     )
@@ -364,12 +363,18 @@ async fn a_revoked_token_works_until_its_cache_entry_expires(backend: Backend) {
 async fn a_cached_token_is_not_looked_up_again(backend: Backend) {
     let app = spawn_with_auth_cache(backend, 60).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
-    assert_eq!(app.post_lead(&intake, &record("a")).await.status(), 201);
+    assert_eq!(
+        app.api(&intake).create_lead(&record("a")).await.status(),
+        201
+    );
     // Revoked in the database, but still remembered: the documented price
     // of the cache (`LEADPIPE_AUTH_CACHE_SECS`).
     app.exec("UPDATE principal SET active = false WHERE role = 'intake'")
         .await;
-    assert_eq!(app.post_lead(&intake, &record("b")).await.status(), 201);
+    assert_eq!(
+        app.api(&intake).create_lead(&record("b")).await.status(),
+        201
+    );
     assert_eq!(app.count(lead::Entity).await, 2);
 }
 
@@ -378,14 +383,16 @@ async fn reading_a_lead_returns_it_with_an_etag(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let sales = app.token(Role::Sales, None).await;
     let created: Value = app
-        .post_lead(&intake, &record("r-5"))
+        .api(&intake)
+        .create_lead(&record("r-5"))
         .await
         .json()
         .await
         .unwrap();
 
     let response = app
-        .get(&sales, &format!("/api/leads/{}", created["id"]))
+        .api(&sales)
+        .get(&format!("/api/leads/{}", created["id"]))
         .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["etag"], "\"1\"");
@@ -394,19 +401,19 @@ async fn reading_a_lead_returns_it_with_an_etag(backend: Backend) {
     assert!(body.get("outcome").is_none() && body.get("content_hash").is_none());
 
     assert_problem(
-        app.get(&sales, "/api/leads/999999").await,
+        app.api(&sales).get("/api/leads/999999").await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        app.get(&sales, "/api/leads/abc").await,
+        app.api(&sales).get("/api/leads/abc").await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        app.get(&sales, "/no/such/route").await,
+        app.api(&sales).get("/no/such/route").await,
         404,
         "/problems/not-found",
     )
@@ -417,14 +424,10 @@ async fn correlation_id_is_echoed_and_recorded(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let token = app.token(Role::Intake, Some("webform")).await;
     let response = app
-        .client
-        .post(app.url("/api/leads"))
-        .bearer_auth(&token)
+        .api(&token)
+        .create_lead(&record("r-6"))
         .header("x-request-id", "req-abc-123")
-        .json(&record("r-6"))
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(response.headers()["x-request-id"], "req-abc-123");
     let activity = activity::Entity::find()
         .one(&app.db)
@@ -466,7 +469,8 @@ async fn concurrent_identical_posts_make_one_row_on_postgres() {
     let app = TestApp::spawn(Backend::Postgres).await;
     let token = app.token(Role::Intake, Some("webform")).await;
     let body = record("race-1");
-    let responses = futures::future::join_all((0..32).map(|_| app.post_lead(&token, &body))).await;
+    let responses =
+        futures::future::join_all((0..32).map(|_| app.api(&token).create_lead(&body))).await;
     let mut statuses: Vec<u16> = responses.iter().map(|r| r.status().as_u16()).collect();
     statuses.sort_unstable();
     assert_eq!(
@@ -503,7 +507,7 @@ async fn concurrent_changes_to_one_lead_serialise_on_postgres() {
         })
         .collect();
     let responses =
-        futures::future::join_all(bodies.iter().map(|b| app.post_lead(&token, b))).await;
+        futures::future::join_all(bodies.iter().map(|b| app.api(&token).create_lead(b))).await;
     let mut outcomes = Vec::new();
     for response in responses {
         assert!(response.status().is_success());
@@ -511,7 +515,7 @@ async fn concurrent_changes_to_one_lead_serialise_on_postgres() {
         outcomes.push(body["outcome"].as_str().unwrap().to_owned());
     }
     assert_eq!(outcomes.iter().filter(|o| *o == "created").count(), 1);
-    let row = stored(&app, "race-2").await;
+    let row = app.lead_by_ref("race-2").await;
     let writes = outcomes
         .iter()
         .filter(|o| *o == "created" || *o == "updated")
@@ -533,7 +537,7 @@ async fn a_record_dated_before_year_one_is_422_and_stores_nothing(backend: Backe
         let mut ancient = record(&format!("ancient-{k}"));
         ancient["source_updated_at"] = json!(when);
         let body = assert_problem(
-            app.post_lead(&token, &ancient).await,
+            app.api(&token).create_lead(&ancient).await,
             422,
             "/problems/validation",
         )
@@ -544,9 +548,9 @@ async fn a_record_dated_before_year_one_is_422_and_stores_nothing(backend: Backe
     // The first day of year 1 is a date.
     let mut first = record("first-day");
     first["source_updated_at"] = json!("0001-01-01T00:00:00Z");
-    assert_eq!(app.post_lead(&token, &first).await.status(), 201);
+    assert_eq!(app.api(&token).create_lead(&first).await.status(), 201);
     assert_eq!(
-        stored(&app, "first-day")
+        app.lead_by_ref("first-day")
             .await
             .source_updated_at
             .map(|t| t.to_rfc3339()),

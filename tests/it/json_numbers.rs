@@ -28,14 +28,10 @@ on_both_backends!(
 
 /// Posts `body` exactly as written (a `Value` literal could not hold it).
 async fn post_raw(app: &TestApp, token: &str, body: &str) -> reqwest::Response {
-    app.client
-        .post(app.url("/api/leads"))
-        .bearer_auth(token)
-        .header("Content-Type", "application/json")
-        .body(body.to_owned())
-        .send()
+    app.api(token)
+        .request(reqwest::Method::POST, "/api/leads")
+        .body("application/json", body.to_owned())
         .await
-        .unwrap()
 }
 
 /// The `payload` of a JSON text, as text (numbers as they were written).
@@ -101,7 +97,8 @@ async fn a_payload_keeps_every_digit_at_every_read(backend: Backend) {
         "the stored row"
     );
     let read = app
-        .get(&sales, &format!("/api/leads/{}", stored.id))
+        .api(&sales)
+        .get(&format!("/api/leads/{}", stored.id))
         .await
         .text()
         .await

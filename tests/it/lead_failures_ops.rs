@@ -27,7 +27,6 @@ on_both_backends!(
 );
 
 const FAILURES: &str = "/api/ops/lead-processing/failures";
-const RETRY: &str = "/api/ops/lead-processing/retry";
 
 /// Posts `good` healthy and `bad` poisoned leads and processes them by hand
 /// with one attempt allowed: the poisoned ones end `dead`.
@@ -68,16 +67,6 @@ async fn traces(app: &TestApp) -> HashMap<String, (usize, usize)> {
         .collect()
 }
 
-async fn post(app: &TestApp, token: &str, body: &Value) -> reqwest::Response {
-    app.client
-        .post(format!("{}{RETRY}", app.address))
-        .bearer_auth(token)
-        .json(body)
-        .send()
-        .await
-        .unwrap()
-}
-
 async fn assert_problem(response: reqwest::Response, status: u16, what: &str) -> Value {
     assert_eq!(response.status(), status, "{what}");
     assert_eq!(
@@ -94,7 +83,7 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     let bad = app.lead_by_ref("bad-0").await;
     let ops = app.token(Role::Ops, None).await;
 
-    let response = app.get(&ops, &format!("{FAILURES}?state=dead")).await;
+    let response = app.api(&ops).get(&format!("{FAILURES}?state=dead")).await;
     assert_eq!(response.status(), 200);
     let text = response.text().await.unwrap();
     assert!(
@@ -128,7 +117,8 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     );
     assert!(page["next_cursor"].is_null());
     let failed: Value = app
-        .get(&ops, &format!("{FAILURES}?state=failed"))
+        .api(&ops)
+        .get(&format!("{FAILURES}?state=failed"))
         .await
         .json()
         .await
@@ -137,7 +127,9 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
 
     // Still poisoned: the retry fails again, says so, and the lead has a
     // fresh budget of attempts (failed, to be retried).
-    let again: Value = post(&app, &ops, &json!({"lead_id": bad.id}))
+    let again: Value = app
+        .api(&ops)
+        .retry_lead_processing(&json!({"lead_id": bad.id}))
         .await
         .json()
         .await
@@ -146,7 +138,7 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
         again,
         json!({"dry_run": false, "matched": 1, "retried": 1, "results": {"failed": 1}})
     );
-    let listed: Value = app.get(&ops, FAILURES).await.json().await.unwrap();
+    let listed: Value = app.api(&ops).get(FAILURES).await.json().await.unwrap();
     assert_eq!(
         (&listed["data"][0]["state"], &listed["data"][0]["attempts"]),
         (&json!("failed"), &json!(1)),
@@ -155,7 +147,10 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     assert!(listed["data"][0]["next_attempt_at"].is_string(), "{listed}");
 
     cure_lead_processing(&app).await;
-    let response = post(&app, &ops, &json!({"lead_id": bad.id})).await;
+    let response = app
+        .api(&ops)
+        .retry_lead_processing(&json!({"lead_id": bad.id}))
+        .await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(
@@ -164,7 +159,7 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     );
     let bad = app.lead_by_ref("bad-0").await;
     assert_eq!(bad.processed_version, bad.version);
-    let listed: Value = app.get(&ops, FAILURES).await.json().await.unwrap();
+    let listed: Value = app.api(&ops).get(FAILURES).await.json().await.unwrap();
     assert_eq!(listed["data"], json!([]));
 
     // Processed once: the retried lead left what a healthy one left.
@@ -173,7 +168,10 @@ async fn a_dead_lead_is_listed_then_retried_once_without_doubling_its_events(bac
     assert!(traces["good-0"].0 >= 2, "{traces:?}");
 
     // Nothing left to retry: a second retry, and the workers, do nothing.
-    let response = post(&app, &ops, &json!({"lead_id": bad.id})).await;
+    let response = app
+        .api(&ops)
+        .retry_lead_processing(&json!({"lead_id": bad.id}))
+        .await;
     assert_problem(response, 409, "retrying a processed lead").await;
     assert_eq!(
         workers::lead_processor::run_once(&app.db, 10)
@@ -280,17 +278,30 @@ async fn only_ops_retry_and_bad_input_is_a_problem(backend: Backend) {
     for role in [Role::Intake, Role::Sales] {
         let source = (role == Role::Intake).then_some("webform");
         let token = app.token(role, source).await;
-        assert_eq!(app.get(&token, FAILURES).await.status(), 403, "{role:?}");
-        let response = post(&app, &token, &json!({"lead_id": bad.id})).await;
+        assert_eq!(
+            app.api(&token).get(FAILURES).await.status(),
+            403,
+            "{role:?}"
+        );
+        let response = app
+            .api(&token)
+            .retry_lead_processing(&json!({"lead_id": bad.id}))
+            .await;
         assert_problem(response, 403, "a retry below ops").await;
     }
     let admin = app.token(Role::Admin, None).await;
-    assert_eq!(app.get(&admin, FAILURES).await.status(), 200);
+    assert_eq!(app.api(&admin).get(FAILURES).await.status(), 200);
 
     let ops = app.token(Role::Ops, None).await;
-    let response = post(&app, &ops, &json!({"lead_id": 999_999})).await;
+    let response = app
+        .api(&ops)
+        .retry_lead_processing(&json!({"lead_id": 999_999}))
+        .await;
     assert_problem(response, 404, "an unknown lead").await;
-    let response = app.get(&ops, &format!("{FAILURES}?state=processed")).await;
+    let response = app
+        .api(&ops)
+        .get(&format!("{FAILURES}?state=processed"))
+        .await;
     let problem = assert_problem(response, 422, "listing an unknown state").await;
     assert!(problem.to_string().contains("state"), "{problem}");
     for (body, field) in [
@@ -299,18 +310,21 @@ async fn only_ops_retry_and_bad_input_is_a_problem(backend: Backend) {
         (json!({"limit": 1001}), "limit"),
         (json!({"lead_id": bad.id, "state": "dead"}), "lead_id"),
     ] {
-        let response = post(&app, &ops, &body).await;
+        let response = app.api(&ops).retry_lead_processing(&body).await;
         let problem = assert_problem(response, 422, &body.to_string()).await;
         assert!(problem.to_string().contains(field), "{body}: {problem}");
     }
-    let response = post(&app, &ops, &json!({"lead": bad.id})).await;
+    let response = app
+        .api(&ops)
+        .retry_lead_processing(&json!({"lead": bad.id}))
+        .await;
     assert!(
         response.status().is_client_error(),
         "an unknown field: {}",
         response.status()
     );
     // Nothing was retried by any of these.
-    let listed: Value = app.get(&ops, FAILURES).await.json().await.unwrap();
+    let listed: Value = app.api(&ops).get(FAILURES).await.json().await.unwrap();
     assert_eq!(listed["data"][0]["state"], "dead", "{listed}");
 }
 
@@ -335,7 +349,9 @@ async fn concurrent_retries_process_each_dead_lead_once_on_postgres() {
     let bulk = json!({"limit": 1000});
     let one = json!({"lead_id": first.id});
     let requests = (0..8).map(|i| if i % 2 == 0 { &bulk } else { &one });
-    let responses = futures::future::join_all(requests.map(|body| post(&app, &ops, body))).await;
+    let responses =
+        futures::future::join_all(requests.map(|body| app.api(&ops).retry_lead_processing(body)))
+            .await;
     let mut retried = 0;
     for response in responses {
         let status = response.status().as_u16();
@@ -396,7 +412,8 @@ async fn a_retry_skips_a_lead_a_worker_holds_on_postgres() {
     // A retry that waited for the lock would hang here until the batch ends.
     let response = tokio::time::timeout(
         std::time::Duration::from_secs(10),
-        post(&app, &ops, &json!({"lead_id": bad.id})),
+        app.api(&ops)
+            .retry_lead_processing(&json!({"lead_id": bad.id})),
     )
     .await
     .expect("the retry waited for the worker's lock");
@@ -408,14 +425,23 @@ async fn a_retry_skips_a_lead_a_worker_holds_on_postgres() {
             .contains("being processed"),
         "{problem}"
     );
-    let bulk: Value = post(&app, &ops, &json!({})).await.json().await.unwrap();
+    let bulk: Value = app
+        .api(&ops)
+        .retry_lead_processing(&json!({}))
+        .await
+        .json()
+        .await
+        .unwrap();
     assert_eq!(
         bulk,
         json!({"dry_run": false, "matched": 1, "retried": 0, "results": {}})
     );
     batch.rollback().await.unwrap();
 
-    let response = post(&app, &ops, &json!({"lead_id": bad.id})).await;
+    let response = app
+        .api(&ops)
+        .retry_lead_processing(&json!({"lead_id": bad.id}))
+        .await;
     assert_eq!(response.status(), 200);
     let traces = traces(&app).await;
     assert_eq!(traces["bad-0"], traces["good-0"], "{traces:?}");

@@ -13,6 +13,7 @@ use std::time::Duration;
 use chrono::Utc;
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_processing_failure};
+use domain::lifecycle::lead_status::LeadStatus;
 use leadpipe_tests::poison::{cure_lead_processing, poison_lead_processing};
 use leadpipe_tests::reconcile::{crm_with_one_broken_email, map_crm_email_from};
 use leadpipe_tests::webhooks::{RunningWorkers, woken_only_settings};
@@ -43,7 +44,7 @@ async fn unprocessed(app: &TestApp) -> Vec<String> {
 
 async fn lead_processing_stats(app: &TestApp) -> Value {
     let ops = app.token(Role::Ops, None).await;
-    let response = app.get(&ops, "/api/ops/stats").await;
+    let response = app.api(&ops).get("/api/ops/stats").await;
     assert_eq!(response.status(), 200);
     let stats: Value = response.json().await.unwrap();
     stats["lead_processing"].clone()
@@ -247,29 +248,21 @@ async fn a_written_lead_wakes_the_lead_drain_without_polling(backend: Backend) {
 
     let intake = app.token(Role::Intake, Some("webform")).await;
     let keyed = app
-        .client
-        .post(app.url("/api/leads"))
-        .bearer_auth(&intake)
-        .header("idempotency-key", "wake-keyed-1")
-        .json(
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "wake-keyed", "email": "keyed@example.com"}),
         )
-        .send()
-        .await
-        .unwrap();
+        .key("wake-keyed-1")
+        .await;
     assert_eq!(keyed.status(), 201);
     wait_processed(&app, "wake-keyed", "the keyed lead was processed").await;
 
     let sales = app.token(Role::Sales, None).await;
     let lead = app.lead_by_ref("wake-keyed").await;
     let moved = app
-        .client
-        .post(app.url(&format!("/api/leads/{}/transitions", lead.id)))
-        .bearer_auth(&sales)
-        .json(&json!({"to": "contacted"}))
-        .send()
-        .await
-        .unwrap();
+        .api(&sales)
+        .move_lead(lead.id, LeadStatus::Contacted, None)
+        .await;
     assert_eq!(moved.status(), 200);
     assert!(app.lead_by_ref("wake-keyed").await.version > lead.version);
     wait_processed(&app, "wake-keyed", "the lead's new version was processed").await;
@@ -327,14 +320,7 @@ async fn a_rejected_record_applied_by_a_retry_wakes_the_lead_drain(backend: Back
     .await;
 
     map_crm_email_from(&app, &admin, &fake, "/contact_email").await;
-    let retried = app
-        .client
-        .post(app.url("/api/ops/reconcile/rejected/retry"))
-        .bearer_auth(&ops)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
+    let retried = app.api(&ops).retry_rejected_records(&json!({})).await;
     assert_eq!(retried.status(), 200);
     assert_eq!(retried.json::<Value>().await.unwrap()["resolved"], 1);
     wait_processed(

@@ -40,7 +40,7 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     let app = TestApp::spawn_with_workers(backend).await;
     let admin = app.admin_token().await;
     let receiver = Receiver::start().await;
-    app.subscribe(&admin, &receiver, json!([])).await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
     let key = app.standard_source("webform").await;
     let mut ids = Vec::new();
     for name in ["old", "ancient", "recent", "undelivered"] {
@@ -74,14 +74,13 @@ async fn retention_empties_old_bodies_keeps_dedup_and_deletes_only_delivered_his
     .await;
     // A finished import with its per-row report.
     let imported = app
-        .client
-        .post(app.url("/api/imports?source=fair"))
-        .bearer_auth(&admin)
-        .header("content-type", "text/csv")
-        .body("source_ref,email\nfair-1,one@example.com\nfair-2,two@example.com\n")
-        .send()
-        .await
-        .unwrap();
+        .api(&admin)
+        .upload_import(
+            "source=fair",
+            "text/csv",
+            "source_ref,email\nfair-1,one@example.com\nfair-2,two@example.com\n",
+        )
+        .await;
     assert_eq!(imported.status(), 202);
     let run_id = imported.json::<Value>().await.unwrap()["id"]
         .as_i64()
@@ -284,18 +283,10 @@ async fn bulk_retry_applies_in_received_order_and_refuses_processed_unless_asked
     // As if a mapping error had killed them all (no workers run here).
     app.exec("UPDATE inbox_event SET state = 'dead', last_error = 'mapping'")
         .await;
+    let ops_api = app.api(&ops);
     let retry = |body: Value| {
-        let app = &app;
-        let ops = ops.clone();
-        async move {
-            app.client
-                .post(app.url("/api/ops/inbox/retry"))
-                .bearer_auth(&ops)
-                .json(&body)
-                .send()
-                .await
-                .unwrap()
-        }
+        let ops = ops_api.clone();
+        async move { ops.retry_inbox_events(&body).await }
     };
 
     let dry: Value = retry(json!({"dry_run": true})).await.json().await.unwrap();
@@ -408,25 +399,16 @@ async fn backup_under_write_load_holds_every_lead_committed_before_it(backend: B
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut writers = Vec::new();
     for w in 0..4 {
-        let (client, url, token, stop) = (
-            app.client.clone(),
-            app.url("/api/leads"),
-            token.clone(),
-            stop.clone(),
-        );
+        let (intake, stop) = (app.api(&token), stop.clone());
         writers.push(tokio::spawn(async move {
             let mut i = 0;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let response = client
-                    .post(&url)
-                    .bearer_auth(&token)
-                    .json(
+                let response = intake
+                    .create_lead(
                         &json!({"source": "webform", "source_ref": format!("w{w}-{i}"),
                                   "email": format!("w{w}-{i}@example.com")}),
                     )
-                    .send()
-                    .await
-                    .unwrap();
+                    .await;
                 assert_eq!(response.status(), 201);
                 i += 1;
             }
@@ -635,7 +617,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         ("done", 2, 1)
     );
     let listed: Value = app
-        .get(&ops, "/api/ops/reconcile/rejected?source=crm")
+        .api(&ops)
+        .get("/api/ops/reconcile/rejected?source=crm")
         .await
         .json()
         .await
@@ -653,7 +636,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
         .await;
     assert_eq!(again.rejected, 1);
     let listed: Value = app
-        .get(&ops, "/api/ops/reconcile/rejected")
+        .api(&ops)
+        .get("/api/ops/reconcile/rejected")
         .await
         .json()
         .await
@@ -662,18 +646,11 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     assert_eq!(listed["data"][0]["run_id"], json!(again.id));
 
     // A retry before the fix changes nothing.
+    let ops_api = app.api(&ops);
     let retry = |body: Value| {
-        let app = &app;
-        let ops = ops.clone();
+        let ops = ops_api.clone();
         async move {
-            let response = app
-                .client
-                .post(app.url("/api/ops/reconcile/rejected/retry"))
-                .bearer_auth(&ops)
-                .json(&body)
-                .send()
-                .await
-                .unwrap();
+            let response = ops.retry_rejected_records(&body).await;
             assert_eq!(response.status(), 200);
             response.json::<Value>().await.unwrap()
         }
@@ -701,7 +678,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     assert_eq!(fixed.email.as_deref(), Some("fixed@example.com"));
     assert_eq!(leads().await, 3);
     let resolved: Value = app
-        .get(&ops, "/api/ops/reconcile/rejected?state=resolved")
+        .api(&ops)
+        .get("/api/ops/reconcile/rejected?state=resolved")
         .await
         .json()
         .await
@@ -719,7 +697,8 @@ async fn rejected_reconcile_records_are_kept_and_applied_once_after_a_mapping_fi
     );
     assert_eq!(leads().await, 3, "nothing doubled");
     assert_problem(
-        app.get(&ops, "/api/ops/reconcile/rejected?state=nope")
+        app.api(&ops)
+            .get("/api/ops/reconcile/rejected?state=nope")
             .await,
         422,
         "/problems/validation",

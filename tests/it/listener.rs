@@ -49,21 +49,21 @@ async fn metrics_on_the_public_listener_need_an_ops_token(backend: Backend) {
     assert_problem(anonymous, 401, "/problems/unauthorized").await;
     let sales = app.token(Role::Sales, None).await;
     assert_problem(
-        app.get(&sales, "/metrics").await,
+        app.api(&sales).get("/metrics").await,
         403,
         "/problems/forbidden",
     )
     .await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     assert_problem(
-        app.get(&intake, "/metrics").await,
+        app.api(&intake).get("/metrics").await,
         403,
         "/problems/forbidden",
     )
     .await;
     for role in [Role::Ops, Role::Admin] {
         let token = app.token(role, None).await;
-        let response = app.get(&token, "/metrics").await;
+        let response = app.api(&token).get("/metrics").await;
         assert_eq!(response.status(), 200, "{role}");
         let text = response.text().await.unwrap();
         assert!(
@@ -103,7 +103,12 @@ async fn metrics_on_their_own_bind_need_no_token_and_leave_the_public_listener(b
 
     // And the public listener no longer knows the route, token or not.
     let ops = app.token(Role::Ops, None).await;
-    assert_problem(app.get(&ops, "/metrics").await, 404, "/problems/not-found").await;
+    assert_problem(
+        app.api(&ops).get("/metrics").await,
+        404,
+        "/problems/not-found",
+    )
+    .await;
     let anonymous = app.client.get(app.url("/metrics")).send().await.unwrap();
     assert_problem(anonymous, 404, "/problems/not-found").await;
 }
@@ -116,7 +121,7 @@ async fn a_scrape_answers_from_memory_while_the_database_is_down(backend: Backen
     let intake = app.token(Role::Intake, Some("webform")).await;
     for i in 0..2 {
         let lead = json!({"source": "webform", "source_ref": format!("m-{i}")});
-        assert_eq!(app.post_lead(&intake, &lead).await.status(), 201);
+        assert_eq!(app.api(&intake).create_lead(&lead).await.status(), 201);
     }
     let leads = |t: &str| sample(t, "leadpipe_leads", &[("source", "webform")]);
     app.metrics_until("two webform leads counted", |t| leads(t) == 2.0)
@@ -147,7 +152,7 @@ async fn failed_authentications_from_one_address_get_429_while_valid_tokens_work
     )
     .await;
     let sales = app.token(Role::Sales, None).await;
-    assert_eq!(app.get(&sales, "/api/leads").await.status(), 200);
+    assert_eq!(app.api(&sales).get("/api/leads").await.status(), 200);
     let known_unknown = |t: &str| {
         sample(
             t,
@@ -168,7 +173,7 @@ async fn failed_authentications_from_one_address_get_429_while_valid_tokens_work
         unknown_token(0),
         "not-even-a-token".into(),
     ] {
-        let response = app.get(&token, "/api/leads").await;
+        let response = app.api(&token).get("/api/leads").await;
         let retry_after: u64 = response.headers()["retry-after"]
             .to_str()
             .unwrap()
@@ -184,9 +189,9 @@ async fn failed_authentications_from_one_address_get_429_while_valid_tokens_work
 
     // Valid tokens from the same address are not limited: one in use, and
     // one this server has never seen.
-    assert_eq!(app.get(&sales, "/api/leads").await.status(), 200);
+    assert_eq!(app.api(&sales).get("/api/leads").await.status(), 200);
     let fresh = app.token(Role::Ops, None).await;
-    assert_eq!(app.get(&fresh, "/api/leads").await.status(), 200);
+    assert_eq!(app.api(&fresh).get("/api/leads").await.status(), 200);
     let text = app.metrics().await;
     assert!(
         sample(
@@ -391,8 +396,8 @@ async fn every_response_carries_the_security_headers(backend: Backend) {
             .send()
             .await
             .unwrap(),
-        app.get(&ops, "/api/leads").await,
-        app.get(&ops, "/metrics").await,
+        app.api(&ops).get("/api/leads").await,
+        app.api(&ops).get("/metrics").await,
         app.client.get(app.url("/api/leads")).send().await.unwrap(),
         app.client
             .get(app.url("/no/such/route"))
@@ -452,20 +457,12 @@ async fn import_report_cells_that_start_a_formula_are_neutralised(backend: Backe
             r.replace('"', "\"\"")
         ));
     }
-    let response = app
-        .client
-        .post(app.url("/api/imports?source=fair&map=source_ref=ref,email=email"))
-        .bearer_auth(&admin)
-        .header("content-type", "text/csv")
-        .body(file)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
-    let location = response.headers()["location"].to_str().unwrap().to_owned();
-    let run = app.run_ended(&admin, &location).await;
+    let run = app
+        .import_over_api(&admin, "source=fair&map=source_ref=ref,email=email", file)
+        .await;
     let report = app
-        .get(&admin, run["report_url"].as_str().unwrap())
+        .api(&admin)
+        .get(run["report_url"].as_str().unwrap())
         .await
         .text()
         .await
@@ -507,23 +504,22 @@ async fn if_match_that_names_no_current_version_is_412(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let sales = app.token(Role::Sales, None).await;
     let created: Value = app
-        .post_lead(&intake, &json!({"source": "webform", "source_ref": "im-1"}))
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "im-1"}))
         .await
         .json()
         .await
         .unwrap();
     let id = created["id"].as_i64().unwrap();
+    let sales = app.api(&sales);
     let transition = |if_match: &'static str| {
-        app.client
-            .post(app.url(&format!("/api/leads/{id}/transitions")))
-            .bearer_auth(&sales)
+        sales
+            .move_lead(id, "contacted", None)
             .header("if-match", if_match)
-            .json(&json!({"to": "contacted"}))
-            .send()
     };
     for opaque in ["\"stale-etag\"", "W/\"1\"", "1", "\"\"", "garbage, \"x\""] {
         let body = assert_problem(
-            transition(opaque).await.unwrap(),
+            transition(opaque).await,
             412,
             "/problems/precondition-failed",
         )
@@ -537,39 +533,34 @@ async fn if_match_that_names_no_current_version_is_412(backend: Backend) {
         .unwrap();
     assert_eq!((stored.status.as_str(), stored.version), ("new", 1));
     // A list that holds the current tag matches (RFC 9110).
-    let ok = transition("\"7\", \"1\"").await.unwrap();
+    let ok = transition("\"7\", \"1\"").await;
     assert_eq!(ok.status(), 200);
     assert_eq!(ok.headers()["etag"], "\"2\"");
 
     // A CRM record answers the same.
-    let contact: Value = app
-        .client
-        .post(app.url("/api/contacts"))
-        .bearer_auth(&sales)
-        .json(&json!({"email": "im@example.com", "name": "Im"}))
-        .send()
+    let contact: Value = sales
+        .create_crm(
+            "contacts",
+            &json!({"email": "im@example.com", "name": "Im"}),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     let contact_id = contact["id"].as_i64().unwrap();
     let patch = |if_match: &'static str| {
-        app.client
-            .patch(app.url(&format!("/api/contacts/{contact_id}")))
-            .bearer_auth(&sales)
+        sales
+            .patch_crm("contacts", contact_id, &json!({"name": "Renamed"}))
             .header("if-match", if_match)
-            .json(&json!({"name": "Renamed"}))
-            .send()
     };
     let body = assert_problem(
-        patch("\"stale-etag\"").await.unwrap(),
+        patch("\"stale-etag\"").await,
         412,
         "/problems/precondition-failed",
     )
     .await;
     assert_eq!(body["current_version"], 1);
-    assert_eq!(patch("\"1\"").await.unwrap().status(), 200);
+    assert_eq!(patch("\"1\"").await.status(), 200);
 }
 
 /// RFC 9110's strong comparison: a tag matches when its text is the
@@ -577,25 +568,21 @@ async fn if_match_that_names_no_current_version_is_412(backend: Backend) {
 async fn if_match_compares_entity_tags_strongly(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let sales = app.token(Role::Sales, None).await;
-    let contact: Value = app
-        .client
-        .post(app.url("/api/contacts"))
-        .bearer_auth(&sales)
-        .json(&json!({"email": "etag@example.com", "name": "Version 1"}))
-        .send()
+    let sales = app.api(&sales);
+    let contact: Value = sales
+        .create_crm(
+            "contacts",
+            &json!({"email": "etag@example.com", "name": "Version 1"}),
+        )
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     let id = contact["id"].as_i64().unwrap();
     let patch = |if_match: &'static str, name: &'static str| {
-        app.client
-            .patch(app.url(&format!("/api/contacts/{id}")))
-            .bearer_auth(&sales)
+        sales
+            .patch_crm("contacts", id, &json!({ "name": name }))
             .header("if-match", if_match)
-            .json(&json!({ "name": name }))
-            .send()
     };
     for (tag, name) in [
         ("\"1\"", "Version 2"),
@@ -603,19 +590,19 @@ async fn if_match_compares_entity_tags_strongly(backend: Backend) {
         ("\"3\"", "Version 4"),
         ("\"4\"", "Version 5"),
     ] {
-        assert_eq!(patch(tag, name).await.unwrap().status(), 200, "{tag}");
+        assert_eq!(patch(tag, name).await.status(), 200, "{tag}");
     }
     for spelling in ["\"05\"", "\"+5\"", "W/\"5\"", "\"005\", \"6\""] {
         let body = assert_problem(
-            patch(spelling, "Overwritten").await.unwrap(),
+            patch(spelling, "Overwritten").await,
             412,
             "/problems/precondition-failed",
         )
         .await;
         assert_eq!(body["current_version"], 5, "{spelling}");
     }
-    let stored: Value = app
-        .get(&sales, &format!("/api/contacts/{id}"))
+    let stored: Value = sales
+        .get(&format!("/api/contacts/{id}"))
         .await
         .json()
         .await
@@ -624,7 +611,7 @@ async fn if_match_compares_entity_tags_strongly(backend: Backend) {
         (&stored["name"], &stored["version"]),
         (&json!("Version 5"), &json!(5))
     );
-    let changed = patch("\"5\"", "Version 6").await.unwrap();
+    let changed = patch("\"5\"", "Version 6").await;
     assert_eq!(changed.status(), 200);
     assert_eq!(changed.headers()["etag"], "\"6\"");
 }
@@ -634,8 +621,8 @@ async fn a_transition_cannot_convert_a_lead_only_the_conversion_can(backend: Bac
     let intake = app.token(Role::Intake, Some("webform")).await;
     let sales = app.token(Role::Sales, None).await;
     let created: Value = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "cv-1", "email": "cv@acme.example"}),
         )
         .await
@@ -643,31 +630,16 @@ async fn a_transition_cannot_convert_a_lead_only_the_conversion_can(backend: Bac
         .await
         .unwrap();
     let id = created["id"].as_i64().unwrap();
-    let post = |path: String, body: Value, key: Option<&'static str>| {
-        let mut request = app
-            .client
-            .post(app.url(&path))
-            .bearer_auth(&sales)
-            .json(&body);
-        if let Some(key) = key {
-            request = request.header("idempotency-key", key);
-        }
-        request.send()
-    };
-    let transitions = format!("/api/leads/{id}/transitions");
+    let sales = app.api(&sales);
     for to in ["contacted", "qualified"] {
-        let response = post(transitions.clone(), json!({"to": to}), None)
-            .await
-            .unwrap();
+        let response = sales.move_lead(id, to, None).await;
         assert_eq!(response.status(), 200, "{to}");
     }
 
     // The shortcut: a qualified lead marked converted with no contact,
     // company or conversion record behind it.
     let body = assert_problem(
-        post(transitions.clone(), json!({"to": "converted"}), None)
-            .await
-            .unwrap(),
+        sales.move_lead(id, "converted", None).await,
         422,
         "/problems/validation",
     )
@@ -689,13 +661,7 @@ async fn a_transition_cannot_convert_a_lead_only_the_conversion_can(backend: Bac
     assert_eq!(app.count(lead_conversion::Entity).await, 0);
 
     // The conversion endpoint still converts, and records what it made.
-    let converted = post(
-        format!("/api/leads/{id}/convert"),
-        json!({}),
-        Some("cv-key"),
-    )
-    .await
-    .unwrap();
+    let converted = sales.convert_lead(id, &json!({})).key("cv-key").await;
     assert_eq!(converted.status(), 201);
     let stored = lead::Entity::find_by_id(id)
         .one(&app.db)

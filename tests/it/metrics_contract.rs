@@ -15,7 +15,7 @@ use api::cli::demo::fake_source::FakeSource;
 use api::config::HttpSettings;
 use domain::auth::Role;
 use leadpipe_tests::webhooks::{now, standard_headers};
-use leadpipe_tests::{Backend, TestApp, fresh_postgres_database, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, eventually, fresh_postgres_database, on_both_backends};
 use serde_json::{Value, json};
 
 on_both_backends!(rules_and_dashboard_use_only_series_the_code_emits);
@@ -204,10 +204,8 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
     // A lead over the API.
     let intake = app.token(Role::Intake, Some("webform")).await;
     let response = app
-        .post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": "c-1", "name": "Ada"}),
-        )
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "c-1", "name": "Ada"}))
         .await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 
@@ -216,8 +214,8 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
     let fake = FakeSource::start(3).await.unwrap();
     let key = app.standard_source(source).await;
     let response = app
+        .api(&app.admin_token().await)
         .patch_source(
-            &app.admin_token().await,
             source,
             &json!({"pull_url": fake.pull_url, "pull_page_size": 10}),
         )
@@ -247,53 +245,49 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
 
     // A reconcile over the ops API: it creates the two missed records.
     let ops = app.token(Role::Ops, None).await;
-    let response = app
-        .client
-        .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(&ops)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let run: Value = response.json().await.unwrap();
-    let run = app.reconcile_run_ended(&ops, &run["id"]).await;
+    let run = app.reconcile_over_api(&ops, source, None).await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(run["missed"], 2, "{run}");
 
     // A token guesser: one 401, then 429.
     let statuses = [
-        app.get("lp_not_a_token_1", "/api/leads").await.status(),
-        app.get("lp_not_a_token_2", "/api/leads").await.status(),
+        app.api("lp_not_a_token_1").get("/api/leads").await.status(),
+        app.api("lp_not_a_token_2").get("/api/leads").await.status(),
     ];
     assert_eq!(statuses.map(|s| s.as_u16()), [401, 429]);
 
     // The gauges come from a background refresh: wait for one that saw the
     // dead event, then check every selector.
-    let deadline = tokio::time::Instant::now() + WAIT;
-    let (text, gaps) = loop {
-        let text = app.metrics().await;
-        let scrape = series(&text);
-        let gaps: Vec<String> = wanted.iter().filter_map(|s| missing(&scrape, s)).collect();
-        // The gauge's line, with the dead event counted: the series can be
-        // there at 0 before the worker has given up on it.
-        let dead_seen = text.lines().any(|l| {
-            l.starts_with("leadpipe_inbox_events{")
-                && l.contains(&format!("source=\"{source}\""))
-                && l.contains("state=\"dead\"")
-                && l.rsplit_once(' ')
-                    .and_then(|(_, v)| v.parse::<f64>().ok())
-                    .is_some_and(|v| v >= 1.0)
-        });
-        if (gaps.is_empty() && dead_seen) || tokio::time::Instant::now() > deadline {
-            break (text, gaps);
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert!(
-        gaps.is_empty(),
-        "the rules or the dashboard select series the code does not emit:\n{}\n\nscrape:\n{text}",
-        gaps.join("\n")
-    );
+    let text = eventually(
+        "every selected series, and the dead event in the gauge",
+        WAIT,
+        async || {
+            let text = app.metrics().await;
+            let scrape = series(&text);
+            let gaps: Vec<String> = wanted.iter().filter_map(|s| missing(&scrape, s)).collect();
+            // The gauge's line, with the dead event counted: the series can be
+            // there at 0 before the worker has given up on it.
+            let dead_seen = text.lines().any(|l| {
+                l.starts_with("leadpipe_inbox_events{")
+                    && l.contains(&format!("source=\"{source}\""))
+                    && l.contains("state=\"dead\"")
+                    && l.rsplit_once(' ')
+                        .and_then(|(_, v)| v.parse::<f64>().ok())
+                        .is_some_and(|v| v >= 1.0)
+            });
+            if !gaps.is_empty() {
+                Err(format!(
+                    "the rules or the dashboard select series the code does not emit:\n{}\n\nscrape:\n{text}",
+                    gaps.join("\n")
+                ))
+            } else if !dead_seen {
+                Err(format!("no dead event in the gauge yet:\n{text}"))
+            } else {
+                Ok(text)
+            }
+        },
+    )
+    .await;
     // The figures the alerts fire on, as this run produced them.
     let value = |metric: &str, labels: &[&str]| -> f64 {
         text.lines()

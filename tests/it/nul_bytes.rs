@@ -35,7 +35,7 @@ async fn a_posted_nul_is_a_422_and_its_concurrent_neighbours_are_written(backend
     let app = TestApp::spawn(backend).await;
     let token = app.token(Role::Intake, Some("webform")).await;
     let stored = json!({"source": "webform", "source_ref": "stored", "name": "Stored Name"});
-    assert_eq!(app.post_lead(&token, &stored).await.status(), 201);
+    assert_eq!(app.api(&token).create_lead(&stored).await.status(), 201);
 
     let bad_name = json!({"source": "webform", "source_ref": "bad-name", "name": "a\u{0}b"});
     let bad_payload = json!({"source": "webform", "source_ref": "bad-payload",
@@ -57,7 +57,7 @@ async fn a_posted_nul_is_a_422_and_its_concurrent_neighbours_are_written(backend
         bodies.insert(n * 6 + 3, bad.clone());
     }
     let responses =
-        futures::future::join_all(bodies.iter().map(|b| app.post_lead(&token, b))).await;
+        futures::future::join_all(bodies.iter().map(|b| app.api(&token).create_lead(b))).await;
 
     let mut problems = Vec::new();
     for (body, response) in bodies.iter().zip(responses) {
@@ -165,8 +165,8 @@ async fn a_nul_in_an_event_id_from_the_body_is_hashed_and_still_dedupes(backend:
     let app = TestApp::spawn(backend).await;
     let secret = "whsec_test_stripe_0123456789";
     let response = app
-        .save_source(
-            &app.admin_token().await,
+        .api(&app.admin_token().await)
+        .create_source(
             &json!({"name": "stripe", "scheme": "stripe", "secrets": [secret],
                     "record_pointer": "/data/object"}),
         )
@@ -231,22 +231,16 @@ async fn a_nul_in_any_json_body_is_a_422_and_stores_nothing(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let sales = app.token(Role::Sales, None).await;
     let created = app
-        .post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": "n1", "name": "Ada"}),
-        )
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "n1", "name": "Ada"}))
         .await;
     assert_eq!(created.status(), 201);
     let id = app.lead_by_ref("n1").await.id;
     let notes_before = app.count(activity::Entity).await;
 
+    let sales = app.api(&sales);
     let send = |method: reqwest::Method, path: String, body: Value, key: &'static str| {
-        app.client
-            .request(method, app.url(&path))
-            .bearer_auth(&sales)
-            .header("Idempotency-Key", key)
-            .json(&body)
-            .send()
+        sales.request(method, &path).json(&body).key(key)
     };
     let cases = [
         (
@@ -272,7 +266,7 @@ async fn a_nul_in_any_json_body_is_a_422_and_stores_nothing(backend: Backend) {
         ),
     ];
     for (method, path, body, field, key) in cases {
-        let response = send(method.clone(), path.clone(), body, key).await.unwrap();
+        let response = send(method.clone(), path.clone(), body, key).await;
         let problem = assert_problem(response, 422, "/problems/validation").await;
         assert_eq!(
             error_fields(&problem),
@@ -289,16 +283,11 @@ async fn a_nul_in_any_json_body_is_a_422_and_stores_nothing(backend: Backend) {
 
     // An escaped backslash before `u0000` is text, not a NUL.
     let literal = r#"{"text": "path C:\\u0000 is fine"}"#;
-    let response = app
-        .client
-        .post(app.url(&format!("/api/leads/{id}/notes")))
-        .bearer_auth(&sales)
-        .header("Idempotency-Key", "literal-note")
-        .header("Content-Type", "application/json")
-        .body(literal)
-        .send()
-        .await
-        .unwrap();
+    let response = sales
+        .request(reqwest::Method::POST, &format!("/api/leads/{id}/notes"))
+        .body("application/json", literal)
+        .key("literal-note")
+        .await;
     assert_eq!(response.status(), 201);
     assert_eq!(app.count(activity::Entity).await, notes_before + 1);
 }

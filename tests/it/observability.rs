@@ -50,22 +50,15 @@ async fn counters_follow_requests_ingests_and_replays(backend: Backend) {
     };
 
     let lead: Value = app
-        .post_lead(&intake, &json!({"source": "webform", "source_ref": "m-1"}))
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "m-1"}))
         .await
         .json()
         .await
         .unwrap();
-    let path = format!("/api/leads/{}/notes", lead["id"]);
+    let id = lead["id"].as_i64().unwrap();
     for _ in 0..2 {
-        let r = app
-            .client
-            .post(app.url(&path))
-            .bearer_auth(&sales)
-            .header("idempotency-key", "m-note")
-            .json(&json!({"text": "hi"}))
-            .send()
-            .await
-            .unwrap();
+        let r = app.api(&sales).add_note(id, "hi").key("m-note").await;
         assert_eq!(r.status(), 201);
     }
     let after = scrape(&app).await;
@@ -84,17 +77,13 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     let ops = app.token(Role::Ops, None).await;
     let admin = app.token(Role::Admin, None).await;
     let receiver = Receiver::start().await;
-    app.subscribe(&admin, &receiver, json!([])).await;
+    app.api(&admin).subscribe(&receiver, json!([])).await;
 
     let response = app
-        .client
-        .post(app.url("/api/leads"))
-        .bearer_auth(&intake)
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "t-1", "name": "Traced"}))
         .header("x-request-id", "trace-me-1")
-        .json(&json!({"source": "webform", "source_ref": "t-1", "name": "Traced"}))
-        .send()
-        .await
-        .unwrap();
+        .await;
     assert_eq!(response.status(), 201);
     workers::lead_processor::run_once(&app.db, 10)
         .await
@@ -103,7 +92,8 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     while publisher.run_once().await.unwrap().attempted > 0 {}
 
     let trace: Value = app
-        .get(&ops, "/api/ops/trace/trace-me-1")
+        .api(&ops)
+        .get("/api/ops/trace/trace-me-1")
         .await
         .json()
         .await
@@ -134,13 +124,13 @@ async fn a_trace_follows_one_request_everywhere(backend: Backend) {
     assert_eq!(kinds[0], "activity:ingest");
 
     assert_problem(
-        app.get(&ops, "/api/ops/trace/nothing-here").await,
+        app.api(&ops).get("/api/ops/trace/nothing-here").await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        app.get(&sales, "/api/ops/trace/trace-me-1").await,
+        app.api(&sales).get("/api/ops/trace/trace-me-1").await,
         403,
         "/problems/forbidden",
     )
@@ -153,11 +143,9 @@ async fn gauges_show_backlogs_from_the_database() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     for i in 0..3 {
-        app.post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": format!("g-{i}")}),
-        )
-        .await;
+        app.api(&intake)
+            .create_lead(&json!({"source": "webform", "source_ref": format!("g-{i}")}))
+            .await;
     }
     let text = app
         .metrics_until("a backlog of three", |t| {
@@ -249,7 +237,13 @@ async fn webhook_counters_stats_and_trace_follow_a_delivery(backend: Backend) {
     );
 
     let ops = app.token(Role::Ops, None).await;
-    let stats: Value = app.get(&ops, "/api/ops/stats").await.json().await.unwrap();
+    let stats: Value = app
+        .api(&ops)
+        .get("/api/ops/stats")
+        .await
+        .json()
+        .await
+        .unwrap();
     let mine = stats["sources"]
         .as_array()
         .unwrap()
@@ -267,14 +261,15 @@ async fn webhook_counters_stats_and_trace_follow_a_delivery(backend: Backend) {
     assert!(mine["oldest_unprocessed_age_seconds"].is_null());
     let sales = app.token(Role::Sales, None).await;
     assert_problem(
-        app.get(&sales, "/api/ops/stats").await,
+        app.api(&sales).get("/api/ops/stats").await,
         403,
         "/problems/forbidden",
     )
     .await;
 
     let trace: Value = app
-        .get(&ops, &format!("/api/ops/trace/trace-{source}"))
+        .api(&ops)
+        .get(&format!("/api/ops/trace/trace-{source}"))
         .await
         .json()
         .await

@@ -110,7 +110,7 @@ async fn series_counts_events_per_bucket_and_the_duplicate_rate(backend: Backend
     )
     .await;
 
-    let response = app.get(&ops, "/api/ops/stats/series?window=1h").await;
+    let response = app.api(&ops).get("/api/ops/stats/series?window=1h").await;
     assert_eq!(response.status(), 200);
     let hour: Value = response.json().await.unwrap();
     assert_eq!(hour["window"], "1h");
@@ -131,7 +131,8 @@ async fn series_counts_events_per_bucket_and_the_duplicate_rate(backend: Backend
 
     // The default window is the hour.
     let default: Value = app
-        .get(&ops, "/api/ops/stats/series")
+        .api(&ops)
+        .get("/api/ops/stats/series")
         .await
         .json()
         .await
@@ -139,7 +140,8 @@ async fn series_counts_events_per_bucket_and_the_duplicate_rate(backend: Backend
     assert_eq!(default["window"], "1h");
 
     let day: Value = app
-        .get(&ops, "/api/ops/stats/series?window=24h")
+        .api(&ops)
+        .get("/api/ops/stats/series?window=24h")
         .await
         .json()
         .await
@@ -168,14 +170,14 @@ async fn series_refuses_an_unknown_window_and_other_roles(backend: Backend) {
     let ops = app.token(Role::Ops, None).await;
     let sales = app.token(Role::Sales, None).await;
     let body = assert_problem(
-        app.get(&ops, "/api/ops/stats/series?window=7d").await,
+        app.api(&ops).get("/api/ops/stats/series?window=7d").await,
         422,
         "/problems/validation",
     )
     .await;
     assert_eq!(body["errors"][0]["field"], "window", "{body}");
     assert_problem(
-        app.get(&sales, "/api/ops/stats/series").await,
+        app.api(&sales).get("/api/ops/stats/series").await,
         403,
         "/problems/forbidden",
     )
@@ -197,12 +199,12 @@ async fn me_and_principals_name_people_without_token_material(backend: Backend) 
     let sales = issued.token;
     let intake = app.token(Role::Intake, Some("webform")).await;
 
-    let me: Value = app.get(&sales, "/api/me").await.json().await.unwrap();
+    let me: Value = app.api(&sales).get("/api/me").await.json().await.unwrap();
     assert_eq!(
         me,
         json!({"id": issued.principal.id, "name": "Grace Hopper", "role": "sales", "active": true})
     );
-    let response = app.get(&intake, "/api/me").await;
+    let response = app.api(&intake).get("/api/me").await;
     assert_eq!(response.status(), 200);
     let me: Value = response.json().await.unwrap();
     assert_eq!(
@@ -210,7 +212,7 @@ async fn me_and_principals_name_people_without_token_material(backend: Backend) 
         (Some("intake"), Some("webform"))
     );
 
-    let response = app.get(&sales, "/api/principals").await;
+    let response = app.api(&sales).get("/api/principals").await;
     assert_eq!(response.status(), 200);
     let text = response.text().await.unwrap();
     assert!(!text.contains("lp_") && !text.contains("token"), "{text}");
@@ -225,7 +227,7 @@ async fn me_and_principals_name_people_without_token_material(backend: Backend) 
     assert_eq!(all.as_array().unwrap().len(), 2);
 
     assert_problem(
-        app.get(&intake, "/api/principals").await,
+        app.api(&intake).get("/api/principals").await,
         403,
         "/problems/forbidden",
     )

@@ -7,45 +7,29 @@ use std::time::Duration;
 
 use domain::auth::Role;
 use domain::entities::{activity, lead, outbox_delivery, subscription};
-use domain::net_guard::OutboundPolicy;
-use domain::retry::RetryPolicy;
+use domain::lifecycle::lead_status::LeadStatus;
+use leadpipe_tests::client::Api;
 use leadpipe_tests::publishing::{self, publish_until};
 use leadpipe_tests::receiver::Receiver;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
-use workers::publisher::{Publisher, PublisherSettings};
 
 /// How long a test runs publisher passes for what it expects.
 const DRAIN: Duration = Duration::from_secs(10);
 
 struct Outbox {
     app: TestApp,
-    admin: String,
-    intake: String,
+    admin: Api,
+    intake: Api,
     receiver: Receiver,
-}
-
-/// The tests' publisher, giving up after `max_attempts`, allowed to reach
-/// the hosts `outbound` lists.
-fn publisher(app: &TestApp, max_attempts: u32, outbound: &str) -> Publisher {
-    let settings = publishing::settings();
-    app.publisher(PublisherSettings {
-        retry: RetryPolicy {
-            max_attempts,
-            ..*settings.retry
-        }
-        .into(),
-        outbound: OutboundPolicy::from_list(outbound),
-        ..settings
-    })
 }
 
 impl Outbox {
     async fn new(backend: Backend) -> Self {
         let app = TestApp::spawn(backend).await;
-        let admin = app.token(Role::Admin, None).await;
-        let intake = app.token(Role::Intake, Some("webform")).await;
+        let admin = app.api_as(Role::Admin, None).await;
+        let intake = app.api_as(Role::Intake, Some("webform")).await;
         let receiver = Receiver::start().await;
         Self {
             app,
@@ -55,20 +39,9 @@ impl Outbox {
         }
     }
 
-    async fn subscribe(&self, event_types: Value) -> Value {
-        self.app
-            .subscribe(&self.admin, &self.receiver, event_types)
-            .await
-    }
-
     async fn lead(&self, source_ref: &str, name: &str) -> Value {
         let body = json!({"source": "webform", "source_ref": source_ref, "name": name});
-        self.app
-            .post_lead(&self.intake, &body)
-            .await
-            .json()
-            .await
-            .unwrap()
+        self.intake.create_lead(&body).await.json().await.unwrap()
     }
 
     async fn deliveries(&self, state: &str) -> u64 {
@@ -95,24 +68,16 @@ on_both_backends!(
 
 async fn every_change_arrives_signed_and_in_order(backend: Backend) {
     let t = Outbox::new(backend).await;
-    t.subscribe(json!([])).await;
+    t.admin.subscribe(&t.receiver, json!([])).await;
     let created = t.lead("o-1", "Ada").await;
     t.lead("o-1", "Ada Lovelace").await;
     t.lead("o-1", "Ada King").await;
     let id = created["id"].as_i64().unwrap();
-    let sales = t.app.token(Role::Sales, None).await;
-    let moved = t
-        .app
-        .client
-        .post(t.app.url(&format!("/api/leads/{id}/transitions")))
-        .bearer_auth(&sales)
-        .json(&json!({"to": "contacted"}))
-        .send()
-        .await
-        .unwrap();
+    let sales = t.app.api_as(Role::Sales, None).await;
+    let moved = sales.move_lead(id, LeadStatus::Contacted, None).await;
     assert_eq!(moved.status(), 200);
 
-    let publisher = publisher(&t.app, 8, "127.0.0.1");
+    let publisher = t.app.publisher(publishing::settings_with(8, "127.0.0.1"));
     publish_until(&publisher, "4 deliveries", DRAIN, async || {
         t.receiver.accepted().len() == 4
     })
@@ -148,12 +113,14 @@ async fn every_change_arrives_signed_and_in_order(backend: Backend) {
 
 async fn a_receiver_that_was_down_gets_everything_with_stable_ids(backend: Backend) {
     let t = Outbox::new(backend).await;
-    t.subscribe(json!(["lead.created"])).await;
+    t.admin
+        .subscribe(&t.receiver, json!(["lead.created"]))
+        .await;
     t.receiver.answer(503);
     for i in 0..3 {
         t.lead(&format!("down-{i}"), "x").await;
     }
-    let publisher = publisher(&t.app, 50, "127.0.0.1");
+    let publisher = t.app.publisher(publishing::settings_with(50, "127.0.0.1"));
     publish_until(&publisher, "failed attempts", DRAIN, async || {
         t.receiver.received().len() >= 6
     })
@@ -198,10 +165,10 @@ async fn a_receiver_that_was_down_gets_everything_with_stable_ids(backend: Backe
 
 async fn gone_disables_the_subscription(backend: Backend) {
     let t = Outbox::new(backend).await;
-    let sub = t.subscribe(json!([])).await;
+    let sub = t.admin.subscribe(&t.receiver, json!([])).await;
     t.receiver.answer(410);
     t.lead("g-1", "x").await;
-    let publisher = publisher(&t.app, 8, "127.0.0.1");
+    let publisher = t.app.publisher(publishing::settings_with(8, "127.0.0.1"));
     publish_until(&publisher, "the 410", DRAIN, async || {
         !t.receiver.received().is_empty()
     })
@@ -225,20 +192,19 @@ async fn gone_disables_the_subscription(backend: Backend) {
 
 async fn dead_deliveries_are_retried_by_ops_after_recovery(backend: Backend) {
     let t = Outbox::new(backend).await;
-    t.subscribe(json!([])).await;
+    t.admin.subscribe(&t.receiver, json!([])).await;
     t.receiver.answer(500);
     t.lead("d-1", "x").await;
-    let publisher = publisher(&t.app, 2, "127.0.0.1");
+    let publisher = t.app.publisher(publishing::settings_with(2, "127.0.0.1"));
     publish_until(&publisher, "a dead delivery", DRAIN, async || {
         t.deliveries("dead").await == 1
     })
     .await;
     assert_eq!(t.receiver.received().len(), 2);
 
-    let ops = t.app.token(Role::Ops, None).await;
-    let listed: Value = t
-        .app
-        .get(&ops, "/api/ops/deliveries?state=dead")
+    let ops = t.app.api_as(Role::Ops, None).await;
+    let listed: Value = ops
+        .get("/api/ops/deliveries?state=dead")
         .await
         .json()
         .await
@@ -248,17 +214,9 @@ async fn dead_deliveries_are_retried_by_ops_after_recovery(backend: Backend) {
     assert_eq!(dead["last_status"], 500);
     assert!(dead["last_error"].as_str().unwrap().starts_with("HTTP 500"));
 
-    let post = |path: String, body: Value| {
-        t.app
-            .client
-            .post(t.app.url(&path))
-            .bearer_auth(&ops)
-            .json(&body)
-            .send()
-    };
-    let dry: Value = post("/api/ops/deliveries/retry".into(), json!({"dry_run": true}))
+    let dry: Value = ops
+        .retry_deliveries(&json!({"dry_run": true}))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -266,12 +224,8 @@ async fn dead_deliveries_are_retried_by_ops_after_recovery(backend: Backend) {
     assert_eq!(t.deliveries("dead").await, 1);
 
     t.receiver.answer(200);
-    let retried = post(
-        format!("/api/ops/deliveries/{}/retry", dead["id"]),
-        json!({}),
-    )
-    .await
-    .unwrap();
+    let dead_id = dead["id"].as_i64().unwrap();
+    let retried = ops.retry_delivery(dead_id).await;
     assert_eq!(retried.status(), 200);
     publish_until(&publisher, "the retried delivery", DRAIN, async || {
         t.receiver.accepted().len() == 1
@@ -288,22 +242,17 @@ async fn dead_deliveries_are_retried_by_ops_after_recovery(backend: Backend) {
         "the retry keeps the webhook-id: {ids:?}"
     );
 
-    let again = post(
-        format!("/api/ops/deliveries/{}/retry", dead["id"]),
-        json!({}),
-    )
-    .await
-    .unwrap();
+    let again = ops.retry_delivery(dead_id).await;
     assert_problem(again, 409, "/problems/conflict").await;
-    let sales = t.app.token(Role::Sales, None).await;
+    let sales = t.app.api_as(Role::Sales, None).await;
     assert_problem(
-        t.app.get(&sales, "/api/ops/deliveries").await,
+        sales.get("/api/ops/deliveries").await,
         403,
         "/problems/forbidden",
     )
     .await;
     assert_problem(
-        t.app.get(&ops, "/api/ops/deliveries?state=lost").await,
+        ops.get("/api/ops/deliveries?state=lost").await,
         422,
         "/problems/validation",
     )
@@ -312,22 +261,19 @@ async fn dead_deliveries_are_retried_by_ops_after_recovery(backend: Backend) {
 
 async fn deliveries_page_like_every_other_list(backend: Backend) {
     let t = Outbox::new(backend).await;
-    t.subscribe(json!([])).await;
+    t.admin.subscribe(&t.receiver, json!([])).await;
     t.receiver.answer(200);
     for n in 0..3 {
         t.lead(&format!("p-{n}"), "x").await;
     }
-    let publisher = publisher(&t.app, 2, "127.0.0.1");
+    let publisher = t.app.publisher(publishing::settings_with(2, "127.0.0.1"));
     publish_until(&publisher, "three deliveries", DRAIN, async || {
         t.deliveries("delivered").await == 3
     })
     .await;
-    let ops = t.app.token(Role::Ops, None).await;
+    let ops = t.app.api_as(Role::Ops, None).await;
     let page = async |query: &str| -> Value {
-        let response = t
-            .app
-            .get(&ops, &format!("/api/ops/deliveries{query}"))
-            .await;
+        let response = ops.get(&format!("/api/ops/deliveries{query}")).await;
         assert_eq!(response.status(), 200, "{query}");
         response.json().await.unwrap()
     };
@@ -359,7 +305,7 @@ async fn deliveries_page_like_every_other_list(backend: Backend) {
     assert_eq!(ids(&old), all_ids[2..]);
 
     assert_problem(
-        t.app.get(&ops, "/api/ops/deliveries?cursor=nonsense").await,
+        ops.get("/api/ops/deliveries?cursor=nonsense").await,
         422,
         "/problems/validation",
     )
@@ -374,22 +320,14 @@ async fn internal_addresses_are_refused(backend: Backend) {
         "http://[::1]:9/x",
         "ftp://example.com/x",
     ] {
-        let response = t
-            .app
-            .client
-            .post(t.app.url("/api/subscriptions"))
-            .bearer_auth(&t.admin)
-            .json(&json!({"url": url}))
-            .send()
-            .await
-            .unwrap();
+        let response = t.admin.create_subscription(&json!({"url": url})).await;
         let body = assert_problem(response, 422, "/problems/validation").await;
         assert_eq!(body["errors"][0]["field"], "url", "{url}");
     }
     // Allowed when subscribed, refused by a publisher whose policy forbids it.
-    t.subscribe(json!([])).await;
+    t.admin.subscribe(&t.receiver, json!([])).await;
     t.lead("i-1", "x").await;
-    let strict = publisher(&t.app, 8, "");
+    let strict = t.app.publisher(publishing::settings_with(8, ""));
     publish_until(&strict, "the refusal", DRAIN, async || {
         t.deliveries("dead").await == 1
     })
@@ -405,10 +343,10 @@ async fn internal_addresses_are_refused(backend: Backend) {
 
 async fn redirects_are_failures_not_followed(backend: Backend) {
     let t = Outbox::new(backend).await;
-    t.subscribe(json!([])).await;
+    t.admin.subscribe(&t.receiver, json!([])).await;
     t.receiver.answer(302);
     t.lead("r-1", "x").await;
-    let publisher = publisher(&t.app, 8, "127.0.0.1");
+    let publisher = t.app.publisher(publishing::settings_with(8, "127.0.0.1"));
     publish_until(&publisher, "a dead redirect", DRAIN, async || {
         t.deliveries("dead").await == 1
     })
@@ -420,16 +358,13 @@ async fn redirects_are_failures_not_followed(backend: Backend) {
 
 async fn subscriptions_show_their_secret_once_and_need_admin(backend: Backend) {
     let t = Outbox::new(backend).await;
-    let created = t.subscribe(json!(["lead.created", "lead.assigned"])).await;
+    let created = t
+        .admin
+        .subscribe(&t.receiver, json!(["lead.created", "lead.assigned"]))
+        .await;
     assert!(created["secret"].as_str().unwrap().starts_with("whsec_"));
-    let ops = t.app.token(Role::Ops, None).await;
-    let listed = t
-        .app
-        .get(&ops, "/api/subscriptions")
-        .await
-        .text()
-        .await
-        .unwrap();
+    let ops = t.app.api_as(Role::Ops, None).await;
+    let listed = ops.get("/api/subscriptions").await.text().await.unwrap();
     assert!(!listed.contains(created["secret"].as_str().unwrap()));
     let listed: Value = serde_json::from_str(&listed).unwrap();
     assert_eq!(
@@ -438,79 +373,43 @@ async fn subscriptions_show_their_secret_once_and_need_admin(backend: Backend) {
     );
 
     let bad = t
-        .app
-        .client
-        .post(t.app.url("/api/subscriptions"))
-        .bearer_auth(&t.admin)
-        .json(&json!({"url": t.receiver.url, "event_types": ["lead.exploded"]}))
-        .send()
-        .await
-        .unwrap();
+        .admin
+        .create_subscription(&json!({"url": t.receiver.url, "event_types": ["lead.exploded"]}))
+        .await;
     assert_problem(bad, 422, "/problems/validation").await;
-    let by_ops = t
-        .app
-        .client
-        .post(t.app.url("/api/subscriptions"))
-        .bearer_auth(&ops)
-        .json(&json!({"url": t.receiver.url}))
-        .send()
-        .await
-        .unwrap();
+    let by_ops = ops
+        .create_subscription(&json!({"url": t.receiver.url}))
+        .await;
     assert_problem(by_ops, 403, "/problems/forbidden").await;
-    let sales = t.app.token(Role::Sales, None).await;
+    let sales = t.app.api_as(Role::Sales, None).await;
     assert_problem(
-        t.app.get(&sales, "/api/subscriptions").await,
+        sales.get("/api/subscriptions").await,
         403,
         "/problems/forbidden",
     )
     .await;
 
     let path = format!("/api/subscriptions/{}", created["id"]);
-    let deleted = t
-        .app
-        .client
-        .delete(t.app.url(&path))
-        .bearer_auth(&t.admin)
-        .send()
-        .await
-        .unwrap();
+    let deleted = t.admin.delete(&path).await;
     assert_eq!(deleted.status(), 204);
-    let again = t
-        .app
-        .client
-        .delete(t.app.url(&path))
-        .bearer_auth(&t.admin)
-        .send()
-        .await
-        .unwrap();
+    let again = t.admin.delete(&path).await;
     assert_problem(again, 404, "/problems/not-found").await;
-    let listed: Value = t
-        .app
-        .get(&ops, "/api/subscriptions")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let listed: Value = ops.get("/api/subscriptions").await.json().await.unwrap();
     assert_eq!(listed["data"], json!([]));
 }
 
 async fn duplicate_hints_link_leads_across_sources(backend: Backend) {
     let t = Outbox::new(backend).await;
-    let partner = t.app.token(Role::Intake, Some("partner")).await;
+    let partner = t.app.api_as(Role::Intake, Some("partner")).await;
     let a: Value = t
-        .app
-        .post_lead(
-            &t.intake,
-            &json!({"source": "webform", "source_ref": "a", "email": "Grace@Example.com"}),
-        )
+        .intake
+        .create_lead(&json!({"source": "webform", "source_ref": "a", "email": "Grace@Example.com"}))
         .await
         .json()
         .await
         .unwrap();
-    let b: Value = t
-        .app
-        .post_lead(
-            &partner,
+    let b: Value = partner
+        .create_lead(
             &json!({"source": "partner", "source_ref": "b", "email": "grace@example.com "}),
         )
         .await
@@ -518,31 +417,21 @@ async fn duplicate_hints_link_leads_across_sources(backend: Backend) {
         .await
         .unwrap();
     let c: Value = t
-        .app
-        .post_lead(
-            &t.intake,
-            &json!({"source": "webform", "source_ref": "c", "email": "grace@example.com"}),
-        )
+        .intake
+        .create_lead(&json!({"source": "webform", "source_ref": "c", "email": "grace@example.com"}))
         .await
         .json()
         .await
         .unwrap();
-    let d: Value = t
-        .app
-        .post_lead(
-            &partner,
-            &json!({"source": "partner", "source_ref": "d", "phone": "+1 555 0100"}),
-        )
+    let d: Value = partner
+        .create_lead(&json!({"source": "partner", "source_ref": "d", "phone": "+1 555 0100"}))
         .await
         .json()
         .await
         .unwrap();
     let e: Value = t
-        .app
-        .post_lead(
-            &t.intake,
-            &json!({"source": "webform", "source_ref": "e", "phone": "+1-555-0100"}),
-        )
+        .intake
+        .create_lead(&json!({"source": "webform", "source_ref": "e", "phone": "+1-555-0100"}))
         .await
         .json()
         .await
@@ -553,8 +442,8 @@ async fn duplicate_hints_link_leads_across_sources(backend: Backend) {
         > 0
     {}
 
-    let sales = t.app.token(Role::Sales, None).await;
-    let show = async |id: &Value| t.app.get(&sales, &format!("/api/leads/{id}")).await;
+    let sales = t.app.api_as(Role::Sales, None).await;
+    let show = async |id: &Value| sales.lead(id.as_i64().unwrap()).await;
     let b_view: Value = show(&b["id"]).await.json().await.unwrap();
     let mut b_dupes: Vec<i64> = b_view["possible_duplicates"]
         .as_array()

@@ -37,7 +37,7 @@ fn with_replica(url: Option<String>, max_lag_secs: f64) -> HttpSettings {
 }
 
 async fn listed_refs(app: &TestApp, token: &str) -> Vec<String> {
-    let response = app.get(token, "/api/leads?limit=100").await;
+    let response = app.api(token).get("/api/leads?limit=100").await;
     assert_eq!(response.status(), 200);
     let page: Value = response.json().await.unwrap();
     page["data"]
@@ -99,7 +99,8 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
 
     assert_eq!(
         patient
-            .post_lead(&intake, &record("before-pause"))
+            .api(&intake)
+            .create_lead(&record("before-pause"))
             .await
             .status(),
         201
@@ -123,7 +124,10 @@ async fn listings_follow_the_replica_within_its_lag_bound(backend: Backend) {
         .execute_unprepared("SELECT pg_wal_replay_pause()")
         .await
         .unwrap();
-    let created = patient.post_lead(&intake, &record("during-pause")).await;
+    let created = patient
+        .api(&intake)
+        .create_lead(&record("during-pause"))
+        .await;
     assert_eq!(created.status(), 201);
     let id = created.json::<Value>().await.unwrap()["id"]
         .as_i64()

@@ -40,8 +40,8 @@ const WAIT: Duration = Duration::from_secs(20);
 async fn pull_source(app: &TestApp, name: &str, fake: &FakeSource, page_size: u32) -> Vec<u8> {
     let key = app.standard_source(name).await;
     let response = app
+        .api(&app.admin_token().await)
         .patch_source(
-            &app.admin_token().await,
             name,
             &json!({"pull_url": fake.pull_url, "pull_page_size": page_size}),
         )
@@ -81,20 +81,9 @@ async fn lead_by_ref(app: &TestApp, source: &str, source_ref: &str) -> Option<le
         .unwrap()
 }
 
-async fn start(app: &TestApp, token: &str, source: &str, body: Option<Value>) -> reqwest::Response {
-    let mut request = app
-        .client
-        .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(token);
-    if let Some(body) = body {
-        request = request.json(&body);
-    }
-    request.send().await.unwrap()
-}
-
 /// Starts a run (`202`, `Location`) and returns it.
 async fn started(app: &TestApp, token: &str, source: &str, body: Option<Value>) -> Value {
-    let response = start(app, token, source, body).await;
+    let response = app.api(token).start_reconcile(source, body.as_ref()).await;
     let status = response.status();
     let location = response
         .headers()
@@ -136,7 +125,8 @@ fn counts(run: &Value) -> [i64; 7] {
 async fn source_cursor(app: &TestApp, source: &str) -> Value {
     let admin = app.admin_token().await;
     let body: Value = app
-        .get(&admin, &format!("/api/sources/{source}"))
+        .api(&admin)
+        .get(&format!("/api/sources/{source}"))
         .await
         .json()
         .await
@@ -308,7 +298,8 @@ async fn a_failing_page_fails_the_run_and_the_next_run_resumes_there(backend: Ba
     );
 
     let listed: Value = app
-        .get(&ops, "/api/ops/reconcile-runs?source=pager")
+        .api(&ops)
+        .get("/api/ops/reconcile-runs?source=pager")
         .await
         .json()
         .await
@@ -321,7 +312,8 @@ async fn a_failing_page_fails_the_run_and_the_next_run_resumes_there(backend: Ba
         .collect();
     assert_eq!(ids, [&resumed["id"], &failed["id"]]);
     let only_failed: Value = app
-        .get(&ops, "/api/ops/reconcile-runs?state=failed&limit=1")
+        .api(&ops)
+        .get("/api/ops/reconcile-runs?state=failed&limit=1")
         .await
         .json()
         .await
@@ -428,8 +420,8 @@ async fn two_concurrent_starts_give_one_run_and_one_409(backend: Backend) {
     fake.delay(Duration::from_millis(300));
     let ops = app.token(Role::Ops, None).await;
     let (a, b) = tokio::join!(
-        start(&app, &ops, "busy", None),
-        start(&app, &ops, "busy", None)
+        app.api(&ops).start_reconcile("busy", None),
+        app.api(&ops).start_reconcile("busy", None)
     );
     let (won, lost) = if a.status() == 202 { (a, b) } else { (b, a) };
     assert_eq!(won.status(), 202);
@@ -437,7 +429,10 @@ async fn two_concurrent_starts_give_one_run_and_one_409(backend: Backend) {
     let problem = assert_problem(lost, 409, "/problems/reconcile-running").await;
     assert_eq!(problem["run_id"], run["id"]);
     // Still refused while it runs; free again once it is done.
-    let third = start(&app, &ops, "busy", Some(json!({"dry_run": true}))).await;
+    let third = app
+        .api(&ops)
+        .start_reconcile("busy", Some(&json!({"dry_run": true})))
+        .await;
     assert_problem(third, 409, "/problems/reconcile-running").await;
     let done = finished(&app, &ops, &run).await;
     assert_eq!(done["state"], "done");
@@ -452,19 +447,17 @@ async fn a_keyed_start_replays_its_run_and_starts_nothing_more(backend: Backend)
     pull_source(&app, "keyed", &fake, 10).await;
     let ops = app.token(Role::Ops, None).await;
     let keyed = || {
-        app.client
-            .post(app.url("/api/ops/reconcile/keyed"))
-            .bearer_auth(&ops)
-            .header("Idempotency-Key", "nightly-2026-11-30")
-            .send()
+        app.api(&ops)
+            .start_reconcile("keyed", None)
+            .key("nightly-2026-11-30")
     };
-    let first = keyed().await.unwrap();
+    let first = keyed().await;
     assert_eq!(first.status(), 202);
     assert_eq!(first.headers()["idempotent-replayed"], "false");
     let run: Value = first.json().await.unwrap();
     let done = finished(&app, &ops, &run).await;
     assert_eq!(done["state"], "done");
-    let again = keyed().await.unwrap();
+    let again = keyed().await;
     assert_eq!(again.status(), 202);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     let replayed: Value = again.json().await.unwrap();
@@ -576,18 +569,19 @@ async fn pull_urls_to_internal_addresses_are_refused_unless_allow_listed(backend
         "http://169.254.169.254/latest/meta-data",
         "http://[::1]:8080/leads",
     ] {
-        let refused = app.save_source(&admin, &body(internal)).await;
+        let refused = app.api(&admin).create_source(&body(internal)).await;
         let problem = assert_problem(refused, 422, "/problems/validation").await;
         assert_eq!(problem["errors"][0]["field"], "pull_url", "{problem}");
     }
     // The test configuration allow-lists 127.0.0.1.
     let allowed = app
-        .save_source(&admin, &body("http://127.0.0.1:9/leads"))
+        .api(&admin)
+        .create_source(&body("http://127.0.0.1:9/leads"))
         .await;
     assert_eq!(allowed.status(), 201);
     let bad = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "puller", "scheme": "hmac-sha256", "cron": "*/5 * * * *",
                     "pull_page_size": 5000}),
         )
@@ -646,8 +640,8 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
     fake.require_auth("authorization", "Bearer pull-token-9f8e7d");
     let admin = app.admin_token().await;
     let saved = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "locked", "scheme": "hmac-sha256", "secrets": ["sixteen-byte-key"],
                     "pull_url": fake.pull_url, "pull_auth_header": "Authorization",
                     "pull_auth_secret": "Bearer pull-token-9f8e7d", "cron": "0 0 3 * * *"}),
@@ -662,8 +656,8 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
 
     // A change that does not give the value keeps it.
     let resaved = app
+        .api(&admin)
         .patch_source(
-            &admin,
             "locked",
             &json!({"pull_url": fake.pull_url, "pull_auth_header": "authorization"}),
         )
@@ -681,7 +675,7 @@ async fn the_auth_value_is_sent_and_never_shown(backend: Backend) {
         "/api/sources/locked",
         "/api/ops/reconcile-runs",
     ] {
-        let body = app.get(&admin, path).await.text().await.unwrap();
+        let body = app.api(&admin).get(path).await.text().await.unwrap();
         assert!(!body.contains("pull-token-9f8e7d"), "{path}: {body}");
     }
 
@@ -703,13 +697,13 @@ async fn roles_decide_who_may_reconcile(backend: Backend) {
         let source = (role == Role::Intake).then_some("guarded");
         let token = app.token(role, source).await;
         assert_problem(
-            start(&app, &token, "guarded", None).await,
+            app.api(&token).start_reconcile("guarded", None).await,
             403,
             "/problems/forbidden",
         )
         .await;
         assert_problem(
-            app.get(&token, "/api/ops/reconcile-runs").await,
+            app.api(&token).get("/api/ops/reconcile-runs").await,
             403,
             "/problems/forbidden",
         )
@@ -724,31 +718,27 @@ async fn roles_decide_who_may_reconcile(backend: Backend) {
     assert_problem(anonymous, 401, "/problems/unauthorized").await;
     let ops = app.token(Role::Ops, None).await;
     assert_problem(
-        start(&app, &ops, "nowhere", None).await,
+        app.api(&ops).start_reconcile("nowhere", None).await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        start(&app, &ops, "push-only", None).await,
+        app.api(&ops).start_reconcile("push-only", None).await,
         422,
         "/problems/validation",
     )
     .await;
     assert_problem(
-        start(
-            &app,
-            &ops,
-            "guarded",
-            Some(json!({"since": "5", "from_start": true})),
-        )
-        .await,
+        app.api(&ops)
+            .start_reconcile("guarded", Some(&json!({"since": "5", "from_start": true})))
+            .await,
         422,
         "/problems/validation",
     )
     .await;
     assert_problem(
-        app.get(&ops, "/api/ops/reconcile-runs/424242").await,
+        app.api(&ops).get("/api/ops/reconcile-runs/424242").await,
         404,
         "/problems/not-found",
     )
@@ -767,7 +757,7 @@ async fn an_abandoned_run_is_failed_and_the_source_freed(backend: Backend) {
     let dead = runs::start(&app.db, &start_of("orphan")).await.unwrap();
     let ops = app.token(Role::Ops, None).await;
     assert_problem(
-        start(&app, &ops, "orphan", None).await,
+        app.api(&ops).start_reconcile("orphan", None).await,
         409,
         "/problems/reconcile-running",
     )
@@ -859,7 +849,8 @@ async fn cron_starts_one_run_per_tick_across_worker_processes(backend: Backend) 
     pull_source(&app, "nightly", &fake, 10).await;
     let admin = app.admin_token().await;
     let every_second = app
-        .patch_source(&admin, "nightly", &json!({"cron": "* * * * * *"}))
+        .api(&admin)
+        .patch_source("nightly", &json!({"cron": "* * * * * *"}))
         .await;
     assert_eq!(every_second.status(), 200);
     // Two worker processes' runtimes on one database.

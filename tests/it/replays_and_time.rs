@@ -34,7 +34,10 @@ async fn deliver(app: &TestApp, source: &str, headers: &Headers, body: &[u8]) ->
 
 /// Creates a source as an admin and asserts it was created.
 async fn create_source(app: &TestApp, config: Value) {
-    let response = app.save_source(&app.admin_token().await, &config).await;
+    let response = app
+        .api(&app.admin_token().await)
+        .create_source(&config)
+        .await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
 }
 
@@ -187,8 +190,8 @@ async fn standard_webhooks_source_cannot_take_its_event_id_from_an_unsigned_head
     let admin = app.admin_token().await;
     let secret = standard_secret(b"partner-signing-key-0123456789");
     let response = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "partner", "scheme": "standard-webhooks", "secrets": [secret],
                     "event_id_header": "x-event-id"}),
         )
@@ -200,8 +203,8 @@ async fn standard_webhooks_source_cannot_take_its_event_id_from_an_unsigned_head
     );
     // The signed header itself, named explicitly, is fine.
     let response = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "partner", "scheme": "standard-webhooks", "secrets": [secret],
                     "event_id_header": "Webhook-Id"}),
         )
@@ -214,8 +217,8 @@ async fn intake_refuses_a_timestamp_in_the_future_and_keeps_the_lead(backend: Ba
     let intake = app.token(Role::Intake, Some("webform")).await;
     let now_rfc = chrono::Utc::now().to_rfc3339();
     let response = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "f-1", "name": "Ada",
                     "source_updated_at": now_rfc}),
         )
@@ -224,8 +227,8 @@ async fn intake_refuses_a_timestamp_in_the_future_and_keeps_the_lead(backend: Ba
 
     for future in ["9999-12-31T00:00:00Z", "2100-01-01T00:00:00Z"] {
         let response = app
-            .post_lead(
-                &intake,
+            .api(&intake)
+            .create_lead(
                 &json!({"source": "webform", "source_ref": "f-1", "name": "Mallory",
                         "source_updated_at": future}),
             )
@@ -242,8 +245,8 @@ async fn intake_refuses_a_timestamp_in_the_future_and_keeps_the_lead(backend: Ba
 
     // A real later update is applied, not `stale`.
     let response = app
-        .post_lead(
-            &intake,
+        .api(&intake)
+        .create_lead(
             &json!({"source": "webform", "source_ref": "f-1", "name": "Ada L.",
                     "source_updated_at": chrono::Utc::now().to_rfc3339()}),
         )
@@ -311,25 +314,18 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
     let admin = app.admin_token().await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let response = app
-        .post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": "w-1", "name": "Ada"}),
-        )
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "w-1", "name": "Ada"}))
         .await;
     assert_eq!(response.status(), 201);
 
-    let upload = |token: String, query: &'static str, csv: &'static str| {
-        app.client
-            .post(app.url(&format!("/api/imports?{query}")))
-            .bearer_auth(token)
-            .header("content-type", "text/csv")
-            .body(csv)
-            .send()
+    let upload = |token: &str, query: &'static str, csv: &'static str| {
+        app.api(token).upload_import(query, "text/csv", csv)
     };
     let csv = "source_ref,name,source_updated_at\n\
                w-1,Mallory,9999-12-31T00:00:00Z\n\
                w-2,Bob,1700000000000\n";
-    let response = upload(ops.clone(), "source=webform", csv).await.unwrap();
+    let response = upload(&ops, "source=webform", csv).await;
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
     let run: Value = response.json().await.unwrap();
     let location = format!("/api/imports/{}", run["id"]);
@@ -339,7 +335,8 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
     assert_eq!(finished["created"], 1, "{finished}");
 
     let report = app
-        .get(&ops, &format!("{location}/report.csv"))
+        .api(&ops)
+        .get(&format!("{location}/report.csv"))
         .await
         .text()
         .await
@@ -363,9 +360,7 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
     );
 
     // Ops may not invent a source; an admin may.
-    let response = upload(ops.clone(), "source=typo-source", "source_ref\nx-1\n")
-        .await
-        .unwrap();
+    let response = upload(&ops, "source=typo-source", "source_ref\nx-1\n").await;
     let problem = assert_problem(response, 403, "/problems/forbidden").await;
     assert!(
         problem["detail"]
@@ -374,8 +369,6 @@ async fn import_refuses_future_rows_and_unconfigured_sources_for_ops(backend: Ba
             .contains("configured source"),
         "{problem}"
     );
-    let response = upload(admin, "source=typo-source", "source_ref\nx-1\n")
-        .await
-        .unwrap();
+    let response = upload(&admin, "source=typo-source", "source_ref\nx-1\n").await;
     assert_eq!(response.status(), 202);
 }

@@ -27,7 +27,8 @@ async fn every_operation_lets_exactly_its_documented_roles_past_403(backend: Bac
     }
     let (_, any_token) = &tokens[0];
     let doc: Value = app
-        .get(any_token, "/openapi.json")
+        .api(any_token)
+        .get("/openapi.json")
         .await
         .json()
         .await

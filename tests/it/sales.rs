@@ -6,14 +6,15 @@ use std::collections::HashSet;
 
 use domain::auth::Role;
 use domain::entities::{activity, idempotency_key, lead, outbox_event};
+use leadpipe_tests::client::{Answer, Api};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{Value, json};
 
 struct Sales {
     app: TestApp,
-    intake: String,
-    sales: String,
+    intake: Api,
+    sales: Api,
 }
 
 impl Sales {
@@ -22,66 +23,18 @@ impl Sales {
     }
 
     async fn with(app: TestApp) -> Self {
-        let intake = app.token(Role::Intake, Some("webform")).await;
-        let sales = app.token(Role::Sales, None).await;
+        let intake = app.api_as(Role::Intake, Some("webform")).await;
+        let sales = app.api_as(Role::Sales, None).await;
         Self { app, intake, sales }
     }
 
     async fn lead(&self, source_ref: &str) -> i64 {
         let body = json!({"source": "webform", "source_ref": source_ref, "name": format!("Lead {source_ref}"), "email": format!("{source_ref}@example.com")});
-        let response = self.app.post_lead(&self.intake, &body).await;
-        assert_eq!(response.status(), 201);
-        response.json::<Value>().await.unwrap()["id"]
-            .as_i64()
-            .unwrap()
-    }
-
-    async fn post(&self, path: &str, body: &Value, headers: &[(&str, &str)]) -> reqwest::Response {
-        self.send(reqwest::Method::POST, path, body, headers, &self.sales)
-            .await
-    }
-
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: &Value,
-        headers: &[(&str, &str)],
-        token: &str,
-    ) -> reqwest::Response {
-        let mut request = self
-            .app
-            .client
-            .request(method, self.app.url(path))
-            .bearer_auth(token)
-            .json(body);
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
-        request.send().await.unwrap()
-    }
-
-    async fn patch(&self, path: &str, body: Value) -> reqwest::Response {
-        self.send(reqwest::Method::PATCH, path, &body, &[], &self.sales)
-            .await
+        self.intake.new_lead(&body).await
     }
 
     async fn list(&self, query: &str) -> Value {
-        let response = self
-            .app
-            .get(&self.sales, &format!("/api/leads{query}"))
-            .await;
-        assert_eq!(response.status(), 200, "{query}");
-        response.json::<Value>().await.unwrap()
-    }
-
-    async fn move_to(&self, id: i64, to: &str, reason: Option<&str>) -> reqwest::Response {
-        self.post(
-            &format!("/api/leads/{id}/transitions"),
-            &json!({"to": to, "reason": reason}),
-            &[],
-        )
-        .await
+        self.sales.leads(query).await.expect(200).await
     }
 
     async fn stored(&self, id: i64) -> lead::Model {
@@ -129,7 +82,7 @@ async fn status_moves_follow_the_machine(backend: Backend) {
     let t = Sales::new(backend).await;
     let id = t.lead("s-1").await;
 
-    let response = t.move_to(id, "contacted", None).await;
+    let response = t.sales.move_lead(id, "contacted", None).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["etag"], "\"2\"");
     assert_eq!(
@@ -138,7 +91,7 @@ async fn status_moves_follow_the_machine(backend: Backend) {
     );
 
     let body = assert_problem(
-        t.move_to(id, "new", None).await,
+        t.sales.move_lead(id, "new", None).await,
         409,
         "/problems/illegal-transition",
     )
@@ -146,36 +99,44 @@ async fn status_moves_follow_the_machine(backend: Backend) {
     assert_eq!(body["allowed"], json!(["qualified", "lost"]));
 
     let body = assert_problem(
-        t.move_to(id, "lost", None).await,
+        t.sales.move_lead(id, "lost", None).await,
         422,
         "/problems/validation",
     )
     .await;
     assert_eq!(body["errors"][0]["field"], "reason");
 
-    assert_eq!(t.move_to(id, "lost", Some("no budget")).await.status(), 200);
-    assert_eq!(t.move_to(id, "new", None).await.status(), 200);
+    assert_eq!(
+        t.sales
+            .move_lead(id, "lost", Some("no budget"))
+            .await
+            .status(),
+        200
+    );
+    assert_eq!(t.sales.move_lead(id, "new", None).await.status(), 200);
     for to in ["contacted", "qualified"] {
-        assert_eq!(t.move_to(id, to, None).await.status(), 200, "to {to}");
+        assert_eq!(
+            t.sales.move_lead(id, to, None).await.status(),
+            200,
+            "to {to}"
+        );
     }
     // `converted` only through the conversion, which records what it became.
     let converted = t
-        .post(
-            &format!("/api/leads/{id}/convert"),
-            &json!({}),
-            &[("idempotency-key", "convert-s-1")],
-        )
+        .sales
+        .convert_lead(id, &json!({}))
+        .key("convert-s-1")
         .await;
     assert_eq!(converted.status(), 201);
     let body = assert_problem(
-        t.move_to(id, "lost", Some("x")).await,
+        t.sales.move_lead(id, "lost", Some("x")).await,
         409,
         "/problems/illegal-transition",
     )
     .await;
     assert_eq!(body["allowed"], json!([]));
     let body = assert_problem(
-        t.move_to(id, "won", None).await,
+        t.sales.move_lead(id, "won", None).await,
         422,
         "/problems/validation",
     )
@@ -206,13 +167,7 @@ async fn status_moves_follow_the_machine(backend: Backend) {
 
     // An intake update afterwards refreshes sender fields only.
     let update = json!({"source": "webform", "source_ref": "s-1", "name": "Renamed"});
-    let body: Value = t
-        .app
-        .post_lead(&t.intake, &update)
-        .await
-        .json()
-        .await
-        .unwrap();
+    let body: Value = t.intake.create_lead(&update).await.json().await.unwrap();
     assert_eq!(body["outcome"], "updated");
     assert_eq!(body["status"], "converted");
 }
@@ -220,11 +175,7 @@ async fn status_moves_follow_the_machine(backend: Backend) {
 async fn if_match_on_a_stale_version_is_412_and_changes_nothing(backend: Backend) {
     let t = Sales::new(backend).await;
     let id = t.lead("s-2").await;
-    let etag = t
-        .app
-        .get(&t.sales, &format!("/api/leads/{id}"))
-        .await
-        .headers()["etag"]
+    let etag = t.sales.lead(id).await.headers()["etag"]
         .to_str()
         .unwrap()
         .to_owned();
@@ -232,31 +183,33 @@ async fn if_match_on_a_stale_version_is_412_and_changes_nothing(backend: Backend
 
     let path = format!("/api/leads/{id}/transitions");
     let ok = t
-        .post(&path, &json!({"to": "contacted"}), &[("if-match", &etag)])
+        .sales
+        .post(&path, &json!({"to": "contacted"}))
+        .header("if-match", &etag)
         .await;
     assert_eq!(ok.status(), 200);
     assert_eq!(ok.headers()["etag"], "\"2\"");
 
     let stale = t
-        .post(&path, &json!({"to": "qualified"}), &[("if-match", &etag)])
+        .sales
+        .post(&path, &json!({"to": "qualified"}))
+        .header("if-match", &etag)
         .await;
     let body = assert_problem(stale, 412, "/problems/precondition-failed").await;
     assert_eq!(body["current_version"], 2);
     assert_eq!(t.stored(id).await.status, "contacted");
 
     let patch = t
-        .send(
-            reqwest::Method::PATCH,
-            &format!("/api/leads/{id}"),
-            &json!({"owner_id": null}),
-            &[("if-match", "\"1\"")],
-            &t.sales,
-        )
+        .sales
+        .patch_lead(id, &json!({"owner_id": null}))
+        .if_match(1)
         .await;
     assert_problem(patch, 412, "/problems/precondition-failed").await;
     // Not an entity tag at all: it matches no version either (RFC 9110).
     let garbage = t
-        .post(&path, &json!({"to": "qualified"}), &[("if-match", "v2")])
+        .sales
+        .post(&path, &json!({"to": "qualified"}))
+        .header("if-match", "v2")
         .await;
     assert_problem(garbage, 412, "/problems/precondition-failed").await;
     assert_eq!(t.stored(id).await.version, 2);
@@ -268,15 +221,13 @@ async fn note_posted_twice_with_one_key_is_one_note_and_the_same_answer(backend:
     let path = format!("/api/leads/{id}/notes");
     let note = json!({"text": "Called, asked for a demo next week."});
 
-    let first = t.post(&path, &note, &[("idempotency-key", "note-1")]).await;
+    let first = t.sales.post(&path, &note).key("note-1").await;
     assert_eq!(first.status(), 201);
     assert_eq!(first.headers()["idempotent-replayed"], "false");
     let first_body = first.text().await.unwrap();
 
     // The draft's structured-field form of the same key.
-    let second = t
-        .post(&path, &note, &[("idempotency-key", "\"note-1\"")])
-        .await;
+    let second = t.sales.post(&path, &note).key("\"note-1\"").await;
     assert_eq!(second.status(), 201);
     assert_eq!(second.headers()["idempotent-replayed"], "true");
     assert_eq!(second.headers()["content-type"], "application/json");
@@ -298,22 +249,20 @@ async fn key_misuse_is_400_or_422_and_stores_nothing(backend: Backend) {
     let path = format!("/api/leads/{id}/notes");
 
     assert_problem(
-        t.post(&path, &json!({"text": "a"}), &[]).await,
+        t.sales.post(&path, &json!({"text": "a"})).await,
         400,
         "/problems/idempotency-key-missing",
     )
     .await;
     let long = "k".repeat(256);
     assert_problem(
-        t.post(&path, &json!({"text": "a"}), &[("idempotency-key", &long)])
-            .await,
+        t.sales.post(&path, &json!({"text": "a"})).key(&long).await,
         400,
         "/problems/idempotency-key-invalid",
     )
     .await;
     assert_problem(
-        t.post(&path, &json!({"text": "a"}), &[("idempotency-key", "\"\"")])
-            .await,
+        t.sales.post(&path, &json!({"text": "a"})).key("\"\"").await,
         400,
         "/problems/idempotency-key-invalid",
     )
@@ -321,22 +270,23 @@ async fn key_misuse_is_400_or_422_and_stores_nothing(backend: Backend) {
     assert_eq!(t.notes(id).await, 0);
 
     assert_eq!(
-        t.post(&path, &json!({"text": "a"}), &[("idempotency-key", "k-1")])
+        t.sales
+            .post(&path, &json!({"text": "a"}))
+            .key("k-1")
             .await
             .status(),
         201
     );
-    let other_body = t
-        .post(&path, &json!({"text": "b"}), &[("idempotency-key", "k-1")])
-        .await;
+    let other_body = t.sales.post(&path, &json!({"text": "b"})).key("k-1").await;
     let body = assert_problem(other_body, 422, "/problems/idempotency-key-reused").await;
     assert!(body["detail"].as_str().unwrap().contains(&path));
     let other_path = t
+        .sales
         .post(
             &format!("/api/leads/{id}/transitions"),
             &json!({"to": "contacted"}),
-            &[("idempotency-key", "k-1")],
         )
+        .key("k-1")
         .await;
     assert_problem(other_path, 422, "/problems/idempotency-key-reused").await;
     assert_eq!(t.notes(id).await, 1);
@@ -344,20 +294,12 @@ async fn key_misuse_is_400_or_422_and_stores_nothing(backend: Backend) {
 
 async fn keys_are_scoped_to_the_principal(backend: Backend) {
     let t = Sales::new(backend).await;
-    let colleague = t.app.token(Role::Sales, None).await;
+    let colleague = t.app.api_as(Role::Sales, None).await;
     let id = t.lead("s-5").await;
     let path = format!("/api/leads/{id}/notes");
     let note = json!({"text": "same words"});
-    let mine = t.post(&path, &note, &[("idempotency-key", "shared")]).await;
-    let theirs = t
-        .send(
-            reqwest::Method::POST,
-            &path,
-            &note,
-            &[("idempotency-key", "shared")],
-            &colleague,
-        )
-        .await;
+    let mine = t.sales.post(&path, &note).key("shared").await;
+    let theirs = colleague.post(&path, &note).key("shared").await;
     assert_eq!(mine.headers()["idempotent-replayed"], "false");
     assert_eq!(theirs.headers()["idempotent-replayed"], "false");
     assert_eq!(t.notes(id).await, 2);
@@ -369,17 +311,16 @@ async fn stored_errors_replay_but_validation_errors_free_the_key(backend: Backen
     let path = format!("/api/leads/{id}/transitions");
 
     let illegal = json!({"to": "qualified"});
-    let first = t.post(&path, &illegal, &[("idempotency-key", "t-1")]).await;
+    let first = t.sales.post(&path, &illegal).key("t-1").await;
     assert_eq!(first.headers()["idempotent-replayed"], "false");
     assert_problem(first, 409, "/problems/illegal-transition").await;
-    let replay = t.post(&path, &illegal, &[("idempotency-key", "t-1")]).await;
+    let replay = t.sales.post(&path, &illegal).key("t-1").await;
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
     assert_problem(replay, 409, "/problems/illegal-transition").await;
 
     let no_reason = json!({"to": "lost"});
     assert_problem(
-        t.post(&path, &no_reason, &[("idempotency-key", "t-2")])
-            .await,
+        t.sales.post(&path, &no_reason).key("t-2").await,
         422,
         "/problems/validation",
     )
@@ -394,11 +335,9 @@ async fn stored_errors_replay_but_validation_errors_free_the_key(backend: Backen
         "a validation failure must not keep the key"
     );
     let fixed = t
-        .post(
-            &path,
-            &json!({"to": "lost", "reason": "went elsewhere"}),
-            &[("idempotency-key", "t-2")],
-        )
+        .sales
+        .post(&path, &json!({"to": "lost", "reason": "went elsewhere"}))
+        .key("t-2")
         .await;
     assert_eq!(fixed.status(), 200);
     assert_eq!(t.stored(id).await.status, "lost");
@@ -411,7 +350,7 @@ async fn abandoned_claim_is_taken_over_after_the_lease(backend: Backend) {
     let id = t.lead("s-7").await;
     let path = format!("/api/leads/{id}/notes");
     let note = json!({"text": "after the crash"});
-    let principal = domain::auth::authenticate(&t.app.db, &t.sales)
+    let principal = domain::auth::authenticate(&t.app.db, &t.sales.token)
         .await
         .unwrap()
         .unwrap();
@@ -437,18 +376,14 @@ async fn abandoned_claim_is_taken_over_after_the_lease(backend: Backend) {
         panic!("expected a claim")
     };
 
-    let in_flight = t
-        .post(&path, &note, &[("idempotency-key", "crashed")])
-        .await;
+    let in_flight = t.sales.post(&path, &note).key("crashed").await;
     assert_eq!(in_flight.headers()["retry-after"], "1");
     assert_problem(in_flight, 409, "/problems/idempotency-key-in-flight").await;
 
     // The crashed request's claim on the key lasts a second (`retry-after:
     // 1`): the passing time is what is tested.
     tokio::time::sleep(std::time::Duration::from_millis(1_200)).await;
-    let recovered = t
-        .post(&path, &note, &[("idempotency-key", "crashed")])
-        .await;
+    let recovered = t.sales.post(&path, &note).key("crashed").await;
     assert_eq!(recovered.status(), 201);
     assert_eq!(recovered.headers()["idempotent-replayed"], "false");
     assert_eq!(t.notes(id).await, 1);
@@ -465,9 +400,7 @@ async fn abandoned_claim_is_taken_over_after_the_lease(backend: Backend) {
             .await
             .unwrap()
     );
-    let replay = t
-        .post(&path, &note, &[("idempotency-key", "crashed")])
-        .await;
+    let replay = t.sales.post(&path, &note).key("crashed").await;
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
     assert_eq!(t.notes(id).await, 1);
 }
@@ -477,23 +410,19 @@ async fn expired_keys_are_swept_and_reusable(backend: Backend) {
     let id = t.lead("s-8").await;
     let path = format!("/api/leads/{id}/notes");
     assert_eq!(
-        t.post(
-            &path,
-            &json!({"text": "one"}),
-            &[("idempotency-key", "old")]
-        )
-        .await
-        .status(),
+        t.sales
+            .post(&path, &json!({"text": "one"}))
+            .key("old")
+            .await
+            .status(),
         201
     );
     assert_eq!(
-        t.post(
-            &path,
-            &json!({"text": "two"}),
-            &[("idempotency-key", "fresh")]
-        )
-        .await
-        .status(),
+        t.sales
+            .post(&path, &json!({"text": "two"}))
+            .key("fresh")
+            .await
+            .status(),
         201
     );
     t.app
@@ -523,11 +452,9 @@ async fn expired_keys_are_swept_and_reusable(backend: Backend) {
     assert_eq!(about, [("fresh".to_owned(), format!("lead:{id}"))]);
     // Past its retention a key is new again.
     let reused = t
-        .post(
-            &path,
-            &json!({"text": "three"}),
-            &[("idempotency-key", "old")],
-        )
+        .sales
+        .post(&path, &json!({"text": "three"}))
+        .key("old")
         .await;
     assert_eq!(reused.headers()["idempotent-replayed"], "false");
     assert_eq!(t.notes(id).await, 3);
@@ -536,7 +463,7 @@ async fn expired_keys_are_swept_and_reusable(backend: Backend) {
 async fn assignment_accepts_only_active_sales_staff(backend: Backend) {
     let t = Sales::new(backend).await;
     let id = t.lead("s-9").await;
-    let owner = domain::auth::authenticate(&t.app.db, &t.sales)
+    let owner = domain::auth::authenticate(&t.app.db, &t.sales.token)
         .await
         .unwrap()
         .unwrap()
@@ -549,32 +476,32 @@ async fn assignment_accepts_only_active_sales_staff(backend: Backend) {
         .id;
     let path = format!("/api/leads/{id}");
 
-    let assigned = t.patch(&path, json!({"owner_id": owner})).await;
+    let assigned = t.sales.patch(&path, &json!({"owner_id": owner})).await;
     assert_eq!(assigned.status(), 200);
     assert_eq!(assigned.json::<Value>().await.unwrap()["owner_id"], owner);
     assert_eq!(t.events("lead.assigned").await, 1);
 
     let body = assert_problem(
-        t.patch(&path, json!({"owner_id": ops})).await,
+        t.sales.patch(&path, &json!({"owner_id": ops})).await,
         422,
         "/problems/validation",
     )
     .await;
     assert_eq!(body["errors"][0]["field"], "owner_id");
     assert_problem(
-        t.patch(&path, json!({"owner_id": 987_654})).await,
+        t.sales.patch(&path, &json!({"owner_id": 987_654})).await,
         422,
         "/problems/validation",
     )
     .await;
     assert_problem(
-        t.patch(&path, json!({"status": "qualified"})).await,
+        t.sales.patch(&path, &json!({"status": "qualified"})).await,
         422,
         "/problems/validation",
     )
     .await;
 
-    let unassigned = t.patch(&path, json!({"owner_id": null})).await;
+    let unassigned = t.sales.patch(&path, &json!({"owner_id": null})).await;
     assert_eq!(
         unassigned.json::<Value>().await.unwrap()["owner_id"],
         Value::Null
@@ -588,16 +515,8 @@ async fn assignment_accepts_only_active_sales_staff(backend: Backend) {
             "UPDATE principal SET active = false WHERE id = {owner}"
         ))
         .await;
-    let admin = t.app.token(Role::Admin, None).await;
-    let inactive = t
-        .send(
-            reqwest::Method::PATCH,
-            &path,
-            &json!({"owner_id": owner}),
-            &[],
-            &admin,
-        )
-        .await;
+    let admin = t.app.api_as(Role::Admin, None).await;
+    let inactive = admin.patch(&path, &json!({"owner_id": owner})).await;
     assert_problem(inactive, 422, "/problems/validation").await;
 }
 
@@ -605,21 +524,17 @@ async fn sales_create_manual_leads_with_a_key(backend: Backend) {
     let t = Sales::new(backend).await;
     let manual = json!({"source": "manual", "name": "Walk-in", "email": "walkin@example.com"});
     assert_problem(
-        t.app.post_lead(&t.sales, &manual).await,
+        t.sales.create_lead(&manual).await,
         400,
         "/problems/idempotency-key-missing",
     )
     .await;
 
-    let first = t
-        .post("/api/leads", &manual, &[("idempotency-key", "walk-in-1")])
-        .await;
+    let first = t.sales.post("/api/leads", &manual).key("walk-in-1").await;
     assert_eq!(first.status(), 201);
     let first: Value = first.json().await.unwrap();
     assert!(first["source_ref"].as_str().unwrap().starts_with("man_"));
-    let again = t
-        .post("/api/leads", &manual, &[("idempotency-key", "walk-in-1")])
-        .await;
+    let again = t.sales.post("/api/leads", &manual).key("walk-in-1").await;
     assert_eq!(again.status(), 201);
     assert_eq!(again.headers()["idempotent-replayed"], "true");
     assert_eq!(again.json::<Value>().await.unwrap()["id"], first["id"]);
@@ -627,8 +542,7 @@ async fn sales_create_manual_leads_with_a_key(backend: Backend) {
 
     let other_source = json!({"source": "webform", "source_ref": "x"});
     assert_problem(
-        t.post("/api/leads", &other_source, &[("idempotency-key", "k")])
-            .await,
+        t.sales.post("/api/leads", &other_source).key("k").await,
         403,
         "/problems/forbidden",
     )
@@ -640,21 +554,13 @@ async fn lists_filter_and_timeline_is_newest_first(backend: Backend) {
     let a = t.lead("alpha").await;
     let b = t.lead("beta").await;
     let c = t.lead("gamma").await;
-    assert_eq!(t.move_to(b, "contacted", None).await.status(), 200);
-    let me = domain::auth::authenticate(&t.app.db, &t.sales)
+    assert_eq!(t.sales.move_lead(b, "contacted", None).await.status(), 200);
+    let me = domain::auth::authenticate(&t.app.db, &t.sales.token)
         .await
         .unwrap()
         .unwrap()
         .id;
-    let assign = t
-        .send(
-            reqwest::Method::PATCH,
-            &format!("/api/leads/{c}"),
-            &json!({"owner_id": me}),
-            &[],
-            &t.sales,
-        )
-        .await;
+    let assign = t.sales.patch_lead(c, &json!({"owner_id": me})).await;
     assert_eq!(assign.status(), 200);
 
     let ids = |page: Value| -> Vec<i64> {
@@ -687,7 +593,7 @@ async fn lists_filter_and_timeline_is_newest_first(backend: Backend) {
         "?cursor=zzz",
         "?limit=-1",
     ] {
-        let response = t.app.get(&t.sales, &format!("/api/leads{bad}")).await;
+        let response = t.sales.get(&format!("/api/leads{bad}")).await;
         assert_problem(response, 422, "/problems/validation").await;
     }
 
@@ -695,15 +601,17 @@ async fn lists_filter_and_timeline_is_newest_first(backend: Backend) {
     for (i, text) in ["first", "second", "third"].iter().enumerate() {
         let key = format!("n-{i}");
         assert_eq!(
-            t.post(&path, &json!({"text": text}), &[("idempotency-key", &key)])
+            t.sales
+                .post(&path, &json!({"text": text}))
+                .key(&key)
                 .await
                 .status(),
             201
         );
     }
     let timeline: Value = t
-        .app
-        .get(&t.sales, &format!("/api/leads/{b}/activities?limit=2"))
+        .sales
+        .lead_activities(b, "?limit=2")
         .await
         .json()
         .await
@@ -717,11 +625,8 @@ async fn lists_filter_and_timeline_is_newest_first(backend: Backend) {
     assert_eq!(kinds, ["third", "second"]);
     let cursor = timeline["next_cursor"].as_str().unwrap();
     let rest: Value = t
-        .app
-        .get(
-            &t.sales,
-            &format!("/api/leads/{b}/activities?limit=10&cursor={cursor}"),
-        )
+        .sales
+        .lead_activities(b, &format!("?limit=10&cursor={cursor}"))
         .await
         .json()
         .await
@@ -735,7 +640,7 @@ async fn lists_filter_and_timeline_is_newest_first(backend: Backend) {
     assert_eq!(kinds, ["note", "status_changed", "ingest"]);
     assert!(rest["next_cursor"].is_null());
     assert_problem(
-        t.app.get(&t.sales, "/api/leads/424242/activities").await,
+        t.sales.get("/api/leads/424242/activities").await,
         404,
         "/problems/not-found",
     )
@@ -748,11 +653,10 @@ async fn pagination_visits_every_lead_once_while_leads_arrive(backend: Backend) 
     for i in 0..60 {
         existing.insert(t.lead(&format!("p-{i}")).await);
     }
-    let app = &t.app;
     let writer = async {
         for i in 0..30 {
             let body = json!({"source": "webform", "source_ref": format!("late-{i}")});
-            assert_eq!(app.post_lead(&t.intake, &body).await.status(), 201);
+            assert_eq!(t.intake.create_lead(&body).await.status(), 201);
         }
     };
     let reader = async {
@@ -763,7 +667,7 @@ async fn pagination_visits_every_lead_once_while_leads_arrive(backend: Backend) 
                 Some(c) => format!("/api/leads?sort=created_at&limit=7&cursor={c}"),
                 None => "/api/leads?sort=created_at&limit=7".to_owned(),
             };
-            let page: Value = app.get(&t.sales, &query).await.json().await.unwrap();
+            let page: Value = t.sales.get(&query).await.json().await.unwrap();
             seen.extend(
                 page["data"]
                     .as_array()
@@ -799,10 +703,9 @@ async fn concurrent_requests_with_one_key_have_one_effect_on_postgres() {
     let id = t.lead("race").await;
     let path = format!("/api/leads/{id}/notes");
     let note = json!({"text": "only once"});
-    let responses = futures::future::join_all(
-        (0..64).map(|_| t.post(&path, &note, &[("idempotency-key", "race-key")])),
-    )
-    .await;
+    let responses =
+        futures::future::join_all((0..64).map(|_| t.sales.post(&path, &note).key("race-key")))
+            .await;
     let mut executed = 0;
     let mut bodies = HashSet::new();
     for response in responses {
@@ -838,7 +741,7 @@ async fn concurrent_status_moves_serialise_on_postgres() {
     let t = Sales::new(Backend::Postgres).await;
     let id = t.lead("moves").await;
     let responses =
-        futures::future::join_all((0..8).map(|_| t.move_to(id, "contacted", None))).await;
+        futures::future::join_all((0..8).map(|_| t.sales.move_lead(id, "contacted", None))).await;
     let ok = responses.iter().filter(|r| r.status() == 200).count();
     let conflicts = responses.iter().filter(|r| r.status() == 409).count();
     assert_eq!((ok, conflicts), (1, 7));

@@ -63,33 +63,13 @@ fn cli(database_url: &str, args: &[&str], env: &[(&str, &str)], stdin: Option<&s
     child.wait_with_output().unwrap()
 }
 
-async fn source_row(app: &TestApp, name: &str) -> source::Model {
-    source::Entity::find_by_id(name.to_owned())
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
-async fn subscribe(app: &TestApp, admin: &str, url: &str, key: Option<&str>) -> reqwest::Response {
-    let mut request = app
-        .client
-        .post(app.url("/api/subscriptions"))
-        .bearer_auth(admin)
-        .json(&json!({"url": url, "event_types": ["lead.created"]}));
-    if let Some(key) = key {
-        request = request.header("idempotency-key", key);
-    }
-    request.send().await.unwrap()
-}
-
 async fn a_public_key_source_cannot_turn_github_without_new_secrets(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     let public = "whpk_6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iw=";
     let saved = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "partner", "scheme": "standard-webhooks", "secrets": [public]}),
         )
         .await;
@@ -97,7 +77,8 @@ async fn a_public_key_source_cannot_turn_github_without_new_secrets(backend: Bac
 
     // The attack: switch the scheme, keep the stored (public!) key.
     let switched = app
-        .patch_source(&admin, "partner", &json!({"scheme": "github"}))
+        .api(&admin)
+        .patch_source("partner", &json!({"scheme": "github"}))
         .await;
     let problem = assert_problem(switched, 422, "/problems/validation").await;
     assert_eq!(problem["errors"][0]["field"], "secrets", "{problem}");
@@ -110,18 +91,16 @@ async fn a_public_key_source_cannot_turn_github_without_new_secrets(backend: Bac
     assert!(!message.contains(public), "{message}");
     // Given again, the public key is refused for an HMAC scheme, by its rule.
     let given = app
-        .patch_source(
-            &admin,
-            "partner",
-            &json!({"scheme": "github", "secrets": [public]}),
-        )
+        .api(&admin)
+        .patch_source("partner", &json!({"scheme": "github", "secrets": [public]}))
         .await;
     let problem = assert_problem(given, 422, "/problems/validation").await;
     let message = problem["errors"][0]["message"].as_str().unwrap();
     assert!(message.contains("ed25519"), "{message}");
     assert!(!message.contains(public), "{message}");
     let view: Value = app
-        .get(&admin, "/api/sources/partner")
+        .api(&admin)
+        .get("/api/sources/partner")
         .await
         .json()
         .await
@@ -141,8 +120,8 @@ async fn a_public_key_source_cannot_turn_github_without_new_secrets(backend: Bac
 
     // With new secrets that fit, the switch is fine.
     let fixed = app
+        .api(&admin)
         .patch_source(
-            &admin,
             "partner",
             &json!({"scheme": "github", "secrets": ["a-real-github-secret"]}),
         )
@@ -163,10 +142,8 @@ async fn hmac_schemes_refuse_ed25519_keys_and_short_secrets_naming_the_rule(back
             ("s", "at least 16 bytes"),
         ] {
             let response = app
-                .save_source(
-                    &admin,
-                    &json!({"name": "hmac", "scheme": scheme, "secrets": [secret]}),
-                )
+                .api(&admin)
+                .create_source(&json!({"name": "hmac", "scheme": scheme, "secrets": [secret]}))
                 .await;
             let problem = assert_problem(response, 422, "/problems/validation").await;
             assert_eq!(problem["errors"][0]["field"], "secrets");
@@ -186,8 +163,8 @@ async fn stored_secrets_are_sealed_and_still_verify_sign_and_authenticate(backen
     let fake = FakeSource::start(2).await.unwrap();
     fake.require_auth("authorization", "Bearer pull-value-4711");
     let saved = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "sealed", "scheme": "standard-webhooks", "secrets": [secret],
                     "pull_url": fake.pull_url, "pull_auth_header": "authorization",
                     "pull_auth_secret": "Bearer pull-value-4711"}),
@@ -195,7 +172,9 @@ async fn stored_secrets_are_sealed_and_still_verify_sign_and_authenticate(backen
         .await;
     assert_eq!(saved.status(), 201);
     let receiver = Receiver::start().await;
-    let created: Value = subscribe(&app, &admin, &receiver.url, None)
+    let created: Value = app
+        .api(&admin)
+        .create_subscription(&json!({"url": &receiver.url, "event_types": ["lead.created"]}))
         .await
         .json()
         .await
@@ -204,7 +183,7 @@ async fn stored_secrets_are_sealed_and_still_verify_sign_and_authenticate(backen
     receiver.set_secret(&sub_secret);
 
     // Read straight from the tables: nothing readable.
-    let row = source_row(&app, "sealed").await;
+    let row = app.source_row("sealed").await;
     let stored = row.secrets.to_string();
     assert!(
         !stored.contains(secret.trim_start_matches("whsec_")),
@@ -238,7 +217,7 @@ async fn stored_secrets_are_sealed_and_still_verify_sign_and_authenticate(backen
 
     // The pull still sends its auth value.
     let ops = app.token(Role::Ops, None).await;
-    let run = reconcile(&app, &ops, "sealed").await;
+    let run = app.reconcile_over_api(&ops, "sealed", None).await;
     assert_eq!(run["state"], "done", "{run}");
     assert_eq!(
         fake.requests()[0].auth.as_deref(),
@@ -285,11 +264,9 @@ async fn without_a_key_secrets_are_refused_with_503(backend: Backend) {
     .await;
     let admin = app.admin_token().await;
     let saved = app
-        .save_source(
-            &admin,
-            &json!({"name": "nokey", "scheme": "standard-webhooks",
-                    "secrets": [standard_secret(b"no-key-signing-key-01")]}),
-        )
+        .api(&admin)
+        .create_source(&json!({"name": "nokey", "scheme": "standard-webhooks",
+                    "secrets": [standard_secret(b"no-key-signing-key-01")]}))
         .await;
     let problem = assert_problem(saved, 503, "/problems/secret-key-missing").await;
     let detail = problem["detail"].as_str().unwrap();
@@ -297,7 +274,13 @@ async fn without_a_key_secrets_are_refused_with_503(backend: Backend) {
         detail.contains("LEADPIPE_SECRET_KEY") && detail.contains("LEADPIPE_INSECURE_DEV_SECRETS"),
         "{detail}"
     );
-    let subscribed = subscribe(&app, &admin, "http://127.0.0.1:9/hook", Some("k-1")).await;
+    let subscribed = app
+        .api(&admin)
+        .create_subscription(
+            &json!({"url": "http://127.0.0.1:9/hook", "event_types": ["lead.created"]}),
+        )
+        .key("k-1")
+        .await;
     assert_problem(subscribed, 503, "/problems/secret-key-missing").await;
     assert_eq!(app.count(source::Entity).await, 0);
     assert_eq!(app.count(subscription::Entity).await, 0);
@@ -308,7 +291,13 @@ async fn without_a_key_secrets_are_refused_with_503(backend: Backend) {
 async fn a_replayed_subscription_answer_is_stored_sealed(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
-    let first = subscribe(&app, &admin, "http://127.0.0.1:9/hook", Some("sub-once")).await;
+    let first = app
+        .api(&admin)
+        .create_subscription(
+            &json!({"url": "http://127.0.0.1:9/hook", "event_types": ["lead.created"]}),
+        )
+        .key("sub-once")
+        .await;
     assert_eq!(first.status(), 201);
     let first: Value = first.json().await.unwrap();
     let secret = first["secret"].as_str().unwrap().to_owned();
@@ -325,7 +314,13 @@ async fn a_replayed_subscription_answer_is_stored_sealed(backend: Backend) {
     assert!(sealed::is_sealed(&body), "{body}");
 
     // A replay answers exactly as the first time.
-    let replay = subscribe(&app, &admin, "http://127.0.0.1:9/hook", Some("sub-once")).await;
+    let replay = app
+        .api(&admin)
+        .create_subscription(
+            &json!({"url": "http://127.0.0.1:9/hook", "event_types": ["lead.created"]}),
+        )
+        .key("sub-once")
+        .await;
     assert_eq!(replay.status(), 201);
     assert_eq!(replay.headers()["idempotent-replayed"], "true");
     let replay: Value = replay.json().await.unwrap();
@@ -357,11 +352,12 @@ async fn a_pull_url_on_a_new_origin_needs_the_auth_value_again(backend: Backend)
     new_host.require_auth("authorization", "Bearer new-host-value");
     let mut first = config(&old_host.pull_url);
     first["pull_auth_secret"] = json!("Bearer old-host-only");
-    assert_eq!(app.save_source(&admin, &first).await.status(), 201);
+    assert_eq!(app.api(&admin).create_source(&first).await.status(), 201);
 
     // The careless change: a new host, no new value.
     let moved = app
-        .patch_source(&admin, "moving", &json!({"pull_url": new_host.pull_url}))
+        .api(&admin)
+        .patch_source("moving", &json!({"pull_url": new_host.pull_url}))
         .await;
     let problem = assert_problem(moved, 422, "/problems/validation").await;
     assert_eq!(
@@ -369,24 +365,32 @@ async fn a_pull_url_on_a_new_origin_needs_the_auth_value_again(backend: Backend)
         "{problem}"
     );
     let view: Value = app
-        .get(&admin, "/api/sources/moving")
+        .api(&admin)
+        .get("/api/sources/moving")
         .await
         .json()
         .await
         .unwrap();
     assert_eq!(view["pull_url"], old_host.pull_url.as_str());
-    assert_eq!(reconcile(&app, &ops, "moving").await["state"], "done");
+    assert_eq!(
+        app.reconcile_over_api(&ops, "moving", None).await["state"],
+        "done"
+    );
 
     // Moving with a value of its own is fine, and only that value goes there.
     let with_value = json!({"pull_url": new_host.pull_url,
                             "pull_auth_secret": "Bearer new-host-value"});
     assert_eq!(
-        app.patch_source(&admin, "moving", &with_value)
+        app.api(&admin)
+            .patch_source("moving", &with_value)
             .await
             .status(),
         200
     );
-    assert_eq!(reconcile(&app, &ops, "moving").await["state"], "done");
+    assert_eq!(
+        app.reconcile_over_api(&ops, "moving", None).await["state"],
+        "done"
+    );
     let sent: Vec<Option<String>> = new_host.requests().into_iter().map(|r| r.auth).collect();
     assert!(!sent.is_empty());
     assert!(
@@ -411,15 +415,20 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
     let admin = app.admin_token().await;
     let secret = standard_secret(b"rotating-signing-key-1");
     let saved = app
-        .save_source(
-            &admin,
+        .api(&admin)
+        .create_source(
             &json!({"name": "rot", "scheme": "standard-webhooks", "secrets": [secret],
                     "pull_url": "http://127.0.0.1:9/leads", "pull_auth_header": "x-api-key",
                     "pull_auth_secret": "pull-rotating-value"}),
         )
         .await;
     assert_eq!(saved.status(), 201);
-    let created: Value = subscribe(&app, &admin, "http://127.0.0.1:9/hook", Some("rot-sub"))
+    let created: Value = app
+        .api(&admin)
+        .create_subscription(
+            &json!({"url": "http://127.0.0.1:9/hook", "event_types": ["lead.created"]}),
+        )
+        .key("rot-sub")
         .await
         .json()
         .await
@@ -483,7 +492,7 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
         source.pull.unwrap().auth.unwrap().value,
         "pull-rotating-value"
     );
-    let row = source_row(&app, "rot").await;
+    let row = app.source_row("rot").await;
     assert!(row.secrets.to_string().contains("lpsec:v1:new:"));
     let mut opened = Vec::new();
     for sub in subscription::Entity::find().all(&app.db).await.unwrap() {
@@ -649,14 +658,13 @@ async fn stale_upload_spools_are_removed_and_uploads_leave_none(backend: Backend
     // Ops import for configured sources; an intake token configures `fair`.
     app.token(Role::Intake, Some("fair")).await;
     let response = app
-        .client
-        .post(app.url("/api/imports?source=fair"))
-        .bearer_auth(&ops)
-        .header("content-type", "text/csv")
-        .body("source_ref,email\n1,ada@example.com\n")
-        .send()
-        .await
-        .unwrap();
+        .api(&ops)
+        .upload_import(
+            "source=fair",
+            "text/csv",
+            "source_ref,email\n1,ada@example.com\n",
+        )
+        .await;
     assert_eq!(response.status(), 202);
     let location = response.headers()["location"].to_str().unwrap().to_owned();
     app.run_ended(&ops, &location).await;
@@ -667,19 +675,6 @@ async fn stale_upload_spools_are_removed_and_uploads_leave_none(backend: Backend
     )
     .await;
     std::fs::remove_dir_all(dir).unwrap();
-}
-
-async fn reconcile(app: &TestApp, token: &str, source: &str) -> Value {
-    let response = app
-        .client
-        .post(app.url(&format!("/api/ops/reconcile/{source}")))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 202);
-    let run: Value = response.json().await.unwrap();
-    app.reconcile_run_ended(token, &run["id"]).await
 }
 
 fn mode(path: &Path) -> u32 {
@@ -698,10 +693,8 @@ async fn the_sqlite_database_and_its_wal_are_only_readable_by_their_owner() {
     let app = TestApp::spawn(Backend::Sqlite).await;
     let intake = app.token(Role::Intake, Some("webform")).await;
     let created = app
-        .post_lead(
-            &intake,
-            &json!({"source": "webform", "source_ref": "m-1", "email": "ada@example.com"}),
-        )
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "m-1", "email": "ada@example.com"}))
         .await;
     assert_eq!(created.status(), 201);
     let db = sqlite_path(&app.database_url);
@@ -739,6 +732,8 @@ fn serve_exit(database_url: &str, env: &[(&str, &str)], patience: Duration) -> O
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    // Not an `eventually`: still running after `patience` is an outcome
+    // (it serves), so the wait runs out instead of failing.
     let deadline = std::time::Instant::now() + patience;
     while std::time::Instant::now() < deadline {
         if child.try_wait().unwrap().is_some() {
@@ -757,13 +752,11 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
     let admin = app.admin_token().await;
     let secret = standard_secret(b"keycheck-signing-key-1");
     let saved = app
-        .save_source(
-            &admin,
-            &json!({"name": "kc", "scheme": "standard-webhooks", "secrets": [secret]}),
-        )
+        .api(&admin)
+        .create_source(&json!({"name": "kc", "scheme": "standard-webhooks", "secrets": [secret]}))
         .await;
     assert_eq!(saved.status(), 201);
-    let sealed_before = source_row(&app, "kc").await.secrets;
+    let sealed_before = app.source_row("kc").await.secrets;
     let right = cli::server_key();
     let wrong = format!("test:{}", STANDARD.encode([8u8; 32]));
 
@@ -806,7 +799,7 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         "{}",
         output_text(&refused)
     );
-    assert_eq!(source_row(&app, "kc").await.secrets, sealed_before);
+    assert_eq!(app.source_row("kc").await.secrets, sealed_before);
     // So does a command that would seal a secret under it.
     let refused = cli(
         &app.database_url,
@@ -890,7 +883,7 @@ async fn a_wrong_key_is_refused_before_traffic_and_by_rotate(backend: Backend) {
         .unwrap()
         .seal(&secret, &sealed::Place::source_secrets("kc2"))
         .unwrap();
-    let mut row = source_row(&app, "kc").await;
+    let mut row = app.source_row("kc").await;
     row.name = "kc2".into();
     row.secrets = json!([foreign]);
     source::Entity::insert(source::ActiveModel::from(row))

@@ -144,11 +144,9 @@ async fn every_endpoint_answers_401_403_or_serves_as_its_roles_say(backend: Back
         ("admin", app.token(Role::Admin, None).await),
     ];
     // Something to find behind `{id}`.
-    app.post_lead(
-        &tokens[0].1,
-        &json!({"source": "webform", "source_ref": "seed"}),
-    )
-    .await;
+    app.api(&tokens[0].1)
+        .create_lead(&json!({"source": "webform", "source_ref": "seed"}))
+        .await;
     let mut wrong = Vec::new();
     for (method, path, allowed) in MATRIX {
         let url = app.url(&concrete(path));
@@ -389,6 +387,7 @@ async fn a_webhook_body_must_keep_coming_and_a_slow_steady_one_is_stored(backend
     stream.write_all(head.as_bytes()).await.unwrap();
     for piece in body.chunks(100) {
         stream.write_all(piece).await.unwrap();
+        // The steady pace is what is tested.
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let answer = read_full_answer(&mut stream).await.expect("an answer");
@@ -441,6 +440,7 @@ async fn a_chunked_body_left_unread_ends_its_connection(backend: Backend) {
                 if stream.write_all(b"1\r\n \r\n").await.is_err() {
                     break;
                 }
+                // A chunk now and then, as a stalling client sends (tested).
                 tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
         };
@@ -507,6 +507,7 @@ async fn a_later_request_head_that_trickles_ends_its_connection() {
         if sent % 4 == 0 {
             ask_promptly().await;
         }
+        // The trickle's pace is what is tested.
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
     assert!(
@@ -522,6 +523,7 @@ async fn a_later_request_head_that_trickles_ends_its_connection() {
     assert!(cut >= 1.0, "the cut connection is not counted: {cut}");
     while prompt_since.elapsed() < std::time::Duration::from_secs(14) {
         ask_promptly().await;
+        // A prompt client's pace, kept up for the time tested.
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
     }
 }
@@ -558,6 +560,7 @@ async fn a_request_in_flight_outlasts_the_next_head_deadline() {
     let started = std::time::Instant::now();
     for byte in body {
         stream.write_all(&[byte]).await.unwrap();
+        // A slow body, past the next-head limit: the pace is what is tested.
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
     assert!(started.elapsed() > api::http::kept_alive::NEXT_HEAD);

@@ -8,9 +8,9 @@
 use domain::auth::Role;
 use domain::entities::source;
 use leadpipe_tests::cli::output_text;
+use leadpipe_tests::client::Api;
 use leadpipe_tests::webhooks::{Headers, now, standard_headers, standard_secret};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
-use sea_orm::EntityTrait;
 use serde_json::{Value, json};
 
 on_both_backends!(
@@ -26,20 +26,13 @@ on_both_backends!(
 const HEX_SECRET: &str = "6f1c8e0b2d4a7c9e3f5b1d7a9c2e4f6a8b0d2c4e6f8a1b3d5c7e9f0a2b4c6d8e";
 const OTHER_HEX_SECRET: &str = "0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9";
 
-async fn row(app: &TestApp, name: &str) -> source::Model {
-    source::Entity::find_by_id(name.to_owned())
-        .one(&app.db)
-        .await
-        .unwrap()
-        .unwrap()
-}
-
 /// A source's configuration as `GET` shows it, without what a change moves
 /// anyway (`updated_at`, `version`).
 async fn config(app: &TestApp, name: &str) -> Value {
     let admin = app.admin_token().await;
     let mut view: Value = app
-        .get(&admin, &format!("/api/sources/{name}"))
+        .api(&admin)
+        .get(&format!("/api/sources/{name}"))
         .await
         .json()
         .await
@@ -113,7 +106,7 @@ fn add_partner(app: &TestApp) {
 async fn source_add_on_an_existing_name_is_refused_and_changes_nothing(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     add_partner(&app);
-    let before = row(&app, "partner").await;
+    let before = app.source_row("partner").await;
     let body = serde_json::to_vec(&json!({"type": "lead.created",
                                           "data": {"id": "p-0", "email": "grace@example.com"}}))
     .unwrap();
@@ -161,7 +154,7 @@ async fn source_add_on_an_existing_name_is_refused_and_changes_nothing(backend: 
     );
     assert_eq!(again.status.code(), Some(4), "{}", output_text(&again));
 
-    assert_eq!(row(&app, "partner").await, before);
+    assert_eq!(app.source_row("partner").await, before);
     let body = serde_json::to_vec(&json!({"type": "lead.updated",
                                           "data": {"id": "p-1", "email": "grace@example.com"}}))
     .unwrap();
@@ -267,7 +260,7 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
 async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     add_partner(&app);
-    let before = row(&app, "partner").await;
+    let before = app.source_row("partner").await;
 
     let refused = app.run_cli(
         &[
@@ -286,7 +279,7 @@ async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend)
         said.contains("secrets:") && said.contains("scheme"),
         "{said}"
     );
-    assert_eq!(row(&app, "partner").await, before);
+    assert_eq!(app.source_row("partner").await, before);
     assert!(hmac_verifies(&app, "partner", HEX_SECRET, "s-1").await);
 
     // With new secrets the scheme changes, and the fields that belong to
@@ -328,34 +321,16 @@ async fn source_update_refuses_a_scheme_change_without_secrets(backend: Backend)
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
 }
 
-async fn patch(
-    app: &TestApp,
-    token: &str,
-    name: &str,
-    if_match: Option<&str>,
-    body: &Value,
-) -> reqwest::Response {
-    let mut request = app
-        .client
-        .patch(app.url(&format!("/api/sources/{name}")))
-        .bearer_auth(token)
-        .json(body);
-    if let Some(tag) = if_match {
-        request = request.header("if-match", tag);
-    }
-    request.send().await.unwrap()
-}
-
-async fn etag_of(app: &TestApp, token: &str, name: &str) -> String {
-    let response = app.get(token, &format!("/api/sources/{name}")).await;
+async fn etag_of(admin: &Api, name: &str) -> String {
+    let response = admin.source(name).await;
     assert_eq!(response.status(), 200);
     response.headers()["etag"].to_str().unwrap().to_owned()
 }
 
 async fn create_partner_over_http(app: &TestApp, admin: &str) {
     let created = app
-        .save_source(
-            admin,
+        .api(admin)
+        .create_source(
             &json!({"name": "partner", "scheme": "hmac-sha256", "secrets": [HEX_SECRET],
                     "tolerance_secs": 600, "event_type_pointer": "/type",
                     "allowed_event_types": ["lead.created"],
@@ -371,31 +346,27 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     let admin = app.admin_token().await;
     create_partner_over_http(&app, &admin).await;
     let before = config(&app, "partner").await;
-    let tag = etag_of(&app, &admin, "partner").await;
+    let tag = etag_of(&app.api(&admin), "partner").await;
     assert_eq!(tag, "\"1\"");
 
     // Only admins change sources.
     for role in [Role::Ops, Role::Sales] {
         let token = app.token(role, None).await;
-        let response = patch(
-            &app,
-            &token,
-            "partner",
-            None,
-            &json!({"tolerance_secs": 60}),
-        )
-        .await;
+        let response = app
+            .api(&token)
+            .patch_source("partner", &json!({"tolerance_secs": 60}))
+            .await;
         assert_problem(response, 403, "/problems/forbidden").await;
     }
 
-    let response = patch(
-        &app,
-        &admin,
-        "partner",
-        Some(&tag),
-        &json!({"record_pointer": "/lead", "signature_header": "x-partner-signature"}),
-    )
-    .await;
+    let response = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"record_pointer": "/lead", "signature_header": "x-partner-signature"}),
+        )
+        .header("if-match", &tag)
+        .await;
     assert_eq!(response.status(), 200);
     let new_tag = response.headers()["etag"].to_str().unwrap().to_owned();
     assert_eq!(new_tag, "\"2\"");
@@ -408,17 +379,14 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     expected["record_pointer"] = json!("/lead");
     expected["signature_header"] = json!("x-partner-signature");
     assert_eq!(config(&app, "partner").await, expected);
-    assert_eq!(etag_of(&app, &admin, "partner").await, new_tag);
+    assert_eq!(etag_of(&app.api(&admin), "partner").await, new_tag);
 
     // The stale tag is 412 and changes nothing.
-    let stale = patch(
-        &app,
-        &admin,
-        "partner",
-        Some(&tag),
-        &json!({"record_pointer": "/data"}),
-    )
-    .await;
+    let stale = app
+        .api(&admin)
+        .patch_source("partner", &json!({"record_pointer": "/data"}))
+        .header("if-match", &tag)
+        .await;
     assert_problem(stale, 412, "/problems/precondition-failed").await;
     assert_eq!(config(&app, "partner").await, expected);
 
@@ -433,14 +401,14 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
 
     // `null` puts a field back to its default; `pull_url: null` turns
     // reconcile off with everything that belongs to it.
-    let response = patch(
-        &app,
-        &admin,
-        "partner",
-        Some(&new_tag),
-        &json!({"signature_header": null, "pull_url": null}),
-    )
-    .await;
+    let response = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"signature_header": null, "pull_url": null}),
+        )
+        .header("if-match", &new_tag)
+        .await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     expected["signature_header"] = Value::Null;
     expected["pull_url"] = Value::Null;
@@ -448,17 +416,13 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     expected["pull_auth_configured"] = json!(false);
     expected["cron"] = Value::Null;
     assert_eq!(config(&app, "partner").await, expected);
-    assert!(row(&app, "partner").await.pull_auth_secret.is_none());
+    assert!(app.source_row("partner").await.pull_auth_secret.is_none());
 
     // The secrets alone, without If-Match.
-    let response = patch(
-        &app,
-        &admin,
-        "partner",
-        None,
-        &json!({"secrets": [OTHER_HEX_SECRET]}),
-    )
-    .await;
+    let response = app
+        .api(&admin)
+        .patch_source("partner", &json!({"secrets": [OTHER_HEX_SECRET]}))
+        .await;
     assert_eq!(response.status(), 200);
     assert!(!response.text().await.unwrap().contains(OTHER_HEX_SECRET));
     assert_eq!(config(&app, "partner").await, expected);
@@ -473,15 +437,25 @@ async fn patch_changes_only_the_fields_given_under_if_match(backend: Backend) {
     }
 
     // An empty change changes nothing, not even the version.
-    let tag = etag_of(&app, &admin, "partner").await;
-    let response = patch(&app, &admin, "partner", Some(&tag), &json!({})).await;
+    let tag = etag_of(&app.api(&admin), "partner").await;
+    let response = app
+        .api(&admin)
+        .patch_source("partner", &json!({}))
+        .header("if-match", &tag)
+        .await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["etag"].to_str().unwrap(), tag);
 
     // The name is the path's; unknown fields and names are refused.
-    let renamed = patch(&app, &admin, "partner", None, &json!({"name": "other"})).await;
+    let renamed = app
+        .api(&admin)
+        .patch_source("partner", &json!({"name": "other"}))
+        .await;
     assert_problem(renamed, 422, "/problems/validation").await;
-    let unknown = patch(&app, &admin, "nobody", None, &json!({"tolerance_secs": 60})).await;
+    let unknown = app
+        .api(&admin)
+        .patch_source("nobody", &json!({"tolerance_secs": 60}))
+        .await;
     assert_problem(unknown, 404, "/problems/not-found").await;
     assert_eq!(app.count(source::Entity).await, 1);
 }
@@ -490,16 +464,15 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     create_partner_over_http(&app, &admin).await;
-    let before = row(&app, "partner").await;
+    let before = app.source_row("partner").await;
 
-    let refused = patch(
-        &app,
-        &admin,
-        "partner",
-        None,
-        &json!({"scheme": "standard-webhooks", "record_pointer": "/lead"}),
-    )
-    .await;
+    let refused = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"scheme": "standard-webhooks", "record_pointer": "/lead"}),
+        )
+        .await;
     let problem = assert_problem(refused, 422, "/problems/validation").await;
     assert_eq!(problem["errors"][0]["field"], "secrets", "{problem}");
     assert!(
@@ -510,28 +483,26 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
         "{problem}"
     );
     assert!(!problem.to_string().contains(HEX_SECRET));
-    assert_eq!(row(&app, "partner").await, before);
+    assert_eq!(app.source_row("partner").await, before);
 
     // Naming the same scheme is no change of scheme.
-    let same = patch(
-        &app,
-        &admin,
-        "partner",
-        None,
-        &json!({"scheme": "hmac-sha256", "tolerance_secs": 60}),
-    )
-    .await;
+    let same = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"scheme": "hmac-sha256", "tolerance_secs": 60}),
+        )
+        .await;
     assert_eq!(same.status(), 200, "{}", same.text().await.unwrap());
 
     // New secrets that do not fit the new scheme name the rule, not the secret.
-    let unfit = patch(
-        &app,
-        &admin,
-        "partner",
-        None,
-        &json!({"scheme": "standard-webhooks", "secrets": ["whsec_%%%not-base64%%%"]}),
-    )
-    .await;
+    let unfit = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"scheme": "standard-webhooks", "secrets": ["whsec_%%%not-base64%%%"]}),
+        )
+        .await;
     let problem = assert_problem(unfit, 422, "/problems/validation").await;
     assert_eq!(problem["errors"][0]["field"], "secrets", "{problem}");
     assert!(!problem.to_string().contains("%%%not-base64%%%"));
@@ -542,13 +513,11 @@ async fn post_on_an_existing_name_is_409(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let admin = app.admin_token().await;
     create_partner_over_http(&app, &admin).await;
-    let before = row(&app, "partner").await;
+    let before = app.source_row("partner").await;
     let replaced = app
-        .save_source(
-            &admin,
-            &json!({"name": "partner", "scheme": "standard-webhooks",
-                    "secrets": [standard_secret(b"another-signing-key-1")]}),
-        )
+        .api(&admin)
+        .create_source(&json!({"name": "partner", "scheme": "standard-webhooks",
+                    "secrets": [standard_secret(b"another-signing-key-1")]}))
         .await;
     let problem = assert_problem(replaced, 409, "/problems/conflict").await;
     assert!(
@@ -558,6 +527,6 @@ async fn post_on_an_existing_name_is_409(backend: Backend) {
             .contains("PATCH /api/sources/partner"),
         "{problem}"
     );
-    assert_eq!(row(&app, "partner").await, before);
+    assert_eq!(app.source_row("partner").await, before);
     assert!(hmac_verifies(&app, "partner", HEX_SECRET, "c-1").await);
 }

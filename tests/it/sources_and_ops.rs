@@ -32,11 +32,12 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
 
     // Only admins create sources.
     for token in [&sales, &ops, &intake] {
-        let response = app.save_source(token, &source_body("webform")).await;
+        let response = app.api(token).create_source(&source_body("webform")).await;
         assert_problem(response, 403, "/problems/forbidden").await;
     }
     assert_eq!(
-        app.save_source(&admin, &source_body("webform"))
+        app.api(&admin)
+            .create_source(&source_body("webform"))
             .await
             .status(),
         201
@@ -50,13 +51,16 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
         "/api/ops/inbox/1",
     ] {
         for token in [&sales, &intake] {
-            assert_problem(app.get(token, path).await, 403, "/problems/forbidden").await;
+            assert_problem(app.api(token).get(path).await, 403, "/problems/forbidden").await;
         }
     }
     for token in [&ops, &admin] {
-        assert_eq!(app.get(token, "/api/sources").await.status(), 200);
-        assert_eq!(app.get(token, "/api/sources/webform").await.status(), 200);
-        assert_eq!(app.get(token, "/api/ops/inbox").await.status(), 200);
+        assert_eq!(app.api(token).get("/api/sources").await.status(), 200);
+        assert_eq!(
+            app.api(token).get("/api/sources/webform").await.status(),
+            200
+        );
+        assert_eq!(app.api(token).get("/api/ops/inbox").await.status(), 200);
     }
     for (path, body) in [
         ("/api/ops/inbox/1/retry", json!({})),
@@ -66,7 +70,7 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
         ),
     ] {
         assert_problem(
-            app.post_json(&sales, path, &body).await,
+            app.api(&sales).post(path, &body).await,
             403,
             "/problems/forbidden",
         )
@@ -81,13 +85,13 @@ async fn roles_decide_who_may_manage_sources_and_the_inbox(backend: Backend) {
         .unwrap();
     assert_problem(anonymous, 401, "/problems/unauthorized").await;
     assert_problem(
-        app.get(&ops, "/api/sources/nope").await,
+        app.api(&ops).get("/api/sources/nope").await,
         404,
         "/problems/not-found",
     )
     .await;
     assert_problem(
-        app.get(&ops, "/api/ops/inbox/999").await,
+        app.api(&ops).get("/api/ops/inbox/999").await,
         404,
         "/problems/not-found",
     )
@@ -101,22 +105,30 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
     let secret_b64 = secret.trim_start_matches("whsec_").to_owned();
     let mut seen = Vec::new();
 
-    let created = app.save_source(&admin, &source_body("webform")).await;
+    let created = app.api(&admin).create_source(&source_body("webform")).await;
     assert_eq!(created.status(), 201);
     assert_eq!(created.headers()["location"], "/api/sources/webform");
     seen.push(created.text().await.unwrap());
     let updated = app
+        .api(&admin)
         .patch_source(
-            &admin,
             "webform",
             &json!({"secrets": [secret.clone(), standard_secret(b"second-key-0000002")]}),
         )
         .await;
     assert_eq!(updated.status(), 200);
     seen.push(updated.text().await.unwrap());
-    seen.push(app.get(&admin, "/api/sources").await.text().await.unwrap());
     seen.push(
-        app.get(&admin, "/api/sources/webform")
+        app.api(&admin)
+            .get("/api/sources")
+            .await
+            .text()
+            .await
+            .unwrap(),
+    );
+    seen.push(
+        app.api(&admin)
+            .get("/api/sources/webform")
             .await
             .text()
             .await
@@ -132,7 +144,7 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
         .unwrap();
     seen.push(ack.to_string());
     let path = format!("/api/ops/inbox/{}", ack["id"]);
-    let detail = app.get(&admin, &path).await.text().await.unwrap();
+    let detail = app.api(&admin).get(&path).await.text().await.unwrap();
     assert!(
         detail.contains("webhook-timestamp"),
         "headers are shown: {detail}"
@@ -140,7 +152,8 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
     assert!(!detail.contains("webhook-signature"), "{detail}");
     seen.push(detail);
     seen.push(
-        app.get(&admin, "/api/ops/inbox")
+        app.api(&admin)
+            .get("/api/ops/inbox")
             .await
             .text()
             .await
@@ -148,8 +161,7 @@ async fn secrets_never_appear_in_any_response(backend: Backend) {
     );
     // A validation error must not echo the secret it rejects.
     let rejected = app
-        .save_source(
-            &admin,
+        .api(&admin).create_source(
             &json!({"name": "other", "scheme": "standard-webhooks", "secrets": ["whsec_%%%secret%%%"]}),
         )
         .await;
@@ -192,7 +204,7 @@ async fn invalid_source_configuration_is_422_with_fields(backend: Backend) {
     ];
     for (body, fields) in cases {
         let problem = assert_problem(
-            app.save_source(&admin, &body).await,
+            app.api(&admin).create_source(&body).await,
             422,
             "/problems/validation",
         )
@@ -207,14 +219,14 @@ async fn invalid_source_configuration_is_422_with_fields(backend: Backend) {
         assert_eq!(got, fields, "{body}");
     }
     let unknown = app
-        .save_source(
-            &admin,
+        .api(&admin).create_source(
             &json!({"name": "ok", "scheme": "github", "secrets": ["sixteen-byte-key"], "record_ponter": "/x"}),
         )
         .await;
     assert_problem(unknown, 422, "/problems/validation").await;
     assert_eq!(
-        app.get(&admin, "/api/sources")
+        app.api(&admin)
+            .get("/api/sources")
             .await
             .json::<Value>()
             .await
@@ -228,7 +240,10 @@ async fn seed_inbox(app: &TestApp) -> Vec<i64> {
     let admin = app.admin_token().await;
     for name in ["webform", "ads"] {
         assert_eq!(
-            app.save_source(&admin, &source_body(name)).await.status(),
+            app.api(&admin)
+                .create_source(&source_body(name))
+                .await
+                .status(),
             201
         );
     }
@@ -264,7 +279,7 @@ async fn inbox_list_filters_and_pages(backend: Backend) {
         let app = &app;
         let ops = ops.clone();
         async move {
-            let response = app.get(&ops, &format!("/api/ops/inbox{query}")).await;
+            let response = app.api(&ops).get(&format!("/api/ops/inbox{query}")).await;
             assert_eq!(response.status(), 200);
             response.json::<Value>().await.unwrap()
         }
@@ -310,7 +325,7 @@ async fn inbox_list_filters_and_pages(backend: Backend) {
 
     for bad in ["?state=lost", "?limit=x", "?cursor=abc"] {
         assert_problem(
-            app.get(&ops, &format!("/api/ops/inbox{bad}")).await,
+            app.api(&ops).get(&format!("/api/ops/inbox{bad}")).await,
             422,
             "/problems/validation",
         )
@@ -318,7 +333,8 @@ async fn inbox_list_filters_and_pages(backend: Backend) {
     }
 
     let detail: Value = app
-        .get(&ops, &format!("/api/ops/inbox/{}", ids[0]))
+        .api(&ops)
+        .get(&format!("/api/ops/inbox/{}", ids[0]))
         .await
         .json()
         .await
@@ -335,11 +351,8 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
     let ops = app.token(Role::Ops, None).await;
 
     let dry = app
-        .post_json(
-            &ops,
-            "/api/ops/inbox/retry",
-            &json!({"state": "dead", "dry_run": true}),
-        )
+        .api(&ops)
+        .retry_inbox_events(&json!({"state": "dead", "dry_run": true}))
         .await;
     assert_eq!(dry.status(), 200);
     assert_eq!(
@@ -359,29 +372,18 @@ async fn bulk_retry_counts_on_dry_run_and_retries_the_same_events(backend: Backe
         json!({"state": "nope"}),
         json!({"state": "processed"}),
     ] {
-        let response = app.post_json(&ops, "/api/ops/inbox/retry", &body).await;
+        let response = app.api(&ops).retry_inbox_events(&body).await;
         assert_problem(response, 422, "/problems/validation").await;
     }
     // An event already waiting cannot be retried on its own either.
-    let response = app
-        .post_json(
-            &ops,
-            &format!("/api/ops/inbox/{}/retry", ids[0]),
-            &json!({}),
-        )
-        .await;
+    let response = app.api(&ops).retry_inbox_event(ids[0]).await;
     assert_problem(response, 409, "/problems/conflict").await;
-    let response = app
-        .post_json(&ops, "/api/ops/inbox/999/retry", &json!({}))
-        .await;
+    let response = app.api(&ops).retry_inbox_event(999).await;
     assert_problem(response, 404, "/problems/not-found").await;
 
     let real = app
-        .post_json(
-            &ops,
-            "/api/ops/inbox/retry",
-            &json!({"state": "dead", "source": "webform"}),
-        )
+        .api(&ops)
+        .retry_inbox_events(&json!({"state": "dead", "source": "webform"}))
         .await;
     assert_eq!(
         real.json::<Value>().await.unwrap(),

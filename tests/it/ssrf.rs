@@ -68,11 +68,6 @@ fn port_of(url: &str) -> u16 {
     reqwest::Url::parse(url).unwrap().port().unwrap()
 }
 
-async fn lead(app: &TestApp, intake: &str, source_ref: &str) {
-    let body = json!({"source": "webform", "source_ref": source_ref, "name": "x"});
-    assert!(app.post_lead(intake, &body).await.status().is_success());
-}
-
 async fn is_dead(app: &TestApp) -> bool {
     let all = outbox_delivery::Entity::find().all(&app.db).await.unwrap();
     all.len() == 1 && all[0].state == "dead"
@@ -90,7 +85,8 @@ async fn literal_internal_addresses_are_refused_as_subscription_and_pull_urls(ba
     app.standard_source("puller").await;
     for url in LITERAL_BYPASSES {
         let problem = assert_problem(
-            app.create_subscription(&admin, &json!({"url": url, "event_types": []}))
+            app.api(&admin)
+                .create_subscription(&json!({"url": url, "event_types": []}))
                 .await,
             422,
             "/problems/validation",
@@ -101,8 +97,8 @@ async fn literal_internal_addresses_are_refused_as_subscription_and_pull_urls(ba
         assert!(detail.contains("internal address"), "{url}: {problem}");
 
         let saved = app
-            .save_source(
-                &admin,
+            .api(&admin)
+            .create_source(
                 &json!({"name": "puller", "scheme": "standard-webhooks", "pull_url": url}),
             )
             .await;
@@ -114,7 +110,8 @@ async fn literal_internal_addresses_are_refused_as_subscription_and_pull_urls(ba
     }
     assert_eq!(app.count(outbox_delivery::Entity).await, 0);
     let subscriptions: Value = app
-        .get(&admin, "/api/subscriptions")
+        .api(&admin)
+        .get("/api/subscriptions")
         .await
         .json()
         .await
@@ -129,12 +126,13 @@ async fn a_subscriber_name_rebinding_to_loopback_is_never_connected(backend: Bac
     let receiver = Receiver::start().await;
     let url = format!("http://rebind.test:{}/hook", port_of(&receiver.url));
     assert_eq!(
-        app.create_subscription(&admin, &json!({"url": &url, "event_types": []}))
+        app.api(&admin)
+            .create_subscription(&json!({"url": &url, "event_types": []}))
             .await
             .status(),
         201
     );
-    lead(&app, &intake, "rebind-1").await;
+    app.api(&intake).webform_lead("rebind-1", "x").await;
 
     let lookups = Arc::new(AtomicUsize::new(0));
     let publisher = Publisher::new(
@@ -181,7 +179,8 @@ async fn a_pull_host_rebinding_to_loopback_is_never_connected(backend: Backend) 
     app.standard_source("rebinder").await;
     let pull_url = format!("http://rebind.test:{}/leads", port_of(&fake.pull_url));
     let saved = app
-        .patch_source(&admin, "rebinder", &json!({"pull_url": pull_url}))
+        .api(&admin)
+        .patch_source("rebinder", &json!({"pull_url": pull_url}))
         .await;
     assert_eq!(saved.status(), 200, "{}", saved.text().await.unwrap());
 
@@ -253,12 +252,13 @@ async fn a_huge_error_body_is_not_read_whole(backend: Backend) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let (url, finished, wrote_all) = huge_body_receiver().await;
     assert_eq!(
-        app.create_subscription(&admin, &json!({"url": &url, "event_types": []}))
+        app.api(&admin)
+            .create_subscription(&json!({"url": &url, "event_types": []}))
             .await
             .status(),
         201
     );
-    lead(&app, &intake, "huge-1").await;
+    app.api(&intake).webform_lead("huge-1", "x").await;
     let publisher = Publisher::new(
         app.db.clone(),
         PublisherSettings {

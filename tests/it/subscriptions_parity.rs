@@ -10,6 +10,7 @@ use std::time::Duration;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use domain::auth::Role;
 use domain::entities::{idempotency_key, outbox_delivery};
+use leadpipe_tests::client::{Answer, Api};
 use leadpipe_tests::publishing::{self, publish_until};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -91,17 +92,9 @@ impl LibraryReceiver {
     }
 }
 
-/// The tests' publisher, opening secrets with `keyring`.
-fn publisher(app: &TestApp, keyring: domain::sealed::Keyring) -> Publisher {
-    app.publisher(PublisherSettings {
-        keyring,
-        ..publishing::settings()
-    })
-}
-
 struct Parity {
     app: TestApp,
-    admin: String,
+    admin: Api,
     receiver: LibraryReceiver,
     url: String,
     publisher: Publisher,
@@ -110,9 +103,9 @@ struct Parity {
 impl Parity {
     async fn new(backend: Backend) -> Self {
         let app = TestApp::spawn(backend).await;
-        let admin = app.token(Role::Admin, None).await;
+        let admin = app.api_as(Role::Admin, None).await;
         let (receiver, url) = LibraryReceiver::start().await;
-        let publisher = publisher(&app, domain::sealed::Keyring::for_tests());
+        let publisher = app.publisher(publishing::settings());
         Self {
             app,
             admin,
@@ -122,48 +115,15 @@ impl Parity {
         }
     }
 
-    async fn send(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> reqwest::Response {
-        let mut request = self
-            .app
-            .client
-            .request(method, self.app.url(path))
-            .bearer_auth(&self.admin);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        request.send().await.unwrap()
-    }
-
     /// Subscribes the receiver; returns the id, the receiver knows the secret.
     async fn subscribe(&self, event_types: Value) -> i64 {
-        let response = self
-            .send(
-                reqwest::Method::POST,
-                "/api/subscriptions",
-                Some(json!({"url": self.url, "event_types": event_types})),
-            )
-            .await;
-        assert_eq!(response.status(), 201);
-        let body: Value = response.json().await.unwrap();
-        self.receiver.know(body["secret"].as_str().unwrap());
-        body["id"].as_i64().unwrap()
+        let created = self.admin.new_subscription(&self.url, event_types).await;
+        self.receiver.know(created["secret"].as_str().unwrap());
+        created["id"].as_i64().unwrap()
     }
 
     async fn rotate(&self, id: i64, body: Value) -> Value {
-        let response = self
-            .send(
-                reqwest::Method::POST,
-                &format!("/api/subscriptions/{id}/rotate-secret"),
-                Some(body),
-            )
-            .await;
-        assert_eq!(response.status(), 200);
-        let body: Value = response.json().await.unwrap();
+        let body = self.admin.rotate_secret(id, &body).await.expect(200).await;
         let secret = body["secret"].as_str().unwrap();
         assert!(secret.starts_with("whsec_"), "{body}");
         self.receiver.know(secret);
@@ -172,15 +132,8 @@ impl Parity {
 
     /// A lead change, so one `lead.created` event goes out.
     async fn event(&self, source_ref: &str) {
-        let intake = self.app.token(Role::Intake, Some("webform")).await;
-        let body = json!({"source": "webform", "source_ref": source_ref, "name": "x"});
-        assert!(
-            self.app
-                .post_lead(&intake, &body)
-                .await
-                .status()
-                .is_success()
-        );
+        let intake = self.app.api_as(Role::Intake, Some("webform")).await;
+        intake.webform_lead(source_ref, "x").await;
     }
 
     /// Publishes until the receiver holds `n` deliveries; returns the last.
@@ -213,25 +166,22 @@ on_both_backends!(
 async fn patch_honours_if_match(backend: Backend) {
     let t = Parity::new(backend).await;
     let id = t.subscribe(json!([])).await;
-    let patch = |if_match: &'static str, description: &'static str| {
-        t.app
-            .client
-            .patch(t.app.url(&format!("/api/subscriptions/{id}")))
-            .bearer_auth(&t.admin)
-            .header("If-Match", if_match)
-            .json(&json!({"description": description}))
-            .send()
+    let patch = |version: i64, description: &'static str| {
+        t.admin
+            .patch_subscription(id, &json!({"description": description}))
+            .if_match(version)
     };
-    let first = patch("\"1\"", "one").await.unwrap();
+    let first = patch(1, "one").await;
     assert_eq!(first.status(), 200);
     assert_eq!(first.headers()["etag"], "\"2\"");
     let body: Value = first.json().await.unwrap();
     assert_eq!(body["version"], 2);
-    let stale = patch("\"1\"", "two").await.unwrap();
+    let stale = patch(1, "two").await;
     let problem = assert_problem(stale, 412, "/problems/precondition-failed").await;
     assert_eq!(problem["current_version"], 2);
     let list: Value = t
-        .send(reqwest::Method::GET, "/api/subscriptions", None)
+        .admin
+        .get("/api/subscriptions")
         .await
         .json()
         .await
@@ -261,7 +211,10 @@ async fn a_new_sealing_key_reseals_the_previous_secret_too(backend: Backend) {
         .await
         .unwrap();
     let new_only = domain::sealed::Keyring::parse(&key("new", 2), false).unwrap();
-    t.publisher = publisher(&t.app, new_only);
+    t.publisher = t.app.publisher(PublisherSettings {
+        keyring: new_only,
+        ..publishing::settings()
+    });
     t.event("k-1").await;
     let delivery = t.delivered(1).await;
     assert_eq!(delivery.signatures, 2);
@@ -275,17 +228,10 @@ async fn a_new_sealing_key_reseals_the_previous_secret_too(backend: Backend) {
 async fn concurrent_rotations_never_lose_a_secret_they_returned(backend: Backend) {
     let t = Parity::new(backend).await;
     let id = t.subscribe(json!(["lead.created"])).await;
-    let rotate = || {
-        t.app
-            .client
-            .post(t.app.url(&format!("/api/subscriptions/{id}/rotate-secret")))
-            .bearer_auth(&t.admin)
-            .json(&json!({}))
-            .send()
-    };
+    let rotate = || t.admin.rotate_secret(id, &json!({}));
     let (a, b) = tokio::join!(rotate(), rotate());
     let mut issued = Vec::new();
-    for response in [a.unwrap(), b.unwrap()] {
+    for response in [a, b] {
         match response.status().as_u16() {
             200 => {
                 let body: Value = response.json().await.unwrap();
@@ -318,14 +264,8 @@ async fn stats_and_metrics_show_success_rate_and_latency_per_subscription(backen
     t.event("s-1").await;
     t.delivered(1).await;
 
-    let ops = t.app.token(Role::Ops, None).await;
-    let stats: Value = t
-        .app
-        .get(&ops, "/api/ops/stats")
-        .await
-        .json()
-        .await
-        .unwrap();
+    let ops = t.app.api_as(Role::Ops, None).await;
+    let stats: Value = ops.get("/api/ops/stats").await.json().await.unwrap();
     let mine = stats["subscriptions"]
         .as_array()
         .unwrap()
@@ -409,37 +349,20 @@ async fn rotation_signs_with_both_secrets_during_the_overlap_only(backend: Backe
     );
 
     let bad = t
-        .send(
-            reqwest::Method::POST,
-            &format!("/api/subscriptions/{id}/rotate-secret"),
-            Some(json!({"overlap_seconds": 864_000})),
-        )
+        .admin
+        .rotate_secret(id, &json!({"overlap_seconds": 864_000}))
         .await;
     assert_problem(bad, 422, "/problems/validation").await;
-    let missing = t
-        .send(
-            reqwest::Method::POST,
-            "/api/subscriptions/999999/rotate-secret",
-            Some(json!({})),
-        )
-        .await;
+    let missing = t.admin.rotate_secret(999_999, &json!({})).await;
     assert_problem(missing, 404, "/problems/not-found").await;
 }
 
 async fn rotated_secret_is_sealed_in_the_idempotent_replay(backend: Backend) {
     let t = Parity::new(backend).await;
     let id = t.subscribe(json!([])).await;
-    let rotate = || {
-        t.app
-            .client
-            .post(t.app.url(&format!("/api/subscriptions/{id}/rotate-secret")))
-            .bearer_auth(&t.admin)
-            .header("Idempotency-Key", "rotate-once")
-            .json(&json!({}))
-            .send()
-    };
-    let first: Value = rotate().await.unwrap().json().await.unwrap();
-    let replay: Value = rotate().await.unwrap().json().await.unwrap();
+    let rotate = || t.admin.rotate_secret(id, &json!({})).key("rotate-once");
+    let first: Value = rotate().await.json().await.unwrap();
+    let replay: Value = rotate().await.json().await.unwrap();
     assert_eq!(
         first["secret"], replay["secret"],
         "a replay answers the same secret"
@@ -455,9 +378,7 @@ async fn rotated_secret_is_sealed_in_the_idempotent_replay(backend: Backend) {
         !stored.contains(first["secret"].as_str().unwrap()),
         "the stored reply is sealed"
     );
-    let list = t
-        .send(reqwest::Method::GET, "/api/subscriptions", None)
-        .await;
+    let list = t.admin.get("/api/subscriptions").await;
     let list = list.text().await.unwrap();
     assert!(
         !list.contains("whsec_") && !list.contains("secret"),
@@ -468,33 +389,27 @@ async fn rotated_secret_is_sealed_in_the_idempotent_replay(backend: Backend) {
 async fn patch_checks_the_url_and_event_types_and_toggles_delivery(backend: Backend) {
     let t = Parity::new(backend).await;
     let id = t.subscribe(json!(["lead.created"])).await;
-    let path = format!("/api/subscriptions/{id}");
 
     for url in [
         "http://10.1.2.3/hook",
         "http://169.254.169.254/latest",
         "http://[::1]:9/x",
     ] {
-        let response = t
-            .send(reqwest::Method::PATCH, &path, Some(json!({"url": url})))
-            .await;
+        let response = t.admin.patch_subscription(id, &json!({"url": url})).await;
         let body = assert_problem(response, 422, "/problems/validation").await;
         assert_eq!(body["errors"][0]["field"], "url", "{url}");
     }
     let unknown = t
-        .send(
-            reqwest::Method::PATCH,
-            &path,
-            Some(json!({"event_types": ["lead.exploded"]})),
-        )
+        .admin
+        .patch_subscription(id, &json!({"event_types": ["lead.exploded"]}))
         .await;
     assert_problem(unknown, 422, "/problems/validation").await;
 
     let changed = t
-        .send(
-            reqwest::Method::PATCH,
-            &path,
-            Some(json!({"event_types": ["deal.stage_changed"], "description": "deals", "enabled": false})),
+        .admin
+        .patch_subscription(
+            id,
+            &json!({"event_types": ["deal.stage_changed"], "description": "deals", "enabled": false}),
         )
         .await;
     assert_eq!(changed.status(), 200);
@@ -505,17 +420,12 @@ async fn patch_checks_the_url_and_event_types_and_toggles_delivery(backend: Back
     assert_eq!(changed["url"], t.url, "left alone");
 
     // Disabled: nothing goes out; a test ping is refused.
-    let ping = t
-        .send(reqwest::Method::POST, &format!("{path}/test"), None)
-        .await;
+    let ping = t.admin.ping_subscription(id).await;
     assert_problem(ping, 409, "/problems/conflict").await;
 
     let enabled = t
-        .send(
-            reqwest::Method::PATCH,
-            &path,
-            Some(json!({"event_types": [], "enabled": true})),
-        )
+        .admin
+        .patch_subscription(id, &json!({"event_types": [], "enabled": true}))
         .await;
     let enabled: Value = enabled.json().await.unwrap();
     assert_eq!(enabled["state"], "active");
@@ -523,23 +433,14 @@ async fn patch_checks_the_url_and_event_types_and_toggles_delivery(backend: Back
     assert_eq!(t.delivered(1).await.verified, [true]);
 
     let missing = t
-        .send(
-            reqwest::Method::PATCH,
-            "/api/subscriptions/999999",
-            Some(json!({"enabled": true})),
-        )
+        .admin
+        .patch_subscription(999_999, &json!({"enabled": true}))
         .await;
     assert_problem(missing, 404, "/problems/not-found").await;
-    let sales = t.app.token(Role::Sales, None).await;
-    let forbidden = t
-        .app
-        .client
-        .patch(t.app.url(&path))
-        .bearer_auth(&sales)
-        .json(&json!({"enabled": false}))
-        .send()
-        .await
-        .unwrap();
+    let sales = t.app.api_as(Role::Sales, None).await;
+    let forbidden = sales
+        .patch_subscription(id, &json!({"enabled": false}))
+        .await;
     assert_eq!(forbidden.status(), 403);
 }
 
@@ -548,13 +449,7 @@ async fn test_ping_reaches_only_that_subscription_signed(backend: Backend) {
     let id = t.subscribe(json!(["lead.created"])).await;
     let other = t.subscribe(json!([])).await;
 
-    let response = t
-        .send(
-            reqwest::Method::POST,
-            &format!("/api/subscriptions/{id}/test"),
-            None,
-        )
-        .await;
+    let response = t.admin.ping_subscription(id).await;
     assert_eq!(response.status(), 202);
     let queued: Value = response.json().await.unwrap();
     let ping = t.delivered(1).await;
@@ -584,7 +479,7 @@ async fn test_ping_reaches_only_that_subscription_signed(backend: Backend) {
 
 async fn event_types_list_schemas_and_every_one_can_be_subscribed(backend: Backend) {
     let t = Parity::new(backend).await;
-    let response = t.send(reqwest::Method::GET, "/api/event-types", None).await;
+    let response = t.admin.get("/api/event-types").await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     let types = body["data"].as_array().unwrap();
@@ -615,11 +510,8 @@ async fn event_types_list_schemas_and_every_one_can_be_subscribed(backend: Backe
 
     let id = t.subscribe(json!(["deal.stage_changed"])).await;
     let all = t
-        .send(
-            reqwest::Method::PATCH,
-            &format!("/api/subscriptions/{id}"),
-            Some(json!({"event_types": names})),
-        )
+        .admin
+        .patch_subscription(id, &json!({"event_types": names}))
         .await;
     assert_eq!(all.status(), 200, "every listed type can be named");
 }

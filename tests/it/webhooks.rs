@@ -171,14 +171,15 @@ async fn rotated_secret_is_accepted_and_a_retired_one_is_not(backend: Backend) {
     );
     let source = |secrets: Vec<String>| json!({"name": "partner", "scheme": "standard-webhooks", "secrets": secrets});
     let created = app
-        .save_source(&admin, &source(vec![standard_secret(old)]))
+        .api(&admin)
+        .create_source(&source(vec![standard_secret(old)]))
         .await;
     assert_eq!(created.status(), 201);
 
     // Rotation, step 1: both secrets valid while the sender switches.
     let both = app
+        .api(&admin)
         .patch_source(
-            &admin,
             "partner",
             &json!({"secrets": [standard_secret(new), standard_secret(old)]}),
         )
@@ -193,11 +194,8 @@ async fn rotated_secret_is_accepted_and_a_retired_one_is_not(backend: Backend) {
 
     // Step 2: the old secret retired.
     let retired = app
-        .patch_source(
-            &admin,
-            "partner",
-            &json!({"secrets": [standard_secret(new)]}),
-        )
+        .api(&admin)
+        .patch_source("partner", &json!({"secrets": [standard_secret(new)]}))
         .await;
     assert_eq!(retired.status(), 200);
     let response = app.post_standard("partner", old, "msg_old_2", &body).await;
@@ -210,8 +208,8 @@ async fn rotated_secret_is_accepted_and_a_retired_one_is_not(backend: Backend) {
 async fn github_delivery_becomes_a_lead(backend: Backend) {
     let app = TestApp::spawn_with_workers(backend).await;
     let response = app
-        .save_source(
-            &app.admin_token().await,
+        .api(&app.admin_token().await)
+        .create_source(
             &json!({"name": "gh", "scheme": "github", "secrets": ["gh-secret-0123456789"],
                     "record_pointer": "/sender", "source_ref_pointer": "/id",
                     "name_pointer": "/login", "email_pointer": "/email",
@@ -252,8 +250,8 @@ async fn stripe_delivery_becomes_a_lead(backend: Backend) {
     let app = TestApp::spawn_with_workers(backend).await;
     let secret = "whsec_test_stripe_0123456789";
     let response = app
-        .save_source(
-            &app.admin_token().await,
+        .api(&app.admin_token().await)
+        .create_source(
             &json!({"name": "stripe", "scheme": "stripe", "secrets": [secret],
                     "record_pointer": "/data/object", "updated_at_pointer": "/created",
                     "allowed_event_types": ["customer.created", "customer.updated"]}),
@@ -288,8 +286,7 @@ async fn stripe_delivery_becomes_a_lead(backend: Backend) {
 async fn hmac_delivery_without_an_event_id_is_deduplicated_by_body_hash(backend: Backend) {
     let app = TestApp::spawn_with_workers(backend).await;
     let response = app
-        .save_source(
-            &app.admin_token().await,
+        .api(&app.admin_token().await).create_source(
             &json!({"name": "crm-sync", "scheme": "hmac-sha256", "secrets": ["shared-secret-0123456789"],
                     "signature_header": "X-Leadpipe-Signature", "record_pointer": ""}),
         )
@@ -353,12 +350,10 @@ async fn event_type_outside_the_allow_list_is_skipped_with_200(backend: Backend)
     let app = TestApp::spawn_with_workers(backend).await;
     let key = b"allow-list-key-0001";
     let response = app
-        .save_source(
-            &app.admin_token().await,
-            &json!({"name": "forms", "scheme": "standard-webhooks",
+        .api(&app.admin_token().await)
+        .create_source(&json!({"name": "forms", "scheme": "standard-webhooks",
                     "secrets": [standard_secret(key)],
-                    "allowed_event_types": ["lead.created"]}),
-        )
+                    "allowed_event_types": ["lead.created"]}))
         .await;
     assert_eq!(response.status(), 201);
 

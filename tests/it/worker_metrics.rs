@@ -6,12 +6,12 @@
 #![allow(clippy::unwrap_used)]
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use leadpipe_tests::webhooks::lead_event;
-use leadpipe_tests::{Backend, TestApp, on_both_backends};
+use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 
 on_both_backends!(a_worker_process_serves_its_own_counters_on_the_metrics_bind);
 
@@ -78,26 +78,23 @@ async fn a_worker_process_serves_its_own_counters_on_the_metrics_bind(backend: B
     app.wait_for_state(ack["id"].as_i64().unwrap(), "processed")
         .await;
     let url = format!("http://127.0.0.1:{port}/metrics");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let scrape = loop {
-        if let Ok(response) = app.client.get(&url).send().await
-            && response.status() == 200
-        {
+    let scrape = eventually(
+        &format!("the worker to serve its counters on {url}"),
+        Duration::from_secs(10),
+        async || {
+            let response = app.client.get(&url).send().await.ok()?;
+            if response.status() != 200 {
+                return None;
+            }
             let text = response.text().await.unwrap();
             // A task is counted once it has returned, just after its attempts;
             // the lead's pass follows the event's.
-            if text.contains("leadpipe_inbox_attempts_total")
-                && tasks_counted(&text, "lead_drain").is_some()
-            {
-                break text;
-            }
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the worker never served its counters on {url}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+            (text.contains("leadpipe_inbox_attempts_total")
+                && tasks_counted(&text, "lead_drain").is_some())
+            .then_some(text)
+        },
+    )
+    .await;
     assert!(
         scrape
             .lines()
@@ -134,16 +131,11 @@ async fn a_worker_process_serves_its_own_counters_on_the_metrics_bind(backend: B
             .unwrap()
             .success()
     );
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = worker.0.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the worker did not stop on SIGTERM"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = eventually(
+        "the worker to stop on SIGTERM",
+        Duration::from_secs(15),
+        async || worker.0.try_wait().unwrap(),
+    )
+    .await;
     assert!(status.success(), "the worker exited with {status}");
 }

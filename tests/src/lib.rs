@@ -10,6 +10,7 @@
 
 pub mod captured;
 pub mod cli;
+pub mod client;
 pub mod poison;
 pub mod prometheus;
 pub mod publishing;
@@ -17,7 +18,6 @@ pub mod raw_http;
 pub mod receiver;
 pub mod reconcile;
 pub mod runs;
-pub mod subscriptions;
 pub mod webhooks;
 
 use std::path::PathBuf;

@@ -26,6 +26,21 @@ pub fn settings() -> PublisherSettings {
     }
 }
 
+/// [`settings`] giving up after `max_attempts`, allowed to reach the hosts
+/// `outbound` lists (`""`: none).
+pub fn settings_with(max_attempts: u32, outbound: &str) -> PublisherSettings {
+    let settings = settings();
+    PublisherSettings {
+        retry: RetryPolicy {
+            max_attempts,
+            ..*settings.retry
+        }
+        .into(),
+        outbound: OutboundPolicy::from_list(outbound),
+        ..settings
+    }
+}
+
 impl TestApp {
     /// A publisher on this app's database.
     pub fn publisher(&self, settings: PublisherSettings) -> Publisher {

@@ -25,8 +25,8 @@ pub async fn crm_with_one_broken_email(app: &TestApp, admin: &str, records: usiz
 /// Changes source `crm` to pull from `fake` with its email read at `pointer`.
 pub async fn map_crm_email_from(app: &TestApp, admin: &str, fake: &FakeSource, pointer: &str) {
     let saved = app
+        .api(admin)
         .patch_source(
-            admin,
             "crm",
             &json!({"pull_url": fake.pull_url, "email_pointer": pointer}),
         )

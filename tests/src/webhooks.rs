@@ -156,25 +156,13 @@ impl TestApp {
         self.token(Role::Admin, None).await
     }
 
-    pub async fn save_source(&self, token: &str, body: &Value) -> reqwest::Response {
-        self.client
-            .post(self.url("/api/sources"))
-            .bearer_auth(token)
-            .json(body)
-            .send()
+    /// The stored row of source `name`; panics if there is none.
+    pub async fn source_row(&self, name: &str) -> domain::entities::source::Model {
+        domain::entities::source::Entity::find_by_id(name.to_owned())
+            .one(&self.db)
             .await
             .unwrap()
-    }
-
-    /// `PATCH /api/sources/{name}`: changes only the fields in `body`.
-    pub async fn patch_source(&self, token: &str, name: &str, body: &Value) -> reqwest::Response {
-        self.client
-            .patch(self.url(&format!("/api/sources/{name}")))
-            .bearer_auth(token)
-            .json(body)
-            .send()
-            .await
-            .unwrap()
+            .unwrap_or_else(|| panic!("no source {name}"))
     }
 
     /// Creates a standard-webhooks source with the default mapping; returns
@@ -182,11 +170,9 @@ impl TestApp {
     pub async fn standard_source(&self, name: &str) -> Vec<u8> {
         let key = format!("{name}-signing-key-0123456789").into_bytes();
         let response = self
-            .save_source(
-                &self.admin_token().await,
-                &json!({"name": name, "scheme": "standard-webhooks",
-                        "secrets": [standard_secret(&key)]}),
-            )
+            .api(&self.admin_token().await)
+            .create_source(&json!({"name": name, "scheme": "standard-webhooks",
+                        "secrets": [standard_secret(&key)]}))
             .await;
         assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
         key
@@ -210,7 +196,10 @@ impl TestApp {
         fake.update(1, break_it);
         self.standard_source("crm").await;
         let pull = json!({"pull_url": fake.pull_url});
-        assert_eq!(self.patch_source(&admin, "crm", &pull).await.status(), 200);
+        assert_eq!(
+            self.api(&admin).patch_source("crm", &pull).await.status(),
+            200
+        );
 
         let run = self.reconcile(&ops, "crm", json!({})).await;
         assert_eq!(
@@ -269,17 +258,6 @@ impl TestApp {
                 .await,
         )
         .await
-    }
-
-    /// `POST /api/ops/inbox/{id}/retry` as ops.
-    pub async fn retry_inbox_event(&self, id: i64) -> reqwest::Response {
-        let ops = self.token(Role::Ops, None).await;
-        self.client
-            .post(self.url(&format!("/api/ops/inbox/{id}/retry")))
-            .bearer_auth(&ops)
-            .send()
-            .await
-            .unwrap()
     }
 
     pub async fn inbox_event(&self, id: i64) -> inbox_event::Model {

@@ -24,12 +24,12 @@ async fn a_full_flow_logs_no_secret_token_signature_or_email() {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let admin = app.token(Role::Admin, None).await;
     let receiver = Receiver::start().await;
-    let sub = app.subscribe(&admin, &receiver, json!([])).await;
+    let sub = app.api(&admin).subscribe(&receiver, json!([])).await;
     let secret = sub["secret"].as_str().unwrap().to_owned();
 
     let email = "grace.hopper@navy.example";
     let lead = json!({"source": "webform", "source_ref": "log-1", "email": email, "phone": "+1 202 555 0143", "name": "Grace"});
-    assert_eq!(app.post_lead(&intake, &lead).await.status(), 201);
+    assert_eq!(app.api(&intake).create_lead(&lead).await.status(), 201);
     workers::lead_processor::run_once(&app.db, 10)
         .await
         .unwrap();
