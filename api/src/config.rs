@@ -28,10 +28,10 @@ pub struct DbSettings {
     pub database_url: String,
     /// Size of the connection pool [default: 16 on PostgreSQL, 8 on SQLite].
     ///
-    /// Per process; `serve` with workers on PostgreSQL opens
+    /// Per process. On PostgreSQL, `serve` with workers opens
     /// `LEADPIPE_WORKER_CONCURRENCY` + 8 more for them, and intake's group
-    /// committers two each besides this pool (pinged only after a second
-    /// idle). SQLite writes one transaction at a time and each connection
+    /// committers open two each besides this pool (pinged only after a
+    /// second idle). SQLite writes one transaction at a time and each connection
     /// keeps its own cache and thread, so a larger SQLite pool costs memory
     /// (about 1 MiB a connection) and gains little. Connections stay open
     /// once opened (sqlx's idle reaper is off: in sqlx 0.9.0 it can spin at
