@@ -6,7 +6,7 @@
 //! Idempotent: erasing an erased lead answers with the first erasure's audit
 //! row, so a client retrying a timed-out request sees the same success.
 
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use crate::store::Store;
 use std::collections::BTreeMap;
 

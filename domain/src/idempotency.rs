@@ -8,7 +8,7 @@
 //! over once its lease lapses, and the lease token fences the old holder out:
 //! completing requires the token, so two executions can never both commit.
 
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{

@@ -7,17 +7,15 @@ use actix_web::http::header;
 use actix_web::post;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
+use domain::inbound::accept::{self, Refused};
 use domain::inbound::inbox::InboxState;
-use domain::inbound::inbox::receive::{Delivery, Received, receive};
-use domain::inbound::signature::{self, HeaderFn, VerifyRequest};
-use domain::inbound::source;
-use domain::source_name::is_valid_source_name;
-use domain::store::Work;
+use domain::inbound::inbox::receive::{Delivery, Received};
+use domain::inbound::signature::HeaderFn;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::admission::REFUSAL_HOLD;
-use crate::http::body::{discard_small_body, read_bytes};
+use crate::http::admission::Admitted;
+use crate::http::body::read_bytes;
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::rate_limit::client_address;
@@ -108,140 +106,65 @@ struct Acknowledged {
 )]
 #[post("/webhooks/{source}")]
 async fn receive_webhook(
+    _: Admitted,
     state: web::Data<AppState>,
     req: HttpRequest,
     name: web::Path<String>,
     payload: web::Payload,
     correlation: CorrelationId,
 ) -> Result<HttpResponse, ApiError> {
-    let name = name.into_inner();
-    // Before any work: while the workers are behind, a refused delivery is
-    // cheaper for the database than a stored one.
-    if let Err(full) = state.admission.check() {
-        count(UNKNOWN_SOURCE, "rejected", "backlog_full");
-        // Held before the answer, the body read meanwhile: a sender that
-        // resends at once must not spend the workers' CPU on refusals.
-        futures::join!(
-            discard_small_body(&req, payload, REFUSED_BODY_READ),
-            tokio::time::sleep(REFUSAL_HOLD)
-        );
-        return Err(full);
-    }
-    let found = if is_valid_source_name(&name) {
-        source::find(&state.db, &name, &state.http.keyring).await?
-    } else {
-        None
-    };
-    // Not the caller's name as a label: anyone may post to any path.
-    let label = found.as_ref().map_or(UNKNOWN_SOURCE, |s| s.name.as_str());
+    let door = accept::door(&state.db, &state.http.keyring, &name).await?;
     // The body is read (and its size checked) for unknown sources too, so
     // that nothing in the answer tells a configured name from another.
-    let body = match read_bytes(
-        &req,
-        payload,
-        state.http.max_body_bytes,
-        state.http.body_pace(),
-    )
-    .await
-    {
-        Ok(body) => body,
-        Err(err) => {
-            let reason = match err {
+    let limits = state.http.body_limits();
+    let body = read_bytes(&req, payload, limits.max_bytes, limits.pace)
+        .await
+        .inspect_err(|err| {
+            door.refused_unread(match err {
                 ApiError::PayloadTooLarge { .. } => "too_large",
                 ApiError::BodyTimeout { .. } => "too_slow",
                 _ => "unreadable",
-            };
-            count(label, "rejected", reason);
-            return Err(err);
-        }
-    };
-    // A name nobody configured is verified against a stand-in: the same
-    // work, so the answer's timing does not tell the names apart.
-    let known = found.is_some();
+            })
+        })?;
     let headers = HeaderFn(|name: &str| {
         req.headers()
             .get(name)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     });
-    let stand_in = || state.unknown_source.source(&state.http.keyring, &headers);
-    let Some(source) = found.or_else(stand_in) else {
-        return Err(ApiError::internal("the stand-in source did not open"));
-    };
-    let verified = signature::verify_evenly(
-        &source.scheme,
-        &VerifyRequest {
-            headers: &headers,
-            body: &body,
-            now_unix: Utc::now().timestamp(),
-        },
-    );
-    let rejected = match (known, verified) {
-        (true, Ok(_)) => None,
-        (false, _) => Some("unknown_source"),
-        (true, Err(err)) => Some(err.reason()),
-    };
-    if let Some(reason) = rejected {
-        let label = if known { &source.name } else { UNKNOWN_SOURCE };
-        // The source and the reason only: never the signature or a secret.
-        tracing::warn!(source = %label, reason, "webhook rejected");
-        count(label, "rejected", reason);
-        // An unverified attempt counts against its client's address, as a
-        // failed login does, never against the source's allowance: else
-        // anyone could spend a real sender's budget with junk.
-        state.limits.auth_failed(client_address(&req))?;
-        return Err(ApiError::InvalidSignature(reason));
-    }
-    // Only verified deliveries spend the source's allowance.
-    if let Err(limited) = state.limits.webhook(&source.name) {
-        count(&source.name, "rejected", "rate_limited");
-        return Err(limited);
-    }
-
     let delivery = Delivery {
         headers: &headers,
         body: &body,
         correlation_id: Some(correlation.0),
     };
-    // One statement on the pool: the store takes SQLite's write turn.
-    let received = receive(&state.db, state.db.hasher(), &source, &delivery, Utc::now()).await?;
-    let result = if received.duplicate {
-        "duplicate"
-    } else if received.state == InboxState::Skipped {
-        "skipped"
-    } else {
-        "accepted"
-    };
-    count(&source.name, result, "");
-    tracing::info!(
-        source = %source.name,
-        inbox_event_id = received.id,
-        state = received.state.as_str(),
-        duplicate = received.duplicate,
-        "webhook received"
-    );
-    if received.needs_processing() {
-        state.db.enqueued(Work::Inbox);
-        state.admission.admitted();
+    // Only verified deliveries spend the source's allowance.
+    let accepted = door
+        .accept(
+            &state.db,
+            &state.http.keyring,
+            &state.unknown_source,
+            &delivery,
+            Utc::now(),
+            |source| state.limits.webhook(source),
+        )
+        .await;
+    match accepted {
+        Ok(received) => {
+            if received.needs_processing() {
+                state.admission.admitted();
+            }
+            Ok(acknowledge(received))
+        }
+        Err(Refused::Unverified(reason)) => {
+            // An unverified attempt counts against its client's address,
+            // as a failed login does, never against the source's allowance:
+            // else anyone could spend a real sender's budget with junk.
+            state.limits.auth_failed(client_address(&req))?;
+            Err(ApiError::InvalidSignature(reason))
+        }
+        Err(Refused::OverAllowance(limited)) => Err(limited),
+        Err(Refused::Failed(error)) => Err(error.into()),
     }
-    Ok(acknowledge(received))
-}
-
-const UNKNOWN_SOURCE: &str = "(unknown)";
-
-/// A refused delivery's body is read (and dropped) up to this size, so the
-/// sender keeps its connection; most webhook bodies are a few KiB.
-const REFUSED_BODY_READ: usize = 64 * 1024;
-
-/// `leadpipe_webhook_deliveries_total{source, result, reason}`.
-fn count(source: &str, result: &'static str, reason: &'static str) {
-    metrics::counter!(
-        "leadpipe_webhook_deliveries_total",
-        "source" => source.to_owned(),
-        "result" => result,
-        "reason" => reason
-    )
-    .increment(1);
 }
 
 /// `202` for a new event to process; `200` for a duplicate (with the

@@ -2,7 +2,7 @@
 //! Every error here is permanent: the same body maps the same way next time,
 //! so only a fixed mapping (and an ops retry) can help.
 
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 

@@ -2,7 +2,7 @@
 //! export), and every lead a list filter matches as CSV or NDJSON, a page at
 //! a time so memory stays flat however many leads there are.
 
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use crate::store::Store;
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder};
 

@@ -22,7 +22,7 @@ struct Known {
 /// page sees what its earlier record would have written.
 pub async fn predict<C: ConnectionTrait>(
     conn: &C,
-    hasher: &crate::lead::tombstone::KeyHasher,
+    hasher: &crate::natural_key::KeyHasher,
     source: &str,
     news: &[NewLead],
 ) -> Result<Vec<Outcome>, DbErr> {

@@ -4,7 +4,7 @@
 //! mid-page re-reads that page next time and loses nothing.
 
 use crate::actor::Actor;
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use crate::store::Store;
 use crate::store::Work;
 use sea_orm::sea_query::Expr;

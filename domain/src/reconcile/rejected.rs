@@ -6,7 +6,7 @@
 //! read again adds none; a retried record that now applies is `resolved`.
 
 use crate::actor::Actor;
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use crate::page::{self, IdWindow, Page};
 use crate::store::Store;
 use crate::store::Work;

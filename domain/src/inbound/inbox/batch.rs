@@ -9,7 +9,7 @@
 //! transaction: the good events commit together and each failing one
 //! records its own error and takes its retry or dead path.
 
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use crate::store::Store;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! out — finds nothing to do.
 
 use crate::actor::Actor;
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use crate::store::Store;
 use crate::store::Work;
 use std::time::Duration;

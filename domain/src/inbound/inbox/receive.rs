@@ -6,7 +6,7 @@
 //! id, or the same signed body under a forged id — then counts itself on the
 //! original row and gets its id back.
 
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, FromQueryResult};

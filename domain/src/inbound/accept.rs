@@ -1,0 +1,147 @@
+//! The webhook door's policy: a delivery to a source name is verified
+//! against that source's signature scheme (or, for a name nobody
+//! configured, against a stand-in, so the answer's timing does not tell
+//! names apart), spends the source's allowance only once verified, and is
+//! stored in the inbox once per event, waking the inbox workers. Each
+//! outcome is counted (`leadpipe_webhook_deliveries_total{source, result,
+//! reason}`) and logged by source and reason only, never a signature or a
+//! secret. Reading the body and limiting clients are the HTTP side's.
+
+use chrono::{DateTime, Utc};
+
+use crate::Error;
+use crate::inbound::inbox::InboxState;
+use crate::inbound::inbox::receive::{Delivery, Received, receive};
+use crate::inbound::signature::{self, VerifyRequest};
+use crate::inbound::source::{self, Source, StandIn};
+use crate::sealed::Keyring;
+use crate::source_name::is_valid_source_name;
+use crate::store::{Store, Work};
+
+/// The metric label of a delivery to a name nobody configured: not the
+/// caller's name, since anyone may post to any path.
+pub const UNKNOWN_SOURCE: &str = "(unknown)";
+
+/// A delivery's source, looked up by the name it was posted to.
+pub struct Door {
+    found: Option<Source>,
+}
+
+/// Why a delivery was not stored.
+#[derive(Debug)]
+pub enum Refused<E> {
+    /// No such source, or the signature did not verify (the reason, for
+    /// logs and metrics only: the sender gets one answer for all).
+    Unverified(&'static str),
+    /// The source's allowance refused it (the allowance's own error).
+    OverAllowance(E),
+    Failed(Error),
+}
+
+/// Finds the source `name` names (a name that is not a source name finds
+/// none, without a query).
+pub async fn door(store: &Store, keys: &Keyring, name: &str) -> Result<Door, Error> {
+    let found = if is_valid_source_name(name) {
+        source::find(store, name, keys).await?
+    } else {
+        None
+    };
+    Ok(Door { found })
+}
+
+impl Door {
+    /// The source's name as metrics label it.
+    pub fn label(&self) -> &str {
+        self.found
+            .as_ref()
+            .map_or(UNKNOWN_SOURCE, |s| s.name.as_str())
+    }
+
+    /// Counts a delivery refused before its signature could be checked
+    /// (its body too large, too slow or unreadable).
+    pub fn refused_unread(&self, reason: &'static str) {
+        count(self.label(), "rejected", reason);
+    }
+
+    /// Verifies `delivery` and stores it once: `allowance(source)` is asked
+    /// only for a verified delivery, so nobody spends a sender's allowance
+    /// with junk.
+    pub async fn accept<E>(
+        self,
+        store: &Store,
+        keys: &Keyring,
+        stand_in: &StandIn,
+        delivery: &Delivery<'_>,
+        now: DateTime<Utc>,
+        allowance: impl FnOnce(&str) -> Result<(), E>,
+    ) -> Result<Received, Refused<E>> {
+        // A name nobody configured is verified against a stand-in: the same
+        // work, so the answer's timing does not tell the names apart.
+        let known = self.found.is_some();
+        let Some(source) = self
+            .found
+            .or_else(|| stand_in.source(keys, delivery.headers))
+        else {
+            return Err(Refused::Failed(Error::Db(sea_orm::DbErr::Custom(
+                "the stand-in source did not open".into(),
+            ))));
+        };
+        let verified = signature::verify_evenly(
+            &source.scheme,
+            &VerifyRequest {
+                headers: delivery.headers,
+                body: delivery.body,
+                now_unix: now.timestamp(),
+            },
+        );
+        let rejected = match (known, verified) {
+            (true, Ok(_)) => None,
+            (false, _) => Some("unknown_source"),
+            (true, Err(err)) => Some(err.reason()),
+        };
+        if let Some(reason) = rejected {
+            let label = if known { &source.name } else { UNKNOWN_SOURCE };
+            tracing::warn!(source = %label, reason, "webhook rejected");
+            count(label, "rejected", reason);
+            return Err(Refused::Unverified(reason));
+        }
+        if let Err(over) = allowance(&source.name) {
+            count(&source.name, "rejected", "rate_limited");
+            return Err(Refused::OverAllowance(over));
+        }
+        // One statement on the pool: the store takes SQLite's write turn.
+        let received = receive(store, store.hasher(), &source, delivery, now)
+            .await
+            .map_err(|e| Refused::Failed(e.into()))?;
+        let result = if received.duplicate {
+            "duplicate"
+        } else if received.state == InboxState::Skipped {
+            "skipped"
+        } else {
+            "accepted"
+        };
+        count(&source.name, result, "");
+        tracing::info!(
+            source = %source.name,
+            inbox_event_id = received.id,
+            state = received.state.as_str(),
+            duplicate = received.duplicate,
+            "webhook received"
+        );
+        if received.needs_processing() {
+            store.enqueued(Work::Inbox);
+        }
+        Ok(received)
+    }
+}
+
+/// `leadpipe_webhook_deliveries_total{source, result, reason}`.
+pub fn count(source: &str, result: &'static str, reason: &'static str) {
+    metrics::counter!(
+        "leadpipe_webhook_deliveries_total",
+        "source" => source.to_owned(),
+        "result" => result,
+        "reason" => reason
+    )
+    .increment(1);
+}
