@@ -25,6 +25,9 @@ pub enum Error {
     NotFound,
     #[error("conflict: {0}")]
     Conflict(String),
+    /// The caller may not do this (a role's or a token's limit).
+    #[error("forbidden: {0}")]
+    Forbidden(String),
     #[error("{0}")]
     IllegalTransition(#[from] crate::lifecycle::lead_status::TransitionError),
     /// `If-Match` named another version than the stored one.

@@ -582,6 +582,7 @@ impl From<domain::Error> for ApiError {
             domain::Error::Invalid(fields) => Self::Validation(fields),
             domain::Error::NotFound => Self::NotFound("no such resource".into()),
             domain::Error::Conflict(msg) => Self::Conflict(msg),
+            domain::Error::Forbidden(msg) => Self::Forbidden(msg),
             erased @ domain::Error::InboxEventErased { .. } => {
                 Self::InboxEventErased(erased.to_string())
             }

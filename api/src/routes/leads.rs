@@ -1,16 +1,15 @@
 //! `/api/leads`: intake upsert, the sales API (status, owner, notes) and reads.
 
 use crate::wire::leads as wire;
-use domain::actor::Actor;
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
-use domain::auth::Role;
 use domain::entities::lead;
 use domain::idempotency::Subject;
 use domain::ids::PrincipalId;
 use domain::lead::ingest::{self, Origin, Outcome};
+use domain::lead::intake::{self, KeyNeed};
 use domain::lead::query::{self, LeadFilter, OwnerFilter};
 use domain::lead::record::LeadRecord;
 use domain::lead::sales;
@@ -33,9 +32,6 @@ use crate::wire::about::about_nobody;
 use crate::wire::versioned::Versioned;
 use wire::ActivityOut;
 pub use wire::LeadOut;
-
-/// The source of leads that sales staff create by hand.
-pub const MANUAL_SOURCE: &str = "manual";
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create_or_update)
@@ -157,46 +153,25 @@ impl Versioned for LeadDetail {
 #[post("/api/leads")]
 async fn create_or_update(caller: Caller<LeadWriters>, write: Write<LeadRecord>) -> WriteResult {
     let mut write = write.read().await?;
-    let record = &mut write.input;
-    let source = record.source.trim().to_owned();
-    let mut rule = KeyRule::Optional;
-    if caller.role == Role::Sales {
-        if source != MANUAL_SOURCE {
-            return Err(ApiError::Forbidden(format!(
-                "sales staff may only create leads with source '{MANUAL_SOURCE}'"
-            )));
-        }
-        if record
-            .source_ref
-            .as_deref()
-            .is_none_or(|r| r.trim().is_empty())
-        {
-            rule = KeyRule::Required;
-            record.source_ref = Some(format!("man_{}", uuid::Uuid::now_v7().simple()));
-        }
-    } else if !caller.may_ingest_for(&source) {
-        return Err(ApiError::Forbidden(format!(
-            "this token may not post leads for source '{source}'"
-        )));
-    }
-    let ctx = Actor {
-        correlation_id: Some(caller.correlation.0.clone()),
-        principal_id: Some(caller.id),
+    let rule = match intake::admit(&caller, &mut write.input)? {
+        KeyNeed::Optional => KeyRule::Optional,
+        KeyNeed::Required => KeyRule::Required,
     };
-    // Without a key, concurrent intake shares transactions (group commit);
-    // a keyed request must commit its stored response with its write.
-    let keyless = rule == KeyRule::Optional && !idempotency::has_key(write.request());
     let state = write.state();
-    if let (Some(group), true) = (&state.group_commit, keyless) {
-        let done = group.ingest(write.input, Origin::Api, ctx).await?;
+    let actor = caller.actor();
+    if rule == KeyRule::Optional && !idempotency::has_key(write.request()) {
+        let done =
+            intake::submit(&state.db, state.group_commit.as_ref(), write.input, actor).await?;
         return Ok(ingest_reply(done)?.into_response(None));
     }
+    // A keyed post: its answer is stored for replay in the transaction
+    // that writes the lead.
     let hasher = state.db.hasher().clone();
     let write = write.try_map(|record| Ok(record.normalise()?))?;
     write
         .run(&caller, rule, move |txn, new, _| {
             Box::pin(async move {
-                let done = ingest::ingest_in(txn, &hasher, &new, Origin::Api, &ctx).await?;
+                let done = ingest::ingest_in(txn, &hasher, &new, Origin::Api, &actor).await?;
                 ingest_reply(done)
             })
         })

@@ -3,8 +3,9 @@
 //! `(source, source_ref)` decides, never a select-then-insert.
 
 use crate::actor::Actor;
-use crate::lead::tombstone::KeyHasher;
+use crate::natural_key::KeyHasher;
 use crate::store::Store;
+use crate::store::Work;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -100,6 +101,9 @@ pub async fn ingest(
     let new = record.normalise()?;
     let txn = db.begin_write().await?;
     let done = ingest_in(&txn, db.hasher(), &new, origin, ctx).await?;
+    if done.outcome.changed() {
+        txn.enqueued(Work::Leads);
+    }
     txn.commit().await?;
     tracing::Span::current().record("outcome", done.outcome.as_str());
     Ok(done)

@@ -12,6 +12,7 @@ pub mod export;
 pub mod failures;
 pub mod group_commit;
 pub mod ingest;
+pub mod intake;
 mod pg_batch;
 pub mod processing;
 pub mod query;
