@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use domain::entities::inbox_event;
 use domain::inbound::inbox::batch::{Settled, apply_batch, claim_batch};
 use domain::inbound::inbox::process::{
-    Applied, FailureRecorded, ProcessError, apply, claim, record_failure,
+    Applied, FailureRecorded, ProcessError, claim, record_failure,
 };
 use domain::lead::ingest::Outcome;
 use futures::future::{BoxFuture, FutureExt};
@@ -64,52 +64,9 @@ impl InboxProcessor {
             tracing::debug!(inbox_event_id = id, "nothing to do for inbox event");
             return Ok(Step::NothingToDo);
         };
-        let span = tracing::info_span!(
-            "inbox.process",
-            inbox_event_id = id,
-            source = %event.source,
-            attempt = event.attempts,
-            correlation_id = event.correlation_id.as_deref().unwrap_or(""),
-        );
-        async move {
-            let timeout = self.settings.attempt_timeout;
-            let result = tokio::time::timeout(timeout, apply(&self.db, &event))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(ProcessError::Transient(format!(
-                        "attempt timed out after {} ms",
-                        timeout.as_millis()
-                    )))
-                });
-            count_attempt(&event.source, &result);
-            match result {
-                Ok(Applied::Processed { outcome, lead_id }) => {
-                    tracing::info!(outcome = outcome.as_str(), lead_id, "inbox event processed");
-                    Ok(Step::Processed { outcome, lead_id })
-                }
-                Ok(Applied::Skipped) => {
-                    tracing::info!("inbox event skipped: event type not allowed");
-                    Ok(Step::Skipped)
-                }
-                Ok(Applied::LostClaim) => Ok(self.lost_claim()),
-                Err(error) => {
-                    // A single statement on the pool: the store takes
-                    // SQLite's write turn for it.
-                    let recorded = record_failure(
-                        &self.db,
-                        self.db.hasher(),
-                        &event,
-                        &error,
-                        &self.settings.retry,
-                        Utc::now(),
-                    )
-                    .await?;
-                    Ok(self.failed(event.id, &event.source, &error, recorded))
-                }
-            }
-        }
-        .instrument(span)
-        .await
+        // The batch path, for a batch of one: one way to apply an event.
+        let mut steps = self.apply_claimed(std::slice::from_ref(&event)).await?;
+        Ok(steps.pop().unwrap_or(Step::NothingToDo))
     }
 
     /// Claims up to a batch of ready events and applies them in one
@@ -130,8 +87,9 @@ impl InboxProcessor {
     }
 
     /// Applies claimed `events` in one transaction and records every
-    /// outcome; the leads it wrote wake the lead drain by their commit.
-    async fn apply_claimed(&self, events: &[inbox_event::Model]) -> Result<(), DbErr> {
+    /// outcome, one step per event; the leads it wrote wake the lead drain
+    /// by their commit.
+    async fn apply_claimed(&self, events: &[inbox_event::Model]) -> Result<Vec<Step>, DbErr> {
         let span = tracing::info_span!(
             "inbox.batch",
             size = events.len(),
@@ -146,9 +104,7 @@ impl InboxProcessor {
                     metrics::counter!("leadpipe_inbox_batches_total", "path" => path.as_str())
                         .increment(1);
                     metrics::histogram!("leadpipe_inbox_batch_size").record(events.len() as f64);
-                    for done in settled {
-                        self.report(done);
-                    }
+                    Ok(settled.into_iter().map(|done| self.report(done)).collect())
                 }
                 // Nothing of the batch committed: every event counts a
                 // transient failure and is retried with backoff.
@@ -158,6 +114,7 @@ impl InboxProcessor {
                         _ => format!("attempt timed out after {} ms", timeout.as_millis()),
                     };
                     let error = ProcessError::Transient(reason);
+                    let mut steps = Vec::with_capacity(events.len());
                     for event in events {
                         count_attempt(&event.source, &Err(error.clone()));
                         let recorded = record_failure(
@@ -169,35 +126,37 @@ impl InboxProcessor {
                             Utc::now(),
                         )
                         .await?;
-                        self.failed(event.id, &event.source, &error, recorded);
+                        steps.push(self.failed(event.id, &event.source, &error, recorded));
                     }
+                    Ok(steps)
                 }
             }
-            Ok::<(), DbErr>(())
         }
         .instrument(span)
         .await
     }
 
-    fn report(&self, done: Settled) {
+    fn report(&self, done: Settled) -> Step {
         count_attempt(&done.source, &done.result);
         match (done.result, done.recorded) {
-            (Ok(Applied::Processed { outcome, lead_id }), _) => tracing::debug!(
-                inbox_event_id = done.id,
-                outcome = outcome.as_str(),
-                lead_id,
-                "inbox event processed"
-            ),
-            (Ok(Applied::Skipped), _) => tracing::info!(
-                inbox_event_id = done.id,
-                "inbox event skipped: event type not allowed"
-            ),
-            (Ok(Applied::LostClaim), _) | (Err(_), None) => {
-                self.lost_claim();
+            (Ok(Applied::Processed { outcome, lead_id }), _) => {
+                tracing::debug!(
+                    inbox_event_id = done.id,
+                    outcome = outcome.as_str(),
+                    lead_id,
+                    "inbox event processed"
+                );
+                Step::Processed { outcome, lead_id }
             }
-            (Err(error), Some(recorded)) => {
-                self.failed(done.id, &done.source, &error, recorded);
+            (Ok(Applied::Skipped), _) => {
+                tracing::info!(
+                    inbox_event_id = done.id,
+                    "inbox event skipped: event type not allowed"
+                );
+                Step::Skipped
             }
+            (Ok(Applied::LostClaim), _) | (Err(_), None) => self.lost_claim(),
+            (Err(error), Some(recorded)) => self.failed(done.id, &done.source, &error, recorded),
         }
     }
 

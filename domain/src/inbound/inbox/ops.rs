@@ -5,7 +5,7 @@
 //! has nothing left to process and is never sent back.
 
 use crate::page::{self, IdWindow, Page};
-use crate::store::Store;
+use crate::store::{Store, Work};
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
@@ -16,7 +16,8 @@ use sea_orm::{
 };
 
 use super::InboxState;
-use super::process::{Applied, FailureRecorded, apply, record_failure};
+use super::batch::{Settled, apply_batch};
+use super::process::{Applied, FailureRecorded, ProcessError, record_failure};
 use crate::entities::inbox_event::{self, Column, Model};
 use crate::error::Error;
 use crate::retry::RetryPolicy;
@@ -193,18 +194,34 @@ pub async fn retry_matching(
             continue;
         };
         done.retried += 1;
-        let result = match apply(db, &event).await {
-            Ok(Applied::Processed { .. }) => InboxState::Processed.as_str(),
-            Ok(Applied::Skipped) => InboxState::Skipped.as_str(),
-            Ok(Applied::LostClaim) => "lost_claim",
-            Err(error) => match record_failure(db, db.hasher(), &event, &error, policy, now).await?
-            {
-                FailureRecorded::RetryAt(_) => InboxState::Failed.as_str(),
-                FailureRecorded::Dead => InboxState::Dead.as_str(),
-                FailureRecorded::LostClaim => "lost_claim",
-            },
+        // The workers' batch path, for a batch of one: one way to apply an
+        // event. A batch that fails whole is a transient failure, recorded
+        // as the workers record it.
+        let settled = match apply_batch(db, std::slice::from_ref(&event), policy).await {
+            Ok((mut settled, _)) => settled.pop(),
+            Err(error) => {
+                let error = ProcessError::Transient(format!("database error: {error}"));
+                let recorded = record_failure(db, db.hasher(), &event, &error, policy, now).await?;
+                Some(Settled {
+                    id: event.id,
+                    source: event.source.clone(),
+                    result: Err(error),
+                    recorded: Some(recorded),
+                })
+            }
+        };
+        let result = match settled.map(|s| (s.result, s.recorded)) {
+            Some((Ok(Applied::Processed { .. }), _)) => InboxState::Processed.as_str(),
+            Some((Ok(Applied::Skipped), _)) => InboxState::Skipped.as_str(),
+            Some((Err(_), Some(FailureRecorded::RetryAt(_)))) => InboxState::Failed.as_str(),
+            Some((Err(_), Some(FailureRecorded::Dead))) => InboxState::Dead.as_str(),
+            _ => "lost_claim",
         };
         *done.results.entry(result.to_owned()).or_default() += 1;
+    }
+    if done.results.contains_key(InboxState::Processed.as_str()) {
+        // Re-applied here and now: the leads they wrote wait for processing.
+        db.enqueued(Work::Leads);
     }
     Ok(done)
 }

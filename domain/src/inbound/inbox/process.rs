@@ -6,8 +6,6 @@
 
 use crate::actor::Actor;
 use crate::natural_key::KeyHasher;
-use crate::store::Store;
-use crate::store::Work;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -19,7 +17,7 @@ use crate::entities::inbox_event::{self, Column, Model};
 use crate::entities::lead_tombstone;
 use crate::inbound::mapping::{map_record, record_in, source_ref_of};
 use crate::inbound::source::{self, Source};
-use crate::lead::ingest::{Origin, Outcome, ingest_in};
+use crate::lead::ingest::Outcome;
 use crate::lead::record::NewLead;
 use crate::lead::tombstone::BatchKeys;
 use crate::retry::{Decision, RetryPolicy};
@@ -120,40 +118,6 @@ pub(super) fn context_of(event: &Model) -> Actor {
         correlation_id: event.correlation_id.clone(),
         principal_id: None,
     }
-}
-
-/// Maps the claimed event's record and ingests it; the lead, its timeline
-/// and outbox rows, and the event's `processed` state commit together or not
-/// at all.
-#[tracing::instrument(name = "inbox.apply", skip_all, fields(inbox_event_id = event.id, source = %event.source))]
-pub async fn apply(db: &Store, event: &Model) -> Result<Applied, ProcessError> {
-    let source = source::find_without_secrets(db, &event.source).await?;
-    let now = Utc::now();
-    let new = match prepare(source.as_ref(), event)? {
-        Prepared::Skip => {
-            let done = finish(db, event, InboxState::Skipped, None, now).await?;
-            return Ok(if done {
-                Applied::Skipped
-            } else {
-                Applied::LostClaim
-            });
-        }
-        Prepared::Ingest(new) => new,
-    };
-    // Immediate on SQLite: the write path reads (tombstones) before it
-    // writes, and a deferred transaction could not upgrade past a writer.
-    let txn = db.begin_write().await?;
-    let ingested = ingest_in(&txn, db.hasher(), &new, Origin::Webhook, &context_of(event)).await?;
-    if !finish_ingested(&txn, event, &ingested, now).await? {
-        txn.rollback().await?;
-        return Ok(Applied::LostClaim);
-    }
-    txn.enqueued(Work::Leads);
-    txn.commit().await?;
-    Ok(Applied::Processed {
-        outcome: ingested.outcome,
-        lead_id: ingested.lead_id(),
-    })
 }
 
 /// Records a failed attempt: `dead` for a permanent error or when the
