@@ -5,9 +5,10 @@
 //! several stores may live in one process (the tests run many apps), each
 //! with its own turn and signals.
 //!
-//! Reads go to the pool (`Store` dereferences to it). Writes that run
-//! under load begin with [`Store::begin_write`], which takes the write turn
-//! on SQLite itself: no caller can forget it.
+//! Reads go to the pool (`Store` dereferences to it and is a
+//! `ConnectionTrait`). On SQLite every writer takes the write turn without
+//! being asked: a transaction from [`Store::begin_write`] holds it until it
+//! ends, a statement run alone on the store holds it for that statement.
 
 mod scrub;
 pub mod signals;
