@@ -213,3 +213,11 @@ mod tests {
         assert_documented(&CrmActivity::from(activity), &[]);
     }
 }
+
+/// Whether a match-or-create found an existing record (`200`) or made one (`201`).
+#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchOutcome {
+    Created,
+    Matched,
+}

@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use domain::entities::{outbox_delivery, outbox_event};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 #[derive(Serialize, ToSchema)]
 #[schema(as = OutboxEvent)]
@@ -136,3 +136,32 @@ mod tests {
         );
     }
 }
+
+/// Which deliveries to list.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Filter {
+    /// `pending`, `delivering`, `failed`, `delivered` or `dead`.
+    #[param(pattern = "^(pending|delivering|failed|delivered|dead)$")]
+    pub state: Option<String>,
+    /// Only deliveries to this subscription.
+    pub subscription_id: Option<i64>,
+    /// Deprecated (removed in the next release): use `cursor`. Continues
+    /// below this delivery id; ignored when `cursor` is given.
+    pub before: Option<i64>,
+}
+
+/// Which dead deliveries to retry.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = DeliveryRetryIn)]
+pub struct RetryManyIn {
+    /// Only deliveries to this subscription.
+    pub subscription_id: Option<i64>,
+    /// Only count them.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+// Counts only.
+crate::wire::about::about_nobody!(domain::outbound::delivery::RetryReport);

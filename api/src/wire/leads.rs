@@ -1,12 +1,15 @@
 //! What the API shows of a lead and its records. Each type is built field by
 //! field from its row, so a column kept for internal use stays off the wire.
 
+use crate::wire::versioned::Versioned;
 use chrono::{DateTime, Utc};
 use domain::entities::{activity, lead, lead_conversion, lead_erasure};
+use domain::field_presence::present;
 use domain::idempotency::Subject;
+use domain::lifecycle::lead_status::LeadStatus;
 use domain::outbound::events::LeadSnapshot;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::wire::about::About;
 
@@ -246,4 +249,67 @@ mod tests {
             &[],
         );
     }
+}
+
+/// One lead with what only its own page shows.
+#[derive(Serialize, ToSchema)]
+pub struct LeadDetail {
+    #[serde(flatten)]
+    pub lead: LeadOut,
+    /// Leads from other sources with the same email or phone (never merged).
+    pub possible_duplicates: Vec<domain::lead::processing::DuplicateHint>,
+}
+
+impl Versioned for LeadOut {
+    fn version(&self) -> i64 {
+        self.lead.version
+    }
+}
+
+impl Versioned for LeadDetail {
+    fn version(&self) -> i64 {
+        self.lead.version()
+    }
+}
+
+/// A move of the lead status machine.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = LeadTransition)]
+pub struct TransitionIn {
+    /// The status to move to.
+    pub to: LeadStatus,
+    /// Why; required when moving to `lost` (at most 1000 characters).
+    pub reason: Option<String>,
+}
+
+/// Human-owned fields of a lead; absent fields stay as they are.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeadPatch {
+    /// An active `sales` principal's id, or `null` for no owner.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
+    pub owner_id: Option<Option<i64>>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = NoteIn)]
+pub struct NoteIn {
+    /// 1–10,000 characters.
+    pub text: String,
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct Filter {
+    /// Only leads in this status.
+    #[param(value_type = Option<LeadStatus>)]
+    pub status: Option<String>,
+    /// A principal id, `me` or `none` (no owner).
+    pub owner: Option<String>,
+    /// Only leads from this source.
+    pub source: Option<String>,
+    /// Case-insensitive text in name, email or company.
+    pub q: Option<String>,
 }

@@ -158,3 +158,9 @@ mod tests {
         assert!(!debug.contains("sealed-pull-secret-value"), "{debug}");
     }
 }
+
+/// Every source, without secrets.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct SourceList {
+    pub data: Vec<SourceOut>,
+}
