@@ -9,7 +9,7 @@ use crate::wire::crm::{Company, MatchOutcome};
 use crate::wire::versioned::Versioned;
 
 /// A company; after a create, with what the create did.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct CompanyOut {
     #[serde(flatten)]
     pub company: Company,
@@ -34,7 +34,7 @@ impl Versioned for CompanyOut {
 }
 
 /// A company to match or create; give a `domain` (or a `website`) or a `name`.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompanyIn {
     /// Defaults to the domain.
@@ -46,13 +46,17 @@ pub struct CompanyIn {
 }
 
 /// Fields to change; absent fields stay as they are.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = CompanyPatch)]
 pub struct PatchIn {
     pub name: Option<String>,
     /// `null` clears it; a domain another company has is `409`.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<String>)]
     pub domain: Option<Option<String>>,
 }
@@ -66,7 +70,7 @@ impl From<PatchIn> for CompanyPatch {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 pub struct Filter {
     /// Case-insensitive text in name or domain.
     pub q: Option<String>,

@@ -10,7 +10,7 @@ use crate::wire::crm::{Contact, MatchOutcome};
 use crate::wire::versioned::Versioned;
 
 /// A contact; after a create, with what the create did.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ContactOut {
     #[serde(flatten)]
     pub contact: Contact,
@@ -41,7 +41,7 @@ impl Versioned for ContactOut {
 }
 
 /// A contact to match (by email) or create; needs an email, a name or a phone.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContactIn {
     /// Trimmed and lower-cased; the contact's match key.
@@ -52,21 +52,37 @@ pub struct ContactIn {
 }
 
 /// Fields to change; absent fields stay as they are, `null` clears one.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = ContactPatch)]
 pub struct PatchIn {
     /// An email another contact has is `409`.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<String>)]
     pub email: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<String>)]
     pub name: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<String>)]
     pub phone: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<i64>)]
     pub company_id: Option<Option<i64>>,
 }
@@ -82,7 +98,7 @@ impl From<PatchIn> for ContactPatch {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 pub struct Filter {
     /// Case-insensitive text in name or email.
     pub q: Option<String>,

@@ -11,7 +11,7 @@ use crate::wire::leads::LeadOut;
 use crate::wire::versioned::Versioned;
 
 /// What to convert the lead into besides a contact and a company.
-#[derive(Deserialize, Default, ToSchema)]
+#[derive(Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConvertIn {
     /// Also create a deal; its owner defaults to the lead's owner, else a
@@ -20,7 +20,7 @@ pub struct ConvertIn {
 }
 
 /// The records a conversion produced or linked.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = Converted)]
 pub struct ConvertedOut {
     pub lead: LeadOut,
@@ -45,7 +45,7 @@ impl From<Converted> for ConvertedOut {
 }
 
 /// The converted lead and the records it became.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ConvertOut {
     #[serde(flatten)]
     pub converted: ConvertedOut,
@@ -70,7 +70,7 @@ impl Versioned for ConvertOut {
 }
 
 /// The ids of one conversion.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = ConversionIds)]
 pub struct Ids {
     pub lead_id: i64,

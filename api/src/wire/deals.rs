@@ -3,11 +3,11 @@
 use domain::crm::deal::{DealInput, DealPatch, DealStage};
 use domain::field_presence::present;
 use domain::ids::{CompanyId, ContactId, PrincipalId};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 /// A deal as the API takes it, also inside a conversion request.
-#[derive(Debug, Deserialize, ToSchema)]
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DealIn {
     pub name: Option<String>,
@@ -35,20 +35,32 @@ impl DealIn {
 }
 
 /// Fields to change; absent fields stay as they are, `null` clears a link.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = DealPatch)]
 pub struct PatchIn {
     pub name: Option<String>,
     pub amount_cents: Option<i64>,
     pub currency: Option<String>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<i64>)]
     pub owner_id: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<i64>)]
     pub contact_id: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<i64>)]
     pub company_id: Option<Option<i64>>,
 }
@@ -67,7 +79,7 @@ impl From<PatchIn> for DealPatch {
 }
 
 /// A move of the deal stage machine.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = DealTransition)]
 pub struct TransitionIn {
@@ -77,7 +89,7 @@ pub struct TransitionIn {
     pub reason: Option<String>,
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 pub struct Filter {
     /// Only deals in this stage.
     #[param(value_type = Option<DealStage>)]

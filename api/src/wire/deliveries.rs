@@ -6,7 +6,7 @@ use domain::entities::{outbox_delivery, outbox_event};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = OutboxEvent)]
 pub struct OutboxEventOut {
     pub id: i64,
@@ -42,7 +42,7 @@ impl From<outbox_event::Model> for OutboxEventOut {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = OutboxDelivery)]
 pub struct OutboxDeliveryOut {
     pub id: i64,
@@ -138,7 +138,7 @@ mod tests {
 }
 
 /// Which deliveries to list.
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct Filter {
     /// `pending`, `delivering`, `failed`, `delivered` or `dead`.
@@ -152,7 +152,7 @@ pub struct Filter {
 }
 
 /// Which dead deliveries to retry.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = DeliveryRetryIn)]
 pub struct RetryManyIn {

@@ -1,10 +1,10 @@
 //! What `GET /api/event-types` shows.
 
 use domain::outbound::events::EventTypeInfo;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct EventTypeList {
     pub data: Vec<EventTypeInfo>,
 }

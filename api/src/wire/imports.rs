@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 // The run's own fields; `RunOut` adds its report's address.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ImportRun {
     pub id: i64,
     pub source: String,
@@ -108,7 +108,7 @@ mod tests {
 }
 
 /// An import run and its counts.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = ImportRunOut)]
 pub struct RunOut {
     #[serde(flatten)]
@@ -127,7 +127,7 @@ impl From<import_run::Model> for RunOut {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct StartParams {

@@ -10,7 +10,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 /// An inbox event as ops see it; `detail` adds headers and body.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = InboxEvent)]
 pub struct InboxEventOut {
     pub id: i64,
@@ -93,7 +93,7 @@ impl InboxEventOut {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only events of this source.
@@ -108,7 +108,7 @@ pub struct ListQuery {
 }
 
 /// Which events to retry: any retryable state unless `state` names one.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = InboxRetryIn)]
 pub struct BulkRetryIn {
@@ -126,7 +126,7 @@ pub struct BulkRetryIn {
 }
 
 /// What matched, and what re-applying it came to.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = InboxRetryOut)]
 pub struct BulkRetryOut {
     pub dry_run: bool,

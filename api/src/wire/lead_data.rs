@@ -4,12 +4,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::wire::crm::Contact;
 use crate::wire::deliveries::{OutboxDeliveryOut, OutboxEventOut};
 use crate::wire::inbox::InboxEventOut;
 use crate::wire::leads::{ActivityOut, ErasureRecordOut, LeadConversionOut, LeadOut};
 use crate::wire::reconcile::ReconcileRejectedOut;
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 pub struct EraseParams {
     /// Why the lead is erased (required, at most 1000 characters). Kept in
     /// the audit record: do not name the person.
@@ -20,7 +21,7 @@ pub struct EraseParams {
 }
 
 /// The audit record of an erasure.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = ErasureResult)]
 pub struct ErasureOut {
     pub erasure: ErasureRecordOut,
@@ -29,7 +30,7 @@ pub struct ErasureOut {
 }
 
 /// One row of an import that touched the lead.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ImportRowOut {
     pub run_id: i64,
     pub row_number: i64,
@@ -40,7 +41,7 @@ pub struct ImportRowOut {
 }
 
 /// Another lead with the same email or phone.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct DuplicateOut {
     pub other_lead_id: i64,
     pub reason: String,
@@ -48,7 +49,7 @@ pub struct DuplicateOut {
 }
 
 /// Everything stored about one lead.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = SubjectExport)]
 pub struct SubjectExportOut {
     pub lead: LeadOut,
@@ -71,7 +72,7 @@ pub struct SubjectExportOut {
     pub exported_at: DateTime<Utc>,
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 pub struct FormatParam {
     /// `csv` (default) or `ndjson`.
     #[param(pattern = "^(csv|ndjson)$")]

@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 
 /// The processing of one lead that failed, as ops see it: ids, counts and
 /// the error, nothing of the person.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = LeadProcessingFailure)]
 pub struct FailureOut {
     pub lead_id: i64,
@@ -41,7 +41,7 @@ impl From<lead_processing_failure::Model> for FailureOut {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Only failures in this state: `failed` or `dead`.
@@ -50,7 +50,7 @@ pub struct ListQuery {
 }
 
 /// One lead (`lead_id`), or every lead in `state` up to `limit`.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = LeadProcessingRetryIn)]
 pub struct RetryIn {
@@ -69,7 +69,7 @@ pub struct RetryIn {
 }
 
 /// What matched, and what processing the retried leads came to.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = LeadProcessingRetryOut)]
 pub struct RetryOut {
     pub dry_run: bool,

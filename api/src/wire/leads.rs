@@ -17,7 +17,7 @@ use crate::wire::about::About;
 /// (one definition, so the two cannot drift). In the OpenAPI document it
 /// *is* the `Lead` schema (a `$ref`, not a one-element `allOf` that client
 /// generators turn into a second copy of `Lead` and its inline models).
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct LeadOut {
     pub lead: LeadSnapshot<'static>,
@@ -67,7 +67,7 @@ impl ToSchema for LeadOut {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = Activity)]
 pub struct ActivityOut {
     pub id: i64,
@@ -110,7 +110,7 @@ impl From<activity::Model> for ActivityOut {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = LeadConversion)]
 pub struct LeadConversionOut {
     pub lead_id: i64,
@@ -139,7 +139,7 @@ impl From<lead_conversion::Model> for LeadConversionOut {
 
 /// The audit record of one erasure: ids, who, when, why and how many rows
 /// each table lost. It holds no personal data.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = Erasure)]
 pub struct ErasureRecordOut {
     pub id: i64,
@@ -252,7 +252,7 @@ mod tests {
 }
 
 /// One lead with what only its own page shows.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct LeadDetail {
     #[serde(flatten)]
     pub lead: LeadOut,
@@ -273,7 +273,7 @@ impl Versioned for LeadDetail {
 }
 
 /// A move of the lead status machine.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = LeadTransition)]
 pub struct TransitionIn {
@@ -284,16 +284,20 @@ pub struct TransitionIn {
 }
 
 /// Human-owned fields of a lead; absent fields stay as they are.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LeadPatch {
     /// An active `sales` principal's id, or `null` for no owner.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(value_type = Option<i64>)]
     pub owner_id: Option<Option<i64>>,
 }
 
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = NoteIn)]
 pub struct NoteIn {
@@ -301,7 +305,7 @@ pub struct NoteIn {
     pub text: String,
 }
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 pub struct Filter {
     /// Only leads in this status.
     #[param(value_type = Option<LeadStatus>)]

@@ -26,3 +26,5 @@ pub mod versioned;
 
 #[cfg(test)]
 mod check;
+#[cfg(test)]
+mod round_trip;

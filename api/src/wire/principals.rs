@@ -1,11 +1,11 @@
 //! What `GET /api/me` and `GET /api/principals` show.
 
 use domain::auth::{Principal, Role};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// A principal by name: never its token or the token's hash.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = PrincipalName)]
 pub struct PrincipalOut {
     pub id: i64,

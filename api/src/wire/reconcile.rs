@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 /// One reconcile run of a source: its range, its counts (committed page by
 /// page, so a running run shows progress), its state and error.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = ReconcileRun)]
 pub struct ReconcileRunOut {
     pub id: i64,
@@ -69,7 +69,7 @@ impl From<&reconcile_run::Model> for ReconcileRunOut {
 
 /// A record a reconcile page could not map to a lead, kept with its reason
 /// so it can be re-applied once the mapping is fixed.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = ReconcileRejected)]
 pub struct ReconcileRejectedOut {
     pub id: i64,
@@ -176,7 +176,7 @@ mod tests {
 }
 
 /// The optional body of a start.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StartIn {
     /// Fetch and compare only: what would be created or updated.
@@ -189,7 +189,7 @@ pub struct StartIn {
     pub from_start: bool,
 }
 
-#[derive(Deserialize, utoipa::IntoParams)]
+#[derive(Serialize, Deserialize, utoipa::IntoParams)]
 pub struct Filter {
     /// Only runs of this source.
     pub source: Option<String>,

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-#[derive(Deserialize, IntoParams)]
+#[derive(Serialize, Deserialize, IntoParams)]
 pub struct Filter {
     /// Only records of this source.
     pub source: Option<String>,
@@ -13,7 +13,7 @@ pub struct Filter {
 }
 
 /// Which rejected records to retry: one source's, or all.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = ReconcileRejectedRetryIn)]
 pub struct RetryIn {
@@ -21,7 +21,7 @@ pub struct RetryIn {
 }
 
 /// What a retry came to.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = ReconcileRejectedRetryOut)]
 pub struct RetryOut {
     pub retried: u64,

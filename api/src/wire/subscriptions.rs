@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use crate::wire::versioned::Versioned;
 
 /// A downstream system to send events to.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriptionIn {
     /// Where to POST; internal addresses are refused unless
@@ -20,7 +20,7 @@ pub struct SubscriptionIn {
 }
 
 /// A new subscription with its signing secret.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = SubscriptionCreated)]
 pub struct CreatedOut {
     #[serde(flatten)]
@@ -30,13 +30,13 @@ pub struct CreatedOut {
 }
 
 /// Every subscription, without secrets.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct SubscriptionList {
     pub data: Vec<SubscriptionView>,
 }
 
 /// What to change; fields left out stay as they are.
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = SubscriptionPatch)]
 pub struct PatchIn {
@@ -56,7 +56,7 @@ impl Versioned for SubscriptionView {
     }
 }
 
-#[derive(Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(as = RotateSecretIn)]
 pub struct RotateIn {
@@ -66,7 +66,7 @@ pub struct RotateIn {
 }
 
 /// The new signing secret.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = RotatedSecret)]
 pub struct RotatedOut {
     /// Shown only in this response.
@@ -76,7 +76,7 @@ pub struct RotatedOut {
 }
 
 /// A test event on its way.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = TestEventQueued)]
 pub struct TestOut {
     /// The `webhook-id` it is sent with; its delivery is listed under

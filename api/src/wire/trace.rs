@@ -2,13 +2,13 @@
 
 use chrono::{DateTime, Utc};
 use domain::ops::trace::{InboxSummary, Trace, TraceEntry};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::wire::deliveries::{OutboxDeliveryOut, OutboxEventOut};
 use crate::wire::leads::{ActivityOut, LeadOut};
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = Trace)]
 pub struct TraceOut {
     pub correlation_id: String,
@@ -17,7 +17,7 @@ pub struct TraceOut {
     pub entries: Vec<TraceEntryOut>,
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[schema(as = TraceEntry)]
 pub enum TraceEntryOut {
