@@ -2,13 +2,16 @@
 
 #![allow(clippy::unwrap_used)]
 
+use api::wire::convert::{ConvertIn, ConvertOut};
+use api::wire::crm::DealOut;
+use api::wire::deals::DealIn;
 use domain::auth::Role;
 use domain::entities::{
     activity, company, contact, crm_activity, deal, lead, lead_conversion, outbox_event,
 };
 use domain::lifecycle::deal_stage::DealStage;
 use domain::lifecycle::lead_status::LeadStatus;
-use leadpipe_tests::client::Api;
+use leadpipe_tests::client::{Answer, Api};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{Value, json};
@@ -71,8 +74,16 @@ async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(back
     let id = t
         .qualified_lead("c-1", "Ada@Analytical.example", Some("Analytical Engines"))
         .await;
-    let body =
-        json!({"deal": {"name": "Engine No. 2", "amount_cents": 1_250_000, "currency": "gbp"}});
+    let body = ConvertIn {
+        deal: Some(DealIn {
+            name: Some("Engine No. 2".into()),
+            amount_cents: Some(1_250_000),
+            currency: Some("gbp".into()),
+            owner_id: None,
+            contact_id: None,
+            company_id: None,
+        }),
+    };
 
     let first = t.sales.convert_lead(id, &body).key("convert-1").await;
     assert_eq!(first.status(), 201);
@@ -87,25 +98,30 @@ async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(back
     assert_eq!(second.headers()["idempotent-replayed"], "true");
     assert_eq!(second.text().await.unwrap(), first_body);
 
-    let out: Value = serde_json::from_str(&first_body).unwrap();
-    assert_eq!(out["lead"]["status"], "converted");
-    assert_eq!(out["lead"]["version"], 4);
-    assert_eq!(out["contact"]["email"], "ada@analytical.example");
-    assert_eq!(out["company"]["domain"], "analytical.example");
-    assert_eq!(out["company"]["name"], "Analytical Engines");
-    assert_eq!(out["deal"]["stage"], "open");
-    assert_eq!(out["deal"]["amount_cents"], 1_250_000);
-    assert_eq!(out["deal"]["currency"], "GBP");
-    assert_eq!(out["deal"]["lead_id"], id);
-    assert_eq!(out["contact_created"], true);
+    let ConvertOut {
+        converted: out,
+        conversion,
+    } = serde_json::from_str(&first_body).unwrap();
+    let (lead, contact, company) = (out.lead.lead, out.contact, out.company.unwrap());
+    let deal = out.deal.unwrap();
+    assert_eq!(lead.status, LeadStatus::Converted);
+    assert_eq!(lead.version, 4);
+    assert_eq!(contact.email.as_deref(), Some("ada@analytical.example"));
+    assert_eq!(company.domain.as_deref(), Some("analytical.example"));
+    assert_eq!(company.name, "Analytical Engines");
+    assert_eq!(deal.stage, DealStage::Open);
+    assert_eq!(deal.amount_cents, 1_250_000);
+    assert_eq!(deal.currency, "GBP");
+    assert_eq!(deal.lead_id, Some(id));
+    assert!(out.contact_created);
     let (contact_id, company_id, deal_id) = (
-        out["conversion"]["contact_id"].as_i64().unwrap(),
-        out["conversion"]["company_id"].as_i64().unwrap(),
-        out["conversion"]["deal_id"].as_i64().unwrap(),
+        conversion.contact_id,
+        conversion.company_id.unwrap(),
+        conversion.deal_id.unwrap(),
     );
-    assert_eq!(out["deal"]["contact_id"], contact_id);
-    assert_eq!(out["deal"]["company_id"], company_id);
-    assert_eq!(out["contact"]["company_id"], company_id);
+    assert_eq!(deal.contact_id, Some(contact_id));
+    assert_eq!(deal.company_id, Some(company_id));
+    assert_eq!(contact.company_id, Some(company_id));
 
     assert_eq!(t.app.count(contact::Entity).await, 1);
     assert_eq!(t.app.count(company::Entity).await, 1);
@@ -278,10 +294,10 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
     let created = t.sales.create_crm("deals", &body).key("deal-1").await;
     assert_eq!(created.status(), 201);
     assert_eq!(created.headers()["etag"], "\"1\"");
-    let deal: Value = created.json().await.unwrap();
-    let id = deal["id"].as_i64().unwrap();
-    assert_eq!(deal["stage"], "open");
-    assert!(deal["owner_id"].is_i64(), "a sales caller owns the deal");
+    let deal: DealOut = created.expect_json(201).await;
+    let id = deal.id;
+    assert_eq!(deal.stage, DealStage::Open);
+    assert!(deal.owner_id.is_some(), "a sales caller owns the deal");
 
     let stale = t
         .sales
@@ -291,14 +307,14 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
     let problem = assert_problem(stale, 412, "/problems/precondition-failed").await;
     assert_eq!(problem["current_version"], 1);
 
-    let won = t.sales.move_deal(id, DealStage::Won, None).await;
-    assert_eq!(won.status(), 200);
-    let won: Value = won.json().await.unwrap();
-    assert_eq!(
-        (won["stage"].clone(), won["version"].clone()),
-        (json!("won"), json!(2))
-    );
-    assert!(won["closed_at"].is_string());
+    let won: DealOut = t
+        .sales
+        .move_deal(id, DealStage::Won, None)
+        .await
+        .expect_json(200)
+        .await;
+    assert_eq!((won.stage, won.version), (DealStage::Won, 2));
+    assert!(won.closed_at.is_some());
     let body = assert_problem(
         t.sales.move_deal(id, DealStage::Lost, None).await,
         409,
@@ -313,7 +329,7 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
     )
     .await;
 
-    let other: Value = t
+    let other: DealOut = t
         .sales
         .create_crm(
             "deals",
@@ -324,21 +340,21 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
         .json()
         .await
         .unwrap();
-    let other_id = other["id"].as_i64().unwrap();
+    let other_id = other.id;
     assert_problem(
         t.sales.move_deal(other_id, DealStage::Open, None).await,
         409,
         "/problems/illegal-transition",
     )
     .await;
-    let lost: Value = t
+    let lost: DealOut = t
         .sales
         .move_deal(other_id, DealStage::Lost, Some("budget cut"))
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!(lost["lost_reason"], "budget cut");
+    assert_eq!(lost.lost_reason.as_deref(), Some("budget cut"));
 
     let bad = t
         .sales

@@ -7,6 +7,9 @@
 use std::time::Duration;
 
 use api::cli::demo::fake_source::FakeSource;
+use api::wire::convert::ConvertOut;
+use api::wire::crm::Contact;
+use api::wire::lead_data::{ErasureOut, SubjectExportOut};
 use domain::auth::Role;
 use domain::entities::{activity, lead, lead_tombstone, outbox_event};
 use leadpipe_tests::client::Answer;
@@ -54,13 +57,12 @@ async fn webhook_lead(app: &TestApp, key: &[u8], msg_id: &str) -> Option<i64> {
     lead_id
 }
 
-async fn erased(app: &TestApp, token: &str, id: i64) -> Value {
-    let response = app
-        .api(token)
+async fn erased(app: &TestApp, token: &str, id: i64) -> ErasureOut {
+    app.api(token)
         .erase_lead(id, "?reason=subject%20request%2042")
-        .await;
-    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
-    response.json().await.unwrap()
+        .await
+        .expect_json(200)
+        .await
 }
 
 async fn import_csv(app: &TestApp, token: &str, csv: &str) -> Value {
@@ -165,18 +167,16 @@ async fn erasure_leaves_no_trace_of_the_person_in_any_table(backend: Backend) {
     }
 
     let body = erased(&app, &admin, id).await;
-    assert_eq!(body["repeated"], false);
-    let erasure = &body["erasure"];
-    assert_eq!(erasure["lead_id"], id);
-    assert_eq!(erasure["reason"], "subject request 42");
-    assert_eq!(erasure["counts"]["lead"], 1);
-    assert_eq!(erasure["counts"]["inbox_event"], 1);
-    assert_eq!(erasure["counts"]["import_row"], 1);
-    assert_eq!(erasure["counts"]["idempotency_key"], 1);
-    assert!(
-        erasure["counts"]["activity"].as_i64().unwrap() >= 4,
-        "{erasure}"
-    );
+    assert!(!body.repeated);
+    let erasure = &body.erasure;
+    assert_eq!(erasure.lead_id, id);
+    assert_eq!(erasure.reason, "subject request 42");
+    let counts = &erasure.counts;
+    assert_eq!(counts["lead"], 1);
+    assert_eq!(counts["inbox_event"], 1);
+    assert_eq!(counts["import_row"], 1);
+    assert_eq!(counts["idempotency_key"], 1);
+    assert!(counts["activity"].as_i64().unwrap() >= 4, "{counts}");
 
     // The phone as sent and as stored; a bare "7946" could match a timestamp.
     for needle in [EMAIL, NAME, "7946 0000", "2079460000", REF] {
@@ -310,9 +310,9 @@ async fn erasure_is_idempotent_audited_and_announced(backend: Backend) {
     let first = erased(&app, &admin, id).await;
     // A client retrying a timed-out erase gets the same success.
     let again = erased(&app, &admin, id).await;
-    assert_eq!(again["repeated"], true);
-    assert_eq!(again["erasure"], first["erasure"]);
-    let audit = first["erasure"].to_string();
+    assert!(again.repeated);
+    let audit = serde_json::to_string(&first.erasure).unwrap();
+    assert_eq!(serde_json::to_string(&again.erasure).unwrap(), audit);
     assert!(!audit.contains(EMAIL) && !audit.contains(REF), "{audit}");
 
     let erasures: Vec<outbox_event::Model> = outbox_event::Entity::find()
@@ -323,10 +323,7 @@ async fn erasure_is_idempotent_audited_and_announced(backend: Backend) {
     assert_eq!(erasures.len(), 1);
     assert_eq!(erasures[0].lead_id, None);
     assert_eq!(erasures[0].payload["lead_id"], id);
-    assert_eq!(
-        erasures[0].payload["key_hash"],
-        first["erasure"]["key_hash"]
-    );
+    assert_eq!(erasures[0].payload["key_hash"], first.erasure.key_hash);
     assert!(!erasures[0].payload.to_string().contains(EMAIL));
     // Nothing else about the lead is left to publish.
     let others = outbox_event::Entity::find()
@@ -344,7 +341,7 @@ async fn lifting_the_tombstone_lets_the_key_create_a_lead_again(backend: Backend
     let record = json!({"source": "web", "source_ref": REF, "email": EMAIL});
     let id = app.api(&admin).new_lead(&record).await;
     let body = erased(&app, &admin, id).await;
-    let hash = body["erasure"]["key_hash"].as_str().unwrap().to_owned();
+    let hash = body.erasure.key_hash;
     assert_eq!(hash.len(), 64);
     let suppressed = app.api(&admin).create_lead(&record).await;
     assert_eq!(
@@ -513,28 +510,31 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
     }
     let converted = sales.convert_lead(id, &json!({})).key("convert-1").await;
     assert_eq!(converted.status(), 201);
-    let contact_id = converted.json::<Value>().await.unwrap()["conversion"]["contact_id"]
-        .as_i64()
-        .unwrap();
+    let contact_id = converted
+        .json::<ConvertOut>()
+        .await
+        .unwrap()
+        .conversion
+        .contact_id;
     // The subject export names the conversion and the contact.
-    let export: Value = app
+    let export: SubjectExportOut = app
         .api(&admin)
         .get(&format!("/api/leads/{id}/export"))
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!(export["conversion"]["contact_id"], contact_id);
-    assert_eq!(export["contact"]["email"], EMAIL);
+    assert_eq!(export.conversion.unwrap().contact_id, contact_id);
+    assert_eq!(export.contact.unwrap().email.as_deref(), Some(EMAIL));
 
     let response = app
         .api(&admin)
         .erase_lead(id, "?reason=request&include_contact=true")
         .await;
     assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["erasure"]["counts"]["contact"], 1);
-    assert_eq!(body["erasure"]["counts"]["lead_conversion"], 1);
+    let body: ErasureOut = response.json().await.unwrap();
+    assert_eq!(body.erasure.counts["contact"], 1);
+    assert_eq!(body.erasure.counts["lead_conversion"], 1);
     for needle in [EMAIL, NAME] {
         assert_eq!(
             tables_containing(&app, needle).await,
@@ -542,16 +542,13 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
             "{needle} is still stored"
         );
     }
-    let contact: Value = sales
+    let contact: Contact = sales
         .get(&format!("/api/contacts/{contact_id}"))
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!(
-        (&contact["email"], &contact["name"]),
-        (&Value::Null, &Value::Null)
-    );
+    assert_eq!((contact.email, contact.name), (None, None));
 }
 
 /// `partner`, a standard-webhooks source pulling from `fake`; its signing key.
@@ -744,7 +741,7 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     );
 
     let body = erased(app, admin, id).await;
-    let counts = &body["erasure"]["counts"];
+    let counts = &body.erasure.counts;
     assert_eq!(counts["inbox_event"], 5, "{counts}");
     assert_eq!(counts["reconcile_rejected"], 2, "{counts}");
     for needle in &needles {
@@ -765,8 +762,11 @@ async fn erasure_reaches_dead_events_and_dead_letters_that_never_made_a_lead(bac
     // The others stay leads; an erasure retried answers the same.
     assert_eq!(leads_with_ref(app, &fake.source_ref(1)).await.len(), 1);
     let again = erased(app, admin, id).await;
-    assert_eq!(again["repeated"], true);
-    assert_eq!(again["erasure"], body["erasure"]);
+    assert!(again.repeated);
+    assert_eq!(
+        serde_json::to_value(&again.erasure).unwrap(),
+        serde_json::to_value(&body.erasure).unwrap()
+    );
 }
 
 /// A dry run answers an erased key as the real run does: `suppressed`.
@@ -1020,7 +1020,7 @@ async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
         let lead = &leads_with_ref(&app, erased_ref).await[0];
         assert_eq!(lead.source_ref, erased_ref, "stored as sent");
         let body = erased(&app, &admin, lead.id).await;
-        hashes.push(body["erasure"]["key_hash"].as_str().unwrap().to_owned());
+        hashes.push(body.erasure.key_hash);
     }
 
     let look_alikes = [
@@ -1105,7 +1105,7 @@ async fn look_alikes_of_an_erased_key_are_suppressed_too(backend: Backend) {
     for spelling in ["na\u{EF}ve", "nai\u{308}ve"] {
         let lead = &leads_with_ref(&app, spelling).await[0];
         let body = erased(&app, &admin, lead.id).await;
-        naive.push(body["erasure"]["key_hash"].as_str().unwrap().to_owned());
+        naive.push(body.erasure.key_hash);
     }
     let lifted = app.api(&admin).lift_tombstone(&naive[0]).await;
     assert_eq!(lifted.status(), 204);

@@ -4,8 +4,11 @@
 
 use std::collections::HashSet;
 
+use api::http::list::Page;
+use api::wire::leads::{ActivityOut, LeadOut, LeadPatch};
 use domain::auth::Role;
 use domain::entities::{activity, idempotency_key, lead, outbox_event};
+use domain::lifecycle::lead_status::LeadStatus;
 use leadpipe_tests::client::{Answer, Api};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
@@ -33,8 +36,8 @@ impl Sales {
         self.intake.new_lead(&body).await
     }
 
-    async fn list(&self, query: &str) -> Value {
-        self.sales.leads(query).await.expect(200).await
+    async fn list(&self, query: &str) -> Page<LeadOut> {
+        self.sales.leads(query).await.expect_json(200).await
     }
 
     async fn stored(&self, id: i64) -> lead::Model {
@@ -86,8 +89,8 @@ async fn status_moves_follow_the_machine(backend: Backend) {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["etag"], "\"2\"");
     assert_eq!(
-        response.json::<Value>().await.unwrap()["status"],
-        "contacted"
+        response.json::<LeadOut>().await.unwrap().lead.status,
+        LeadStatus::Contacted
     );
 
     let body = assert_problem(
@@ -235,10 +238,10 @@ async fn note_posted_twice_with_one_key_is_one_note_and_the_same_answer(backend:
 
     assert_eq!(t.notes(id).await, 1);
     assert_eq!(t.events("lead.note_added").await, 1);
-    let body: Value = serde_json::from_str(&first_body).unwrap();
-    assert_eq!(body["kind"], "note");
+    let note: ActivityOut = serde_json::from_str(&first_body).unwrap();
+    assert_eq!(note.kind, "note");
     assert_eq!(
-        body["detail"]["text"],
+        note.detail.unwrap()["text"],
         "Called, asked for a demo next week."
     );
 }
@@ -476,9 +479,11 @@ async fn assignment_accepts_only_active_sales_staff(backend: Backend) {
         .id;
     let path = format!("/api/leads/{id}");
 
-    let assigned = t.sales.patch(&path, &json!({"owner_id": owner})).await;
-    assert_eq!(assigned.status(), 200);
-    assert_eq!(assigned.json::<Value>().await.unwrap()["owner_id"], owner);
+    let assign = LeadPatch {
+        owner_id: Some(Some(owner)),
+    };
+    let assigned: LeadOut = t.sales.patch(&path, &assign).await.expect_json(200).await;
+    assert_eq!(assigned.lead.owner_id, Some(owner));
     assert_eq!(t.events("lead.assigned").await, 1);
 
     let body = assert_problem(
@@ -501,10 +506,13 @@ async fn assignment_accepts_only_active_sales_staff(backend: Backend) {
     )
     .await;
 
-    let unassigned = t.sales.patch(&path, &json!({"owner_id": null})).await;
+    let unassign = LeadPatch {
+        owner_id: Some(None),
+    };
+    let unassigned = t.sales.patch(&path, &unassign).await;
     assert_eq!(
-        unassigned.json::<Value>().await.unwrap()["owner_id"],
-        Value::Null
+        unassigned.json::<LeadOut>().await.unwrap().lead.owner_id,
+        None
     );
     let lead = t.stored(id).await;
     assert_eq!((lead.owner_id, lead.version), (None, 3));
@@ -563,14 +571,7 @@ async fn lists_filter_and_timeline_is_newest_first(backend: Backend) {
     let assign = t.sales.patch_lead(c, &json!({"owner_id": me})).await;
     assert_eq!(assign.status(), 200);
 
-    let ids = |page: Value| -> Vec<i64> {
-        page["data"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["id"].as_i64().unwrap())
-            .collect()
-    };
+    let ids = |page: Page<LeadOut>| -> Vec<i64> { page.data.iter().map(|l| l.lead.id).collect() };
     assert_eq!(ids(t.list("").await), [c, b, a]);
     assert_eq!(ids(t.list("?sort=created_at").await), [c, b, a]);
     assert_eq!(ids(t.list("?status=contacted").await), [b]);

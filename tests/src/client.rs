@@ -2,13 +2,12 @@
 //! path, token, `Idempotency-Key` and `If-Match` in one place.
 //!
 //! An answer stays a `reqwest::Response`, so a test still asserts the status,
-//! the headers and the problem type it means to; [`Answer::expect`] checks
-//! the status and reads the body. Bodies are JSON values: the answers in
-//! `api::wire` derive only `Serialize` and the request types in the routes
-//! and the domain only `Deserialize`, so neither can be read or built here.
-//! What the client does take typed is the domain's own vocabulary
-//! (`LeadStatus`, `DealStage`, `Role`): anything `Serialize` goes where a
-//! status or stage is sent, so a test may still send a wrong one as text.
+//! the headers and the problem type it means to; [`Answer::expect_json`]
+//! checks the status and reads the body as the server's own answer type
+//! (`api::wire`), [`Answer::expect`] as a JSON value (a problem, or a body a
+//! test reads as a client without those types would). A body is anything
+//! `Serialize`: the server's request types (`api::wire::…::*In`), or
+//! `json!` for a body that is wrong on purpose.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -17,7 +16,10 @@ use std::task::{Context, Poll};
 use domain::auth::Role;
 use reqwest::Method;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+
+use api::wire::leads::NoteIn;
 
 use crate::TestApp;
 use crate::receiver::Receiver;
@@ -93,7 +95,7 @@ impl Call {
     }
 
     /// A JSON body in place of the one the operation sent.
-    pub fn json(self, body: &Value) -> Self {
+    pub fn json(self, body: &(impl Serialize + ?Sized)) -> Self {
         self.map(|request| request.json(body))
     }
 }
@@ -118,6 +120,10 @@ pub trait Answer {
     /// Asserts the status (the body in the message if not) and returns the
     /// JSON body (`null` when there is none).
     fn expect(self, status: u16) -> impl Future<Output = Value> + Send;
+
+    /// Asserts the status and reads the body as `T`, an answer type of
+    /// `api::wire` (the test fails if the body does not fit it).
+    fn expect_json<T: DeserializeOwned>(self, status: u16) -> impl Future<Output = T> + Send;
 }
 
 impl Answer for reqwest::Response {
@@ -130,6 +136,14 @@ impl Answer for reqwest::Response {
         } else {
             serde_json::from_str(&text).unwrap()
         }
+    }
+
+    async fn expect_json<T: DeserializeOwned>(self, status: u16) -> T {
+        let seen = self.status();
+        let text = self.text().await.unwrap();
+        assert_eq!(seen.as_u16(), status, "{text}");
+        serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{} does not read {text}: {e}", std::any::type_name::<T>()))
     }
 }
 
@@ -150,11 +164,11 @@ impl Api {
         self.request(Method::GET, path)
     }
 
-    pub fn post(&self, path: &str, body: &Value) -> Call {
+    pub fn post(&self, path: &str, body: &(impl Serialize + ?Sized)) -> Call {
         self.request(Method::POST, path).json(body)
     }
 
-    pub fn patch(&self, path: &str, body: &Value) -> Call {
+    pub fn patch(&self, path: &str, body: &(impl Serialize + ?Sized)) -> Call {
         self.request(Method::PATCH, path).json(body)
     }
 
@@ -165,12 +179,12 @@ impl Api {
     // Leads.
 
     /// `POST /api/leads`.
-    pub fn create_lead(&self, body: &Value) -> Call {
+    pub fn create_lead(&self, body: &(impl Serialize + ?Sized)) -> Call {
         self.post("/api/leads", body)
     }
 
     /// Creates a lead (`201`) and returns its id.
-    pub async fn new_lead(&self, body: &Value) -> i64 {
+    pub async fn new_lead(&self, body: &(impl Serialize + ?Sized)) -> i64 {
         let lead = self.create_lead(body).await.expect(201).await;
         lead["id"].as_i64().unwrap()
     }
@@ -196,7 +210,7 @@ impl Api {
     }
 
     /// `PATCH /api/leads/{id}`.
-    pub fn patch_lead(&self, id: i64, body: &Value) -> Call {
+    pub fn patch_lead(&self, id: i64, body: &(impl Serialize + ?Sized)) -> Call {
         self.patch(&format!("/api/leads/{id}"), body)
     }
 
@@ -216,11 +230,14 @@ impl Api {
 
     /// `POST /api/leads/{id}/notes` with `{"text": text}`.
     pub fn add_note(&self, id: i64, text: &str) -> Call {
-        self.post(&format!("/api/leads/{id}/notes"), &json!({"text": text}))
+        let note = NoteIn {
+            text: text.to_owned(),
+        };
+        self.post(&format!("/api/leads/{id}/notes"), &note)
     }
 
     /// `POST /api/leads/{id}/convert`.
-    pub fn convert_lead(&self, id: i64, body: &Value) -> Call {
+    pub fn convert_lead(&self, id: i64, body: &(impl Serialize + ?Sized)) -> Call {
         self.post(&format!("/api/leads/{id}/convert"), body)
     }
 
@@ -232,12 +249,12 @@ impl Api {
     // Contacts, companies and deals.
 
     /// `POST /api/{kind}` (`contacts`, `companies` or `deals`).
-    pub fn create_crm(&self, kind: &str, body: &Value) -> Call {
+    pub fn create_crm(&self, kind: &str, body: &(impl Serialize + ?Sized)) -> Call {
         self.post(&format!("/api/{kind}"), body)
     }
 
     /// `PATCH /api/{kind}/{id}`.
-    pub fn patch_crm(&self, kind: &str, id: i64, body: &Value) -> Call {
+    pub fn patch_crm(&self, kind: &str, id: i64, body: &(impl Serialize + ?Sized)) -> Call {
         self.patch(&format!("/api/{kind}/{id}"), body)
     }
 
@@ -253,7 +270,7 @@ impl Api {
     // Sources.
 
     /// `POST /api/sources`.
-    pub fn create_source(&self, body: &Value) -> Call {
+    pub fn create_source(&self, body: &(impl Serialize + ?Sized)) -> Call {
         self.post("/api/sources", body)
     }
 
@@ -263,14 +280,14 @@ impl Api {
     }
 
     /// `PATCH /api/sources/{name}`: changes only the fields in `body`.
-    pub fn patch_source(&self, name: &str, body: &Value) -> Call {
+    pub fn patch_source(&self, name: &str, body: &(impl Serialize + ?Sized)) -> Call {
         self.patch(&format!("/api/sources/{name}"), body)
     }
 
     // Subscriptions.
 
     /// `POST /api/subscriptions`.
-    pub fn create_subscription(&self, body: &Value) -> Call {
+    pub fn create_subscription(&self, body: &(impl Serialize + ?Sized)) -> Call {
         self.post("/api/subscriptions", body)
     }
 
@@ -292,12 +309,12 @@ impl Api {
     }
 
     /// `PATCH /api/subscriptions/{id}`.
-    pub fn patch_subscription(&self, id: i64, body: &Value) -> Call {
+    pub fn patch_subscription(&self, id: i64, body: &(impl Serialize + ?Sized)) -> Call {
         self.patch(&format!("/api/subscriptions/{id}"), body)
     }
 
     /// `POST /api/subscriptions/{id}/rotate-secret`.
-    pub fn rotate_secret(&self, id: i64, body: &Value) -> Call {
+    pub fn rotate_secret(&self, id: i64, body: &(impl Serialize + ?Sized)) -> Call {
         self.post(&format!("/api/subscriptions/{id}/rotate-secret"), body)
     }
 
@@ -334,7 +351,7 @@ impl Api {
     }
 
     /// `POST /api/ops/inbox/retry` with a filter body.
-    pub fn retry_inbox_events(&self, body: &Value) -> Call {
+    pub fn retry_inbox_events(&self, body: &(impl Serialize + ?Sized)) -> Call {
         self.post("/api/ops/inbox/retry", body)
     }
 
@@ -344,17 +361,17 @@ impl Api {
     }
 
     /// `POST /api/ops/deliveries/retry` with a filter body.
-    pub fn retry_deliveries(&self, body: &Value) -> Call {
+    pub fn retry_deliveries(&self, body: &(impl Serialize + ?Sized)) -> Call {
         self.post("/api/ops/deliveries/retry", body)
     }
 
     /// `POST /api/ops/lead-processing/retry` with a filter body.
-    pub fn retry_lead_processing(&self, body: &Value) -> Call {
+    pub fn retry_lead_processing(&self, body: &(impl Serialize + ?Sized)) -> Call {
         self.post("/api/ops/lead-processing/retry", body)
     }
 
     /// `POST /api/ops/reconcile/rejected/retry` with a filter body.
-    pub fn retry_rejected_records(&self, body: &Value) -> Call {
+    pub fn retry_rejected_records(&self, body: &(impl Serialize + ?Sized)) -> Call {
         self.post("/api/ops/reconcile/rejected/retry", body)
     }
 

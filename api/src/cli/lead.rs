@@ -20,6 +20,7 @@ use domain::retry::RetryPolicy;
 
 use super::output::{self, OutputArgs};
 use super::{describe, describe_missing};
+use crate::wire::lead_processing::RetryOut;
 use crate::wire::leads::ErasureRecordOut;
 
 #[derive(Debug, Subcommand)]
@@ -188,12 +189,13 @@ pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
 /// A sentence for people; with `-o json`, the report as one JSON object.
 fn print_retry(report: &RetryReport, dry_run: bool, out: OutputArgs) -> anyhow::Result<()> {
     if out.output == output::Format::Json {
-        let row = serde_json::json!({
-            "dry_run": dry_run,
-            "matched": report.matched,
-            "retried": report.retried,
-            "results": report.results,
-        });
+        // The answer of `POST /api/ops/lead-processing/retry`.
+        let row = RetryOut {
+            dry_run,
+            matched: report.matched,
+            retried: report.retried,
+            results: report.results.clone(),
+        };
         return out.print(&[row], &[]);
     }
     if dry_run {

@@ -15,7 +15,7 @@ use crate::http::error::ApiError;
 
 /// A page of a list: its rows, and the cursor of the next page (`null` on
 /// the last one).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Page<T> {
     pub data: Vec<T>,
     pub next_cursor: Option<String>,

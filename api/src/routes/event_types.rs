@@ -3,21 +3,15 @@
 
 use actix_web::HttpResponse;
 use actix_web::get;
-use domain::outbound::events::{self, EventTypeInfo};
-use serde::Serialize;
-use utoipa::ToSchema;
+use domain::outbound::events::{self};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::routes::Routes;
+use crate::wire::event_types::EventTypeList;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list);
-}
-
-#[derive(Serialize, ToSchema)]
-struct EventTypeList {
-    data: Vec<EventTypeInfo>,
 }
 
 /// Every event type a subscription may name, with the JSON Schema of its `data`.

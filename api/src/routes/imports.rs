@@ -15,17 +15,15 @@ use futures::StreamExt;
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::auth::Role;
-use domain::entities::import_run;
 use domain::import::{self, Format, ImportSpec, Mapping, report};
-use serde::{Deserialize, Serialize};
 use tokio::io::AsyncWriteExt;
-use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::declared_length;
 use crate::http::error::ApiError;
 use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
+use wire::{RunOut, StartParams};
 
 /// Report rows fetched per query while streaming the CSV.
 const REPORT_PAGE: u64 = 1000;
@@ -35,44 +33,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(list)
         .service(get)
         .service(report_csv);
-}
-
-/// An import run and its counts.
-#[derive(Serialize, ToSchema)]
-#[schema(as = ImportRunOut)]
-struct RunOut {
-    #[serde(flatten)]
-    run: wire::ImportRun,
-    /// `GET` it for the per-row report (CSV).
-    report_url: String,
-}
-
-impl From<import_run::Model> for RunOut {
-    fn from(run: import_run::Model) -> Self {
-        let report_url = format!("/api/imports/{}/report.csv", run.id);
-        Self {
-            run: run.into(),
-            report_url,
-        }
-    }
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-struct StartParams {
-    /// The `source` of every imported lead.
-    source: String,
-    /// `source_ref=Column,email=Column,…` by header name (or NDJSON key);
-    /// fields: `source_ref`, `email`, `phone`, `name`, `company`,
-    /// `source_updated_at`. Unmapped fields are read from a column of their
-    /// own name; other columns go to `payload`.
-    map: Option<String>,
-    /// Validate and count only; nothing is written.
-    #[serde(default)]
-    dry_run: bool,
-    /// Kept on the run for the operator's benefit.
-    file_name: Option<String>,
 }
 
 fn format_of(req: &HttpRequest) -> Result<Format, ApiError> {

@@ -6,12 +6,10 @@
 use actix_web::http::header;
 use actix_web::{HttpResponse, web};
 use actix_web::{delete, get};
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use domain::erasure::{self, EraseRequest};
 use domain::lead::export::{self, BulkExport, Format};
 use domain::lead::tombstone;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{AdminOnly, Caller, SalesUp};
 use crate::http::error::ApiError;
@@ -19,10 +17,13 @@ use crate::http::list::WindowParams;
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::routes::Routes;
-use crate::routes::leads::{Filter, LeadOut};
-use crate::routes::ops::inbox::InboxEventOut;
 use crate::wire::deliveries::{OutboxDeliveryOut, OutboxEventOut};
-use crate::wire::leads::{ActivityOut, ErasureRecordOut, LeadConversionOut};
+use crate::wire::inbox::InboxEventOut;
+use crate::wire::lead_data::{
+    DuplicateOut, EraseParams, ErasureOut, FormatParam, ImportRowOut, SubjectExportOut,
+};
+use crate::wire::leads::{ActivityOut, LeadConversionOut};
+use crate::wire::leads::{Filter, LeadOut};
 use crate::wire::reconcile::ReconcileRejectedOut;
 
 /// Registered before `leads::configure`: the literal `/api/leads/export`
@@ -32,25 +33,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(erase_lead);
     cfg.service(subject_export);
     cfg.service(lift_tombstone);
-}
-
-#[derive(Deserialize, IntoParams)]
-struct EraseParams {
-    /// Why the lead is erased (required, at most 1000 characters). Kept in
-    /// the audit record: do not name the person.
-    reason: Option<String>,
-    /// Also blank the contact the lead was converted into (default false).
-    #[serde(default)]
-    include_contact: bool,
-}
-
-/// The audit record of an erasure.
-#[derive(Serialize, ToSchema)]
-#[schema(as = ErasureResult)]
-struct ErasureOut {
-    erasure: ErasureRecordOut,
-    /// True when the lead had already been erased by an earlier call.
-    repeated: bool,
 }
 
 /// Erase a lead and everything stored about it, and bury its natural key.
@@ -128,49 +110,6 @@ async fn lift_tombstone(
     }
 }
 
-/// One row of an import that touched the lead.
-#[derive(Serialize, ToSchema)]
-struct ImportRowOut {
-    run_id: i64,
-    row_number: i64,
-    line: i64,
-    source_ref: Option<String>,
-    outcome: String,
-    reason: Option<String>,
-}
-
-/// Another lead with the same email or phone.
-#[derive(Serialize, ToSchema)]
-struct DuplicateOut {
-    other_lead_id: i64,
-    reason: String,
-    created_at: DateTime<Utc>,
-}
-
-/// Everything stored about one lead.
-#[derive(Serialize, ToSchema)]
-#[schema(as = SubjectExport)]
-struct SubjectExportOut {
-    lead: LeadOut,
-    /// The lead's timeline, notes included, oldest first.
-    timeline: Vec<ActivityOut>,
-    /// Webhook events that became this lead, with headers and raw body.
-    inbox_events: Vec<InboxEventOut>,
-    /// Records pulled by reconcile for this lead's key that could not be
-    /// mapped, with the record as the sender returned it.
-    reconcile_rejected: Vec<ReconcileRejectedOut>,
-    /// Events about this lead for downstream systems.
-    outbox_events: Vec<OutboxEventOut>,
-    /// Their deliveries to subscriptions.
-    deliveries: Vec<OutboxDeliveryOut>,
-    import_rows: Vec<ImportRowOut>,
-    possible_duplicates: Vec<DuplicateOut>,
-    conversion: Option<LeadConversionOut>,
-    /// The contact the lead was converted into.
-    contact: Option<crate::routes::crm::Contact>,
-    exported_at: DateTime<Utc>,
-}
-
 /// Everything stored about one lead, as one JSON document (subject access).
 ///
 /// It includes raw webhook bodies and delivery records.
@@ -240,13 +179,6 @@ async fn subject_export(
         exported_at: Utc::now(),
     };
     Ok(HttpResponse::Ok().json(out))
-}
-
-#[derive(Deserialize, IntoParams)]
-struct FormatParam {
-    /// `csv` (default) or `ndjson`.
-    #[param(pattern = "^(csv|ndjson)$")]
-    format: Option<String>,
 }
 
 /// Every lead the list filters match, streamed as CSV or NDJSON.

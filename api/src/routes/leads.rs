@@ -14,11 +14,10 @@ use domain::lead::query::{self, LeadFilter, OwnerFilter};
 use domain::lead::record::LeadRecord;
 use domain::lead::sales;
 use domain::lifecycle::lead_status::LeadStatus;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use crate::http::auth::{Caller, LeadWriters, SalesUp};
-use crate::http::body::present;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams, listed};
@@ -32,6 +31,7 @@ use crate::wire::about::about_nobody;
 use crate::wire::versioned::Versioned;
 use wire::ActivityOut;
 pub use wire::LeadOut;
+use wire::{Filter, LeadDetail, LeadPatch, NoteIn, TransitionIn};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create_or_update)
@@ -41,15 +41,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(transition)
         .service(add_note)
         .service(list_activities);
-}
-
-/// One lead with what only its own page shows.
-#[derive(Serialize, ToSchema)]
-struct LeadDetail {
-    #[serde(flatten)]
-    lead: LeadOut,
-    /// Leads from other sources with the same email or phone (never merged).
-    possible_duplicates: Vec<domain::lead::processing::DuplicateHint>,
 }
 
 /// The lead after an intake upsert, and what the upsert did.
@@ -96,12 +87,6 @@ fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
     Reply::tagged(StatusCode::OK, &LeadOut::from(lead))
 }
 
-impl Versioned for LeadOut {
-    fn version(&self) -> i64 {
-        self.lead.version
-    }
-}
-
 impl About for IngestOut {
     fn subjects(&self) -> Vec<Subject> {
         self.lead.subjects()
@@ -112,12 +97,6 @@ impl About for IngestOut {
 about_nobody!(SuppressedOut);
 
 impl Versioned for IngestOut {
-    fn version(&self) -> i64 {
-        self.lead.version()
-    }
-}
-
-impl Versioned for LeadDetail {
     fn version(&self) -> i64 {
         self.lead.version()
     }
@@ -234,17 +213,6 @@ async fn get_lead(
     Ok(ok_tagged(&detail))
 }
 
-/// A move of the lead status machine.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = LeadTransition)]
-struct TransitionIn {
-    /// The status to move to.
-    to: LeadStatus,
-    /// Why; required when moving to `lost` (at most 1000 characters).
-    reason: Option<String>,
-}
-
 /// Move a lead along the status machine.
 ///
 /// `new → contacted → qualified`; any open status (`new`, `contacted`,
@@ -281,16 +249,6 @@ async fn transition(
             })
         })
         .await
-}
-
-/// Human-owned fields of a lead; absent fields stay as they are.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct LeadPatch {
-    /// An active `sales` principal's id, or `null` for no owner.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>)]
-    owner_id: Option<Option<i64>>,
 }
 
 /// Change a lead's owner.
@@ -331,14 +289,6 @@ async fn patch_lead(
         .await
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = NoteIn)]
-struct NoteIn {
-    /// 1–10,000 characters.
-    text: String,
-}
-
 /// Add a note to a lead's timeline.
 ///
 /// A note has no natural key, so `Idempotency-Key` is required. Writes the
@@ -369,19 +319,6 @@ async fn add_note(
             })
         })
         .await
-}
-
-#[derive(Deserialize, IntoParams)]
-pub(crate) struct Filter {
-    /// Only leads in this status.
-    #[param(value_type = Option<LeadStatus>)]
-    status: Option<String>,
-    /// A principal id, `me` or `none` (no owner).
-    owner: Option<String>,
-    /// Only leads from this source.
-    source: Option<String>,
-    /// Case-insensitive text in name, email or company.
-    q: Option<String>,
 }
 
 impl Filter {

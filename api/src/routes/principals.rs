@@ -3,44 +3,17 @@
 
 use actix_web::get;
 use actix_web::{HttpResponse, web};
-use domain::auth::{self, Principal, Role};
-use serde::Serialize;
-use utoipa::ToSchema;
+use domain::auth::{self};
 
 use crate::http::auth::{AnyRole, Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 use crate::routes::Routes;
+use crate::wire::principals::PrincipalOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(me);
     cfg.service(list);
-}
-
-/// A principal by name: never its token or the token's hash.
-#[derive(Serialize, ToSchema)]
-#[schema(as = PrincipalName)]
-struct PrincipalOut {
-    id: i64,
-    name: String,
-    role: Role,
-    /// The one source an `intake` principal may write for.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source: Option<String>,
-    /// Revoked principals stay listed, so the leads they owned keep a name.
-    active: bool,
-}
-
-impl PrincipalOut {
-    fn new(p: Principal, active: bool) -> Self {
-        Self {
-            id: p.id,
-            name: p.name,
-            role: p.role,
-            source: p.source,
-            active,
-        }
-    }
 }
 
 /// The caller.

@@ -22,6 +22,7 @@ use crate::routes::Routes;
 
 use crate::wire::sources as wire;
 
+use wire::SourceList;
 use wire::SourceOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
@@ -29,12 +30,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(create_source)
         .service(get_source)
         .service(patch_source);
-}
-
-/// Every source, without secrets.
-#[derive(serde::Serialize, utoipa::ToSchema)]
-struct SourceList {
-    data: Vec<SourceOut>,
 }
 
 /// List webhook sources, without secrets.

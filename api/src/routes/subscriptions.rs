@@ -3,9 +3,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{delete, get, post};
-use domain::outbound::subscription::{self, NewSubscription, SubscriptionView};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
+use domain::outbound::subscription::{self, NewSubscription};
 
 use crate::http::auth::{AdminOnly, Caller, OpsUp};
 use crate::http::error::ApiError;
@@ -15,36 +13,12 @@ use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use crate::wire::subscriptions::{CreatedOut, SubscriptionIn, SubscriptionList};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create).service(list).service(delete);
     super::subscriptions_manage::configure(cfg);
 }
-
-/// A downstream system to send events to.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct SubscriptionIn {
-    /// Where to POST; internal addresses are refused unless
-    /// `LEADPIPE_OUTBOUND_ALLOW` names the host.
-    url: String,
-    /// Names from `GET /api/event-types`; empty: all.
-    #[serde(default)]
-    event_types: Vec<String>,
-    description: Option<String>,
-}
-
-/// A new subscription with its signing secret.
-#[derive(Serialize, ToSchema)]
-#[schema(as = SubscriptionCreated)]
-struct CreatedOut {
-    #[serde(flatten)]
-    subscription: SubscriptionView,
-    /// Shown only in this response: verify our signatures with it.
-    secret: String,
-}
-
-crate::wire::about::about_nobody!(CreatedOut, SubscriptionView);
 
 /// Subscribe a downstream system to our events.
 ///
@@ -95,12 +69,6 @@ async fn create(
             })
         })
         .await
-}
-
-/// Every subscription, without secrets.
-#[derive(Serialize, ToSchema)]
-struct SubscriptionList {
-    data: Vec<SubscriptionView>,
 }
 
 /// List subscriptions.

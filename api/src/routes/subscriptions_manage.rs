@@ -5,8 +5,6 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{patch, post};
 use domain::outbound::subscription::{self, SubscriptionPatch, SubscriptionView};
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
 use crate::http::auth::{AdminOnly, Caller};
 use crate::http::error::ApiError;
@@ -16,27 +14,12 @@ use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
-use crate::wire::versioned::Versioned;
+use crate::wire::subscriptions::{PatchIn, RotateIn, RotatedOut, TestOut};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(patch);
     cfg.service(rotate_secret);
     cfg.service(send_test);
-}
-
-/// What to change; fields left out stay as they are.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = SubscriptionPatch)]
-struct PatchIn {
-    /// Checked as on creation: internal addresses are `422`.
-    url: Option<String>,
-    /// The full new list (see `GET /api/event-types`); empty: all.
-    event_types: Option<Vec<String>>,
-    /// An empty string clears it.
-    description: Option<String>,
-    /// `false` stops deliveries; `true` resumes them (also after a `410`).
-    enabled: Option<bool>,
 }
 
 /// Change a subscription's URL, event types, description, or whether it is enabled.
@@ -76,33 +59,6 @@ async fn patch(
         })
         .await
 }
-
-impl Versioned for SubscriptionView {
-    fn version(&self) -> i64 {
-        self.version
-    }
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = RotateSecretIn)]
-struct RotateIn {
-    /// How long the old secret still signs, next to the new one: 0 to
-    /// 604800 (7 days); default 86400 (24 h).
-    overlap_seconds: Option<i64>,
-}
-
-/// The new signing secret.
-#[derive(Serialize, ToSchema)]
-#[schema(as = RotatedSecret)]
-struct RotatedOut {
-    /// Shown only in this response.
-    secret: String,
-    /// Until then deliveries carry a signature with each secret.
-    previous_secret_valid_until: chrono::DateTime<chrono::Utc>,
-}
-
-crate::wire::about::about_nobody!(RotatedOut);
 
 /// Rotate a subscription's signing secret.
 ///
@@ -145,15 +101,6 @@ async fn rotate_secret(
             })
         })
         .await
-}
-
-/// A test event on its way.
-#[derive(Serialize, ToSchema)]
-#[schema(as = TestEventQueued)]
-struct TestOut {
-    /// The `webhook-id` it is sent with; its delivery is listed under
-    /// `GET /api/ops/deliveries?subscription_id=…`.
-    event_id: String,
 }
 
 /// Send a subscription a signed `ping` event.

@@ -8,12 +8,12 @@ use chrono::{DateTime, Utc};
 use domain::crm::deal::DealStage;
 use domain::entities::{company, contact, crm_activity, deal};
 use domain::idempotency::Subject;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::wire::about::About;
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Company {
     pub id: i64,
     pub name: String,
@@ -36,7 +36,7 @@ impl From<company::Model> for Company {
     }
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Contact {
     pub id: i64,
     pub email: Option<String>,
@@ -63,7 +63,7 @@ impl From<contact::Model> for Contact {
     }
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[schema(as = Deal)]
 pub struct DealOut {
     pub id: i64,
@@ -103,7 +103,7 @@ impl From<deal::Model> for DealOut {
     }
 }
 
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct CrmActivity {
     pub id: i64,
     pub subject_type: String,
@@ -212,4 +212,12 @@ mod tests {
         };
         assert_documented(&CrmActivity::from(activity), &[]);
     }
+}
+
+/// Whether a match-or-create found an existing record (`200`) or made one (`201`).
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MatchOutcome {
+    Created,
+    Matched,
 }

@@ -3,10 +3,10 @@
 
 use chrono::{DateTime, Utc};
 use domain::entities::{outbox_delivery, outbox_event};
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = OutboxEvent)]
 pub struct OutboxEventOut {
     pub id: i64,
@@ -42,7 +42,7 @@ impl From<outbox_event::Model> for OutboxEventOut {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = OutboxDelivery)]
 pub struct OutboxDeliveryOut {
     pub id: i64,
@@ -136,3 +136,32 @@ mod tests {
         );
     }
 }
+
+/// Which deliveries to list.
+#[derive(Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct Filter {
+    /// `pending`, `delivering`, `failed`, `delivered` or `dead`.
+    #[param(pattern = "^(pending|delivering|failed|delivered|dead)$")]
+    pub state: Option<String>,
+    /// Only deliveries to this subscription.
+    pub subscription_id: Option<i64>,
+    /// Deprecated (removed in the next release): use `cursor`. Continues
+    /// below this delivery id; ignored when `cursor` is given.
+    pub before: Option<i64>,
+}
+
+/// Which dead deliveries to retry.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = DeliveryRetryIn)]
+pub struct RetryManyIn {
+    /// Only deliveries to this subscription.
+    pub subscription_id: Option<i64>,
+    /// Only count them.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+// Counts only.
+crate::wire::about::about_nobody!(domain::outbound::delivery::RetryReport);

@@ -3,11 +3,11 @@
 
 use chrono::{DateTime, Utc};
 use domain::entities::import_run;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 // The run's own fields; `RunOut` adds its report's address.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ImportRun {
     pub id: i64,
     pub source: String,
@@ -105,4 +105,42 @@ mod tests {
         };
         assert_documented(&ImportRun::from(row), &["internal-identity"]);
     }
+}
+
+/// An import run and its counts.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[schema(as = ImportRunOut)]
+pub struct RunOut {
+    #[serde(flatten)]
+    pub run: ImportRun,
+    /// `GET` it for the per-row report (CSV).
+    pub report_url: String,
+}
+
+impl From<import_run::Model> for RunOut {
+    fn from(run: import_run::Model) -> Self {
+        let report_url = format!("/api/imports/{}/report.csv", run.id);
+        Self {
+            run: run.into(),
+            report_url,
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct StartParams {
+    /// The `source` of every imported lead.
+    pub source: String,
+    /// `source_ref=Column,email=Column,…` by header name (or NDJSON key);
+    /// fields: `source_ref`, `email`, `phone`, `name`, `company`,
+    /// `source_updated_at`. Unmapped fields are read from a column of their
+    /// own name; other columns go to `payload`.
+    pub map: Option<String>,
+    /// Validate and count only; nothing is written.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Kept on the run for the operator's benefit.
+    pub file_name: Option<String>,
 }

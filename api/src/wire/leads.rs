@@ -1,12 +1,15 @@
 //! What the API shows of a lead and its records. Each type is built field by
 //! field from its row, so a column kept for internal use stays off the wire.
 
+use crate::wire::versioned::Versioned;
 use chrono::{DateTime, Utc};
 use domain::entities::{activity, lead, lead_conversion, lead_erasure};
+use domain::field_presence::present;
 use domain::idempotency::Subject;
+use domain::lifecycle::lead_status::LeadStatus;
 use domain::outbound::events::LeadSnapshot;
-use serde::Serialize;
-use utoipa::ToSchema;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::wire::about::About;
 
@@ -14,7 +17,7 @@ use crate::wire::about::About;
 /// (one definition, so the two cannot drift). In the OpenAPI document it
 /// *is* the `Lead` schema (a `$ref`, not a one-element `allOf` that client
 /// generators turn into a second copy of `Lead` and its inline models).
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct LeadOut {
     pub lead: LeadSnapshot<'static>,
@@ -64,7 +67,7 @@ impl ToSchema for LeadOut {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = Activity)]
 pub struct ActivityOut {
     pub id: i64,
@@ -107,7 +110,7 @@ impl From<activity::Model> for ActivityOut {
     }
 }
 
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = LeadConversion)]
 pub struct LeadConversionOut {
     pub lead_id: i64,
@@ -136,7 +139,7 @@ impl From<lead_conversion::Model> for LeadConversionOut {
 
 /// The audit record of one erasure: ids, who, when, why and how many rows
 /// each table lost. It holds no personal data.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = Erasure)]
 pub struct ErasureRecordOut {
     pub id: i64,
@@ -246,4 +249,71 @@ mod tests {
             &[],
         );
     }
+}
+
+/// One lead with what only its own page shows.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct LeadDetail {
+    #[serde(flatten)]
+    pub lead: LeadOut,
+    /// Leads from other sources with the same email or phone (never merged).
+    pub possible_duplicates: Vec<domain::lead::processing::DuplicateHint>,
+}
+
+impl Versioned for LeadOut {
+    fn version(&self) -> i64 {
+        self.lead.version
+    }
+}
+
+impl Versioned for LeadDetail {
+    fn version(&self) -> i64 {
+        self.lead.version()
+    }
+}
+
+/// A move of the lead status machine.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = LeadTransition)]
+pub struct TransitionIn {
+    /// The status to move to.
+    pub to: LeadStatus,
+    /// Why; required when moving to `lost` (at most 1000 characters).
+    pub reason: Option<String>,
+}
+
+/// Human-owned fields of a lead; absent fields stay as they are.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LeadPatch {
+    /// An active `sales` principal's id, or `null` for no owner.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(value_type = Option<i64>)]
+    pub owner_id: Option<Option<i64>>,
+}
+
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = NoteIn)]
+pub struct NoteIn {
+    /// 1–10,000 characters.
+    pub text: String,
+}
+
+#[derive(Serialize, Deserialize, IntoParams)]
+pub struct Filter {
+    /// Only leads in this status.
+    #[param(value_type = Option<LeadStatus>)]
+    pub status: Option<String>,
+    /// A principal id, `me` or `none` (no owner).
+    pub owner: Option<String>,
+    /// Only leads from this source.
+    pub source: Option<String>,
+    /// Case-insensitive text in name, email or company.
+    pub q: Option<String>,
 }

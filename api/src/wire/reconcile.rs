@@ -3,12 +3,12 @@
 
 use chrono::{DateTime, Utc};
 use domain::entities::{reconcile_rejected, reconcile_run};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// One reconcile run of a source: its range, its counts (committed page by
 /// page, so a running run shows progress), its state and error.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = ReconcileRun)]
 pub struct ReconcileRunOut {
     pub id: i64,
@@ -69,7 +69,7 @@ impl From<&reconcile_run::Model> for ReconcileRunOut {
 
 /// A record a reconcile page could not map to a lead, kept with its reason
 /// so it can be re-applied once the mapping is fixed.
-#[derive(Serialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = ReconcileRejected)]
 pub struct ReconcileRejectedOut {
     pub id: i64,
@@ -174,3 +174,28 @@ mod tests {
         );
     }
 }
+
+/// The optional body of a start.
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartIn {
+    /// Fetch and compare only: what would be created or updated.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Start from this cursor instead of the source's stored one.
+    pub since: Option<String>,
+    /// Start from the very beginning (no `since` on the first request).
+    #[serde(default)]
+    pub from_start: bool,
+}
+
+#[derive(Serialize, Deserialize, utoipa::IntoParams)]
+pub struct Filter {
+    /// Only runs of this source.
+    pub source: Option<String>,
+    /// `running`, `done` or `failed`.
+    pub state: Option<String>,
+}
+
+// A run's counts and cursor: no record of the run is about a person.
+crate::wire::about::about_nobody!(ReconcileRunOut);

@@ -6,14 +6,14 @@
 
 use chrono::{DateTime, Utc};
 use domain::entities::source;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::wire::versioned::Versioned;
 
 /// A source's configuration as the API and CLI show it: everything but the
 /// secrets, of which only the count is shown.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 #[schema(as = Source)]
 pub struct SourceOut {
     pub name: String,
@@ -157,4 +157,10 @@ mod tests {
         assert!(!debug.contains(SECRET), "{debug}");
         assert!(!debug.contains("sealed-pull-secret-value"), "{debug}");
     }
+}
+
+/// Every source, without secrets.
+#[derive(Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SourceList {
+    pub data: Vec<SourceOut>,
 }

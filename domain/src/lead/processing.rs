@@ -12,7 +12,7 @@ use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::auth::Role;
@@ -381,7 +381,7 @@ async fn link_duplicates<C: ConnectionTrait>(
 
 /// A lead from another source with the same normalised email or phone:
 /// possibly the same person, never merged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DuplicateHint {
     pub lead_id: i64,
     pub reason: String,

@@ -10,14 +10,14 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, IdenStatic, QueryFilter,
     QuerySelect,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::stats::{Window, with_delivery_counts};
 use crate::clock;
 use crate::entities::inbox_event;
 
 /// How far back a series reaches, and so how wide its buckets are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub enum SeriesWindow {
     /// The last hour in 60 one-minute buckets.
     #[serde(rename = "1h")]
@@ -56,7 +56,7 @@ impl FromStr for SeriesWindow {
 }
 
 /// One bucket: `[start, start + bucket_seconds)`.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = SeriesBucket)]
 pub struct Bucket {
     pub start: DateTime<Utc>,
@@ -70,7 +70,7 @@ pub struct Bucket {
     pub duplicate_rate: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = StatsSeries)]
 pub struct Series {
     pub window: SeriesWindow,

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::entities::{activity, inbox_event, lead, outbox_delivery, outbox_event};
 use crate::error::Error;
@@ -44,7 +44,7 @@ impl TraceEntry {
 }
 
 /// An inbox event without its body (the ops inbox API shows that).
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InboxSummary {
     pub id: i64,
     pub source: String,

@@ -16,7 +16,7 @@ use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IdenStatic,
     Iterable, QueryFilter, QueryOrder, QuerySelect,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::entities::{outbox_delivery, outbox_event, subscription};
@@ -614,7 +614,7 @@ pub async fn list<C: ConnectionTrait>(
     Ok(page::fetch_by_id(conn, query, outbox_delivery::Column::Id, window, |d| d.id).await?)
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]
 #[schema(as = RetryReport)]
 pub struct RetryReport {
     pub matched: u64,

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use utoipa::openapi::{RefOr, Schema};
 
 use crate::entities::lead;
@@ -87,7 +87,7 @@ pub struct Ping {
 // outbox event and need not copy the payload for it) or owning its strings
 // (`From<Model>`, `into_owned`); the JSON is the same.
 // A plain comment: the `Lead` schema has no description.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = Lead)]
 pub struct LeadSnapshot<'a> {
     pub id: i64,
@@ -223,11 +223,11 @@ event!(
 );
 
 /// One event type as `GET /api/event-types` lists it.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = EventType)]
 pub struct EventTypeInfo {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     /// JSON Schema of the event's `data`; `$ref`s point into its own `components`.
     #[schema(value_type = Object)]
     pub schema: serde_json::Value,
@@ -255,8 +255,8 @@ fn schema_of<T: utoipa::ToSchema>() -> serde_json::Value {
 
 fn info<T: Event>() -> EventTypeInfo {
     EventTypeInfo {
-        name: T::TYPE,
-        description: T::DESCRIPTION,
+        name: Cow::Borrowed(T::TYPE),
+        description: Cow::Borrowed(T::DESCRIPTION),
         schema: schema_of::<T>(),
     }
 }
@@ -264,8 +264,8 @@ fn info<T: Event>() -> EventTypeInfo {
 /// Every event type a subscription may name, with the schema of its `data`.
 pub fn catalogue() -> Vec<EventTypeInfo> {
     let lead = |name, description| EventTypeInfo {
-        name,
-        description,
+        name: Cow::Borrowed(name),
+        description: Cow::Borrowed(description),
         schema: schema_of::<LeadSnapshot>(),
     };
     vec![

@@ -102,7 +102,8 @@ mod tests {
 
     #[test]
     fn every_subscribable_type_has_a_schema() {
-        let names: Vec<&str> = events::catalogue().iter().map(|e| e.name).collect();
+        let catalogue = events::catalogue();
+        let names: Vec<&str> = catalogue.iter().map(|e| e.name.as_ref()).collect();
         assert_eq!(names, EVENT_TYPES);
         for event in events::catalogue() {
             assert_eq!(event.schema["type"], "object", "{}", event.name);

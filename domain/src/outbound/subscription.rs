@@ -4,7 +4,7 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, Set,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::crypto::generate_standard_secret;
@@ -20,7 +20,7 @@ pub const DISABLED: &str = "disabled";
 pub const DELETED: &str = "deleted";
 
 /// A subscription as the API shows it: never its secret.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize, Deserialize, utoipa::ToSchema)]
 #[schema(as = Subscription)]
 pub struct SubscriptionView {
     pub id: i64,

@@ -4,15 +4,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
-use domain::crm::company::{self, CompanyFilter, CompanyInput, CompanyPatch};
+use domain::crm::company::{self, CompanyFilter, CompanyInput};
 use domain::crm::timeline::Subject;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
+use super::matched;
 use super::wire::Company;
-use super::{MatchOutcome, matched};
 use crate::http::auth::{Caller, SalesUp};
-use crate::http::body::present;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
@@ -21,7 +18,7 @@ use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
-use crate::wire::versioned::Versioned;
+use crate::wire::companies::{CompanyIn, CompanyOut, Filter, PatchIn};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create)
@@ -29,45 +26,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(get)
         .service(patch)
         .service(activities);
-}
-
-/// A company; after a create, with what the create did.
-#[derive(Serialize, ToSchema)]
-struct CompanyOut {
-    #[serde(flatten)]
-    company: Company,
-    /// Only in the answer to `POST /api/companies`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    outcome: Option<MatchOutcome>,
-}
-
-impl From<domain::entities::company::Model> for CompanyOut {
-    fn from(company: domain::entities::company::Model) -> Self {
-        Self {
-            company: company.into(),
-            outcome: None,
-        }
-    }
-}
-
-crate::wire::about::about_nobody!(CompanyOut);
-
-impl Versioned for CompanyOut {
-    fn version(&self) -> i64 {
-        self.company.version
-    }
-}
-
-/// A company to match or create; give a `domain` (or a `website`) or a `name`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct CompanyIn {
-    /// Defaults to the domain.
-    name: Option<String>,
-    /// Normalised: lower-case, no scheme, path, port or `www.`; free-mail domains are refused.
-    domain: Option<String>,
-    /// A URL; its host becomes the domain when `domain` is absent.
-    website: Option<String>,
 }
 
 /// Create a company, or find the one that matches.
@@ -132,27 +90,6 @@ async fn get(
     Ok(ok_tagged(&CompanyOut::from(company)))
 }
 
-/// Fields to change; absent fields stay as they are.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = CompanyPatch)]
-struct PatchIn {
-    name: Option<String>,
-    /// `null` clears it; a domain another company has is `409`.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    domain: Option<Option<String>>,
-}
-
-impl From<PatchIn> for CompanyPatch {
-    fn from(input: PatchIn) -> Self {
-        Self {
-            name: input.name,
-            domain: input.domain,
-        }
-    }
-}
-
 /// Change a company's name or domain.
 #[utoipa::path(
     operation_id = "patch_company",
@@ -181,14 +118,6 @@ async fn patch(
             })
         })
         .await
-}
-
-#[derive(Deserialize, IntoParams)]
-struct Filter {
-    /// Case-insensitive text in name or domain.
-    q: Option<String>,
-    /// Only the company with this (normalised) domain.
-    domain: Option<String>,
 }
 
 /// List companies, newest first.

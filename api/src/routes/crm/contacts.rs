@@ -4,15 +4,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
-use domain::crm::contact::{self, ContactFilter, ContactInput, ContactPatch};
+use domain::crm::contact::{self, ContactFilter, ContactInput};
 use domain::crm::timeline::Subject;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
+use super::matched;
 use super::wire::Contact;
-use super::{MatchOutcome, matched};
 use crate::http::auth::{Caller, SalesUp};
-use crate::http::body::present;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
@@ -21,8 +18,7 @@ use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
-use crate::wire::about::About;
-use crate::wire::versioned::Versioned;
+use crate::wire::contacts::{ContactIn, ContactOut, Filter, PatchIn};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create)
@@ -30,48 +26,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(get)
         .service(patch)
         .service(activities);
-}
-
-/// A contact; after a create, with what the create did.
-#[derive(Serialize, ToSchema)]
-struct ContactOut {
-    #[serde(flatten)]
-    contact: Contact,
-    /// Only in the answer to `POST /api/contacts`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    outcome: Option<MatchOutcome>,
-}
-
-impl From<domain::entities::contact::Model> for ContactOut {
-    fn from(contact: domain::entities::contact::Model) -> Self {
-        Self {
-            contact: contact.into(),
-            outcome: None,
-        }
-    }
-}
-
-impl About for ContactOut {
-    fn subjects(&self) -> Vec<domain::idempotency::Subject> {
-        self.contact.subjects()
-    }
-}
-
-impl Versioned for ContactOut {
-    fn version(&self) -> i64 {
-        self.contact.version
-    }
-}
-
-/// A contact to match (by email) or create; needs an email, a name or a phone.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct ContactIn {
-    /// Trimmed and lower-cased; the contact's match key.
-    email: Option<String>,
-    name: Option<String>,
-    phone: Option<String>,
-    company_id: Option<i64>,
 }
 
 /// Create a contact, or find the one with the same email.
@@ -151,37 +105,6 @@ async fn get(
     Ok(ok_tagged(&ContactOut::from(contact)))
 }
 
-/// Fields to change; absent fields stay as they are, `null` clears one.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = ContactPatch)]
-struct PatchIn {
-    /// An email another contact has is `409`.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    email: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    name: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
-    phone: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>)]
-    company_id: Option<Option<i64>>,
-}
-
-impl From<PatchIn> for ContactPatch {
-    fn from(input: PatchIn) -> Self {
-        Self {
-            email: input.email,
-            name: input.name,
-            phone: input.phone,
-            company_id: input.company_id,
-        }
-    }
-}
-
 /// Change a contact.
 #[utoipa::path(
     operation_id = "patch_contact",
@@ -210,16 +133,6 @@ async fn patch(
             })
         })
         .await
-}
-
-#[derive(Deserialize, IntoParams)]
-struct Filter {
-    /// Case-insensitive text in name or email.
-    q: Option<String>,
-    /// Only the contact with this (normalised) email.
-    email: Option<String>,
-    /// Only contacts of this company.
-    company_id: Option<i64>,
 }
 
 /// List contacts, newest first.

@@ -3,13 +3,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
-use domain::crm::conversion::{self, ConvertRequest, Converted};
+use domain::crm::conversion::{self, ConvertRequest};
 use domain::entities::lead_conversion;
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
 
-use super::deals::DealIn;
-use super::wire::{Company, Contact, DealOut};
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply};
@@ -18,82 +14,12 @@ use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
-use crate::routes::leads::LeadOut;
-use crate::wire::about::About;
+use crate::wire::convert::{ConvertIn, ConvertOut, Ids};
+use crate::wire::deals::DealIn;
 use crate::wire::leads::LeadConversionOut;
-use crate::wire::versioned::Versioned;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(convert).service(get_conversion);
-}
-
-/// What to convert the lead into besides a contact and a company.
-#[derive(Deserialize, Default, ToSchema)]
-#[serde(deny_unknown_fields)]
-struct ConvertIn {
-    /// Also create a deal; its owner defaults to the lead's owner, else a
-    /// `sales` caller.
-    deal: Option<DealIn>,
-}
-
-/// The records a conversion produced or linked.
-#[derive(Serialize, ToSchema)]
-#[schema(as = Converted)]
-struct ConvertedOut {
-    lead: LeadOut,
-    contact: Contact,
-    contact_created: bool,
-    company: Option<Company>,
-    company_created: bool,
-    deal: Option<DealOut>,
-}
-
-impl From<Converted> for ConvertedOut {
-    fn from(c: Converted) -> Self {
-        Self {
-            lead: c.lead.into(),
-            contact: c.contact.into(),
-            contact_created: c.contact_created,
-            company: c.company.map(Company::from),
-            company_created: c.company_created,
-            deal: c.deal.map(DealOut::from),
-        }
-    }
-}
-
-/// The converted lead and the records it became.
-#[derive(Serialize, ToSchema)]
-struct ConvertOut {
-    #[serde(flatten)]
-    converted: ConvertedOut,
-    conversion: Ids,
-}
-
-impl About for ConvertOut {
-    fn subjects(&self) -> Vec<domain::idempotency::Subject> {
-        let converted = &self.converted;
-        let mut subjects = converted.lead.subjects();
-        subjects.extend(converted.contact.subjects());
-        subjects.extend(converted.deal.iter().flat_map(About::subjects));
-        subjects
-    }
-}
-
-impl Versioned for ConvertOut {
-    /// The lead's: the conversion's `ETag` is the lead's new version.
-    fn version(&self) -> i64 {
-        self.converted.lead.lead.version
-    }
-}
-
-/// The ids of one conversion.
-#[derive(Serialize, ToSchema)]
-#[schema(as = ConversionIds)]
-struct Ids {
-    lead_id: i64,
-    contact_id: i64,
-    company_id: Option<i64>,
-    deal_id: Option<i64>,
 }
 
 /// Convert a `qualified` lead into a contact, a company and, when asked, a deal.

@@ -5,15 +5,12 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
 use domain::auth::Role;
-use domain::crm::deal::{self, DealFilter, DealInput, DealPatch, DealStage};
+use domain::crm::deal::{self, DealFilter, DealStage};
 use domain::crm::timeline::Subject;
 use domain::ids::{CompanyId, ContactId, PrincipalId};
-use serde::Deserialize;
-use utoipa::{IntoParams, ToSchema};
 
 use super::wire::DealOut;
 use crate::http::auth::{Caller, SalesUp};
-use crate::http::body::present;
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
 use crate::http::list::{ListParams, Page, WindowParams};
@@ -22,6 +19,7 @@ use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use crate::wire::deals::{DealIn, Filter, PatchIn, TransitionIn};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create)
@@ -30,34 +28,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(patch)
         .service(transition)
         .service(activities);
-}
-
-/// A deal as the API takes it, also inside a conversion request.
-#[derive(Debug, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DealIn {
-    pub name: Option<String>,
-    /// The amount in minor units (`1250000` is 12,500.00); never a float.
-    pub amount_cents: Option<i64>,
-    /// ISO 4217, e.g. `EUR` (`eur` is accepted).
-    pub currency: Option<String>,
-    /// An active `sales` principal; defaults to a `sales` caller.
-    pub owner_id: Option<i64>,
-    pub contact_id: Option<i64>,
-    pub company_id: Option<i64>,
-}
-
-impl DealIn {
-    pub fn into_input(self) -> DealInput {
-        DealInput {
-            name: self.name,
-            amount_cents: self.amount_cents,
-            currency: self.currency,
-            owner_id: self.owner_id.map(PrincipalId),
-            contact_id: self.contact_id.map(ContactId),
-            company_id: self.company_id.map(CompanyId),
-        }
-    }
 }
 
 /// Create an `open` deal.
@@ -124,38 +94,6 @@ async fn get(
     Ok(ok_tagged(&DealOut::from(deal)))
 }
 
-/// Fields to change; absent fields stay as they are, `null` clears a link.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DealPatch)]
-struct PatchIn {
-    name: Option<String>,
-    amount_cents: Option<i64>,
-    currency: Option<String>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>)]
-    owner_id: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>)]
-    contact_id: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>)]
-    company_id: Option<Option<i64>>,
-}
-
-impl From<PatchIn> for DealPatch {
-    fn from(input: PatchIn) -> Self {
-        Self {
-            name: input.name,
-            amount_cents: input.amount_cents,
-            currency: input.currency,
-            owner_id: input.owner_id.map(|id| id.map(PrincipalId)),
-            contact_id: input.contact_id.map(|id| id.map(ContactId)),
-            company_id: input.company_id.map(|id| id.map(CompanyId)),
-        }
-    }
-}
-
 /// Change a deal's name, amount, currency, owner or links.
 #[utoipa::path(
     operation_id = "patch_deal",
@@ -183,17 +121,6 @@ async fn patch(
             })
         })
         .await
-}
-
-/// A move of the deal stage machine.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DealTransition)]
-struct TransitionIn {
-    /// `won` or `lost`.
-    to: DealStage,
-    /// Why the deal was lost.
-    reason: Option<String>,
 }
 
 /// Close a deal: `won` or `lost`.
@@ -228,21 +155,6 @@ async fn transition(
             })
         })
         .await
-}
-
-#[derive(Deserialize, IntoParams)]
-struct Filter {
-    /// Only deals in this stage.
-    #[param(value_type = Option<DealStage>)]
-    stage: Option<String>,
-    /// A principal id or `me`.
-    owner: Option<String>,
-    /// Only deals of this contact.
-    contact_id: Option<i64>,
-    /// Only deals of this company.
-    company_id: Option<i64>,
-    /// Case-insensitive text in the name.
-    q: Option<String>,
 }
 
 /// List deals, newest first.

@@ -9,7 +9,6 @@ use domain::crm::company::Matched;
 use domain::crm::timeline::{self, Subject};
 use domain::page::Keyed;
 use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::http::error::ApiError;
 use crate::http::idempotency::Reply;
@@ -25,6 +24,7 @@ mod convert;
 mod deals;
 use crate::wire::crm as wire;
 
+use crate::wire::crm::MatchOutcome;
 pub use wire::Contact;
 
 pub fn configure(cfg: &mut Routes<'_>) {
@@ -32,14 +32,6 @@ pub fn configure(cfg: &mut Routes<'_>) {
     contacts::configure(cfg);
     companies::configure(cfg);
     deals::configure(cfg);
-}
-
-/// Whether a match-or-create found an existing record (`200`) or made one (`201`).
-#[derive(Debug, Clone, Copy, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-enum MatchOutcome {
-    Created,
-    Matched,
 }
 
 impl MatchOutcome {

@@ -6,8 +6,6 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, web};
 use actix_web::{get, post};
 use domain::outbound::delivery::{self, DeliveryFilter};
-use serde::Deserialize;
-use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
@@ -19,9 +17,7 @@ use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
 use wire::OutboxDeliveryOut;
-
-// Counts only.
-crate::wire::about::about_nobody!(delivery::RetryReport);
+use wire::{Filter, RetryManyIn};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list).service(retry_many).service(retry_one);
@@ -34,20 +30,6 @@ const STATES: &[&str] = &[
     delivery::DELIVERED,
     delivery::DEAD,
 ];
-
-/// Which deliveries to list.
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-struct Filter {
-    /// `pending`, `delivering`, `failed`, `delivered` or `dead`.
-    #[param(pattern = "^(pending|delivering|failed|delivered|dead)$")]
-    state: Option<String>,
-    /// Only deliveries to this subscription.
-    subscription_id: Option<i64>,
-    /// Deprecated (removed in the next release): use `cursor`. Continues
-    /// below this delivery id; ignored when `cursor` is given.
-    before: Option<i64>,
-}
 
 listed! {
     "A page of deliveries." type DeliveryPage = Page<OutboxDeliveryOut>;
@@ -114,18 +96,6 @@ async fn retry_one(
         })
     })
     .await
-}
-
-/// Which dead deliveries to retry.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DeliveryRetryIn)]
-struct RetryManyIn {
-    /// Only deliveries to this subscription.
-    subscription_id: Option<i64>,
-    /// Only count them.
-    #[serde(default)]
-    dry_run: bool,
 }
 
 /// Retry every dead delivery that matches.

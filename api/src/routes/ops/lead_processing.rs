@@ -1,16 +1,11 @@
 //! `/api/ops/lead-processing`: watch and retry lead processing that failed
 //! (ops and admin), as `/api/ops/inbox` does for webhook events.
 
-use std::collections::BTreeMap;
-
 use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
-use chrono::{DateTime, Utc};
-use domain::entities::lead_processing_failure;
+use chrono::Utc;
 use domain::lead::failures::{self, BulkRetryRequest, RetryReport};
 use domain::retry::RetryPolicy;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
@@ -18,51 +13,10 @@ use crate::http::list::{ListParams, Page, listed};
 use crate::http::state::AppState;
 use crate::http::write::Write;
 use crate::routes::Routes;
+use crate::wire::lead_processing::{FailureOut, ListQuery, RetryIn, RetryOut};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list_failures).service(retry);
-}
-
-/// The processing of one lead that failed, as ops see it: ids, counts and
-/// the error, nothing of the person.
-#[derive(Serialize, ToSchema)]
-#[schema(as = LeadProcessingFailure)]
-pub struct FailureOut {
-    lead_id: i64,
-    /// The lead version that failed; a newer version starts afresh.
-    version: i64,
-    /// `failed` (retried at `next_attempt_at`) or `dead` (given up).
-    #[schema(pattern = "^(failed|dead)$")]
-    state: String,
-    /// Attempts at this version.
-    attempts: i32,
-    /// The last error, or for `dead` why it was given up.
-    last_error: String,
-    next_attempt_at: Option<DateTime<Utc>>,
-    /// When the last attempt failed.
-    updated_at: DateTime<Utc>,
-}
-
-impl From<lead_processing_failure::Model> for FailureOut {
-    fn from(f: lead_processing_failure::Model) -> Self {
-        Self {
-            lead_id: f.lead_id,
-            version: f.version,
-            state: f.state,
-            attempts: f.attempts,
-            last_error: f.last_error,
-            next_attempt_at: f.next_attempt_at,
-            updated_at: f.updated_at,
-        }
-    }
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-struct ListQuery {
-    /// Only failures in this state: `failed` or `dead`.
-    #[param(pattern = "^(failed|dead)$")]
-    state: Option<String>,
 }
 
 listed! {
@@ -97,40 +51,6 @@ async fn list_failures(
     let rows = failures::list(state.reads.db(), failure_state, page.id_window()?).await?;
     let page = Page::from(rows);
     Ok(HttpResponse::Ok().json(page.map(FailureOut::from)))
-}
-
-/// One lead (`lead_id`), or every lead in `state` up to `limit`.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = LeadProcessingRetryIn)]
-struct RetryIn {
-    /// One lead whose processing is `failed` or `dead`; leave out the
-    /// other fields.
-    lead_id: Option<i64>,
-    /// Bulk: `dead` (default) or `failed` (its retry brought forward).
-    #[schema(pattern = "^(failed|dead)$")]
-    state: Option<String>,
-    /// Bulk: at most this many leads, lowest id first (1–1000, default 100).
-    #[schema(minimum = 1, maximum = 1000)]
-    limit: Option<u64>,
-    /// Bulk: only count them.
-    #[serde(default)]
-    dry_run: bool,
-}
-
-/// What matched, and what processing the retried leads came to.
-#[derive(Serialize, ToSchema)]
-#[schema(as = LeadProcessingRetryOut)]
-struct RetryOut {
-    dry_run: bool,
-    /// Leads with a failure in the state asked for (more than `limit` when
-    /// a bulk retry left some: send it again).
-    matched: u64,
-    /// Leads processed again.
-    retried: u64,
-    /// The retried leads by outcome: `processed`, `failed` (the workers
-    /// retry it later) or `dead`.
-    results: BTreeMap<String, u64>,
 }
 
 impl RetryOut {

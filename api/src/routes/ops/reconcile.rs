@@ -12,7 +12,6 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use domain::entities::reconcile_run;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
-use serde::Deserialize;
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
@@ -23,26 +22,11 @@ use crate::http::state::AppState;
 use crate::http::write::Write;
 use crate::routes::Routes;
 
-// A run's counts and cursor: no record of the run is about a person.
-crate::wire::about::about_nobody!(wire::ReconcileRunOut);
 pub use wire::ReconcileRunOut;
+use wire::{Filter, StartIn};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(start).service(list).service(get);
-}
-
-/// The optional body of a start.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-struct StartIn {
-    /// Fetch and compare only: what would be created or updated.
-    #[serde(default)]
-    dry_run: bool,
-    /// Start from this cursor instead of the source's stored one.
-    since: Option<String>,
-    /// Start from the very beginning (no `since` on the first request).
-    #[serde(default)]
-    from_start: bool,
 }
 
 impl StartIn {
@@ -173,14 +157,6 @@ async fn get(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no reconcile run {id}")))?;
     Ok(HttpResponse::Ok().json(ReconcileRunOut::from(&run)))
-}
-
-#[derive(Deserialize, utoipa::IntoParams)]
-struct Filter {
-    /// Only runs of this source.
-    source: Option<String>,
-    /// `running`, `done` or `failed`.
-    state: Option<String>,
 }
 
 listed! {

@@ -4,8 +4,6 @@
 use actix_web::{HttpResponse, web};
 use actix_web::{get, post};
 use domain::reconcile::rejected::{self, RejectedFilter};
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
@@ -14,20 +12,13 @@ use crate::http::state::AppState;
 use crate::http::write::Write;
 use crate::routes::Routes;
 use crate::wire::reconcile::ReconcileRejectedOut;
+use crate::wire::reconcile_rejected::{Filter, RetryIn, RetryOut};
 
 /// Registered before `/api/ops/reconcile/{source}`, which would take the
 /// path otherwise.
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list);
     cfg.service(retry);
-}
-
-#[derive(Deserialize, IntoParams)]
-struct Filter {
-    /// Only records of this source.
-    source: Option<String>,
-    /// `rejected` (waiting for a retry) or `resolved`.
-    state: Option<String>,
 }
 
 listed! {
@@ -72,25 +63,6 @@ async fn list(
     let rows = rejected::list(state.reads.db(), &filter, page.id_window()?).await?;
     let page = Page::from(rows).map(ReconcileRejectedOut::from);
     Ok(HttpResponse::Ok().json(page))
-}
-
-/// Which rejected records to retry: one source's, or all.
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = ReconcileRejectedRetryIn)]
-struct RetryIn {
-    source: Option<String>,
-}
-
-/// What a retry came to.
-#[derive(Serialize, ToSchema)]
-#[schema(as = ReconcileRejectedRetryOut)]
-struct RetryOut {
-    retried: u64,
-    /// Applied now, each once, and marked `resolved`.
-    resolved: u64,
-    /// Still do not map; their reason is updated.
-    still_rejected: u64,
 }
 
 /// Re-apply the rejected records, after a mapping fix.

@@ -3,24 +3,15 @@
 use actix_web::get;
 use actix_web::{HttpResponse, web};
 use domain::ops::series::{self, SeriesWindow};
-use serde::Deserialize;
-use utoipa::IntoParams;
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 use crate::routes::Routes;
+use crate::wire::stats::SeriesQuery;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(stats_series);
-}
-
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-struct SeriesQuery {
-    /// `1h` (default: 60 one-minute buckets) or `24h` (96 buckets of 15 minutes).
-    #[param(value_type = Option<SeriesWindow>)]
-    window: Option<String>,
 }
 
 /// Inbox events received and processed, and the duplicate rate, per bucket.
