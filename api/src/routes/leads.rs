@@ -6,7 +6,6 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, web};
 use actix_web::{get, patch, post};
 use domain::entities::lead;
-use domain::idempotency::Subject;
 use domain::ids::PrincipalId;
 use domain::lead::ingest::{self, Origin, Outcome};
 use domain::lead::intake::{self, KeyNeed};
@@ -14,8 +13,6 @@ use domain::lead::query::{self, LeadFilter, OwnerFilter};
 use domain::lead::record::LeadRecord;
 use domain::lead::sales;
 use domain::lifecycle::lead_status::LeadStatus;
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use crate::http::auth::{Caller, LeadWriters, SalesUp};
 use crate::http::error::ApiError;
@@ -26,12 +23,12 @@ use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
-use crate::wire::about::About;
-use crate::wire::about::about_nobody;
-use crate::wire::versioned::Versioned;
 use wire::ActivityOut;
 pub use wire::LeadOut;
-use wire::{Filter, LeadDetail, LeadPatch, NoteIn, TransitionIn};
+use wire::{
+    Filter, IngestOrSuppressed, IngestOut, LeadDetail, LeadPatch, NoteIn, SuppressedOut,
+    TransitionIn,
+};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create_or_update)
@@ -43,63 +40,8 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(list_activities);
 }
 
-/// The lead after an intake upsert, and what the upsert did.
-#[derive(Serialize, ToSchema)]
-struct IngestOut {
-    #[serde(flatten)]
-    lead: LeadOut,
-    /// `created` (`201`), `updated`, `unchanged` or `stale` (`200`).
-    outcome: Outcome,
-}
-
-/// The answer for a natural key that was erased: nothing was written.
-#[derive(Serialize, ToSchema)]
-#[schema(as = IngestSuppressed)]
-struct SuppressedOut {
-    #[schema(schema_with = only_suppressed)]
-    outcome: Outcome,
-}
-
-/// `outcome` of [`SuppressedOut`]: only ever `suppressed`, so no answer fits
-/// both shapes of [`IngestOrSuppressed`].
-fn only_suppressed() -> utoipa::openapi::Object {
-    use utoipa::openapi::{ObjectBuilder, Type};
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some([Outcome::Suppressed.as_str()]))
-        .description(Some("Always `suppressed`."))
-        .build()
-}
-
-/// The `200` of an upsert: the lead and what the upsert did (`updated`,
-/// `unchanged`, `stale`), or `{"outcome": "suppressed"}` alone for an erased
-/// key.
-// Describes the answer only: `ingest_reply` writes one of the two shapes.
-#[derive(ToSchema)]
-#[serde(untagged)]
-#[allow(dead_code)]
-enum IngestOrSuppressed {
-    Ingested(Box<IngestOut>),
-    Suppressed(SuppressedOut),
-}
-
 fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
     Reply::tagged(StatusCode::OK, &LeadOut::from(lead))
-}
-
-impl About for IngestOut {
-    fn subjects(&self) -> Vec<Subject> {
-        self.lead.subjects()
-    }
-}
-
-// Says nothing but `suppressed`.
-about_nobody!(SuppressedOut);
-
-impl Versioned for IngestOut {
-    fn version(&self) -> i64 {
-        self.lead.version()
-    }
 }
 
 /// Upsert a lead by the sender's natural key `(source, source_ref)`.

@@ -6,12 +6,14 @@ use chrono::{DateTime, Utc};
 use domain::entities::{activity, lead, lead_conversion, lead_erasure};
 use domain::field_presence::present;
 use domain::idempotency::Subject;
+use domain::lead::ingest::Outcome;
 use domain::lifecycle::lead_status::LeadStatus;
 use domain::outbound::events::LeadSnapshot;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::wire::about::About;
+use crate::wire::about::about_nobody;
 
 /// A lead as the API shows it: the same shape a `lead.created` event carries
 /// (one definition, so the two cannot drift). In the OpenAPI document it
@@ -168,6 +170,61 @@ impl From<lead_erasure::Model> for ErasureRecordOut {
             counts: m.counts,
             erased_at: m.erased_at,
         }
+    }
+}
+
+/// The lead after an intake upsert, and what the upsert did.
+#[derive(Serialize, ToSchema)]
+pub struct IngestOut {
+    #[serde(flatten)]
+    pub lead: LeadOut,
+    /// `created` (`201`), `updated`, `unchanged` or `stale` (`200`).
+    pub outcome: Outcome,
+}
+
+/// The answer for a natural key that was erased: nothing was written.
+#[derive(Serialize, ToSchema)]
+#[schema(as = IngestSuppressed)]
+pub struct SuppressedOut {
+    #[schema(schema_with = only_suppressed)]
+    pub outcome: Outcome,
+}
+
+/// `outcome` of [`SuppressedOut`]: only ever `suppressed`, so no answer fits
+/// both shapes of [`IngestOrSuppressed`].
+fn only_suppressed() -> utoipa::openapi::Object {
+    use utoipa::openapi::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some([Outcome::Suppressed.as_str()]))
+        .description(Some("Always `suppressed`."))
+        .build()
+}
+
+/// The `200` of an upsert: the lead and what the upsert did (`updated`,
+/// `unchanged`, `stale`), or `{"outcome": "suppressed"}` alone for an erased
+/// key.
+// Describes the answer only: `ingest_reply` writes one of the two shapes.
+#[derive(ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum IngestOrSuppressed {
+    Ingested(Box<IngestOut>),
+    Suppressed(SuppressedOut),
+}
+
+impl About for IngestOut {
+    fn subjects(&self) -> Vec<Subject> {
+        self.lead.subjects()
+    }
+}
+
+// Says nothing but `suppressed`.
+about_nobody!(SuppressedOut);
+
+impl Versioned for IngestOut {
+    fn version(&self) -> i64 {
+        self.lead.version()
     }
 }
 
