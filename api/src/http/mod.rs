@@ -6,6 +6,7 @@
 //! in time.
 
 pub mod admission;
+pub mod admitted;
 pub mod allow;
 pub mod auth;
 pub mod body;

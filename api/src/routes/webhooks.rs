@@ -14,7 +14,7 @@ use domain::inbound::signature::HeaderFn;
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 
-use crate::http::admission::Admitted;
+use crate::http::admitted::Admitted;
 use crate::http::body::read_bytes;
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
