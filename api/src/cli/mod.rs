@@ -5,6 +5,7 @@ use domain::store::Store;
 
 pub mod delivery;
 pub mod demo;
+mod entry;
 pub mod import;
 pub mod inbox;
 pub mod lead;
@@ -15,6 +16,8 @@ pub mod settings_doc;
 pub mod source;
 pub mod subscription;
 pub mod token;
+
+pub use entry::main;
 
 use self::inbox::InboxCommand;
 use self::source::SourceCommand;
