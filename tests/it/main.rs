@@ -33,6 +33,7 @@ mod ops_series;
 mod outbox;
 mod read_replica;
 mod reconcile;
+mod reconcile_cli;
 mod replays_and_time;
 mod retention_counts;
 mod routing;

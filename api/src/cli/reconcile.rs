@@ -12,6 +12,8 @@ use domain::net_guard::OutboundPolicy;
 use domain::reconcile::run::{self, StartError, StartRun, Trigger};
 use domain::store::Store;
 use indicatif::{ProgressBar, ProgressStyle};
+
+use super::{Exit, Failure};
 use workers::reconcile::{Progress, ReconcileSettings, Reconciler};
 
 #[derive(Debug, Args)]
@@ -32,6 +34,10 @@ pub struct ReconcileArgs {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long)]
     pub no_progress: bool,
+    /// The page timeout, attempts, backoff and lease, as `serve` and `work`
+    /// read them: a run started here behaves as a scheduled one.
+    #[command(flatten)]
+    pub settings: ReconcileSettings,
 }
 
 #[derive(Debug, Subcommand)]
@@ -69,8 +75,11 @@ pub async fn run(
     let settings = ReconcileSettings {
         outbound,
         keyring,
-        ..Default::default()
+        ..args.settings
     };
+    settings
+        .validate()
+        .map_err(|reason| Failure::error(Exit::Usage, reason))?;
     let start = StartRun {
         source,
         dry_run: args.dry_run,
