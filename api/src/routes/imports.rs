@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt;
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::declared_length;
 use crate::http::error::ApiError;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, listed};
 use crate::http::state::AppState;
 use wire::{RunOut, StartParams};
 

@@ -17,7 +17,7 @@ use domain::lifecycle::lead_status::LeadStatus;
 use crate::http::auth::{Caller, LeadWriters, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply, ok_tagged};
-use crate::http::list::{ListParams, Page, WindowParams, listed};
+use crate::http::list::{ListParams, WindowParams, listed};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;

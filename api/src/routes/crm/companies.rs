@@ -12,7 +12,7 @@ use super::wire::Company;
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
-use crate::http::list::{ListParams, Page, WindowParams};
+use crate::http::list::{ListParams, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;

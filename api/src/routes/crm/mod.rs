@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::http::error::ApiError;
 use crate::http::idempotency::Reply;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, listed};
 use crate::http::state::AppState;
 use crate::routes::Routes;
 use crate::wire::about::About;

@@ -9,7 +9,7 @@ use domain::retry::RetryPolicy;
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, listed};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::Write;

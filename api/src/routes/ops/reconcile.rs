@@ -16,7 +16,7 @@ use domain::reconcile::run::{self, StartError, StartRun, Trigger};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply};
-use crate::http::list::{ListParams, Page, listed, one_of};
+use crate::http::list::{ListParams, listed, one_of};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::Write;
