@@ -186,7 +186,7 @@ async fn list(
     state: web::Data<AppState>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::from(import::list_runs(state.reads.db(), page.id_window()?).await?);
+    let page = import::list_runs(state.reads.db(), page.id_window()?).await?;
     Ok(HttpResponse::Ok().json(page.map(RunOut::from)))
 }
 

@@ -330,7 +330,7 @@ async fn list_leads(
         page.cursor.as_deref(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(LeadOut::from)))
+    Ok(HttpResponse::Ok().json(page.map(LeadOut::from)))
 }
 
 /// A lead's timeline, newest first.
@@ -358,5 +358,5 @@ async fn list_activities(
     sales::find_lead(state.reads.db(), id).await?;
     let page =
         query::list_activities(state.reads.db(), id, page.limit(), page.cursor.as_deref()).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(ActivityOut::from)))
+    Ok(HttpResponse::Ok().json(page.map(ActivityOut::from)))
 }

@@ -139,7 +139,7 @@ async fn list(
     let window = page.into_inner().window(&window)?;
     let Filter { q, domain } = filter.into_inner();
     let page = company::list(state.reads.db(), &CompanyFilter { q, domain }, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(Company::from)))
+    Ok(HttpResponse::Ok().json(page.map(Company::from)))
 }
 
 /// A company's timeline, newest first.

@@ -163,7 +163,7 @@ async fn list(
         company_id,
     };
     let page = contact::list(state.reads.db(), &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(Contact::from)))
+    Ok(HttpResponse::Ok().json(page.map(Contact::from)))
 }
 
 /// A contact's timeline, newest first.

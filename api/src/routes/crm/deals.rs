@@ -199,7 +199,7 @@ async fn list(
         q: params.q,
     };
     let page = deal::list(state.reads.db(), &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(DealOut::from)))
+    Ok(HttpResponse::Ok().json(page.map(DealOut::from)))
 }
 
 /// A deal's timeline, newest first.

@@ -85,5 +85,5 @@ async fn timeline_page(
         params.cursor.as_deref(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(wire::CrmActivity::from)))
+    Ok(HttpResponse::Ok().json(page.map(wire::CrmActivity::from)))
 }

@@ -58,7 +58,7 @@ async fn list(
         subscription_id: filter.subscription_id,
     };
     let rows = delivery::list(state.reads.db(), &filter, window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(rows).map(OutboxDeliveryOut::from)))
+    Ok(HttpResponse::Ok().json(rows.map(OutboxDeliveryOut::from)))
 }
 
 /// Put one dead delivery back in line.

@@ -55,7 +55,7 @@ async fn list_events(
         received_since: q.received_since,
         received_until: q.received_until,
     };
-    let page = Page::from(ops::list(state.reads.db(), &filter, page.id_window()?).await?);
+    let page = ops::list(state.reads.db(), &filter, page.id_window()?).await?;
     Ok(HttpResponse::Ok().json(page.map(InboxEventOut::summary)))
 }
 

@@ -49,8 +49,7 @@ async fn list_failures(
 ) -> Result<HttpResponse, ApiError> {
     let failure_state = parse_state(query.state.as_deref())?;
     let rows = failures::list(state.reads.db(), failure_state, page.id_window()?).await?;
-    let page = Page::from(rows);
-    Ok(HttpResponse::Ok().json(page.map(FailureOut::from)))
+    Ok(HttpResponse::Ok().json(rows.map(FailureOut::from)))
 }
 
 impl RetryOut {

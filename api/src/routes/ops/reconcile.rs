@@ -186,6 +186,6 @@ async fn list(
         page.id_window()?,
     )
     .await?;
-    let page = Page::from(runs).map(|r| ReconcileRunOut::from(&r));
+    let page = runs.map(|r| ReconcileRunOut::from(&r));
     Ok(HttpResponse::Ok().json(page))
 }

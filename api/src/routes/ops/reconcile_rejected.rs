@@ -61,7 +61,7 @@ async fn list(
         state: wanted,
     };
     let rows = rejected::list(state.reads.db(), &filter, page.id_window()?).await?;
-    let page = Page::from(rows).map(ReconcileRejectedOut::from);
+    let page = rows.map(ReconcileRejectedOut::from);
     Ok(HttpResponse::Ok().json(page))
 }
 
