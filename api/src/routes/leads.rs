@@ -218,7 +218,7 @@ async fn patch_lead(
     write
         .run(&caller, KeyRule::Optional, move |txn, patch, if_match| {
             Box::pin(async move {
-                let lead = match patch.owner_id {
+                let lead = match patch.owner_id.change() {
                     Some(owner_id) => {
                         let owner_id = owner_id.map(PrincipalId);
                         sales::assign(txn, id, owner_id, &if_match, &actor).await?
