@@ -36,6 +36,14 @@ impl<T> Patch<T> {
         }
     }
 
+    /// The value given; `None` when absent or `null`.
+    pub fn value(self) -> Option<T> {
+        match self {
+            Self::Value(value) => Some(value),
+            Self::Absent | Self::Null => None,
+        }
+    }
+
     pub fn as_ref(&self) -> Patch<&T> {
         match self {
             Self::Absent => Patch::Absent,
@@ -68,16 +76,6 @@ impl<T: Serialize> Serialize for Patch<T> {
             Self::Value(value) => value.serialize(s),
         }
     }
-}
-
-/// `#[serde(default, deserialize_with = "present")]` on an
-/// `Option<Option<T>>`: a field given (even as `null`) is `Some`.
-pub fn present<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de>,
-{
-    T::deserialize(d).map(Some)
 }
 
 #[cfg(test)]

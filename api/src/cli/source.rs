@@ -435,7 +435,10 @@ mod tests {
         resettable.sort_unstable();
         assert_eq!(names, resettable);
         let patch: SourcePatch = serde_json::from_value(Value::Object(given.clone())).unwrap();
-        assert_eq!(patch.pull_page_size, Some(Some(100)));
+        assert_eq!(
+            patch.pull_page_size,
+            domain::field_presence::Patch::Value(100)
+        );
         let mut create = given;
         create.insert("name".into(), "partner".into());
         create.insert("scheme".into(), "hmac-sha256".into());
