@@ -26,7 +26,7 @@ use crate::inbound::signature::Scheme;
 ///   and schedule go with it.
 ///
 /// The API's request body as it is (`SourcePatch` in the OpenAPI document).
-#[derive(Clone, Default, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Default, PartialEq, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(
     as = SourcePatch,
@@ -117,50 +117,7 @@ impl fmt::Debug for SourcePatch {
 impl SourcePatch {
     /// Whether the patch changes nothing at all.
     pub fn is_empty(&self) -> bool {
-        let Self {
-            scheme,
-            secrets,
-            tolerance_secs,
-            signature_header,
-            event_id_header,
-            event_id_pointer,
-            event_type_header,
-            event_type_pointer,
-            allowed_event_types,
-            record_pointer,
-            source_ref_pointer,
-            email_pointer,
-            name_pointer,
-            phone_pointer,
-            company_pointer,
-            updated_at_pointer,
-            pull_url,
-            pull_auth_header,
-            pull_auth_secret,
-            pull_page_size,
-            cron,
-        } = self;
-        scheme.is_none()
-            && secrets.is_none()
-            && tolerance_secs.is_absent()
-            && signature_header.is_absent()
-            && event_id_header.is_absent()
-            && event_id_pointer.is_absent()
-            && event_type_header.is_absent()
-            && event_type_pointer.is_absent()
-            && allowed_event_types.is_absent()
-            && record_pointer.is_absent()
-            && source_ref_pointer.is_absent()
-            && email_pointer.is_absent()
-            && name_pointer.is_absent()
-            && phone_pointer.is_absent()
-            && company_pointer.is_absent()
-            && updated_at_pointer.is_absent()
-            && pull_url.is_absent()
-            && pull_auth_header.is_absent()
-            && pull_auth_secret.is_none()
-            && pull_page_size.is_absent()
-            && cron.is_absent()
+        *self == Self::default()
     }
 
     /// The whole configuration after this change to `stored`, to be parsed
