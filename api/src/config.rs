@@ -86,6 +86,36 @@ pub const ENVIRONMENT_ONLY: &[EnvironmentOnly] = &[
 /// `LEADPIPE_METRICS_REFRESH_SECS` unless set.
 pub const DEFAULT_METRICS_REFRESH_SECS: f64 = 5.0;
 
+/// This process's metrics: where `GET /metrics` is served without a token,
+/// and how often the gauges are read. `serve` and `work` take the same flags.
+#[derive(Debug, Clone, Args)]
+pub struct MetricsSettings {
+    /// Serve this process's `GET /metrics` on this address only, without a
+    /// token (e.g. `127.0.0.1:9100`, reachable by the scraper alone). `serve`:
+    /// the public listener then answers 404 for it; unset, `/metrics` is on
+    /// the public listener and needs an ops or admin bearer token. `work`:
+    /// the workers' counters (attempts, dead letters, deliveries, reconcile
+    /// runs) live only here; unset, this process serves no metrics.
+    #[arg(
+        id = "metrics_bind",
+        long = "metrics-bind",
+        env = "LEADPIPE_METRICS_BIND"
+    )]
+    pub bind: Option<String>,
+    /// How often the gauges read from the database (backlogs, ages) are
+    /// refreshed in the background, in seconds; a scrape serves the last
+    /// values and never queries the database.
+    ///
+    /// Fractions allowed; at least 0.1.
+    #[arg(
+        id = "metrics_refresh_secs",
+        long = "metrics-refresh-secs",
+        env = "LEADPIPE_METRICS_REFRESH_SECS",
+        default_value_t = DEFAULT_METRICS_REFRESH_SECS
+    )]
+    pub refresh_secs: f64,
+}
+
 #[derive(Debug, Clone, Args)]
 pub struct HttpSettings {
     /// Address the HTTP server listens on.
@@ -178,19 +208,8 @@ pub struct HttpSettings {
     /// worker flags (`--reconcile-*`) and `--outbound-allow`.
     #[arg(skip)]
     pub reconcile: workers::reconcile::ReconcileSettings,
-    /// Serve `GET /metrics` on this address only, without a token (e.g.
-    /// `127.0.0.1:9100`, reachable by the scraper alone); the public listener
-    /// then answers 404 for it. Unset: `/metrics` is on the public listener
-    /// and needs an ops or admin bearer token.
-    #[arg(long, env = "LEADPIPE_METRICS_BIND")]
-    pub metrics_bind: Option<String>,
-    /// How often the gauges read from the database (backlogs, ages) are
-    /// refreshed in the background, in seconds; a scrape serves the last
-    /// values and never queries the database.
-    ///
-    /// Fractions allowed; at least 0.1.
-    #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = DEFAULT_METRICS_REFRESH_SECS)]
-    pub metrics_refresh_secs: f64,
+    #[command(flatten)]
+    pub metrics: MetricsSettings,
     /// Failed authentications one client address may make per minute — bad
     /// bearer tokens and webhook deliveries whose signature does not verify
     /// alike (a burst of this many, then one every 60/N seconds); more answer
@@ -250,8 +269,10 @@ impl HttpSettings {
             import_shutdown_grace_secs: 60,
             spool_dir: None,
             reconcile: workers::reconcile::ReconcileSettings::for_tests(),
-            metrics_bind: None,
-            metrics_refresh_secs: 0.5,
+            metrics: MetricsSettings {
+                bind: None,
+                refresh_secs: 0.5,
+            },
             auth_fail_per_minute: 30,
             webhook_rate: 500,
             webhook_burst: 1000,

@@ -61,10 +61,11 @@ impl Application {
             std::time::Duration::from_secs(settings.auth_cache_secs),
             10_000,
         );
-        let gauges = crate::http::metrics::Gauges::start(db.clone(), settings.metrics_refresh());
+        let gauges = crate::http::metrics::Gauges::start(db.clone(), settings.metrics.refresh());
         let limits = Arc::new(crate::http::rate_limit::Limits::new(&settings));
         let metrics_listener = settings
-            .metrics_bind
+            .metrics
+            .bind
             .as_deref()
             .map(TcpListener::bind)
             .transpose()?;

@@ -1,7 +1,13 @@
-//! Keyset pages, shared by leads (`lead::query`), contacts, companies, deals
-//! and every other list: newest first by `(timestamp, id)`, opaque cursors
-//! that continue strictly after the previous page's last row, and one limit
-//! rule (`clamp_limit`).
+//! Pages, the one mechanism of every list (HTTP, CLI and tests read them
+//! alike): keyset pages of leads (`lead::query`), contacts, companies, deals
+//! and the rest, newest first by `(timestamp, id)` ([`Window`]) or by id
+//! ([`IdWindow`]); cursors that continue strictly after the previous page's
+//! last row, made and read only here; one limit rule (`clamp_limit`); and
+//! the page's shape and OpenAPI schema ([`Page`], [`Listed`]). The HTTP
+//! side only hands the query parameters to [`Window::parse`] and
+//! [`IdWindow::parse`].
+
+use std::borrow::Cow;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -11,6 +17,9 @@ use sea_orm::{
     QuerySelect, Select,
 };
 use serde::{Deserialize, Serialize};
+use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::{Ref, RefOr, Schema};
+use utoipa::{PartialSchema, ToSchema};
 
 use crate::error::Error;
 
@@ -25,10 +34,62 @@ pub enum SortKey {
     CreatedAt,
 }
 
-#[derive(Debug, Clone, Serialize)]
+impl SortKey {
+    /// The `sort` a client gives: `updated_at` (also when absent) or
+    /// `created_at`.
+    pub fn parse(sort: Option<&str>) -> Result<Self, Error> {
+        match sort {
+            None | Some("updated_at") => Ok(Self::UpdatedAt),
+            Some("created_at") => Ok(Self::CreatedAt),
+            Some(_) => Err(Error::invalid(
+                "sort",
+                "must be 'updated_at' or 'created_at'",
+            )),
+        }
+    }
+}
+
+/// A page of a list: its rows, and the cursor of the next page (`null` on
+/// the last one).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Page<T> {
     pub data: Vec<T>,
     pub next_cursor: Option<String>,
+}
+
+/// What a page of `Self` is called in the OpenAPI document, so each list
+/// keeps its own schema name (`LeadPage`, `CompanyPage`, …) for clients.
+pub trait Listed: ToSchema {
+    const PAGE: &'static str;
+    const PAGE_DESCRIPTION: &'static str;
+}
+
+impl<T: Listed> PartialSchema for Page<T> {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .description(Some(T::PAGE_DESCRIPTION))
+            .property(
+                "data",
+                ArrayBuilder::new().items(RefOr::Ref(Ref::from_schema_name(T::name()))),
+            )
+            .required("data")
+            .property(
+                "next_cursor",
+                ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::String, Type::Null])),
+            )
+            .into()
+    }
+}
+
+impl<T: Listed> ToSchema for Page<T> {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed(T::PAGE)
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        schemas.push((T::name().into_owned(), T::schema()));
+        T::schemas(schemas);
+    }
 }
 
 impl<T> Page<T> {
@@ -64,6 +125,20 @@ pub struct IdWindow {
     pub before: Option<i64>,
 }
 
+impl IdWindow {
+    /// The page a client asks for: `limit` clamped to 1–200 (default 50),
+    /// after `cursor` (the `next_cursor` of the previous page).
+    pub fn parse(limit: Option<u64>, cursor: Option<&str>) -> Result<Self, Error> {
+        let before = cursor
+            .map(|c| c.parse::<i64>().map_err(|_| not_a_cursor()))
+            .transpose()?;
+        Ok(Self {
+            limit: clamp_limit(limit),
+            before,
+        })
+    }
+}
+
 /// A page of `query` by `id`, newest first, after `window.before`;
 /// `row_id` reads a row's id for the next cursor.
 pub async fn fetch_by_id<E, C>(
@@ -95,16 +170,20 @@ pub fn clamp_limit(limit: Option<u64>) -> u64 {
     limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT)
 }
 
-pub(crate) fn encode<T: Serialize>(value: &T) -> String {
+fn encode<T: Serialize>(value: &T) -> String {
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(value).unwrap_or_default())
 }
 
-pub(crate) fn decode<T: for<'de> Deserialize<'de>>(cursor: &str) -> Result<T, Error> {
+fn decode<T: for<'de> Deserialize<'de>>(cursor: &str) -> Result<T, Error> {
     URL_SAFE_NO_PAD
         .decode(cursor)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .ok_or_else(|| Error::invalid("cursor", "is not a cursor this API returned"))
+        .ok_or_else(not_a_cursor)
+}
+
+fn not_a_cursor() -> Error {
+    Error::invalid("cursor", "is not a cursor this API returned")
 }
 
 /// What a row contributes to its cursor.
@@ -137,6 +216,32 @@ pub struct Window {
     pub cursor: Option<String>,
 }
 
+impl Window {
+    /// The page a client asks for: `limit` clamped to 1–200 (default 50),
+    /// after `cursor`, changed at or after `updated_since` (RFC 3339), in
+    /// `sort` order ([`SortKey::parse`]).
+    pub fn parse(
+        limit: Option<u64>,
+        cursor: Option<String>,
+        updated_since: Option<&str>,
+        sort: Option<&str>,
+    ) -> Result<Self, Error> {
+        let updated_since = updated_since
+            .map(|t| {
+                DateTime::parse_from_rfc3339(t)
+                    .map(|t| t.with_timezone(&Utc))
+                    .map_err(|_| Error::invalid("updated_since", "must be an RFC 3339 timestamp"))
+            })
+            .transpose()?;
+        Ok(Self {
+            updated_since,
+            sort: SortKey::parse(sort)?,
+            limit: clamp_limit(limit),
+            cursor,
+        })
+    }
+}
+
 pub async fn fetch<E, C>(
     conn: &C,
     mut query: Select<E>,
@@ -156,17 +261,7 @@ where
         query = query.filter(cols.updated_at.gte(since));
     }
     if let Some(cursor) = window.cursor.as_deref() {
-        let cursor: Cursor = decode(cursor)?;
-        if cursor.s != window.sort {
-            return Err(Error::invalid("cursor", "was made for another sort order"));
-        }
-        query = query.filter(
-            Condition::any().add(sort_col.lt(cursor.t)).add(
-                Condition::all()
-                    .add(sort_col.eq(cursor.t))
-                    .add(cols.id.lt(cursor.i)),
-            ),
-        );
+        query = query.filter(after(cursor, window.sort, sort_col, cols.id)?);
     }
     let rows = query
         .order_by_desc(sort_col)
@@ -179,12 +274,49 @@ where
             SortKey::UpdatedAt => last.updated_at(),
             SortKey::CreatedAt => last.created_at(),
         };
-        encode(&Cursor {
-            s: window.sort,
-            t,
-            i: last.id(),
-        })
+        cursor_of(window.sort, t, last.id())
     }))
+}
+
+/// The rows of a keyset page by `(sort_col, id)` that come strictly after
+/// `cursor`'s row; a cursor made for another sort order is refused.
+pub(crate) fn after<C: ColumnTrait>(
+    cursor: &str,
+    sort: SortKey,
+    sort_col: C,
+    id: C,
+) -> Result<Condition, Error> {
+    let cursor: Cursor = decode(cursor)?;
+    if cursor.s != sort {
+        return Err(Error::invalid("cursor", "was made for another sort order"));
+    }
+    Ok(Condition::any().add(sort_col.lt(cursor.t)).add(
+        Condition::all()
+            .add(sort_col.eq(cursor.t))
+            .add(id.lt(cursor.i)),
+    ))
+}
+
+/// The cursor of a keyset page whose last row has timestamp `t` in `sort`
+/// order and id `id`.
+pub(crate) fn cursor_of(sort: SortKey, t: DateTime<Utc>, id: i64) -> String {
+    encode(&Cursor { s: sort, t, i: id })
+}
+
+/// The opaque cursor of a timeline (ordered by id alone): `{"i": id}`.
+#[derive(Serialize, Deserialize)]
+struct IdCursor {
+    i: i64,
+}
+
+/// The last id of the previous timeline page, from its opaque cursor.
+pub(crate) fn id_after(cursor: &str) -> Result<i64, Error> {
+    decode::<IdCursor>(cursor).map(|c| c.i)
+}
+
+/// The opaque cursor of a timeline page whose last row has id `id`.
+pub(crate) fn id_cursor_of(id: i64) -> String {
+    encode(&IdCursor { i: id })
 }
 
 macro_rules! keyed {
@@ -218,8 +350,63 @@ pub fn matches<C: sea_orm::sea_query::IntoColumnRef>(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        let t = crate::clock::now();
+        let made = cursor_of(SortKey::CreatedAt, t, 42);
+        let c: Cursor = decode(&made).unwrap();
+        assert_eq!(
+            c,
+            Cursor {
+                s: SortKey::CreatedAt,
+                t,
+                i: 42
+            }
+        );
+        assert!(decode::<Cursor>("not-a-cursor").is_err());
+        assert_eq!(id_after(&id_cursor_of(7)).unwrap(), 7);
+        assert!(id_after("not-a-cursor").is_err());
+    }
+
+    #[test]
+    fn a_client_s_page_parameters_are_parsed_here() {
+        assert_eq!(
+            IdWindow::parse(Some(0), Some("17")).unwrap(),
+            IdWindow {
+                limit: 1,
+                before: Some(17)
+            }
+        );
+        assert_eq!(
+            IdWindow::parse(None, None).unwrap(),
+            IdWindow {
+                limit: DEFAULT_LIMIT,
+                before: None
+            }
+        );
+        assert!(IdWindow::parse(None, Some("x")).is_err());
+        let window = Window::parse(
+            Some(10_000),
+            Some("c".into()),
+            Some("2026-01-02T03:04:05+01:00"),
+            Some("created_at"),
+        )
+        .unwrap();
+        assert_eq!(window.limit, MAX_LIMIT);
+        assert_eq!(window.sort, SortKey::CreatedAt);
+        assert_eq!(window.cursor.as_deref(), Some("c"));
+        assert_eq!(
+            window.updated_since.unwrap().to_rfc3339(),
+            "2026-01-02T02:04:05+00:00"
+        );
+        assert!(Window::parse(None, None, Some("yesterday"), None).is_err());
+        assert!(Window::parse(None, None, None, Some("name")).is_err());
+        assert_eq!(SortKey::parse(None).unwrap(), SortKey::UpdatedAt);
+    }
 
     #[test]
     fn like_patterns_escape_wildcards() {

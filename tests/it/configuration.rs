@@ -193,7 +193,7 @@ fn without_flags_or_environment_every_setting_has_its_default() {
     match work.command {
         Subcommand::Work {
             workers: work_workers,
-            metrics_refresh_secs,
+            metrics,
             ..
         } => {
             // (Debug: the resolver and keyring compare by identity.)
@@ -202,7 +202,7 @@ fn without_flags_or_environment_every_setting_has_its_default() {
                 format!("{workers:?}"),
                 "serve and work read the same tree"
             );
-            assert_eq!(metrics_refresh_secs, 5.0);
+            assert_eq!(metrics.refresh_secs, 5.0);
         }
         other => panic!("parsed as {other:?}"),
     }

@@ -32,10 +32,9 @@ on_both_backends!(
 );
 
 fn with_metrics_bind() -> HttpSettings {
-    HttpSettings {
-        metrics_bind: Some("127.0.0.1:0".into()),
-        ..HttpSettings::for_tests()
-    }
+    let mut settings = HttpSettings::for_tests();
+    settings.metrics.bind = Some("127.0.0.1:0".into());
+    settings
 }
 
 /// A token of our shape that no principal holds.

@@ -8,6 +8,7 @@ use api::http::list::Page;
 use api::wire::leads::{ActivityOut, LeadOut, LeadPatch};
 use domain::auth::Role;
 use domain::entities::{activity, idempotency_key, lead, outbox_event};
+use domain::field_presence::Patch;
 use domain::lifecycle::lead_status::LeadStatus;
 use leadpipe_tests::client::{Answer, Api};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
@@ -480,7 +481,7 @@ async fn assignment_accepts_only_active_sales_staff(backend: Backend) {
     let path = format!("/api/leads/{id}");
 
     let assign = LeadPatch {
-        owner_id: Some(Some(owner)),
+        owner_id: Patch::Value(owner),
     };
     let assigned: LeadOut = t.sales.patch(&path, &assign).await.expect_json(200).await;
     assert_eq!(assigned.lead.owner_id, Some(owner));
@@ -507,7 +508,7 @@ async fn assignment_accepts_only_active_sales_staff(backend: Backend) {
     .await;
 
     let unassign = LeadPatch {
-        owner_id: Some(None),
+        owner_id: Patch::Null,
     };
     let unassigned = t.sales.patch(&path, &unassign).await;
     assert_eq!(

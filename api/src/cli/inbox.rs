@@ -11,6 +11,7 @@ use domain::store::Store;
 
 use super::output::OutputArgs;
 use super::{describe, describe_missing};
+use crate::wire::inbox::InboxEventOut;
 
 #[derive(Debug, Subcommand)]
 pub enum InboxCommand {
@@ -84,7 +85,7 @@ pub async fn run_inbox(db: &Store, command: InboxCommand) -> anyhow::Result<()> 
             limit,
             output,
         } => {
-            let rows: Vec<serde_json::Value> = ops::list(
+            let rows: Vec<InboxEventOut> = ops::list(
                 db,
                 &filter.filter()?,
                 IdWindow {
@@ -95,18 +96,7 @@ pub async fn run_inbox(db: &Store, command: InboxCommand) -> anyhow::Result<()> 
             .await?
             .data
             .into_iter()
-            .map(|e| {
-                serde_json::json!({
-                    "id": e.id,
-                    "source": e.source,
-                    "state": e.state,
-                    "attempts": e.attempts,
-                    "event_type": e.event_type,
-                    "received_at": e.received_at,
-                    "lead_id": e.lead_id,
-                    "last_error": e.last_error,
-                })
-            })
+            .map(InboxEventOut::summary)
             .collect();
             output.print(
                 &rows,

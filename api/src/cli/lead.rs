@@ -20,7 +20,7 @@ use domain::retry::RetryPolicy;
 
 use super::output::{self, OutputArgs};
 use super::{describe, describe_missing};
-use crate::wire::lead_processing::RetryOut;
+use crate::wire::lead_processing::{FailureOut, RetryOut};
 use crate::wire::leads::ErasureRecordOut;
 
 #[derive(Debug, Subcommand)]
@@ -115,7 +115,7 @@ pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
             limit,
             output,
         } => {
-            let rows: Vec<serde_json::Value> = failures::list(
+            let rows: Vec<FailureOut> = failures::list(
                 db,
                 state.as_deref(),
                 IdWindow {
@@ -126,17 +126,7 @@ pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
             .await?
             .data
             .into_iter()
-            .map(|f| {
-                serde_json::json!({
-                    "lead_id": f.lead_id,
-                    "version": f.version,
-                    "state": f.state,
-                    "attempts": f.attempts,
-                    "next_attempt_at": f.next_attempt_at,
-                    "updated_at": f.updated_at,
-                    "last_error": f.last_error,
-                })
-            })
+            .map(FailureOut::from)
             .collect();
             output.print(
                 &rows,

@@ -71,16 +71,8 @@ pub enum Command {
         /// Do not apply pending migrations on start (run `leadpipe migrate` yourself).
         #[arg(long, env = "LEADPIPE_NO_MIGRATE")]
         no_migrate: bool,
-        /// Serve this process's `GET /metrics` on this address, without a
-        /// token (e.g. `127.0.0.1:9101`): the workers' counters (attempts,
-        /// dead letters, deliveries, reconcile runs) live only here.
-        ///
-        /// Unset: this process serves no metrics.
-        #[arg(long, env = "LEADPIPE_METRICS_BIND")]
-        metrics_bind: Option<String>,
-        /// How often the gauges read from the database are refreshed, in seconds.
-        #[arg(long, env = "LEADPIPE_METRICS_REFRESH_SECS", default_value_t = crate::config::DEFAULT_METRICS_REFRESH_SECS)]
-        metrics_refresh_secs: f64,
+        #[command(flatten)]
+        metrics: crate::config::MetricsSettings,
         #[command(flatten)]
         workers: workers::WorkerSettings,
         #[command(flatten)]
@@ -320,8 +312,7 @@ pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Work {
             no_migrate,
-            metrics_bind,
-            metrics_refresh_secs,
+            metrics,
             workers,
             retired: _,
         } => {
@@ -338,12 +329,12 @@ pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
             let settings = workers
                 .with_outbound(cli.outbound.policy())
                 .with_keyring(&keyring);
-            let metrics = match metrics_bind {
+            let metrics_server = match &metrics.bind {
                 Some(bind) => {
                     crate::http::metrics::handle();
-                    let listener = std::net::TcpListener::bind(&bind)?;
+                    let listener = std::net::TcpListener::bind(bind)?;
                     tracing::info!(address = %listener.local_addr()?, "metrics listening");
-                    let every = crate::http::metrics::refresh_period(metrics_refresh_secs);
+                    let every = metrics.refresh();
                     let gauges = crate::http::metrics::Gauges::start(conn.clone(), every);
                     Some(crate::routes::metrics::metrics_only_server(
                         listener, gauges,
@@ -351,7 +342,7 @@ pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
                 }
                 None => None,
             };
-            match metrics {
+            match metrics_server {
                 Some(server) => {
                     let handle = server.handle();
                     let served = tokio::spawn(server);

@@ -12,6 +12,8 @@ use domain::inbound::source::{self, NewSource, SourceConfig, SourcePatch};
 use domain::net_guard::OutboundPolicy;
 use domain::precondition::IfMatch;
 use domain::sealed::Keyring;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::{Exit, Failure, describe};
 use crate::wire::sources::SourceOut;
@@ -108,8 +110,11 @@ pub struct SecretArgs {
     secret_env: Option<String>,
 }
 
-/// Everything of a source but its name, scheme and secrets.
-#[derive(Debug, Args)]
+/// Everything of a source but its name, scheme and secrets, named as in the
+/// API: serialised, the options given are the fields of the request body
+/// ([`FieldArgs::given`]), so the command line builds the domain's own input
+/// types (`SourceConfig`, `SourcePatch`) as the API reads them.
+#[derive(Debug, Args, Serialize)]
 pub struct FieldArgs {
     #[arg(long)]
     tolerance_secs: Option<i64>,
@@ -155,9 +160,11 @@ pub struct FieldArgs {
     /// The value of the source's pull auth header (`--pull-auth-header`),
     /// sealed at rest; see docs/guide/reconcile.md.
     #[arg(long, env = "LEADPIPE_PULL_AUTH_SECRET", hide_env_values = true)]
+    #[serde(skip)]
     pull_auth_secret: Option<String>,
     /// Read the pull auth value from this file (`-`: standard input).
     #[arg(long, conflicts_with = "pull_auth_secret")]
+    #[serde(skip)]
     pull_auth_secret_file: Option<PathBuf>,
     /// Records per pull request (1–1000, default 100).
     #[arg(long)]
@@ -206,6 +213,17 @@ fn check_stdin_once(secrets: &SecretArgs, fields: &FieldArgs) -> anyhow::Result<
 }
 
 impl FieldArgs {
+    /// The fields given, as the API's request bodies name them: an option
+    /// left out, or no `--allow-event-type`, is not given. The pull auth
+    /// value is not among them ([`FieldArgs::pull_auth_secret`]).
+    fn given(&self) -> anyhow::Result<Map<String, Value>> {
+        let Value::Object(mut fields) = serde_json::to_value(self)? else {
+            anyhow::bail!("the source options do not serialise as an object");
+        };
+        fields.retain(|_, value| !(value.is_null() || value.as_array().is_some_and(Vec::is_empty)));
+        Ok(fields)
+    }
+
     /// The pull auth value given, read from its file if it was given so.
     fn pull_auth_secret(&mut self) -> anyhow::Result<Option<String>> {
         if let Some(path) = &self.pull_auth_secret_file {
@@ -281,31 +299,17 @@ async fn add(
         Some(secret) => Some(vec![secret.clone()]),
         None => secrets,
     };
-    let f = fields;
-    let input = SourceConfig {
-        name: name.clone(),
-        scheme,
-        secrets,
-        tolerance_secs: f.tolerance_secs,
-        signature_header: f.signature_header,
-        event_id_header: f.event_id_header,
-        event_id_pointer: f.event_id_pointer,
-        event_type_header: f.event_type_header,
-        event_type_pointer: f.event_type_pointer,
-        allowed_event_types: Some(f.allowed_event_types),
-        record_pointer: f.record_pointer,
-        source_ref_pointer: f.source_ref_pointer,
-        email_pointer: f.email_pointer,
-        name_pointer: f.name_pointer,
-        phone_pointer: f.phone_pointer,
-        company_pointer: f.company_pointer,
-        updated_at_pointer: f.updated_at_pointer,
-        pull_url: f.pull_url,
-        pull_auth_header: f.pull_auth_header,
-        pull_auth_secret,
-        pull_page_size: f.pull_page_size,
-        cron: f.cron,
-    };
+    // The request body `POST /api/sources` takes, from the options given.
+    let mut body = fields.given()?;
+    body.insert("name".into(), name.clone().into());
+    body.insert("scheme".into(), scheme.into());
+    if let Some(secrets) = secrets {
+        body.insert("secrets".into(), secrets.into());
+    }
+    if let Some(secret) = pull_auth_secret {
+        body.insert("pull_auth_secret".into(), secret.into());
+    }
+    let input: SourceConfig = serde_json::from_value(Value::Object(body))?;
     let new = NewSource::parse(input, outbound).map_err(describe)?;
     let created = source::create(db, new, keys)
         .await
@@ -344,50 +348,25 @@ async fn update(
     check_stdin_once(&secrets, &fields)?;
     let secrets = secrets.read()?;
     let pull_auth_secret = fields.pull_auth_secret()?;
-    let f = fields;
-    let given_or_reset = |field: &str, value: Option<String>| -> Option<Option<String>> {
-        match value {
-            Some(value) => Some(Some(value)),
-            None => reset.iter().any(|r| r == field).then_some(None),
-        }
-    };
-    let number_or_reset = |field: &str, value: Option<i64>| match value {
-        Some(value) => Some(Some(value)),
-        None => reset.iter().any(|r| r == field).then_some(None),
-    };
-    if let Some(both) = reset.iter().find(|field| given(&f, field)) {
+    // The request body `PATCH /api/sources/{name}` takes: the options
+    // given, and `null` for each field reset to its default.
+    let mut body = fields.given()?;
+    if let Some(both) = reset.iter().find(|field| body.contains_key(field.as_str())) {
         anyhow::bail!("--reset {both} and a new value for it: give one");
     }
-    let patch = SourcePatch {
-        scheme,
-        secrets,
-        tolerance_secs: number_or_reset("tolerance_secs", f.tolerance_secs),
-        signature_header: given_or_reset("signature_header", f.signature_header),
-        event_id_header: given_or_reset("event_id_header", f.event_id_header),
-        event_id_pointer: given_or_reset("event_id_pointer", f.event_id_pointer),
-        event_type_header: given_or_reset("event_type_header", f.event_type_header),
-        event_type_pointer: given_or_reset("event_type_pointer", f.event_type_pointer),
-        allowed_event_types: if f.allowed_event_types.is_empty() {
-            reset
-                .iter()
-                .any(|r| r == "allowed_event_types")
-                .then_some(None)
-        } else {
-            Some(Some(f.allowed_event_types))
-        },
-        record_pointer: given_or_reset("record_pointer", f.record_pointer),
-        source_ref_pointer: given_or_reset("source_ref_pointer", f.source_ref_pointer),
-        email_pointer: given_or_reset("email_pointer", f.email_pointer),
-        name_pointer: given_or_reset("name_pointer", f.name_pointer),
-        phone_pointer: given_or_reset("phone_pointer", f.phone_pointer),
-        company_pointer: given_or_reset("company_pointer", f.company_pointer),
-        updated_at_pointer: given_or_reset("updated_at_pointer", f.updated_at_pointer),
-        pull_url: given_or_reset("pull_url", f.pull_url),
-        pull_auth_header: given_or_reset("pull_auth_header", f.pull_auth_header),
-        pull_auth_secret,
-        pull_page_size: number_or_reset("pull_page_size", f.pull_page_size),
-        cron: given_or_reset("cron", f.cron),
-    };
+    for field in reset {
+        body.insert(field, Value::Null);
+    }
+    if let Some(scheme) = scheme {
+        body.insert("scheme".into(), scheme.into());
+    }
+    if let Some(secrets) = secrets {
+        body.insert("secrets".into(), secrets.into());
+    }
+    if let Some(secret) = pull_auth_secret {
+        body.insert("pull_auth_secret".into(), secret.into());
+    }
+    let patch: SourcePatch = serde_json::from_value(Value::Object(body))?;
     if patch.is_empty() {
         anyhow::bail!("nothing to change: give the options to change, or --reset FIELD");
     }
@@ -403,31 +382,6 @@ async fn update(
     show("updated", SourceOut::from(changed))
 }
 
-/// Whether `field` was given a new value on the command line.
-fn given(f: &FieldArgs, field: &str) -> bool {
-    match field {
-        "tolerance_secs" => f.tolerance_secs.is_some(),
-        "signature_header" => f.signature_header.is_some(),
-        "event_id_header" => f.event_id_header.is_some(),
-        "event_id_pointer" => f.event_id_pointer.is_some(),
-        "event_type_header" => f.event_type_header.is_some(),
-        "event_type_pointer" => f.event_type_pointer.is_some(),
-        "allowed_event_types" => !f.allowed_event_types.is_empty(),
-        "record_pointer" => f.record_pointer.is_some(),
-        "source_ref_pointer" => f.source_ref_pointer.is_some(),
-        "email_pointer" => f.email_pointer.is_some(),
-        "name_pointer" => f.name_pointer.is_some(),
-        "phone_pointer" => f.phone_pointer.is_some(),
-        "company_pointer" => f.company_pointer.is_some(),
-        "updated_at_pointer" => f.updated_at_pointer.is_some(),
-        "pull_url" => f.pull_url.is_some(),
-        "pull_auth_header" => f.pull_auth_header.is_some(),
-        "pull_page_size" => f.pull_page_size.is_some(),
-        "cron" => f.cron.is_some(),
-        _ => false,
-    }
-}
-
 /// What was done, and the source as it is now (no secret), on stderr.
 fn show(done: &str, view: SourceOut) -> anyhow::Result<()> {
     eprintln!(
@@ -436,4 +390,74 @@ fn show(done: &str, view: SourceOut) -> anyhow::Result<()> {
     );
     eprintln!("{}", serde_json::to_string_pretty(&view)?);
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn every_option() -> FieldArgs {
+        let text = |s: &str| Some(s.to_owned());
+        FieldArgs {
+            tolerance_secs: Some(300),
+            signature_header: text("x-sig"),
+            event_id_header: text("x-id"),
+            event_id_pointer: text("/id"),
+            event_type_header: text("x-type"),
+            event_type_pointer: text("/type"),
+            allowed_event_types: vec!["lead.created".into()],
+            record_pointer: text("/data"),
+            source_ref_pointer: text("/id"),
+            email_pointer: text("/email"),
+            name_pointer: text("/name"),
+            phone_pointer: text("/phone"),
+            company_pointer: text("/company"),
+            updated_at_pointer: text("/updated_at"),
+            pull_url: text("https://api.example.com/leads"),
+            pull_auth_header: text("authorization"),
+            pull_auth_secret: text("kept out of the fields"),
+            pull_auth_secret_file: None,
+            pull_page_size: Some(100),
+            cron: text("0 */5 * * * *"),
+        }
+    }
+
+    /// The options are the API's fields by name: every one is a field of
+    /// both request bodies (which refuse unknown fields), and every one can
+    /// be reset; the pull auth value travels apart.
+    #[test]
+    fn the_options_given_are_the_request_body_s_fields() {
+        let given = every_option().given().unwrap();
+        let mut names: Vec<&str> = given.keys().map(String::as_str).collect();
+        let mut resettable = RESETTABLE.to_vec();
+        names.sort_unstable();
+        resettable.sort_unstable();
+        assert_eq!(names, resettable);
+        let patch: SourcePatch = serde_json::from_value(Value::Object(given.clone())).unwrap();
+        assert_eq!(
+            patch.pull_page_size,
+            domain::field_presence::Patch::Value(100)
+        );
+        let mut create = given;
+        create.insert("name".into(), "partner".into());
+        create.insert("scheme".into(), "hmac-sha256".into());
+        let config: SourceConfig = serde_json::from_value(Value::Object(create)).unwrap();
+        assert_eq!(
+            config.allowed_event_types,
+            Some(vec!["lead.created".to_owned()])
+        );
+        assert_eq!(config.pull_auth_secret, None);
+    }
+
+    #[test]
+    fn an_option_left_out_is_not_given() {
+        let mut fields = every_option();
+        fields.cron = None;
+        fields.allowed_event_types.clear();
+        let given = fields.given().unwrap();
+        assert!(!given.contains_key("cron"));
+        assert!(!given.contains_key("allowed_event_types"));
+        assert_eq!(given["tolerance_secs"], 300);
+    }
 }

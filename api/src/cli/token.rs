@@ -6,6 +6,7 @@ use domain::auth::Role;
 use domain::store::Store;
 
 use super::output::OutputArgs;
+use crate::wire::principals::PrincipalListingOut;
 
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
@@ -51,21 +52,10 @@ pub async fn run_token(db: &Store, command: TokenCommand) -> anyhow::Result<()> 
             println!("{}", issued.token);
         }
         TokenCommand::List { output } => {
-            let rows: Vec<serde_json::Value> = domain::auth::list_principals(db)
+            let rows: Vec<PrincipalListingOut> = domain::auth::list_principals(db)
                 .await?
                 .into_iter()
-                .map(|row| {
-                    let p = &row.principal;
-                    serde_json::json!({
-                        "id": p.id,
-                        "name": p.name,
-                        "role": p.role.as_str(),
-                        "source": p.source,
-                        "state": if row.active { "active" } else { "revoked" },
-                        "created_at": row.created_at
-                            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    })
-                })
+                .map(PrincipalListingOut::from)
                 .collect();
             output.print(
                 &rows,

@@ -245,8 +245,6 @@ fn has_nul_escape(body: &[u8]) -> bool {
         })
 }
 
-pub use domain::field_presence::present;
-
 fn strip_position(message: &str) -> String {
     match message.rfind(" at line ") {
         Some(i) => message[..i].to_owned(),

@@ -1,81 +1,14 @@
-//! Lists: the one page shape every collection answers (`Page<T>`) and the
-//! one set of list parameters (`ListParams`), with the time window of the
-//! lists that can be read incrementally (`WindowParams`).
+//! Lists at the HTTP edge: the query parameters every list takes
+//! (`ListParams`, and `WindowParams` for the lists that can be read
+//! incrementally), handed to the domain's pages (`domain::page`), which
+//! parse them, make the cursors and shape the page (`Page<T>`).
 
-use std::borrow::Cow;
-
-use chrono::{DateTime, Utc};
-use domain::page::{self, IdWindow, SortKey, Window};
-use serde::{Deserialize, Serialize};
-use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
-use utoipa::openapi::{Ref, RefOr, Schema};
-use utoipa::{IntoParams, PartialSchema, ToSchema};
+use domain::page::{IdWindow, Window};
+pub use domain::page::{Listed, Page};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use crate::http::error::ApiError;
-
-/// A page of a list: its rows, and the cursor of the next page (`null` on
-/// the last one).
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Page<T> {
-    pub data: Vec<T>,
-    pub next_cursor: Option<String>,
-}
-
-impl<T> Page<T> {
-    pub fn map<U>(self, f: impl FnMut(T) -> U) -> Page<U> {
-        Page {
-            data: self.data.into_iter().map(f).collect(),
-            next_cursor: self.next_cursor,
-        }
-    }
-}
-
-impl<T> From<page::Page<T>> for Page<T> {
-    fn from(page: page::Page<T>) -> Self {
-        Self {
-            data: page.data,
-            next_cursor: page.next_cursor,
-        }
-    }
-}
-
-/// What a page of `Self` is called in the OpenAPI document, so each list
-/// keeps its own schema name (`LeadPage`, `CompanyPage`, …) for clients.
-pub trait Listed: ToSchema {
-    const PAGE: &'static str;
-    const PAGE_DESCRIPTION: &'static str;
-}
-
-impl<T: Listed> PartialSchema for Page<T> {
-    fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .description(Some(T::PAGE_DESCRIPTION))
-            .property(
-                "data",
-                ArrayBuilder::new().items(RefOr::Ref(Ref::from_schema_name(T::name()))),
-            )
-            .required("data")
-            .property(
-                "next_cursor",
-                ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([
-                    Type::String,
-                    Type::Null,
-                ])),
-            )
-            .into()
-    }
-}
-
-impl<T: Listed> ToSchema for Page<T> {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed(T::PAGE)
-    }
-
-    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        schemas.push((T::name().into_owned(), T::schema()));
-        T::schemas(schemas);
-    }
-}
 
 /// Names the page of a row type, for `#[utoipa::path(.., body = RowPage)]`
 /// (the path macro takes a plain name, not `Page<Row>`):
@@ -128,56 +61,22 @@ pub struct WindowParams {
 impl ListParams {
     /// The page size, clamped to 1–200.
     pub fn limit(&self) -> u64 {
-        page::clamp_limit(self.limit)
+        domain::page::clamp_limit(self.limit)
     }
 
     /// A list ordered by `(timestamp, id)`, newest first.
     pub fn window(self, window: &WindowParams) -> Result<Window, ApiError> {
-        let updated_since = window
-            .updated_since
-            .as_deref()
-            .map(|t| {
-                DateTime::parse_from_rfc3339(t)
-                    .map(|t| t.with_timezone(&Utc))
-                    .map_err(|_| {
-                        ApiError::invalid("updated_since", "must be an RFC 3339 timestamp")
-                    })
-            })
-            .transpose()?;
-        Ok(Window {
-            updated_since,
-            sort: window.sort()?,
-            limit: self.limit(),
-            cursor: self.cursor,
-        })
+        Window::parse(
+            self.limit,
+            self.cursor,
+            window.updated_since.as_deref(),
+            window.sort.as_deref(),
+        )
+        .map_err(ApiError::from)
     }
 
-    /// A list ordered by id, newest first: the cursor is the last id seen.
+    /// A list ordered by id, newest first.
     pub fn id_window(&self) -> Result<IdWindow, ApiError> {
-        let before = self
-            .cursor
-            .as_deref()
-            .map(|c| {
-                c.parse::<i64>()
-                    .map_err(|_| ApiError::invalid("cursor", "is not a cursor this API returned"))
-            })
-            .transpose()?;
-        Ok(IdWindow {
-            limit: self.limit(),
-            before,
-        })
-    }
-}
-
-impl WindowParams {
-    pub fn sort(&self) -> Result<SortKey, ApiError> {
-        match self.sort.as_deref() {
-            None | Some("updated_at") => Ok(SortKey::UpdatedAt),
-            Some("created_at") => Ok(SortKey::CreatedAt),
-            Some(_) => Err(ApiError::invalid(
-                "sort",
-                "must be 'updated_at' or 'created_at'",
-            )),
-        }
+        IdWindow::parse(self.limit, self.cursor.as_deref()).map_err(ApiError::from)
     }
 }

@@ -121,10 +121,10 @@ fn describe() {
     );
 }
 
-impl crate::config::HttpSettings {
+impl crate::config::MetricsSettings {
     /// The background gauge refresh period (at least 100 ms).
-    pub fn metrics_refresh(&self) -> std::time::Duration {
-        refresh_period(self.metrics_refresh_secs)
+    pub fn refresh(&self) -> std::time::Duration {
+        refresh_period(self.refresh_secs)
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt;
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::body::declared_length;
 use crate::http::error::ApiError;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, listed};
 use crate::http::state::AppState;
 use wire::{RunOut, StartParams};
 
@@ -186,7 +186,7 @@ async fn list(
     state: web::Data<AppState>,
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = Page::from(import::list_runs(state.reads.db(), page.id_window()?).await?);
+    let page = import::list_runs(state.reads.db(), page.id_window()?).await?;
     Ok(HttpResponse::Ok().json(page.map(RunOut::from)))
 }
 

@@ -17,7 +17,7 @@ use domain::lifecycle::lead_status::LeadStatus;
 use crate::http::auth::{Caller, LeadWriters, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply, ok_tagged};
-use crate::http::list::{ListParams, Page, WindowParams, listed};
+use crate::http::list::{ListParams, WindowParams, listed};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
@@ -218,7 +218,7 @@ async fn patch_lead(
     write
         .run(&caller, KeyRule::Optional, move |txn, patch, if_match| {
             Box::pin(async move {
-                let lead = match patch.owner_id {
+                let lead = match patch.owner_id.change() {
                     Some(owner_id) => {
                         let owner_id = owner_id.map(PrincipalId);
                         sales::assign(txn, id, owner_id, &if_match, &actor).await?
@@ -330,7 +330,7 @@ async fn list_leads(
         page.cursor.as_deref(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(LeadOut::from)))
+    Ok(HttpResponse::Ok().json(page.map(LeadOut::from)))
 }
 
 /// A lead's timeline, newest first.
@@ -358,5 +358,5 @@ async fn list_activities(
     sales::find_lead(state.reads.db(), id).await?;
     let page =
         query::list_activities(state.reads.db(), id, page.limit(), page.cursor.as_deref()).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(ActivityOut::from)))
+    Ok(HttpResponse::Ok().json(page.map(ActivityOut::from)))
 }

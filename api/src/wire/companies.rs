@@ -1,7 +1,7 @@
 //! What `/api/companies` takes and shows.
 
-use domain::crm::company::CompanyPatch;
-use domain::field_presence::present;
+/// The body of `PATCH /api/companies/{id}`: the domain's own change.
+pub use domain::crm::company::CompanyPatch;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -43,31 +43,6 @@ pub struct CompanyIn {
     pub domain: Option<String>,
     /// A URL; its host becomes the domain when `domain` is absent.
     pub website: Option<String>,
-}
-
-/// Fields to change; absent fields stay as they are.
-#[derive(Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = CompanyPatch)]
-pub struct PatchIn {
-    pub name: Option<String>,
-    /// `null` clears it; a domain another company has is `409`.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<String>)]
-    pub domain: Option<Option<String>>,
-}
-
-impl From<PatchIn> for CompanyPatch {
-    fn from(input: PatchIn) -> Self {
-        Self {
-            name: input.name,
-            domain: input.domain,
-        }
-    }
 }
 
 #[derive(Serialize, Deserialize, IntoParams)]

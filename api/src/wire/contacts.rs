@@ -1,7 +1,7 @@
 //! What `/api/contacts` takes and shows.
 
-use domain::crm::contact::ContactPatch;
-use domain::field_presence::present;
+/// The body of `PATCH /api/contacts/{id}`: the domain's own change.
+pub use domain::crm::contact::ContactPatch;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -49,53 +49,6 @@ pub struct ContactIn {
     pub name: Option<String>,
     pub phone: Option<String>,
     pub company_id: Option<i64>,
-}
-
-/// Fields to change; absent fields stay as they are, `null` clears one.
-#[derive(Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = ContactPatch)]
-pub struct PatchIn {
-    /// An email another contact has is `409`.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<String>)]
-    pub email: Option<Option<String>>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<String>)]
-    pub name: Option<Option<String>>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<String>)]
-    pub phone: Option<Option<String>>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>)]
-    pub company_id: Option<Option<i64>>,
-}
-
-impl From<PatchIn> for ContactPatch {
-    fn from(input: PatchIn) -> Self {
-        Self {
-            email: input.email,
-            name: input.name,
-            phone: input.phone,
-            company_id: input.company_id,
-        }
-    }
 }
 
 #[derive(Serialize, Deserialize, IntoParams)]

@@ -1,7 +1,8 @@
 //! What `/api/deals` takes.
 
-use domain::crm::deal::{DealInput, DealPatch, DealStage};
-use domain::field_presence::present;
+/// The body of `PATCH /api/deals/{id}`: the domain's own change.
+pub use domain::crm::deal::DealPatch;
+use domain::crm::deal::{DealInput, DealStage};
 use domain::ids::{CompanyId, ContactId, PrincipalId};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -30,50 +31,6 @@ impl DealIn {
             owner_id: self.owner_id.map(PrincipalId),
             contact_id: self.contact_id.map(ContactId),
             company_id: self.company_id.map(CompanyId),
-        }
-    }
-}
-
-/// Fields to change; absent fields stay as they are, `null` clears a link.
-#[derive(Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = DealPatch)]
-pub struct PatchIn {
-    pub name: Option<String>,
-    pub amount_cents: Option<i64>,
-    pub currency: Option<String>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>)]
-    pub owner_id: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>)]
-    pub contact_id: Option<Option<i64>>,
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
-    #[schema(value_type = Option<i64>)]
-    pub company_id: Option<Option<i64>>,
-}
-
-impl From<PatchIn> for DealPatch {
-    fn from(input: PatchIn) -> Self {
-        Self {
-            name: input.name,
-            amount_cents: input.amount_cents,
-            currency: input.currency,
-            owner_id: input.owner_id.map(|id| id.map(PrincipalId)),
-            contact_id: input.contact_id.map(|id| id.map(ContactId)),
-            company_id: input.company_id.map(|id| id.map(CompanyId)),
         }
     }
 }

@@ -4,7 +4,7 @@
 use crate::wire::versioned::Versioned;
 use chrono::{DateTime, Utc};
 use domain::entities::{activity, lead, lead_conversion, lead_erasure};
-use domain::field_presence::present;
+use domain::field_presence::Patch;
 use domain::idempotency::Subject;
 use domain::lead::ingest::Outcome;
 use domain::lifecycle::lead_status::LeadStatus;
@@ -345,13 +345,9 @@ pub struct TransitionIn {
 #[serde(deny_unknown_fields)]
 pub struct LeadPatch {
     /// An active `sales` principal's id, or `null` for no owner.
-    #[serde(
-        default,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
     #[schema(value_type = Option<i64>)]
-    pub owner_id: Option<Option<i64>>,
+    pub owner_id: Patch<i64>,
 }
 
 #[derive(Serialize, Deserialize, ToSchema)]

@@ -1,6 +1,6 @@
 //! What `GET /api/me` and `GET /api/principals` show.
 
-use domain::auth::{Principal, Role};
+use domain::auth::{Principal, PrincipalListing, Role};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -26,6 +26,36 @@ impl PrincipalOut {
             role: p.role,
             source: p.source,
             active,
+        }
+    }
+}
+
+/// A principal as `leadpipe token list` shows it: never its token or the
+/// token's hash.
+#[derive(Serialize, Deserialize)]
+pub struct PrincipalListingOut {
+    pub id: i64,
+    pub name: String,
+    pub role: Role,
+    pub source: Option<String>,
+    /// `active`, or `revoked` (its token is refused).
+    pub state: String,
+    /// RFC 3339, whole seconds.
+    pub created_at: String,
+}
+
+impl From<PrincipalListing> for PrincipalListingOut {
+    fn from(row: PrincipalListing) -> Self {
+        let p = row.principal;
+        Self {
+            id: p.id,
+            name: p.name,
+            role: p.role,
+            source: p.source,
+            state: if row.active { "active" } else { "revoked" }.to_owned(),
+            created_at: row
+                .created_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         }
     }
 }

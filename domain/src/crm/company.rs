@@ -3,6 +3,7 @@
 use crate::actor::Actor;
 use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::normalise;
@@ -11,6 +12,7 @@ use super::record::{self, Changed};
 use super::timeline::{self, Subject};
 use crate::entities::company::{self, Column, Entity};
 use crate::error::Error;
+use crate::field_presence::Patch;
 use crate::page::{self, Page, Window};
 use crate::precondition::IfMatch;
 
@@ -106,12 +108,15 @@ pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<company::Mode
     record::find::<Entity, _>(conn, id).await
 }
 
-/// A change to a company: fields left `None` stay as they are.
-#[derive(Debug, Clone, Default)]
+/// Fields to change; absent fields stay as they are.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct CompanyPatch {
     pub name: Option<String>,
-    /// `Some(None)` clears the domain (the company is then matched by name).
-    pub domain: Option<Option<String>>,
+    /// `null` clears it; a domain another company has is `409`.
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<String>)]
+    pub domain: Patch<String>,
 }
 
 pub async fn update<C: ConnectionTrait>(
@@ -124,9 +129,11 @@ pub async fn update<C: ConnectionTrait>(
     let changed = record::change::<Entity, _>(conn, id, if_match, |current| {
         let next = CompanyInput {
             name: Some(patch.name.clone().unwrap_or_else(|| current.name.clone())),
+            // Cleared, the company is matched by name.
             domain: match &patch.domain {
-                Some(domain) => domain.clone(),
-                None => current.domain.clone(),
+                Patch::Value(domain) => Some(domain.clone()),
+                Patch::Null => None,
+                Patch::Absent => current.domain.clone(),
             },
         }
         .validate()?;

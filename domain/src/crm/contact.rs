@@ -5,6 +5,7 @@
 use crate::actor::Actor;
 use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use validator::ValidateEmail;
 
@@ -13,6 +14,7 @@ use super::record::{self, Changed, Matched, Sets};
 use super::timeline::{self, Subject};
 use crate::entities::contact::{self, Column, Entity};
 use crate::error::Error;
+use crate::field_presence::Patch;
 use crate::lead::record::normalise_phone;
 use crate::page::{self, Page, Window};
 use crate::precondition::IfMatch;
@@ -129,13 +131,23 @@ pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<contact::Mode
     record::find::<Entity, _>(conn, id).await
 }
 
-/// A change to a contact: `None` leaves a field alone, `Some(None)` clears it.
-#[derive(Debug, Clone, Default)]
+/// Fields to change; absent fields stay as they are, `null` clears one.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct ContactPatch {
-    pub email: Option<Option<String>>,
-    pub name: Option<Option<String>>,
-    pub phone: Option<Option<String>>,
-    pub company_id: Option<Option<i64>>,
+    /// An email another contact has is `409`.
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<String>)]
+    pub email: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<String>)]
+    pub name: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<String>)]
+    pub phone: Patch<String>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<i64>)]
+    pub company_id: Patch<i64>,
 }
 
 pub async fn update<C: ConnectionTrait>(
@@ -145,11 +157,12 @@ pub async fn update<C: ConnectionTrait>(
     if_match: &IfMatch,
     author: &Actor,
 ) -> Result<contact::Model, Error> {
-    let email = patch.email.map(valid_email).transpose()?;
-    let phone = patch.phone.map(valid_phone).transpose()?;
-    let name = patch.name.map(super::clean);
+    let email = patch.email.change().map(valid_email).transpose()?;
+    let phone = patch.phone.change().map(valid_phone).transpose()?;
+    let name = patch.name.change().map(super::clean);
     super::check_len("name", name.clone().flatten().as_deref(), 255)?;
-    if let Some(company_id) = patch.company_id {
+    let company_id = patch.company_id.change();
+    if let Some(company_id) = company_id {
         check_company(conn, company_id).await?;
     }
     let mut changed = Vec::new();
@@ -160,7 +173,7 @@ pub async fn update<C: ConnectionTrait>(
             .changed((Column::Phone, "phone"), phone.as_ref(), &current.phone)
             .changed(
                 (Column::CompanyId, "company_id"),
-                patch.company_id.as_ref(),
+                company_id.as_ref(),
                 &current.company_id,
             );
         changed = sets.fields;

@@ -250,7 +250,7 @@ async fn link_contact<C: ConnectionTrait>(
     let mut found = contact::match_or_create(conn, &input, author).await?;
     if !found.created && found.model.company_id.is_none() && company_id.is_some() {
         let patch = ContactPatch {
-            company_id: Some(company_id),
+            company_id: Some(company_id).into(),
             ..Default::default()
         };
         found.model = contact::update(conn, found.model.id, patch, &IfMatch::Any, author).await?;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::entities::crm_activity;
 use crate::error::Error;
-use crate::page::{Page, decode, encode};
+use crate::page::{self, Page};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -52,11 +52,6 @@ pub async fn record<C: ConnectionTrait>(
     .await
 }
 
-#[derive(Serialize, Deserialize)]
-struct Cursor {
-    i: i64,
-}
-
 /// A record's timeline, newest first.
 pub async fn list<C: ConnectionTrait>(
     conn: &C,
@@ -69,8 +64,7 @@ pub async fn list<C: ConnectionTrait>(
         .filter(crm_activity::Column::SubjectType.eq(subject.as_str()))
         .filter(crm_activity::Column::SubjectId.eq(subject_id));
     if let Some(cursor) = cursor {
-        let cursor: Cursor = decode(cursor)?;
-        query = query.filter(crm_activity::Column::Id.lt(cursor.i));
+        query = query.filter(crm_activity::Column::Id.lt(page::id_after(cursor)?));
     }
     let rows = query
         .order_by_desc(crm_activity::Column::Id)
@@ -78,6 +72,6 @@ pub async fn list<C: ConnectionTrait>(
         .all(conn)
         .await?;
     Ok(Page::from_overfetch(rows, limit, |last| {
-        encode(&Cursor { i: last.id })
+        page::id_cursor_of(last.id)
     }))
 }

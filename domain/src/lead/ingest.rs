@@ -623,13 +623,14 @@ async fn upsert<C: ConnectionTrait>(
                 correlation_id: item.ctx.correlation_id.as_deref(),
             })
             .collect();
+        let sender_rows: Vec<SenderRow<'_>> = news.iter().map(|new| SenderRow::of(new)).collect();
         let now = crate::clock::now();
         return Ok(match rows {
-            Rows::Whole => {
-                Upserted::Whole(pg_batch::upsert(txn, news, &context, keys, now, sql).await?)
-            }
+            Rows::Whole => Upserted::Whole(
+                pg_batch::upsert(txn, &sender_rows, &context, keys, now, sql).await?,
+            ),
             Rows::Keys => {
-                Upserted::Keys(pg_batch::upsert(txn, news, &context, keys, now, sql).await?)
+                Upserted::Keys(pg_batch::upsert(txn, &sender_rows, &context, keys, now, sql).await?)
             }
         });
     }
@@ -674,27 +675,90 @@ pub fn upsert_sql_for_benchmark(rows: usize, sample: Option<NewLead>) -> Result<
     Ok(upsert_statement(&refs)?.to_string(sea_orm::sea_query::PostgresQueryBuilder))
 }
 
-/// The columns an ingest takes from the sender's record, in the order both
-/// upserts list them; `pg_batch`'s JSON rows carry exactly these keys.
-pub(crate) const SENDER_COLUMNS: [Column; 9] = [
-    Column::Source,
-    Column::SourceRef,
-    Column::Email,
-    Column::Phone,
-    Column::Name,
-    Column::Company,
-    Column::Payload,
-    Column::ContentHash,
-    Column::SourceUpdatedAt,
-];
+/// THE list of sender-owned columns: what an ingest takes from the sender's
+/// record, one field per column. Both upserts' column lists and update arm
+/// ([`on_conflict`]) read [`SenderRow::COLUMNS`]; PostgreSQL's batch sends
+/// the rows serialised ([`pg_batch::upsert`]: `jsonb_populate_recordset`
+/// matches the field names to the columns), the values path binds
+/// [`SenderRow::values`]. A new sender-owned column is a field here and its
+/// entry in `COLUMNS`; the compiler and the tests below point at the rest.
+/// The row borrows the record: nothing is cloned on PostgreSQL's hot path.
+#[derive(Serialize)]
+pub(crate) struct SenderRow<'a> {
+    source: &'a str,
+    source_ref: &'a str,
+    email: Option<&'a str>,
+    phone: Option<&'a str>,
+    name: Option<&'a str>,
+    company: Option<&'a str>,
+    payload: &'a serde_json::Value,
+    content_hash: String,
+    #[serde(serialize_with = "pg_batch::micros_opt")]
+    source_updated_at: Option<DateTime<Utc>>,
+}
+
+impl<'a> SenderRow<'a> {
+    /// The fields' columns, in the order both upserts list them.
+    pub(crate) const COLUMNS: [Column; 9] = [
+        Column::Source,
+        Column::SourceRef,
+        Column::Email,
+        Column::Phone,
+        Column::Name,
+        Column::Company,
+        Column::Payload,
+        Column::ContentHash,
+        Column::SourceUpdatedAt,
+    ];
+
+    pub(crate) fn of(new: &'a NewLead) -> Self {
+        Self {
+            source: &new.source,
+            source_ref: &new.source_ref,
+            email: new.email.as_deref(),
+            phone: new.phone.as_deref(),
+            name: new.name.as_deref(),
+            company: new.company.as_deref(),
+            payload: &new.payload,
+            content_hash: new.content_hash(),
+            source_updated_at: new.source_updated_at,
+        }
+    }
+
+    /// The values, in [`Self::COLUMNS`]' order.
+    fn values(self) -> [sea_orm::Value; 9] {
+        let Self {
+            source,
+            source_ref,
+            email,
+            phone,
+            name,
+            company,
+            payload,
+            content_hash,
+            source_updated_at,
+        } = self;
+        [
+            source.into(),
+            source_ref.into(),
+            email.into(),
+            phone.into(),
+            name.into(),
+            company.into(),
+            payload.clone().into(),
+            content_hash.into(),
+            source_updated_at.into(),
+        ]
+    }
+}
 
 /// What a new lead starts with besides the sender's columns.
 const INITIAL_STATUS: &str = "new";
 const INITIAL_VERSION: i64 = 1;
 
-/// [`SENDER_COLUMNS`], then status, version, created and updated time.
+/// [`SenderRow::COLUMNS`], then status, version, created and updated time.
 fn insert_columns() -> impl Iterator<Item = Column> {
-    SENDER_COLUMNS.into_iter().chain([
+    SenderRow::COLUMNS.into_iter().chain([
         Column::Status,
         Column::Version,
         Column::CreatedAt,
@@ -716,7 +780,7 @@ fn on_conflict() -> OnConflict {
         .or(excluded(Column::SourceUpdatedAt).gte(stored(Column::SourceUpdatedAt)));
     // Every sender column but the key is copied, with `updated_at`;
     // `source_updated_at` never goes back to NULL (below).
-    let copied = SENDER_COLUMNS
+    let copied = SenderRow::COLUMNS
         .into_iter()
         .filter(|col| {
             !matches!(
@@ -787,7 +851,7 @@ fn upsert_from_json() -> Result<sea_orm::sea_query::InsertStatement, DbErr> {
     let rows = Alias::new("r");
     let mut select = Query::select();
     select
-        .exprs(SENDER_COLUMNS.map(|col| Expr::col((rows.clone(), col))))
+        .exprs(SenderRow::COLUMNS.map(|col| Expr::col((rows.clone(), col))))
         .expr(Expr::val(INITIAL_STATUS))
         .expr(Expr::val(INITIAL_VERSION))
         .expr(Expr::cust("$2"))
@@ -817,22 +881,20 @@ fn upsert_statement(news: &[&NewLead]) -> Result<sea_orm::sea_query::InsertState
     let mut insert = Query::insert();
     insert.into_table(lead::Entity).columns(insert_columns());
     for new in news {
+        let initial: [sea_orm::Value; 4] = [
+            INITIAL_STATUS.into(),
+            INITIAL_VERSION.into(),
+            now.into(),
+            now.into(),
+        ];
         insert
-            .values([
-                new.source.clone().into(),
-                new.source_ref.clone().into(),
-                new.email.clone().into(),
-                new.phone.clone().into(),
-                new.name.clone().into(),
-                new.company.clone().into(),
-                new.payload.clone().into(),
-                new.content_hash().into(),
-                new.source_updated_at.into(),
-                INITIAL_STATUS.into(),
-                INITIAL_VERSION.into(),
-                now.into(),
-                now.into(),
-            ])
+            .values(
+                SenderRow::of(new)
+                    .values()
+                    .into_iter()
+                    .chain(initial)
+                    .map(Expr::from),
+            )
             .map_err(|e| DbErr::Custom(e.to_string()))?;
     }
     insert
@@ -853,26 +915,49 @@ mod tests {
     /// the statement's sender columns.
     #[test]
     fn a_lead_row_has_a_key_for_every_sender_column() {
-        let payload = serde_json::json!({});
-        let row = pg_batch::LeadRow {
-            source: "s",
-            source_ref: "r",
+        let record = NewLead {
+            source: "s".into(),
+            source_ref: "r".into(),
             email: None,
             phone: None,
             name: None,
             company: None,
-            payload: &payload,
-            content_hash: String::new(),
             source_updated_at: None,
+            payload: serde_json::json!({}),
         };
-        let serde_json::Value::Object(keys) = serde_json::to_value(&row).unwrap() else {
+        let serde_json::Value::Object(keys) = serde_json::to_value(SenderRow::of(&record)).unwrap()
+        else {
             panic!("a row is an object")
         };
         let mut keys: Vec<String> = keys.keys().cloned().collect();
-        let mut columns: Vec<String> = SENDER_COLUMNS.iter().map(|c| c.to_string()).collect();
+        let mut columns: Vec<String> = SenderRow::COLUMNS.iter().map(|c| c.to_string()).collect();
         columns.sort();
         keys.sort();
         assert_eq!(keys, columns);
+    }
+
+    /// The values path binds each sender field under its own column: every
+    /// field differs here, so a value in another's place shows.
+    #[test]
+    fn the_values_upsert_puts_each_value_in_its_column() {
+        let record = NewLead {
+            source: "webform".into(),
+            source_ref: "ref-1".into(),
+            email: Some("e@example.com".into()),
+            phone: Some("+4930123".into()),
+            name: Some("A Name".into()),
+            company: Some("A Company".into()),
+            source_updated_at: None,
+            payload: serde_json::json!({"k": "v"}),
+        };
+        let sql = upsert_statement(&[&record])
+            .unwrap()
+            .to_string(sea_orm::sea_query::PostgresQueryBuilder);
+        let expected = format!(
+            r#"INSERT INTO "lead" ("source", "source_ref", "email", "phone", "name", "company", "payload", "content_hash", "source_updated_at", "status", "version", "created_at", "updated_at") VALUES ('webform', 'ref-1', 'e@example.com', '+4930123', 'A Name', 'A Company', '{{"k":"v"}}', '{}', NULL, 'new', 1, "#,
+            record.content_hash()
+        );
+        assert!(sql.starts_with(&expected), "{sql}");
     }
 
     /// The PostgreSQL batch statement, rendered from the shared rule: a change

@@ -19,7 +19,6 @@ use sea_orm::sea_query::{Alias, PostgresQueryBuilder, Query};
 
 use crate::entities::lead;
 use crate::lead::activity::ActivityKind;
-use crate::lead::record::NewLead;
 use crate::outbound::outbox;
 
 /// Timeline rows and outbox events in one statement (one round trip); `$2`
@@ -39,25 +38,14 @@ fn micros<S: Serializer>(at: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&at.to_rfc3339_opts(SecondsFormat::Micros, true))
 }
 
-fn micros_opt<S: Serializer>(at: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn micros_opt<S: Serializer>(
+    at: &Option<DateTime<Utc>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match at {
         Some(at) => micros(at, s),
         None => s.serialize_none(),
     }
-}
-
-#[derive(Serialize)]
-pub(crate) struct LeadRow<'a> {
-    pub(crate) source: &'a str,
-    pub(crate) source_ref: &'a str,
-    pub(crate) email: Option<&'a str>,
-    pub(crate) phone: Option<&'a str>,
-    pub(crate) name: Option<&'a str>,
-    pub(crate) company: Option<&'a str>,
-    pub(crate) payload: &'a serde_json::Value,
-    pub(crate) content_hash: String,
-    #[serde(serialize_with = "micros_opt")]
-    pub(crate) source_updated_at: Option<DateTime<Utc>>,
 }
 
 /// One timeline row, as the `activity` table names its columns.
@@ -199,38 +187,25 @@ fn rfc3339_sql(alias: &str, name: &str) -> String {
     )
 }
 
-/// The upsert of a wave's records (distinct keys) with the timeline rows and
-/// outbox events of what it wrote, returning what `sql` returns of the rows
-/// it wrote ([`crate::lead::written::WrittenRow`] or
+/// The upsert of a wave's records (distinct keys; `rows` are their sender
+/// columns, `$1`) with the timeline rows and outbox events of what it wrote,
+/// returning what `sql` returns of the rows it wrote
+/// ([`crate::lead::written::WrittenRow`] or
 /// [`crate::lead::written::StoredKey`]).
 pub(crate) async fn upsert<C: ConnectionTrait, R: FromQueryResult>(
     txn: &C,
-    news: &[&NewLead],
+    rows: &[impl Serialize],
     context: &[RecordContext<'_>],
     keys: &crate::lead::tombstone::BatchKeys<'_>,
     now: DateTime<Utc>,
     sql: &str,
 ) -> Result<Vec<R>, DbErr> {
-    let rows: Vec<LeadRow<'_>> = news
-        .iter()
-        .map(|new| LeadRow {
-            source: &new.source,
-            source_ref: &new.source_ref,
-            email: new.email.as_deref(),
-            phone: new.phone.as_deref(),
-            name: new.name.as_deref(),
-            company: new.company.as_deref(),
-            payload: &new.payload,
-            content_hash: new.content_hash(),
-            source_updated_at: new.source_updated_at,
-        })
-        .collect();
     let [hashes, sources, source_refs] = keys.columns();
     let stmt = Statement::from_sql_and_values(
         DbBackend::Postgres,
         sql,
         [
-            rows_param(&rows)?,
+            rows_param(rows)?,
             now.into(),
             hashes.into(),
             sources.into(),

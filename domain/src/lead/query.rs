@@ -10,12 +10,11 @@ use sea_orm::{
     ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect,
 };
-use serde::{Deserialize, Serialize};
 
 use crate::entities::{activity, lead};
 use crate::error::Error;
 use crate::lifecycle::lead_status::LeadStatus;
-use crate::page::{Page, SortKey, decode, encode, like_pattern};
+use crate::page::{self, Page, SortKey, like_pattern};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnerFilter {
@@ -31,13 +30,6 @@ pub struct LeadFilter {
     pub q: Option<String>,
     pub updated_since: Option<DateTime<Utc>>,
     pub sort: SortKey,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct LeadCursor {
-    s: SortKey,
-    t: DateTime<Utc>,
-    i: i64,
 }
 
 /// How a page query may pick its index.
@@ -114,17 +106,12 @@ pub async fn list_leads_by<C: ConnectionTrait>(
         );
     }
     if let Some(cursor) = cursor {
-        let cursor: LeadCursor = decode(cursor)?;
-        if cursor.s != filter.sort {
-            return Err(Error::invalid("cursor", "was made for another sort order"));
-        }
-        query = query.filter(
-            Condition::any().add(sort_col.lt(cursor.t)).add(
-                Condition::all()
-                    .add(sort_col.eq(cursor.t))
-                    .add(lead::Column::Id.lt(cursor.i)),
-            ),
-        );
+        query = query.filter(page::after(
+            cursor,
+            filter.sort,
+            sort_col,
+            lead::Column::Id,
+        )?);
     }
     let rows = query
         .order_by_desc(sort_col)
@@ -137,17 +124,8 @@ pub async fn list_leads_by<C: ConnectionTrait>(
             SortKey::UpdatedAt => last.updated_at,
             SortKey::CreatedAt => last.created_at,
         };
-        encode(&LeadCursor {
-            s: filter.sort,
-            t,
-            i: last.id,
-        })
+        page::cursor_of(filter.sort, t, last.id)
     }))
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct ActivityCursor {
-    i: i64,
 }
 
 /// A lead's timeline, newest first.
@@ -159,8 +137,7 @@ pub async fn list_activities<C: ConnectionTrait>(
 ) -> Result<Page<activity::Model>, Error> {
     let mut query = activity::Entity::find().filter(activity::Column::LeadId.eq(lead_id));
     if let Some(cursor) = cursor {
-        let cursor: ActivityCursor = decode(cursor)?;
-        query = query.filter(activity::Column::Id.lt(cursor.i));
+        query = query.filter(activity::Column::Id.lt(page::id_after(cursor)?));
     }
     let rows = query
         .order_by_desc(activity::Column::Id)
@@ -168,23 +145,6 @@ pub async fn list_activities<C: ConnectionTrait>(
         .all(conn)
         .await?;
     Ok(Page::from_overfetch(rows, limit, |last| {
-        encode(&ActivityCursor { i: last.id })
+        page::id_cursor_of(last.id)
     }))
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cursors_round_trip_and_reject_garbage() {
-        let c = LeadCursor {
-            s: SortKey::CreatedAt,
-            t: crate::clock::now(),
-            i: 42,
-        };
-        assert_eq!(decode::<LeadCursor>(&encode(&c)).unwrap(), c);
-        assert!(decode::<LeadCursor>("not-a-cursor").is_err());
-    }
 }

@@ -398,7 +398,7 @@ pub async fn run_demos(database_url: &str, args: &DemoArgs) -> anyhow::Result<De
     // As `serve` refreshes its gauges, not twice a second as the tests do:
     // `bench/run` reconciles through this command, and each refresh counts
     // the growing lead table.
-    http.metrics_refresh_secs = crate::config::DEFAULT_METRICS_REFRESH_SECS;
+    http.metrics.refresh_secs = crate::config::DEFAULT_METRICS_REFRESH_SECS;
     http.keyring = args.keyring.clone();
     let app = Application::build(db.clone(), http)?;
     let base = format!("http://127.0.0.1:{}", app.port());

@@ -12,13 +12,13 @@ use super::wire::Company;
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
-use crate::http::list::{ListParams, Page, WindowParams};
+use crate::http::list::{ListParams, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
-use crate::wire::companies::{CompanyIn, CompanyOut, Filter, PatchIn};
+use crate::wire::companies::{CompanyIn, CompanyOut, CompanyPatch, Filter};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create)
@@ -95,7 +95,7 @@ async fn get(
     operation_id = "patch_company",
     tag = "crm",
     params(("id" = i64, Path, description = "The company's id"), IdempotencyKey, IfMatch),
-    request_body = PatchIn,
+    request_body = CompanyPatch,
     responses(
         (status = 200, description = "The company after the change", body = CompanyOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such company"),
@@ -107,13 +107,13 @@ async fn get(
 async fn patch(
     caller: Caller<SalesUp>,
     id: web::Path<PathId>,
-    write: Write<PatchIn>,
+    write: Write<CompanyPatch>,
 ) -> WriteResult {
     let (id, author) = (id.into_inner().0, caller.actor());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let company = company::update(txn, id, input.into(), &if_match, &author).await?;
+                let company = company::update(txn, id, input, &if_match, &author).await?;
                 Reply::tagged(StatusCode::OK, &CompanyOut::from(company))
             })
         })
@@ -139,7 +139,7 @@ async fn list(
     let window = page.into_inner().window(&window)?;
     let Filter { q, domain } = filter.into_inner();
     let page = company::list(state.reads.db(), &CompanyFilter { q, domain }, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(Company::from)))
+    Ok(HttpResponse::Ok().json(page.map(Company::from)))
 }
 
 /// A company's timeline, newest first.

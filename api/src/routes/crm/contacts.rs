@@ -12,13 +12,13 @@ use super::wire::Contact;
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
-use crate::http::list::{ListParams, Page, WindowParams};
+use crate::http::list::{ListParams, WindowParams};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
-use crate::wire::contacts::{ContactIn, ContactOut, Filter, PatchIn};
+use crate::wire::contacts::{ContactIn, ContactOut, ContactPatch, Filter};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create)
@@ -110,7 +110,7 @@ async fn get(
     operation_id = "patch_contact",
     tag = "crm",
     params(("id" = i64, Path, description = "The contact's id"), IdempotencyKey, IfMatch),
-    request_body = PatchIn,
+    request_body = ContactPatch,
     responses(
         (status = 200, description = "The contact after the change", body = ContactOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such contact"),
@@ -122,13 +122,13 @@ async fn get(
 async fn patch(
     caller: Caller<SalesUp>,
     id: web::Path<PathId>,
-    write: Write<PatchIn>,
+    write: Write<ContactPatch>,
 ) -> WriteResult {
     let (id, author) = (id.into_inner().0, caller.actor());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let contact = contact::update(txn, id, input.into(), &if_match, &author).await?;
+                let contact = contact::update(txn, id, input, &if_match, &author).await?;
                 Reply::tagged(StatusCode::OK, &ContactOut::from(contact))
             })
         })
@@ -163,7 +163,7 @@ async fn list(
         company_id,
     };
     let page = contact::list(state.reads.db(), &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(Contact::from)))
+    Ok(HttpResponse::Ok().json(page.map(Contact::from)))
 }
 
 /// A contact's timeline, newest first.

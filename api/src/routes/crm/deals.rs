@@ -13,13 +13,13 @@ use super::wire::DealOut;
 use crate::http::auth::{Caller, SalesUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
-use crate::http::list::{ListParams, Page, WindowParams};
+use crate::http::list::{ListParams, WindowParams};
 use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
-use crate::wire::deals::{DealIn, Filter, PatchIn, TransitionIn};
+use crate::wire::deals::{DealIn, DealPatch, Filter, TransitionIn};
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(create)
@@ -99,7 +99,7 @@ async fn get(
     operation_id = "patch_deal",
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
-    request_body = PatchIn,
+    request_body = DealPatch,
     responses(
         (status = 200, description = "The deal after the change", body = DealOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
@@ -110,13 +110,13 @@ async fn get(
 async fn patch(
     caller: Caller<SalesUp>,
     id: web::Path<PathId>,
-    write: Write<PatchIn>,
+    write: Write<DealPatch>,
 ) -> WriteResult {
     let (id, author) = (id.into_inner().0, caller.actor());
     write
         .run(&caller, KeyRule::Optional, move |txn, input, if_match| {
             Box::pin(async move {
-                let deal = deal::update(txn, id, input.into(), &if_match, &author).await?;
+                let deal = deal::update(txn, id, input, &if_match, &author).await?;
                 Reply::tagged(StatusCode::OK, &DealOut::from(deal))
             })
         })
@@ -199,7 +199,7 @@ async fn list(
         q: params.q,
     };
     let page = deal::list(state.reads.db(), &filter, &window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(DealOut::from)))
+    Ok(HttpResponse::Ok().json(page.map(DealOut::from)))
 }
 
 /// A deal's timeline, newest first.

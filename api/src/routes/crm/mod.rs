@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::http::error::ApiError;
 use crate::http::idempotency::Reply;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, listed};
 use crate::http::state::AppState;
 use crate::routes::Routes;
 use crate::wire::about::About;
@@ -85,5 +85,5 @@ async fn timeline_page(
         params.cursor.as_deref(),
     )
     .await?;
-    Ok(HttpResponse::Ok().json(Page::from(page).map(wire::CrmActivity::from)))
+    Ok(HttpResponse::Ok().json(page.map(wire::CrmActivity::from)))
 }

@@ -10,7 +10,7 @@ use domain::outbound::delivery::{self, DeliveryFilter};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{self, KeyRule, Reply};
-use crate::http::list::{ListParams, Page, listed, one_of};
+use crate::http::list::{ListParams, listed, one_of};
 use crate::http::params::IdempotencyKey;
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
@@ -58,7 +58,7 @@ async fn list(
         subscription_id: filter.subscription_id,
     };
     let rows = delivery::list(state.reads.db(), &filter, window).await?;
-    Ok(HttpResponse::Ok().json(Page::from(rows).map(OutboxDeliveryOut::from)))
+    Ok(HttpResponse::Ok().json(rows.map(OutboxDeliveryOut::from)))
 }
 
 /// Put one dead delivery back in line.

@@ -9,7 +9,7 @@ use domain::retry::RetryPolicy;
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, listed};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::Write;
@@ -55,7 +55,7 @@ async fn list_events(
         received_since: q.received_since,
         received_until: q.received_until,
     };
-    let page = Page::from(ops::list(state.reads.db(), &filter, page.id_window()?).await?);
+    let page = ops::list(state.reads.db(), &filter, page.id_window()?).await?;
     Ok(HttpResponse::Ok().json(page.map(InboxEventOut::summary)))
 }
 

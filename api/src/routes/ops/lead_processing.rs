@@ -9,7 +9,7 @@ use domain::retry::RetryPolicy;
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
-use crate::http::list::{ListParams, Page, listed};
+use crate::http::list::{ListParams, listed};
 use crate::http::state::AppState;
 use crate::http::write::Write;
 use crate::routes::Routes;
@@ -49,8 +49,7 @@ async fn list_failures(
 ) -> Result<HttpResponse, ApiError> {
     let failure_state = parse_state(query.state.as_deref())?;
     let rows = failures::list(state.reads.db(), failure_state, page.id_window()?).await?;
-    let page = Page::from(rows);
-    Ok(HttpResponse::Ok().json(page.map(FailureOut::from)))
+    Ok(HttpResponse::Ok().json(rows.map(FailureOut::from)))
 }
 
 impl RetryOut {

@@ -16,7 +16,7 @@ use domain::reconcile::run::{self, StartError, StartRun, Trigger};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply};
-use crate::http::list::{ListParams, Page, listed, one_of};
+use crate::http::list::{ListParams, listed, one_of};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::Write;
@@ -186,6 +186,6 @@ async fn list(
         page.id_window()?,
     )
     .await?;
-    let page = Page::from(runs).map(|r| ReconcileRunOut::from(&r));
+    let page = runs.map(|r| ReconcileRunOut::from(&r));
     Ok(HttpResponse::Ok().json(page))
 }

@@ -7,7 +7,7 @@ use domain::reconcile::rejected::{self, RejectedFilter};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
-use crate::http::list::{ListParams, Page, listed, one_of};
+use crate::http::list::{ListParams, listed, one_of};
 use crate::http::state::AppState;
 use crate::http::write::Write;
 use crate::routes::Routes;
@@ -61,7 +61,7 @@ async fn list(
         state: wanted,
     };
     let rows = rejected::list(state.reads.db(), &filter, page.id_window()?).await?;
-    let page = Page::from(rows).map(ReconcileRejectedOut::from);
+    let page = rows.map(ReconcileRejectedOut::from);
     Ok(HttpResponse::Ok().json(page))
 }
 

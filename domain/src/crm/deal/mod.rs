@@ -4,6 +4,7 @@
 
 use crate::actor::Actor;
 use sea_orm::{ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, Set};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::record::{self, Changed, Sets};
@@ -12,6 +13,7 @@ use crate::auth::check_sales_owner;
 use crate::entities::deal::{self, Column, Entity};
 use crate::entities::{company, contact};
 use crate::error::Error;
+use crate::field_presence::Patch;
 use crate::outbound::events::DealStageChanged;
 use crate::outbound::outbox;
 use crate::page::{self, Page, Window};
@@ -193,16 +195,22 @@ pub async fn transition<C: ConnectionTrait>(
     Ok(updated)
 }
 
-/// A change to a deal's fields (not its stage): `None` leaves a field alone,
-/// `Some(None)` clears an optional one.
-#[derive(Debug, Clone, Default)]
+/// Fields to change; absent fields stay as they are, `null` clears a link.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct DealPatch {
     pub name: Option<String>,
     pub amount_cents: Option<i64>,
     pub currency: Option<String>,
-    pub owner_id: Option<Option<PrincipalId>>,
-    pub contact_id: Option<Option<ContactId>>,
-    pub company_id: Option<Option<CompanyId>>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<i64>)]
+    pub owner_id: Patch<PrincipalId>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<i64>)]
+    pub contact_id: Patch<ContactId>,
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<i64>)]
+    pub company_id: Patch<CompanyId>,
 }
 
 pub async fn update<C: ConnectionTrait>(
@@ -215,14 +223,19 @@ pub async fn update<C: ConnectionTrait>(
     let new_name = patch.name.map(|n| name(Some(n))).transpose()?;
     let new_amount = patch.amount_cents.map(amount).transpose()?;
     let new_currency = patch.currency.as_deref().map(currency).transpose()?;
-    if let Some(Some(owner_id)) = patch.owner_id {
+    let (owner_id, contact_id, company_id) = (
+        patch.owner_id.change(),
+        patch.contact_id.change(),
+        patch.company_id.change(),
+    );
+    if let Some(Some(owner_id)) = owner_id {
         check_sales_owner(conn, owner_id).await?;
     }
-    check_links(conn, patch.contact_id.flatten(), patch.company_id.flatten()).await?;
+    check_links(conn, contact_id.flatten(), company_id.flatten()).await?;
     // As stored, to compare with the current row.
-    let new_owner = patch.owner_id.map(|o| o.map(i64::from));
-    let new_contact = patch.contact_id.map(|c| c.map(i64::from));
-    let new_company = patch.company_id.map(|c| c.map(i64::from));
+    let new_owner = owner_id.map(|o| o.map(i64::from));
+    let new_contact = contact_id.map(|c| c.map(i64::from));
+    let new_company = company_id.map(|c| c.map(i64::from));
     let mut fields: Vec<&str> = Vec::new();
     let outcome = record::change::<Entity, _>(conn, id, if_match, |current| {
         let mut sets = Sets::new();

@@ -7,10 +7,11 @@ use std::fmt;
 use super::SourceConfig;
 use crate::entities::source;
 use crate::error::Error;
+use crate::field_presence::Patch;
 use crate::inbound::signature::Scheme;
 
-/// What to change in a source: `None` leaves a field as it is; `Some(None)`
-/// puts it back to its default (or clears it). The secrets and the pull auth
+/// What to change in a source: a field absent stays as it is; `null`
+/// ([`Patch::Null`]) puts it back to its default (or clears it). The secrets and the pull auth
 /// value are write-only: given, they replace the stored ones.
 ///
 /// [`SourcePatch::merge`] applies it to the stored configuration:
@@ -21,11 +22,11 @@ use crate::inbound::signature::Scheme;
 /// - a header and a pointer for the same thing (`event_id_header` and
 ///   `event_id_pointer`; the same for `event_type`) are one choice: giving
 ///   either replaces both;
-/// - `pull_url: None` (cleared) turns reconcile off: its auth header, value
+/// - `pull_url: null` (cleared) turns reconcile off: its auth header, value
 ///   and schedule go with it.
 ///
 /// The API's request body as it is (`SourcePatch` in the OpenAPI document).
-#[derive(Clone, Default, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Clone, Default, PartialEq, serde::Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 #[schema(
     as = SourcePatch,
@@ -36,65 +37,65 @@ pub struct SourcePatch {
     pub scheme: Option<String>,
     /// Write-only: replace the stored secrets (absent or `null`: kept).
     pub secrets: Option<Vec<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[serde(default)]
     #[schema(value_type = Option<i64>)]
-    pub tolerance_secs: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub tolerance_secs: Patch<i64>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub signature_header: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub signature_header: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub event_id_header: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub event_id_header: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub event_id_pointer: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub event_id_pointer: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub event_type_header: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub event_type_header: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub event_type_pointer: Option<Option<String>>,
+    pub event_type_pointer: Patch<String>,
     /// The full new list; `null` or `[]`: every event type.
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[serde(default)]
     #[schema(value_type = Option<Vec<String>>)]
-    pub allowed_event_types: Option<Option<Vec<String>>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub allowed_event_types: Patch<Vec<String>>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub record_pointer: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub record_pointer: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub source_ref_pointer: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub source_ref_pointer: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub email_pointer: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub email_pointer: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub name_pointer: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub name_pointer: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub phone_pointer: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub phone_pointer: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub company_pointer: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub company_pointer: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub updated_at_pointer: Option<Option<String>>,
+    pub updated_at_pointer: Patch<String>,
     /// `null` turns reconcile off (with `pull_auth_header`, its value and `cron`).
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub pull_url: Option<Option<String>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub pull_url: Patch<String>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub pull_auth_header: Option<Option<String>>,
+    pub pull_auth_header: Patch<String>,
     /// Write-only: replace the stored value (absent or `null`: kept, unless
     /// `pull_url` moves to another origin: then it is required again).
     pub pull_auth_secret: Option<String>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    #[serde(default)]
     #[schema(value_type = Option<i64>)]
-    pub pull_page_size: Option<Option<i64>>,
-    #[serde(default, deserialize_with = "crate::field_presence::present")]
+    pub pull_page_size: Patch<i64>,
+    #[serde(default)]
     #[schema(value_type = Option<String>)]
-    pub cron: Option<Option<String>>,
+    pub cron: Patch<String>,
 }
 
 // Hand-written so the secrets never reach logs through `{:?}`.
@@ -116,50 +117,7 @@ impl fmt::Debug for SourcePatch {
 impl SourcePatch {
     /// Whether the patch changes nothing at all.
     pub fn is_empty(&self) -> bool {
-        let Self {
-            scheme,
-            secrets,
-            tolerance_secs,
-            signature_header,
-            event_id_header,
-            event_id_pointer,
-            event_type_header,
-            event_type_pointer,
-            allowed_event_types,
-            record_pointer,
-            source_ref_pointer,
-            email_pointer,
-            name_pointer,
-            phone_pointer,
-            company_pointer,
-            updated_at_pointer,
-            pull_url,
-            pull_auth_header,
-            pull_auth_secret,
-            pull_page_size,
-            cron,
-        } = self;
-        scheme.is_none()
-            && secrets.is_none()
-            && tolerance_secs.is_none()
-            && signature_header.is_none()
-            && event_id_header.is_none()
-            && event_id_pointer.is_none()
-            && event_type_header.is_none()
-            && event_type_pointer.is_none()
-            && allowed_event_types.is_none()
-            && record_pointer.is_none()
-            && source_ref_pointer.is_none()
-            && email_pointer.is_none()
-            && name_pointer.is_none()
-            && phone_pointer.is_none()
-            && company_pointer.is_none()
-            && updated_at_pointer.is_none()
-            && pull_url.is_none()
-            && pull_auth_header.is_none()
-            && pull_auth_secret.is_none()
-            && pull_page_size.is_none()
-            && cron.is_none()
+        *self == Self::default()
     }
 
     /// The whole configuration after this change to `stored`, to be parsed
@@ -205,9 +163,9 @@ impl SourcePatch {
                 bound(&stored.event_type_pointer),
             ),
         );
-        let pull_off = matches!(self.pull_url, Some(None));
+        let pull_off = self.pull_url == Patch::Null;
         let (pull_auth_header, cron) = if pull_off {
-            (self.pull_auth_header.flatten(), self.cron.flatten())
+            (self.pull_auth_header.value(), self.cron.value())
         } else {
             (
                 or_stored(self.pull_auth_header, &stored.pull_auth_header),
@@ -225,9 +183,11 @@ impl SourcePatch {
             event_type_header,
             event_type_pointer,
             allowed_event_types: Some(
-                self.allowed_event_types
-                    .unwrap_or_else(|| Some(stored.allowed_event_types()))
-                    .unwrap_or_default(),
+                or_stored(
+                    self.allowed_event_types,
+                    &Some(stored.allowed_event_types()),
+                )
+                .unwrap_or_default(),
             ),
             record_pointer: or_stored(self.record_pointer, &Some(stored.record_pointer.clone())),
             source_ref_pointer: or_stored(
@@ -249,18 +209,21 @@ impl SourcePatch {
     }
 }
 
-fn or_stored<T: Clone>(given: Option<Option<T>>, stored: &Option<T>) -> Option<T> {
-    given.unwrap_or_else(|| stored.clone())
+fn or_stored<T: Clone>(given: Patch<T>, stored: &Option<T>) -> Option<T> {
+    match given {
+        Patch::Absent => stored.clone(),
+        given => given.value(),
+    }
 }
 
 /// A header-or-pointer choice: either given replaces both.
 fn pair(
-    given: (Option<Option<String>>, Option<Option<String>>),
+    given: (Patch<String>, Patch<String>),
     stored: (Option<String>, Option<String>),
 ) -> (Option<String>, Option<String>) {
     match given {
-        (None, None) => stored,
-        (header, pointer) => (header.flatten(), pointer.flatten()),
+        (Patch::Absent, Patch::Absent) => stored,
+        (header, pointer) => (header.value(), pointer.value()),
     }
 }
 
@@ -331,7 +294,7 @@ mod tests {
     fn a_scheme_change_needs_the_secrets_and_resets_what_belongs_to_the_scheme() {
         let patch = SourcePatch {
             scheme: Some("standard-webhooks".into()),
-            record_pointer: Some(Some("/lead".into())),
+            record_pointer: Patch::Value("/lead".into()),
             ..Default::default()
         };
         let Error::Invalid(fields) = patch.clone().merge(&stored()).unwrap_err() else {
@@ -366,9 +329,9 @@ mod tests {
     #[test]
     fn a_locator_given_replaces_its_pair_and_null_means_the_default() {
         let patch = SourcePatch {
-            event_id_pointer: Some(Some("/id".into())),
-            signature_header: Some(None),
-            allowed_event_types: Some(None),
+            event_id_pointer: Patch::Value("/id".into()),
+            signature_header: Patch::Null,
+            allowed_event_types: Patch::Null,
             ..Default::default()
         };
         let valid = parse(patch.merge(&stored()).unwrap());
@@ -380,7 +343,7 @@ mod tests {
     #[test]
     fn clearing_the_pull_url_turns_reconcile_off() {
         let patch = SourcePatch {
-            pull_url: Some(None),
+            pull_url: Patch::Null,
             ..Default::default()
         };
         let valid = parse(patch.merge(&stored()).unwrap());
