@@ -18,7 +18,6 @@ use std::time::Duration;
 use domain::inbound::signature::standard_webhooks;
 use domain::outbound::delivery::{self, AttemptResult, Claimed, Settlement};
 use futures::StreamExt;
-use sea_orm::DbBackend;
 use serde_json::json;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
@@ -275,7 +274,7 @@ impl Publisher {
         // Side by side on PostgreSQL: a claim takes what earlier fan-outs
         // committed, so it need not wait for this one. SQLite has one
         // writer: there the second would only wait for the first.
-        let (fanned_out, claimed) = if self.db.get_database_backend() == DbBackend::Sqlite {
+        let (fanned_out, claimed) = if self.db.dialect().has_one_writer() {
             let fanned_out = fan_out.await;
             (fanned_out, claim.await)
         } else {

@@ -13,10 +13,10 @@
 
 use crate::store::Store;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, TransactionTrait,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, TransactionTrait,
 };
 
 use crate::db::BatchPath;
@@ -136,9 +136,8 @@ pub(crate) async fn process_claimed(
         .filter(claimable)
         .order_by_asc(lead::Column::Id)
         .limit(limit);
-    if db.get_database_backend() == DbBackend::Postgres {
-        claim = claim.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
-    }
+    db.dialect()
+        .lock_claim_candidates(QuerySelect::query(&mut claim));
     let leads = claim.all(&txn).await?;
     if leads.is_empty() {
         txn.commit().await?;

@@ -12,7 +12,7 @@ use crate::store::Work;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::{DbBackend, DbErr};
+use sea_orm::DbErr;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::error::{Error, is_connection_lost};
@@ -58,9 +58,10 @@ impl GroupCommitter {
         let rx = Arc::new(Mutex::new(rx));
         // SQLite has one writer: a second committer would only sleep in its
         // busy handler (up to 100 ms a try) while the first one commits.
-        let committers = match db.get_database_backend() {
-            DbBackend::Sqlite => 1,
-            _ => settings.committers.max(1),
+        let committers = if db.dialect().has_one_writer() {
+            1
+        } else {
+            settings.committers.max(1)
         };
         for _ in 0..committers {
             tokio::spawn(commit_loop(db.clone(), rx.clone(), settings));

@@ -30,11 +30,10 @@
 
 use std::collections::HashSet;
 
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, Statement,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 
 use crate::entities::lead_tombstone::{self, Column};
+use crate::store::Dialect;
 
 use crate::natural_key::hash_with;
 pub use crate::natural_key::{KeyHasher, fold};
@@ -50,15 +49,9 @@ fn lock_id(hash: &str) -> i64 {
 /// (PostgreSQL; nothing on SQLite, whose write transactions are already
 /// exclusive).
 pub async fn lock_for_erasure<C: ConnectionTrait>(txn: &C, folded_hash: &str) -> Result<(), DbErr> {
-    if txn.get_database_backend() == DatabaseBackend::Postgres {
-        txn.execute_raw(Statement::from_sql_and_values(
-            DatabaseBackend::Postgres,
-            "SELECT pg_advisory_xact_lock($1)",
-            [lock_id(folded_hash).into()],
-        ))
-        .await?;
-    }
-    Ok(())
+    Dialect::of(txn)
+        .lock_exclusive(txn, lock_id(folded_hash))
+        .await
 }
 
 /// Which of `keys` are buried. On PostgreSQL it first takes each key's lock
@@ -116,20 +109,14 @@ impl<'k> BatchKeys<'k> {
     /// A look-up must be a later statement: its snapshot is taken after the
     /// locks are granted.
     pub async fn lock_shared<C: ConnectionTrait>(&self, txn: &C) -> Result<(), DbErr> {
-        if self.locks.is_empty() || txn.get_database_backend() != DatabaseBackend::Postgres {
+        if self.locks.is_empty() {
             return Ok(());
         }
         // Sorted, so two batches take their locks in one order.
         let mut locks = self.locks.clone();
         locks.sort_unstable();
         locks.dedup();
-        txn.execute_raw(Statement::from_sql_and_values(
-            DatabaseBackend::Postgres,
-            "SELECT count(pg_advisory_xact_lock_shared(id)) FROM unnest($1::bigint[]) AS id",
-            [locks.into()],
-        ))
-        .await?;
-        Ok(())
+        Dialect::of(txn).lock_shared(txn, locks).await
     }
 
     /// Which of the keys are buried: one of a record's hashes is a
@@ -141,29 +128,8 @@ impl<'k> BatchKeys<'k> {
         if self.by_hash.is_empty() {
             return Ok(HashSet::new());
         }
-        // One statement text whatever the batch size: SQLite caches a prepared
-        // statement per distinct text and connection.
         let hashes: Vec<String> = self.by_hash.iter().map(|(h, _)| h.clone()).collect();
-        let backend = txn.get_database_backend();
-        let lookup = match backend {
-            DatabaseBackend::Postgres => Statement::from_sql_and_values(
-                backend,
-                "SELECT key_hash, folded_hash FROM lead_tombstone \
-                 WHERE key_hash = ANY($1) OR folded_hash = ANY($1)",
-                [hashes.into()],
-            ),
-            _ => {
-                let hashes =
-                    serde_json::to_string(&hashes).map_err(|e| DbErr::Json(e.to_string()))?;
-                Statement::from_sql_and_values(
-                    backend,
-                    "SELECT key_hash, folded_hash FROM lead_tombstone \
-                     WHERE key_hash IN (SELECT value FROM json_each(?)) \
-                     OR folded_hash IN (SELECT value FROM json_each(?))",
-                    [hashes.clone().into(), hashes.into()],
-                )
-            }
-        };
+        let lookup = Dialect::of(txn).find_tombstones(hashes)?;
         let mut found: HashSet<String> = HashSet::new();
         for row in txn.query_all_raw(lookup).await? {
             found.insert(row.try_get::<String>("", "key_hash")?);

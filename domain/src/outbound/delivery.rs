@@ -13,8 +13,8 @@ use sea_orm::sea_query::{
     Query, WithClause,
 };
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IdenStatic,
-    Iterable, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, IdenStatic, Iterable,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 use serde::{Deserialize, Serialize};
 
@@ -227,13 +227,9 @@ pub async fn claim_due(db: &Store, limit: u64, lease: Duration) -> Result<Vec<Cl
         .value(outbox_delivery::Column::UpdatedAt, now)
         .returning_all()
         .to_owned();
-    crate::db::update_of_candidates(
-        &mut claim,
-        db.get_database_backend(),
-        outbox_delivery::Column::Id,
-        due,
-    );
-    let mut claimed = if db.get_database_backend() == DbBackend::Postgres {
+    let dialect = db.dialect();
+    dialect.update_of_candidates(&mut claim, outbox_delivery::Column::Id, due);
+    let mut claimed = if dialect.changes_rows_in_with() {
         claim_with_context(db, claim).await?
     } else {
         claim_then_look_up(db, claim).await?
@@ -304,7 +300,7 @@ async fn claim_with_context(
 const EVENT: &str = "e_";
 const SUBSCRIPTION: &str = "s_";
 
-/// SQLite (no data-changing statement in `WITH`): the claim in this
+/// Without a data-changing statement in `WITH` (SQLite): the claim in this
 /// process's write turn, then its events and subscriptions side by side.
 async fn claim_then_look_up(
     db: &Store,

@@ -151,7 +151,7 @@ async fn insert<C: ConnectionTrait>(
         // or the tick key), on SQLite and PostgreSQL alike.
         .on_conflict(OnConflict::new().do_nothing().to_owned())
         .returning_all();
-    let stmt = conn.get_database_backend().build(&insert);
+    let stmt = crate::store::statement(conn, &insert);
     Model::find_by_statement(stmt).one(conn).await
 }
 

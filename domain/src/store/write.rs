@@ -35,11 +35,12 @@ impl WriteTxn {
                 ..Default::default()
             })
             .await?;
-        if ordered_claim && store.backend() == DbBackend::Postgres {
-            txn.execute_unprepared(
-                "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off",
-            )
-            .await?;
+        if let Some(in_index_order) = store
+            .dialect()
+            .scans_in_index_order()
+            .filter(|_| ordered_claim)
+        {
+            txn.execute_unprepared(in_index_order).await?;
         }
         Ok(Self {
             txn,

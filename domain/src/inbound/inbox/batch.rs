@@ -15,10 +15,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{CaseStatement, Expr, ExprTrait, LockBehavior, LockType, Query};
+use sea_orm::sea_query::{CaseStatement, Expr, ExprTrait, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
-    QueryFilter, QueryTrait, TransactionTrait,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter,
+    QueryTrait, TransactionTrait,
 };
 
 use super::InboxState;
@@ -66,10 +66,8 @@ pub async fn claim_batch(
         .cond_where(claimable(now, lease))
         .order_by(Column::Id, sea_orm::Order::Asc)
         .limit(limit);
-    let backend = db.get_database_backend();
-    if backend == DbBackend::Postgres {
-        candidates.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
-    }
+    let dialect = db.dialect();
+    dialect.lock_claim_candidates(&mut candidates);
     let mut claim = Query::update();
     claim
         .table(inbox_event::Entity)
@@ -80,10 +78,10 @@ pub async fn claim_batch(
         .value(Column::UpdatedAt, now)
         .cond_where(claimable(now, lease))
         .returning_all();
-    crate::db::update_of_candidates(&mut claim, backend, Column::Id, candidates);
+    dialect.update_of_candidates(&mut claim, Column::Id, candidates);
     let txn = db.begin_ordered_claim().await?;
     let mut claimed = inbox_event::Entity::find()
-        .from_raw_sql(backend.build(&claim))
+        .from_raw_sql(crate::store::statement(db, &claim))
         .all(&txn)
         .await?;
     txn.commit().await?;

@@ -162,7 +162,7 @@ pub async fn receive<C: ConnectionTrait>(
         .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(OnConflict::new().do_nothing().to_owned())
         .returning(Query::returning().columns([Column::Id, Column::State]));
-    let insert = conn.get_database_backend().build(&insert);
+    let insert = crate::store::statement(conn, &insert);
 
     // A row that conflicts is committed (receipts are single statements), so
     // the repeat finds it; one that vanished in between (retention) is
@@ -217,7 +217,7 @@ async fn count_repeat<C: ConnectionTrait>(
                 .add(same_event),
         )
         .returning(Query::returning().columns([Column::Id, Column::State]));
-    let stmt = conn.get_database_backend().build(&update);
+    let stmt = crate::store::statement(conn, &update);
     let mut rows = Stored::find_by_statement(stmt).all(conn).await?;
     rows.sort_by_key(|r| r.id);
     Ok(rows.into_iter().next())
