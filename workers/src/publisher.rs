@@ -108,7 +108,7 @@ impl Publisher {
     }
 
     /// Fans out, then delivers what is due and settles it, once.
-    pub async fn run_once(&self) -> Result<Pass, sea_orm::DbErr> {
+    pub async fn run_once(&self) -> Result<Pass, domain::Error> {
         let fanned_out = delivery::fan_out(&self.db, FAN_OUT_BATCH).await?;
         let claimed = delivery::claim_due(&self.db, self.settings.batch, self.lease()).await?;
         let attempted = claimed.len();
@@ -261,7 +261,7 @@ impl Publisher {
 
     /// Fans out, and claims up to `room` due deliveries. `more` when either
     /// step stopped at its limit (so more may be due right away).
-    async fn feed(&self, room: usize) -> Result<(bool, Vec<Claimed>), sea_orm::DbErr> {
+    async fn feed(&self, room: usize) -> Result<(bool, Vec<Claimed>), domain::Error> {
         let asked = self.settings.batch.min(room as u64);
         let claim = async {
             if asked == 0 {

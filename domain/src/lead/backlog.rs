@@ -170,7 +170,7 @@ pub(crate) async fn process_claimed(
         }
     }
     if written.is_ok() {
-        written = mark_processed(&whole, &ids).await.map_err(Error::from);
+        written = mark_processed(&whole, &ids).await;
     }
     let (results, path) = if written.is_ok() {
         whole.commit().await?;
@@ -184,7 +184,7 @@ pub(crate) async fn process_claimed(
             let shared = shared.contains(&lead.id);
             let worked = work_on(&one, lead, &correlation_id, &staff, shared).await;
             let done = match worked {
-                Ok(_) => mark_processed(&one, &[lead.id]).await.map_err(Error::from),
+                Ok(_) => mark_processed(&one, &[lead.id]).await,
                 Err(error) => Err(error),
             };
             match done {
@@ -295,7 +295,7 @@ pub struct Counts {
     pub oldest: Option<DateTime<Utc>>,
 }
 
-pub async fn counts<C: ConnectionTrait>(conn: &C) -> Result<Counts, DbErr> {
+pub async fn counts<C: ConnectionTrait>(conn: &C) -> Result<Counts, Error> {
     let (backlog, oldest): (i64, Option<DateTime<Utc>>) = lead::Entity::find()
         .select_only()
         .column_as(Expr::col(lead::Column::Id).count(), "n")

@@ -115,16 +115,16 @@ pub async fn ingest_in<C: ConnectionTrait>(
     new: &NewLead,
     origin: Origin,
     ctx: &Actor,
-) -> Result<Ingested, DbErr> {
+) -> Result<Ingested, Error> {
     let item = IngestItem {
         new: new.clone(),
         origin,
         ctx: ctx.clone(),
     };
-    ingest_many_in(txn, hasher, std::slice::from_ref(&item))
+    Ok(ingest_many_in(txn, hasher, std::slice::from_ref(&item))
         .await?
         .pop()
-        .ok_or_else(|| DbErr::Custom("ingest of one record returned nothing".into()))
+        .ok_or_else(|| DbErr::Custom("ingest of one record returned nothing".into()))?)
 }
 
 /// One record of a batch, with where it came from.
@@ -149,7 +149,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     txn: &C,
     hasher: &KeyHasher,
     items: &[IngestItem],
-) -> Result<Vec<Ingested>, DbErr> {
+) -> Result<Vec<Ingested>, Error> {
     ingest_batch(txn, hasher, items, Rows::Whole)
         .await?
         .into_iter()
@@ -175,7 +175,7 @@ pub async fn ingest_counted_in<C: ConnectionTrait>(
     txn: &C,
     hasher: &KeyHasher,
     items: &[IngestItem],
-) -> Result<Vec<Counted>, DbErr> {
+) -> Result<Vec<Counted>, Error> {
     // Where the upsert does not write them itself, the outbox events'
     // snapshots are built here, from whole rows.
     let rows = match Dialect::of(txn).lead_upsert() {
@@ -243,7 +243,7 @@ async fn ingest_batch<C: ConnectionTrait>(
     hasher: &KeyHasher,
     items: &[IngestItem],
     rows: Rows,
-) -> Result<Vec<(Outcome, Option<Reached>)>, DbErr> {
+) -> Result<Vec<(Outcome, Option<Reached>)>, Error> {
     let keys = tombstone::BatchKeys::of(
         hasher,
         items
@@ -401,9 +401,7 @@ async fn ingest_batch<C: ConnectionTrait>(
         activities.push(timeline_row(item, *outcome, reached));
         if outcome.changed() {
             let Reached::Whole(lead) = reached else {
-                return Err(DbErr::Custom(
-                    "an event's snapshot needs the whole row".into(),
-                ));
+                return Err(DbErr::Custom("an event's snapshot needs the whole row".into()).into());
             };
             let event_type = if *outcome == Outcome::Created {
                 outbox::LEAD_CREATED
@@ -652,7 +650,7 @@ enum Upserted {
 /// built-in one) whose `source_ref`s are `'__REF_<i>__'`, for the
 /// benchmark's pgbench script: the raw database limit is measured with
 /// exactly what we send.
-pub fn upsert_sql_for_benchmark(rows: usize, sample: Option<NewLead>) -> Result<String, DbErr> {
+pub fn upsert_sql_for_benchmark(rows: usize, sample: Option<NewLead>) -> Result<String, Error> {
     let sample = sample.unwrap_or_else(|| NewLead {
         source: "bench".into(),
         source_ref: String::new(),

@@ -30,7 +30,7 @@
 
 use std::collections::HashSet;
 
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 
 use crate::entities::lead_tombstone::{self, Column};
 use crate::store::Dialect;
@@ -48,7 +48,10 @@ fn lock_id(hash: &str) -> i64 {
 /// key and its look-alikes), exclusively until the transaction ends
 /// (PostgreSQL; nothing on SQLite, whose write transactions are already
 /// exclusive).
-pub async fn lock_for_erasure<C: ConnectionTrait>(txn: &C, folded_hash: &str) -> Result<(), DbErr> {
+pub async fn lock_for_erasure<C: ConnectionTrait>(
+    txn: &C,
+    folded_hash: &str,
+) -> Result<(), crate::Error> {
     Dialect::of(txn)
         .lock_exclusive(txn, lock_id(folded_hash))
         .await
@@ -61,7 +64,7 @@ pub async fn suppressed<'k, C: ConnectionTrait>(
     txn: &C,
     hasher: &KeyHasher,
     natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>,
-) -> Result<HashSet<(String, String)>, DbErr> {
+) -> Result<HashSet<(String, String)>, crate::Error> {
     let keys = BatchKeys::of(hasher, natural_keys);
     keys.lock_shared(txn).await?;
     keys.buried(txn).await
@@ -108,7 +111,7 @@ impl<'k> BatchKeys<'k> {
     /// erasure of one of them finishes first (PostgreSQL; nothing on SQLite).
     /// A look-up must be a later statement: its snapshot is taken after the
     /// locks are granted.
-    pub async fn lock_shared<C: ConnectionTrait>(&self, txn: &C) -> Result<(), DbErr> {
+    pub async fn lock_shared<C: ConnectionTrait>(&self, txn: &C) -> Result<(), crate::Error> {
         if self.locks.is_empty() {
             return Ok(());
         }
@@ -124,7 +127,7 @@ impl<'k> BatchKeys<'k> {
     pub async fn buried<C: ConnectionTrait>(
         &self,
         txn: &C,
-    ) -> Result<HashSet<(String, String)>, DbErr> {
+    ) -> Result<HashSet<(String, String)>, crate::Error> {
         if self.by_hash.is_empty() {
             return Ok(HashSet::new());
         }
@@ -170,7 +173,7 @@ pub async fn bury<C: ConnectionTrait>(
     lead_id: i64,
     erasure_id: i64,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<(), DbErr> {
+) -> Result<(), crate::Error> {
     use sea_orm::ActiveValue::Set;
     lead_tombstone::Entity::insert(lead_tombstone::ActiveModel {
         key_hash: Set(hasher.key_hash(source, source_ref)),
@@ -196,7 +199,7 @@ pub async fn lift_key<C: ConnectionTrait>(
     hasher: &KeyHasher,
     source: &str,
     source_ref: &str,
-) -> Result<u64, DbErr> {
+) -> Result<u64, crate::Error> {
     let keys = BatchKeys::of(hasher, [(source, source_ref)]);
     let hashes: Vec<String> = keys.by_hash.into_iter().map(|(hash, _)| hash).collect();
     let deleted = lead_tombstone::Entity::delete_many()
@@ -215,7 +218,7 @@ pub async fn lift_key<C: ConnectionTrait>(
 
 /// Lifts the tombstone with this hash (for the key and its look-alikes);
 /// false when there was none.
-pub async fn lift<C: ConnectionTrait>(conn: &C, hash: &str) -> Result<bool, DbErr> {
+pub async fn lift<C: ConnectionTrait>(conn: &C, hash: &str) -> Result<bool, crate::Error> {
     let Some(found) = lead_tombstone::Entity::find_by_id(hash.to_owned())
         .one(conn)
         .await?

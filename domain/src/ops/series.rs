@@ -104,7 +104,10 @@ async fn per_bucket<C: ConnectionTrait>(
     .await
 }
 
-pub async fn series<C: ConnectionTrait>(conn: &C, window: SeriesWindow) -> Result<Series, DbErr> {
+pub async fn series<C: ConnectionTrait>(
+    conn: &C,
+    window: SeriesWindow,
+) -> Result<Series, crate::Error> {
     let width = window.bucket_seconds();
     // Buckets are aligned to the epoch, so two requests a few seconds apart
     // agree on every bucket but the current one.

@@ -152,7 +152,7 @@ async fn windows<C: ConnectionTrait>(
         .collect())
 }
 
-pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
+pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, crate::Error> {
     collect_with(conn, true).await
 }
 
@@ -163,7 +163,9 @@ pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
 /// a large `lead` table in parallel took three processes (on two cores, the
 /// whole machine) for a background figure, and more CPU in all than one
 /// process counting it alone.
-pub async fn collect_gauges<C: ConnectionTrait + TransactionTrait>(db: &C) -> Result<Stats, DbErr> {
+pub async fn collect_gauges<C: ConnectionTrait + TransactionTrait>(
+    db: &C,
+) -> Result<Stats, crate::Error> {
     let Some(no_parallel_workers) = Dialect::of(db).no_parallel_workers() else {
         return collect_with(db, false).await;
     };
@@ -174,7 +176,10 @@ pub async fn collect_gauges<C: ConnectionTrait + TransactionTrait>(db: &C) -> Re
     Ok(stats)
 }
 
-async fn collect_with<C: ConnectionTrait>(conn: &C, with_windows: bool) -> Result<Stats, DbErr> {
+async fn collect_with<C: ConnectionTrait>(
+    conn: &C,
+    with_windows: bool,
+) -> Result<Stats, crate::Error> {
     let now = clock::now();
     let mut sources: BTreeMap<String, SourceStats> = BTreeMap::new();
     let entry = |sources: &mut BTreeMap<String, SourceStats>, name: &str| {

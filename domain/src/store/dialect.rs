@@ -4,7 +4,7 @@
 //! operation and never branch on the backend themselves.
 
 use sea_orm::sea_query::{Expr, ExprTrait, IntoIden, SelectStatement, UpdateStatement};
-use sea_orm::{ConnectionTrait, DbBackend, DbErr, Statement};
+use sea_orm::{ConnectionTrait, DbBackend, Statement};
 
 use super::{postgres, sqlite};
 
@@ -66,9 +66,9 @@ impl Dialect {
         self,
         txn: &C,
         id: i64,
-    ) -> Result<(), DbErr> {
+    ) -> Result<(), crate::Error> {
         match self {
-            Self::Postgres => postgres::lock_exclusive(txn, id).await,
+            Self::Postgres => Ok(postgres::lock_exclusive(txn, id).await?),
             Self::Sqlite => Ok(()),
         }
     }
@@ -79,19 +79,19 @@ impl Dialect {
         self,
         txn: &C,
         ids: Vec<i64>,
-    ) -> Result<(), DbErr> {
+    ) -> Result<(), crate::Error> {
         match self {
-            Self::Postgres => postgres::lock_shared(txn, ids).await,
+            Self::Postgres => Ok(postgres::lock_shared(txn, ids).await?),
             Self::Sqlite => Ok(()),
         }
     }
 
     /// The look-up of the tombstones one of `hashes` names: one statement
     /// text whatever the number of hashes.
-    pub fn find_tombstones(self, hashes: Vec<String>) -> Result<Statement, DbErr> {
+    pub fn find_tombstones(self, hashes: Vec<String>) -> Result<Statement, crate::Error> {
         match self {
             Self::Postgres => Ok(postgres::find_tombstones(hashes)),
-            Self::Sqlite => sqlite::find_tombstones(hashes),
+            Self::Sqlite => Ok(sqlite::find_tombstones(hashes)?),
         }
     }
 

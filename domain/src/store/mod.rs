@@ -83,8 +83,8 @@ impl Store {
     }
 
     /// Closes the pool (for every clone of this store).
-    pub async fn close(self) -> Result<(), DbErr> {
-        self.db.close().await
+    pub async fn close(self) -> Result<(), crate::Error> {
+        Ok(self.db.close().await?)
     }
 
     pub fn backend(&self) -> DbBackend {
@@ -118,8 +118,8 @@ impl Store {
     /// lock up front (`BEGIN IMMEDIATE`), so a read-then-write transaction
     /// never fails to upgrade. PostgreSQL's writers do not block each other:
     /// no turn there.
-    pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
-        WriteTxn::begin(self, false).await
+    pub async fn begin_write(&self) -> Result<WriteTxn, crate::Error> {
+        Ok(WriteTxn::begin(self, false).await?)
     }
 
     /// Holds SQLite's write turn without writing (`None` on PostgreSQL):
@@ -144,8 +144,8 @@ impl Store {
     /// few ready events, the planner took a bitmap scan of every ready event
     /// and a sort to pick the oldest hundred (71 ms a claim at 30,000 ready,
     /// 2 s under load; 0.3 ms in index order).
-    pub async fn begin_ordered_claim(&self) -> Result<WriteTxn, DbErr> {
-        WriteTxn::begin(self, true).await
+    pub async fn begin_ordered_claim(&self) -> Result<WriteTxn, crate::Error> {
+        Ok(WriteTxn::begin(self, true).await?)
     }
 }
 

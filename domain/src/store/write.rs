@@ -57,7 +57,7 @@ impl WriteTxn {
     }
 
     /// Commits, then wakes the workers of what was enqueued.
-    pub async fn commit(self) -> Result<(), DbErr> {
+    pub async fn commit(self) -> Result<(), crate::Error> {
         let backend = self.txn.get_database_backend();
         let enqueued = self.enqueued.load(Ordering::Relaxed);
         self.txn.commit().await?;
@@ -65,8 +65,8 @@ impl WriteTxn {
         Ok(())
     }
 
-    pub async fn rollback(self) -> Result<(), DbErr> {
-        self.txn.rollback().await
+    pub async fn rollback(self) -> Result<(), crate::Error> {
+        Ok(self.txn.rollback().await?)
     }
 }
 

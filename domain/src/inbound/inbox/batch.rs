@@ -56,7 +56,7 @@ pub async fn claim_batch(
     now: DateTime<Utc>,
     lease: Duration,
     limit: u64,
-) -> Result<Vec<Model>, DbErr> {
+) -> Result<Vec<Model>, crate::Error> {
     let mut candidates = Query::select();
     candidates
         .column(Column::Id)
@@ -97,12 +97,12 @@ pub const UNFINISHED: [InboxState; 3] = [
 ];
 
 /// Events not yet finished: the backlog the workers have to work through.
-pub async fn backlog_size(db: &Store) -> Result<u64, DbErr> {
+pub async fn backlog_size(db: &Store) -> Result<u64, crate::Error> {
     use sea_orm::PaginatorTrait;
-    inbox_event::Entity::find()
+    Ok(inbox_event::Entity::find()
         .filter(Column::State.is_in(UNFINISHED.map(InboxState::as_str)))
         .count(db)
-        .await
+        .await?)
 }
 
 /// Applies claimed events: every lead, timeline and outbox row and every
@@ -119,7 +119,7 @@ pub async fn apply_batch(
     db: &Store,
     events: &[Model],
     policy: &RetryPolicy,
-) -> Result<(Vec<Settled>, BatchPath), DbErr> {
+) -> Result<(Vec<Settled>, BatchPath), crate::Error> {
     let mut sources: HashMap<&str, Option<Source>> = HashMap::new();
     for event in events {
         if !sources.contains_key(event.source.as_str()) {
@@ -158,7 +158,7 @@ async fn write_whole(
     events: &[Model],
     prepared: &[Result<Prepared, ProcessError>],
     now: DateTime<Utc>,
-) -> Result<Option<Vec<Result<Applied, ProcessError>>>, DbErr> {
+) -> Result<Option<Vec<Result<Applied, ProcessError>>>, crate::Error> {
     let mut items = Vec::new();
     let mut positions = Vec::new();
     for (index, (event, prep)) in events.iter().zip(prepared).enumerate() {
@@ -300,7 +300,7 @@ async fn write_split(
     events: &[Model],
     prepared: Vec<Result<Prepared, ProcessError>>,
     now: DateTime<Utc>,
-) -> Result<Vec<Result<Applied, ProcessError>>, DbErr> {
+) -> Result<Vec<Result<Applied, ProcessError>>, crate::Error> {
     let mut applied = Vec::with_capacity(events.len());
     for (event, prep) in events.iter().zip(prepared) {
         let new = match prep {
@@ -363,7 +363,7 @@ async fn settle(
     applied: Vec<Result<Applied, ProcessError>>,
     policy: &RetryPolicy,
     now: DateTime<Utc>,
-) -> Result<Vec<Settled>, DbErr> {
+) -> Result<Vec<Settled>, crate::Error> {
     let mut settled = Vec::with_capacity(events.len());
     for (event, result) in events.iter().zip(applied) {
         let recorded = match &result {

@@ -86,7 +86,7 @@ pub async fn receive<C: ConnectionTrait>(
     source: &Source,
     delivery: &Delivery<'_>,
     now: DateTime<Utc>,
-) -> Result<Received, DbErr> {
+) -> Result<Received, crate::Error> {
     // Parsed only to find the id, the type and the natural key; the worker
     // maps the record.
     let document: Option<Value> = serde_json::from_slice(delivery.body).ok();
@@ -177,10 +177,10 @@ pub async fn receive<C: ConnectionTrait>(
             return received(stored, event_id, true);
         }
     }
-    Err(DbErr::RecordNotInserted)
+    Err(DbErr::RecordNotInserted.into())
 }
 
-fn received(stored: Stored, event_id: String, duplicate: bool) -> Result<Received, DbErr> {
+fn received(stored: Stored, event_id: String, duplicate: bool) -> Result<Received, crate::Error> {
     Ok(Received {
         id: stored.id,
         event_id,
