@@ -1,6 +1,6 @@
 //! Building the HTTP application; `main` and the tests both start it here.
 
-use domain::store::Store;
+use domain::store::{Dialect, Store};
 use std::net::TcpListener;
 use std::sync::Arc;
 
@@ -43,7 +43,7 @@ impl Application {
             }
         }
         let http_workers = settings.http_workers;
-        let group_commit = GroupCommitPlan::new(&settings, db.get_database_backend());
+        let group_commit = GroupCommitPlan::new(&settings, db.dialect());
         // Workers in other processes learn of committed work by NOTIFY.
         tokio::spawn(workers::wake::announce(db.clone()));
         let admission =
@@ -78,7 +78,7 @@ impl Application {
             .map(|listener| crate::routes::metrics::metrics_only_server(listener, gauges.clone()))
             .transpose()?;
         let reads = match &settings.database_read_url {
-            Some(_) if db.get_database_backend() != sea_orm::DbBackend::Postgres => {
+            Some(_) if db.dialect() != Dialect::Postgres => {
                 return Err(std::io::Error::other(
                     "DATABASE_READ_URL needs a PostgreSQL DATABASE_URL: read replicas follow a PostgreSQL primary",
                 ));
@@ -206,7 +206,7 @@ enum GroupCommitPlan {
 }
 
 impl GroupCommitPlan {
-    fn new(settings: &HttpSettings, backend: sea_orm::DbBackend) -> Self {
+    fn new(settings: &HttpSettings, dialect: Dialect) -> Self {
         if !settings.group_commit {
             return Self::Off;
         }
@@ -215,7 +215,8 @@ impl GroupCommitPlan {
             committers: settings.group_commit_committers.max(1),
             max_wait: std::time::Duration::from_micros(settings.group_commit_max_wait_us),
         };
-        if backend == sea_orm::DbBackend::Sqlite {
+        // One writer: one set of committers for the whole server.
+        if dialect.has_one_writer() {
             return Self::Shared(all);
         }
         // actix-web's default: one worker per core.
@@ -261,15 +262,11 @@ impl GroupCommitPlan {
 mod tests {
     use super::*;
 
-    fn plan(
-        backend: sea_orm::DbBackend,
-        committers: usize,
-        http_workers: usize,
-    ) -> GroupCommitPlan {
+    fn plan(dialect: Dialect, committers: usize, http_workers: usize) -> GroupCommitPlan {
         let mut settings = HttpSettings::for_tests();
         settings.group_commit_committers = committers;
         settings.http_workers = http_workers;
-        GroupCommitPlan::new(&settings, backend)
+        GroupCommitPlan::new(&settings, dialect)
     }
 
     /// PostgreSQL splits the committers among the workers (rounding up, so
@@ -280,26 +277,17 @@ mod tests {
             GroupCommitPlan::PerWorker(s) => Some(s.committers),
             _ => None,
         };
-        assert_eq!(
-            per_worker(plan(sea_orm::DbBackend::Postgres, 4, 2)),
-            Some(2)
-        );
-        assert_eq!(
-            per_worker(plan(sea_orm::DbBackend::Postgres, 4, 3)),
-            Some(2)
-        );
-        assert_eq!(
-            per_worker(plan(sea_orm::DbBackend::Postgres, 1, 4)),
-            Some(1)
-        );
+        assert_eq!(per_worker(plan(Dialect::Postgres, 4, 2)), Some(2));
+        assert_eq!(per_worker(plan(Dialect::Postgres, 4, 3)), Some(2));
+        assert_eq!(per_worker(plan(Dialect::Postgres, 1, 4)), Some(1));
         assert!(matches!(
-            plan(sea_orm::DbBackend::Sqlite, 4, 2),
+            plan(Dialect::Sqlite, 4, 2),
             GroupCommitPlan::Shared(s) if s.committers == 4
         ));
         let mut off = HttpSettings::for_tests();
         off.group_commit = false;
         assert!(matches!(
-            GroupCommitPlan::new(&off, sea_orm::DbBackend::Postgres),
+            GroupCommitPlan::new(&off, Dialect::Postgres),
             GroupCommitPlan::Off
         ));
     }

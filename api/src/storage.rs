@@ -305,12 +305,7 @@ pub async fn backup(url: &str, target: &std::path::Path) -> anyhow::Result<u64> 
         let path = target
             .to_str()
             .ok_or_else(|| anyhow::anyhow!("the backup path must be valid UTF-8"))?;
-        db.execute_raw(sea_orm::Statement::from_sql_and_values(
-            sea_orm::DatabaseBackend::Sqlite,
-            "VACUUM INTO ?",
-            [path.into()],
-        ))
-        .await?;
+        domain::store::sqlite::vacuum_into(&db, path).await?;
         db.close().await?;
         anyhow::Ok(std::fs::metadata(&target)?.len())
     }
@@ -326,11 +321,7 @@ pub async fn backup(url: &str, target: &std::path::Path) -> anyhow::Result<u64> 
 /// in the task that first needs it, so its socket belongs to that thread's
 /// runtime and its replies wake no other thread.
 pub fn thread_local_pool(store: &Store, max_connections: u32) -> Option<Store> {
-    if store.backend() != sea_orm::DbBackend::Postgres {
-        return None;
-    }
-    let db: &DatabaseConnection = store;
-    let options = db.get_postgres_connection_pool().connect_options();
+    let options = store.postgres_pool()?.connect_options();
     let pool = ping_when_idle(pool_options(PgPoolOptions::new()))
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))

@@ -189,7 +189,7 @@ pub async fn check_sales_owner<C: ConnectionTrait>(
     }
 }
 
-pub async fn list_principals<C: ConnectionTrait>(conn: &C) -> Result<Vec<PrincipalListing>, DbErr> {
+pub async fn list_principals<C: ConnectionTrait>(conn: &C) -> Result<Vec<PrincipalListing>, Error> {
     use sea_orm::QueryOrder;
     principal::Entity::find()
         .order_by_asc(principal::Column::Id)
@@ -210,7 +210,7 @@ pub async fn list_principals<C: ConnectionTrait>(conn: &C) -> Result<Vec<Princip
 /// Revokes principal `id`'s token; false when there is no such principal.
 /// Servers that remember the token ([`PrincipalCache`]) accept it until
 /// their entry expires.
-pub async fn revoke<C: ConnectionTrait>(conn: &C, id: i64) -> Result<bool, DbErr> {
+pub async fn revoke<C: ConnectionTrait>(conn: &C, id: i64) -> Result<bool, Error> {
     let updated = principal::Entity::update_many()
         .col_expr(
             principal::Column::Active,
@@ -226,13 +226,13 @@ pub async fn revoke<C: ConnectionTrait>(conn: &C, id: i64) -> Result<bool, DbErr
 pub async fn authenticate<C: ConnectionTrait>(
     conn: &C,
     token: &str,
-) -> Result<Option<Principal>, DbErr> {
+) -> Result<Option<Principal>, Error> {
     if !looks_like_token(token) {
         return Ok(None);
     }
     // Looking up by hash keeps the comparison in the index, not in a
     // byte-by-byte loop whose timing depends on the secret.
-    find_by_hash(conn, &hash_token(token)).await
+    Ok(find_by_hash(conn, &hash_token(token)).await?)
 }
 
 async fn find_by_hash<C: ConnectionTrait>(
@@ -283,7 +283,7 @@ impl PrincipalCache {
         &self,
         conn: &C,
         token: &str,
-    ) -> Result<Option<Principal>, DbErr> {
+    ) -> Result<Option<Principal>, Error> {
         let (Some(entries), Some(misses)) = (&self.entries, &self.misses) else {
             return authenticate(conn, token).await;
         };

@@ -171,11 +171,11 @@ async fn earlier(db: &Store, lead_id: i64) -> Result<Erased, Error> {
 pub async fn find_audit<C: ConnectionTrait>(
     conn: &C,
     lead_id: i64,
-) -> Result<Option<lead_erasure::Model>, DbErr> {
-    lead_erasure::Entity::find()
+) -> Result<Option<lead_erasure::Model>, Error> {
+    Ok(lead_erasure::Entity::find()
         .filter(lead_erasure::Column::LeadId.eq(lead_id))
         .one(conn)
-        .await
+        .await?)
 }
 
 /// Which inbox events and reconcile dead letters hold the person's record:
@@ -188,7 +188,7 @@ async fn person_rows<C: ConnectionTrait>(
     txn: &C,
     hasher: &KeyHasher,
     lead: &lead::Model,
-) -> Result<(Condition, Condition), DbErr> {
+) -> Result<(Condition, Condition), Error> {
     let hashes = hasher.key_hashes(&lead.source, &lead.source_ref);
     let mut inbox = Condition::any()
         .add(inbox_event::Column::LeadId.eq(lead.id))
@@ -287,7 +287,7 @@ where
 /// Blanks the events' bodies. Those still waiting for an attempt are settled
 /// as the tombstone now answers them (`processed`, `suppressed`), so no
 /// worker later reports an emptied body as a broken one.
-async fn forget_inbox_events<C: ConnectionTrait>(txn: &C, which: Condition) -> Result<u64, DbErr> {
+async fn forget_inbox_events<C: ConnectionTrait>(txn: &C, which: Condition) -> Result<u64, Error> {
     let now = crate::clock::now();
     inbox_event::Entity::update_many()
         .col_expr(
@@ -320,7 +320,7 @@ async fn remove_everything<C: ConnectionTrait>(
     hasher: &KeyHasher,
     lead: &lead::Model,
     include_contact: bool,
-) -> Result<BTreeMap<&'static str, u64>, DbErr> {
+) -> Result<BTreeMap<&'static str, u64>, Error> {
     let id = lead.id;
     let mut counts = BTreeMap::new();
 
@@ -474,8 +474,10 @@ pub async fn find_tombstone<C: ConnectionTrait>(
     hasher: &KeyHasher,
     source: &str,
     source_ref: &str,
-) -> Result<Option<lead_tombstone::Model>, DbErr> {
-    lead_tombstone::Entity::find_by_id(hasher.key_hash(source, source_ref))
-        .one(conn)
-        .await
+) -> Result<Option<lead_tombstone::Model>, Error> {
+    Ok(
+        lead_tombstone::Entity::find_by_id(hasher.key_hash(source, source_ref))
+            .one(conn)
+            .await?,
+    )
 }

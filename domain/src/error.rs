@@ -67,6 +67,11 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Db(e) if is_transient_db(e))
     }
+
+    /// The database connection was lost ([`is_connection_lost`]).
+    pub fn is_connection_lost(&self) -> bool {
+        matches!(self, Self::Db(e) if is_connection_lost(e))
+    }
 }
 
 pub fn is_transient_db(err: &DbErr) -> bool {

@@ -176,7 +176,7 @@ pub async fn claim<C: ConnectionTrait>(
     conn: &C,
     policy: &Policy,
     request: &NewRequest<'_>,
-) -> Result<Claim, DbErr> {
+) -> Result<Claim, crate::Error> {
     // A few rounds at most: each round either decides or observes a change
     // made by a competing request in between.
     for _ in 0..5 {
@@ -355,7 +355,7 @@ impl Lease {
     /// First statement of the request's transaction: proves the lease is still
     /// ours and, on PostgreSQL, row-locks the key until commit so a takeover
     /// waits for us instead of racing us.
-    pub async fn fence<C: ConnectionTrait>(&self, txn: &C) -> Result<bool, DbErr> {
+    pub async fn fence<C: ConnectionTrait>(&self, txn: &C) -> Result<bool, crate::Error> {
         let result = self
             .matching(Entity::update_many())
             .col_expr(Column::LockedAt, Expr::val(clock::now()))
@@ -372,7 +372,7 @@ impl Lease {
         hasher: &KeyHasher,
         response: &StoredResponse,
         subjects: &[Subject],
-    ) -> Result<bool, DbErr> {
+    ) -> Result<bool, crate::Error> {
         let headers =
             serde_json::to_value(&response.headers).map_err(|e| DbErr::Json(e.to_string()))?;
         let status = i16::try_from(response.status).map_err(|e| DbErr::Custom(e.to_string()))?;
@@ -408,7 +408,7 @@ impl Lease {
     }
 
     /// Gives the key up so the client may retry it (validation errors, 5xx).
-    pub async fn release<C: ConnectionTrait>(&self, conn: &C) -> Result<(), DbErr> {
+    pub async fn release<C: ConnectionTrait>(&self, conn: &C) -> Result<(), crate::Error> {
         Entity::delete_many()
             .filter(Column::PrincipalId.eq(self.principal_id))
             .filter(Column::Key.eq(self.key.as_str()))
@@ -437,7 +437,7 @@ pub async fn forget_about<C: ConnectionTrait>(
     hasher: &KeyHasher,
     subjects: &[Subject],
     legacy: Condition,
-) -> Result<u64, DbErr> {
+) -> Result<u64, crate::Error> {
     let texts: Vec<String> = subjects.iter().map(|s| s.as_text(hasher)).collect();
     let about: Vec<(i64, String)> = idempotency_subject::Entity::find()
         .select_only()
@@ -489,7 +489,10 @@ pub async fn forget_about<C: ConnectionTrait>(
 }
 
 /// Deletes keys past their retention, and their subjects; returns how many.
-pub async fn sweep_expired<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<u64, DbErr> {
+pub async fn sweep_expired<C: ConnectionTrait>(
+    conn: &C,
+    now: DateTime<Utc>,
+) -> Result<u64, crate::Error> {
     let expired = Query::select()
         .columns([Column::PrincipalId, Column::Key])
         .from(Entity)

@@ -121,7 +121,7 @@ pub async fn sweep(
     rules: &RetentionRules,
     now: DateTime<Utc>,
     swept: &mut Swept,
-) -> Result<(), DbErr> {
+) -> Result<(), crate::Error> {
     let batch = rules.batch;
     let finished_inbox = || {
         Condition::all()
@@ -207,7 +207,7 @@ async fn delete_all<E: EntityTrait>(
     condition: &Condition,
     batch: u64,
     deleted: &mut u64,
-) -> Result<(), DbErr> {
+) -> Result<(), crate::Error> {
     loop {
         let ids = oldest::<E>(db, id, condition, batch).await?;
         if ids.is_empty() {
@@ -234,7 +234,7 @@ async fn delete_delivered_outbox(
     db: &Store,
     cutoff: DateTime<Utc>,
     batch: u64,
-) -> Result<(u64, u64), DbErr> {
+) -> Result<(u64, u64), crate::Error> {
     let unsent = Query::select()
         .column(outbox_delivery::Column::OutboxEventId)
         .from(outbox_delivery::Entity)
@@ -280,7 +280,7 @@ async fn delete_import_rows(
     db: &Store,
     cutoff: DateTime<Utc>,
     batch: u64,
-) -> Result<Option<u64>, DbErr> {
+) -> Result<Option<u64>, crate::Error> {
     let with_rows = Query::select()
         .column(import_row::Column::RunId)
         .from(import_row::Entity)

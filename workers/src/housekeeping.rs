@@ -11,7 +11,6 @@ use std::time::Duration;
 use apalis::prelude::{BoxDynError, Data};
 use domain::retention::{RetentionRules, Swept};
 use futures::future::{BoxFuture, FutureExt};
-use sea_orm::DbErr;
 
 pub use crate::settings::RetentionSettings;
 
@@ -20,7 +19,7 @@ pub use crate::settings::RetentionSettings;
 const MAX_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Deletes expired Idempotency-Keys; returns how many.
-pub async fn sweep_once(db: &Store) -> Result<u64, sea_orm::DbErr> {
+pub async fn sweep_once(db: &Store) -> Result<u64, domain::Error> {
     let deleted = domain::idempotency::sweep_expired(db, domain::clock::now()).await?;
     if deleted > 0 {
         tracing::info!(deleted, "swept expired idempotency keys");
@@ -29,7 +28,7 @@ pub async fn sweep_once(db: &Store) -> Result<u64, sea_orm::DbErr> {
 }
 
 /// Marks imports whose process died (no heartbeat for `after`) `abandoned`.
-pub async fn abandon_silent_imports(db: &Store, after: Duration) -> Result<u64, DbErr> {
+pub async fn abandon_silent_imports(db: &Store, after: Duration) -> Result<u64, domain::Error> {
     let abandoned = domain::import::abandon_silent_runs(db, domain::clock::now(), after).await?;
     if abandoned > 0 {
         tracing::warn!(
@@ -43,7 +42,7 @@ pub async fn abandon_silent_imports(db: &Store, after: Duration) -> Result<u64, 
 /// Deletes (or empties) what has outlived its retention; counts it in
 /// `leadpipe_retention_removed_total{kind}` and stamps
 /// `leadpipe_retention_last_sweep_timestamp_seconds` when the sweep ends.
-pub async fn sweep_retention(db: &Store, rules: &RetentionRules) -> Result<Swept, DbErr> {
+pub async fn sweep_retention(db: &Store, rules: &RetentionRules) -> Result<Swept, domain::Error> {
     let now = domain::clock::now();
     let mut swept = Swept::default();
     let result = domain::retention::sweep(db, rules, now, &mut swept).await;

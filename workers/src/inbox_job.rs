@@ -17,7 +17,6 @@ use domain::inbound::inbox::process::{
 };
 use domain::lead::ingest::Outcome;
 use futures::future::{BoxFuture, FutureExt};
-use sea_orm::DbErr;
 use tracing::Instrument;
 
 use crate::settings::WorkerSettings;
@@ -58,7 +57,7 @@ impl InboxProcessor {
     /// One attempt at event `id`. Errors are the database failing while
     /// claiming or recording; the event then stays as it was, and a pass
     /// claims it again once it is due or its lease has run out.
-    pub async fn process(&self, id: i64) -> Result<Step, DbErr> {
+    pub async fn process(&self, id: i64) -> Result<Step, domain::Error> {
         let lease = self.settings.lease;
         let Some(event) = claim(&self.db, id, &self.worker, Utc::now(), lease).await? else {
             tracing::debug!(inbox_event_id = id, "nothing to do for inbox event");
@@ -71,7 +70,7 @@ impl InboxProcessor {
 
     /// Claims up to a batch of ready events and applies them in one
     /// transaction; returns how many it claimed (0: nothing is ready).
-    pub async fn drain_once(&self) -> Result<usize, DbErr> {
+    pub async fn drain_once(&self) -> Result<usize, domain::Error> {
         let events = self.claim_batch().await?;
         if !events.is_empty() {
             self.apply_claimed(&events).await?;
@@ -80,7 +79,7 @@ impl InboxProcessor {
     }
 
     /// Claims up to a batch of ready events for this worker, under its lease.
-    async fn claim_batch(&self) -> Result<Vec<inbox_event::Model>, DbErr> {
+    async fn claim_batch(&self) -> Result<Vec<inbox_event::Model>, domain::Error> {
         let lease = self.settings.lease;
         let limit = self.settings.batch_size as u64;
         claim_batch(&self.db, &self.worker, Utc::now(), lease, limit).await
@@ -89,7 +88,10 @@ impl InboxProcessor {
     /// Applies claimed `events` in one transaction and records every
     /// outcome, one step per event; the leads it wrote wake the lead drain
     /// by their commit.
-    async fn apply_claimed(&self, events: &[inbox_event::Model]) -> Result<Vec<Step>, DbErr> {
+    async fn apply_claimed(
+        &self,
+        events: &[inbox_event::Model],
+    ) -> Result<Vec<Step>, domain::Error> {
         let span = tracing::info_span!(
             "inbox.batch",
             size = events.len(),
@@ -110,7 +112,8 @@ impl InboxProcessor {
                 // transient failure and is retried with backoff.
                 failed => {
                     let reason = match failed {
-                        Ok(Err(error)) => format!("database error: {error}"),
+                        // `domain::Error::Db` reads "database error: …".
+                        Ok(Err(error)) => error.to_string(),
                         _ => format!("attempt timed out after {} ms", timeout.as_millis()),
                     };
                     let error = ProcessError::Transient(reason);

@@ -18,7 +18,6 @@ use std::time::Duration;
 use domain::inbound::signature::standard_webhooks;
 use domain::outbound::delivery::{self, AttemptResult, Claimed, Settlement};
 use futures::StreamExt;
-use sea_orm::DbBackend;
 use serde_json::json;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
@@ -109,7 +108,7 @@ impl Publisher {
     }
 
     /// Fans out, then delivers what is due and settles it, once.
-    pub async fn run_once(&self) -> Result<Pass, sea_orm::DbErr> {
+    pub async fn run_once(&self) -> Result<Pass, domain::Error> {
         let fanned_out = delivery::fan_out(&self.db, FAN_OUT_BATCH).await?;
         let claimed = delivery::claim_due(&self.db, self.settings.batch, self.lease()).await?;
         let attempted = claimed.len();
@@ -262,7 +261,7 @@ impl Publisher {
 
     /// Fans out, and claims up to `room` due deliveries. `more` when either
     /// step stopped at its limit (so more may be due right away).
-    async fn feed(&self, room: usize) -> Result<(bool, Vec<Claimed>), sea_orm::DbErr> {
+    async fn feed(&self, room: usize) -> Result<(bool, Vec<Claimed>), domain::Error> {
         let asked = self.settings.batch.min(room as u64);
         let claim = async {
             if asked == 0 {
@@ -275,7 +274,7 @@ impl Publisher {
         // Side by side on PostgreSQL: a claim takes what earlier fan-outs
         // committed, so it need not wait for this one. SQLite has one
         // writer: there the second would only wait for the first.
-        let (fanned_out, claimed) = if self.db.get_database_backend() == DbBackend::Sqlite {
+        let (fanned_out, claimed) = if self.db.dialect().has_one_writer() {
             let fanned_out = fan_out.await;
             (fanned_out, claim.await)
         } else {

@@ -82,7 +82,10 @@ pub async fn run(
     ));
     tracing::info!(worker = %base, concurrency = settings.concurrency, batch = settings.batch_size, "inbox worker starting");
     let leads = Arc::new(LeadProcessor::new(db.clone(), settings.clone()));
-    let listener = (db.get_database_backend() == sea_orm::DatabaseBackend::Postgres)
+    // Other processes announce their work by NOTIFY, on PostgreSQL alone.
+    let listener = db
+        .postgres_pool()
+        .is_some()
         .then(|| tokio::spawn(crate::wake::listen(db.clone(), stop.clone())));
     // What this process's workers commit (a reconcile page) is announced to
     // the others too; a no-op where `serve` started it already.

@@ -13,7 +13,6 @@
 use std::time::Duration;
 
 use domain::store::{Store, Work};
-use sea_orm::DatabaseBackend;
 use sea_orm::sqlx::postgres::PgListener;
 use tokio::sync::watch;
 
@@ -34,24 +33,26 @@ const LEAD_NOTICE_SPACING: Duration = Duration::from_millis(20);
 /// For a process that runs no [`announce`] (a CLI import or reconcile, at
 /// its end): tells the worker processes once that `work` was committed.
 pub async fn announce_once(store: &Store, work: Work) {
-    if store.backend() != DatabaseBackend::Postgres {
+    let Some(pool) = store.postgres_pool() else {
         return;
-    }
+    };
     let channel = match work {
         Work::Inbox => CHANNEL,
         Work::Leads => LEADS_CHANNEL,
     };
-    notify(store.get_postgres_connection_pool(), channel).await;
+    notify(pool, channel).await;
 }
 
 /// Sends `NOTIFY leadpipe_inbox` and `NOTIFY leadpipe_leads` after this
 /// process committed such work, until the process ends. Coalesced: the
 /// writes made while one notification is on its way share the next one.
 pub async fn announce(store: Store) {
-    if store.backend() != DatabaseBackend::Postgres || !store.signals().claim_announcing() {
+    let Some(pool) = store.postgres_pool().cloned() else {
+        return;
+    };
+    if !store.signals().claim_announcing() {
         return;
     }
-    let pool = store.get_postgres_connection_pool().clone();
     let (inbox, leads) = store.signals().to_announce();
     tokio::join!(
         notify_after(&pool, inbox, CHANNEL, Duration::ZERO),
@@ -61,11 +62,7 @@ pub async fn announce(store: Store) {
 
 /// One `NOTIFY channel`; a lost one is found by the workers' poll.
 async fn notify(pool: &sea_orm::sqlx::PgPool, channel: &'static str) {
-    let sent = sea_orm::sqlx::query("SELECT pg_notify($1, '')")
-        .bind(channel)
-        .execute(pool)
-        .await;
-    if let Err(error) = sent {
+    if let Err(error) = domain::store::postgres::notify(pool, channel).await {
         tracing::debug!(%error, channel, "wake-up not sent");
     }
 }
@@ -113,7 +110,9 @@ pub(crate) async fn next(
 /// process's inbox, or lead and outbox workers, reconnecting after a pause
 /// when the connection is lost, until `stop`.
 pub(crate) async fn listen(store: Store, stop: watch::Receiver<bool>) {
-    let pool = store.get_postgres_connection_pool().clone();
+    let Some(pool) = store.postgres_pool().cloned() else {
+        return;
+    };
     let signals = store.signals().clone();
     loop {
         match PgListener::connect_with(&pool).await {

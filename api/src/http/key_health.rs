@@ -23,7 +23,7 @@ impl KeyHealth {
         &self,
         db: &Store,
         keys: &Keyring,
-    ) -> Result<Option<KeyMismatch>, sea_orm::DbErr> {
+    ) -> Result<Option<KeyMismatch>, domain::Error> {
         let mut last = self.last.lock().await;
         if let Some((at, mismatch)) = last.as_ref()
             && at.elapsed() < RECHECK

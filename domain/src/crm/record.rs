@@ -70,7 +70,7 @@ pub(super) async fn insert_or_find<E: Table, C: ConnectionTrait>(
     key: E::Column,
     value: Value,
 ) -> Result<Matched<E::Model>, Error> {
-    let stmt = conn.get_database_backend().build(insert);
+    let stmt = crate::store::statement(conn, insert);
     if let Some(created) = E::Model::find_by_statement(stmt).one(conn).await? {
         return Ok(Matched {
             model: created,

@@ -3,7 +3,7 @@
 
 use crate::actor::Actor;
 use sea_orm::{
-    ActiveModelTrait, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    ActiveModelTrait, ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder,
     QuerySelect, Set,
 };
 use serde::{Deserialize, Serialize};
@@ -37,8 +37,8 @@ pub async fn record<C: ConnectionTrait>(
     kind: &str,
     detail: serde_json::Value,
     author: &Actor,
-) -> Result<crm_activity::Model, DbErr> {
-    crm_activity::ActiveModel {
+) -> Result<crm_activity::Model, Error> {
+    Ok(crm_activity::ActiveModel {
         subject_type: Set(subject.as_str().to_owned()),
         subject_id: Set(subject_id),
         kind: Set(kind.to_owned()),
@@ -49,7 +49,7 @@ pub async fn record<C: ConnectionTrait>(
         ..Default::default()
     }
     .insert(conn)
-    .await
+    .await?)
 }
 
 /// A record's timeline, newest first.

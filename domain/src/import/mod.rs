@@ -138,7 +138,7 @@ impl Progress {
 pub async fn is_configured_source<C: ConnectionTrait>(
     conn: &C,
     source: &str,
-) -> Result<bool, DbErr> {
+) -> Result<bool, Error> {
     use crate::entities::{principal, source as source_entity};
     if source_entity::Entity::find_by_id(source.to_owned())
         .one(conn)
@@ -428,7 +428,7 @@ pub async fn abandon_silent_runs<C: ConnectionTrait>(
     conn: &C,
     now: chrono::DateTime<chrono::Utc>,
     after: std::time::Duration,
-) -> Result<u64, DbErr> {
+) -> Result<u64, Error> {
     let after = chrono::TimeDelta::from_std(after).unwrap_or(chrono::TimeDelta::MAX);
     let cutoff = now - after;
     let reason = "the process running this import stopped before it finished (no heartbeat); \

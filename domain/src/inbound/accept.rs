@@ -112,7 +112,7 @@ impl Door {
         // One statement on the pool: the store takes SQLite's write turn.
         let received = receive(store, store.hasher(), &source, delivery, now)
             .await
-            .map_err(|e| Refused::Failed(e.into()))?;
+            .map_err(Refused::Failed)?;
         let result = if received.duplicate {
             "duplicate"
         } else if received.state == InboxState::Skipped {

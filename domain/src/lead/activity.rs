@@ -1,7 +1,7 @@
 //! A lead's timeline. Every change to a lead, by a sender or a human, writes
 //! one row here in the same transaction as the change.
 
-use sea_orm::{ActiveModelTrait, ConnectionTrait, DbErr, Set};
+use sea_orm::{ActiveModelTrait, ConnectionTrait, Set};
 
 use crate::entities::activity;
 
@@ -42,8 +42,8 @@ pub struct NewActivity {
 pub async fn record<C: ConnectionTrait>(
     conn: &C,
     new: NewActivity,
-) -> Result<activity::Model, DbErr> {
-    new.into_active_model().insert(conn).await
+) -> Result<activity::Model, crate::Error> {
+    Ok(new.into_active_model().insert(conn).await?)
 }
 
 impl NewActivity {

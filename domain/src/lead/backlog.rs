@@ -13,10 +13,10 @@
 
 use crate::store::Store;
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType, OnConflict, Query};
+use sea_orm::sea_query::{Expr, ExprTrait, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
-    QueryOrder, QuerySelect, TransactionTrait,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
+    QuerySelect, TransactionTrait,
 };
 
 use crate::db::BatchPath;
@@ -136,9 +136,8 @@ pub(crate) async fn process_claimed(
         .filter(claimable)
         .order_by_asc(lead::Column::Id)
         .limit(limit);
-    if db.get_database_backend() == DbBackend::Postgres {
-        claim = claim.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
-    }
+    db.dialect()
+        .lock_claim_candidates(QuerySelect::query(&mut claim));
     let leads = claim.all(&txn).await?;
     if leads.is_empty() {
         txn.commit().await?;
@@ -171,7 +170,7 @@ pub(crate) async fn process_claimed(
         }
     }
     if written.is_ok() {
-        written = mark_processed(&whole, &ids).await.map_err(Error::from);
+        written = mark_processed(&whole, &ids).await;
     }
     let (results, path) = if written.is_ok() {
         whole.commit().await?;
@@ -185,7 +184,7 @@ pub(crate) async fn process_claimed(
             let shared = shared.contains(&lead.id);
             let worked = work_on(&one, lead, &correlation_id, &staff, shared).await;
             let done = match worked {
-                Ok(_) => mark_processed(&one, &[lead.id]).await.map_err(Error::from),
+                Ok(_) => mark_processed(&one, &[lead.id]).await,
                 Err(error) => Err(error),
             };
             match done {
@@ -296,7 +295,7 @@ pub struct Counts {
     pub oldest: Option<DateTime<Utc>>,
 }
 
-pub async fn counts<C: ConnectionTrait>(conn: &C) -> Result<Counts, DbErr> {
+pub async fn counts<C: ConnectionTrait>(conn: &C) -> Result<Counts, Error> {
     let (backlog, oldest): (i64, Option<DateTime<Utc>>) = lead::Entity::find()
         .select_only()
         .column_as(Expr::col(lead::Column::Id).count(), "n")

@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 
 use super::backlog::{Batch, DEAD, FAILED, process_claimed, retryable};
@@ -45,12 +45,12 @@ pub async fn list<C: ConnectionTrait>(
     conn: &C,
     state: Option<&str>,
     window: IdWindow,
-) -> Result<Page<Model>, DbErr> {
+) -> Result<Page<Model>, Error> {
     let mut query = failure::Entity::find();
     if let Some(state) = state {
         query = query.filter(F::State.eq(state));
     }
-    page::fetch_by_id(conn, query, F::LeadId, window, |f| f.lead_id).await
+    Ok(page::fetch_by_id(conn, query, F::LeadId, window, |f| f.lead_id).await?)
 }
 
 /// What a retry matched and what processing the leads came to.

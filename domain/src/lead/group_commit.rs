@@ -12,10 +12,10 @@ use crate::store::Work;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sea_orm::{DbBackend, DbErr};
+use sea_orm::DbErr;
 use tokio::sync::{Mutex, mpsc, oneshot};
 
-use crate::error::{Error, is_connection_lost};
+use crate::error::Error;
 use crate::lead::ingest::{IngestItem, Ingested, Origin, ingest_many_in};
 use crate::lead::record::LeadRecord;
 
@@ -58,9 +58,10 @@ impl GroupCommitter {
         let rx = Arc::new(Mutex::new(rx));
         // SQLite has one writer: a second committer would only sleep in its
         // busy handler (up to 100 ms a try) while the first one commits.
-        let committers = match db.get_database_backend() {
-            DbBackend::Sqlite => 1,
-            _ => settings.committers.max(1),
+        let committers = if db.dialect().has_one_writer() {
+            1
+        } else {
+            settings.committers.max(1)
         };
         for _ in 0..committers {
             tokio::spawn(commit_loop(db.clone(), rx.clone(), settings));
@@ -134,14 +135,13 @@ async fn commit(db: &Store, batch: Vec<Job>) {
             for (item, reply) in items.iter().zip(replies) {
                 let result = commit_items(db, std::slice::from_ref(item))
                     .await
-                    .map(|mut r| r.remove(0))
-                    .map_err(Error::from);
+                    .map(|mut r| r.remove(0));
                 let _ = reply.send(result);
             }
         }
         Err(err) => {
             for reply in replies {
-                let _ = reply.send(Err(Error::Db(clone_err(&err))));
+                let _ = reply.send(Err(clone_err(&err)));
             }
         }
     }
@@ -154,11 +154,11 @@ async fn commit(db: &Store, batch: Vec<Job>) {
 /// way: had the commit landed, the upsert answers `unchanged`.
 const LOST_CONNECTION_ATTEMPTS: usize = 3;
 
-async fn commit_items(db: &Store, items: &[IngestItem]) -> Result<Vec<Ingested>, DbErr> {
+async fn commit_items(db: &Store, items: &[IngestItem]) -> Result<Vec<Ingested>, Error> {
     let mut attempt = 1;
     loop {
         match commit_once(db, items).await {
-            Err(err) if attempt < LOST_CONNECTION_ATTEMPTS && is_connection_lost(&err) => {
+            Err(err) if attempt < LOST_CONNECTION_ATTEMPTS && err.is_connection_lost() => {
                 tracing::warn!(error = %err, attempt, "lost the database connection; committing the batch again");
                 attempt += 1;
             }
@@ -167,7 +167,7 @@ async fn commit_items(db: &Store, items: &[IngestItem]) -> Result<Vec<Ingested>,
     }
 }
 
-async fn commit_once(db: &Store, items: &[IngestItem]) -> Result<Vec<Ingested>, DbErr> {
+async fn commit_once(db: &Store, items: &[IngestItem]) -> Result<Vec<Ingested>, Error> {
     let txn = db.begin_write().await?;
     let results = ingest_many_in(&txn, db.hasher(), items).await?;
     if results.iter().any(|done| done.outcome.changed()) {
@@ -177,10 +177,11 @@ async fn commit_once(db: &Store, items: &[IngestItem]) -> Result<Vec<Ingested>, 
     Ok(results)
 }
 
-/// `DbErr` is not `Clone`; keep what callers classify on.
-fn clone_err(err: &DbErr) -> DbErr {
-    match err {
-        DbErr::ConnectionAcquire(e) => DbErr::ConnectionAcquire(*e),
+/// `Error` is not `Clone`; keep what callers classify on.
+fn clone_err(err: &Error) -> Error {
+    Error::Db(match err {
+        Error::Db(DbErr::ConnectionAcquire(e)) => DbErr::ConnectionAcquire(*e),
+        Error::Db(other) => DbErr::Custom(other.to_string()),
         other => DbErr::Custom(other.to_string()),
-    }
+    })
 }

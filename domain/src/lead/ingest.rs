@@ -4,15 +4,14 @@
 
 use crate::actor::Actor;
 use crate::natural_key::KeyHasher;
-use crate::store::Store;
-use crate::store::Work;
+use crate::store::{Dialect, LeadUpsert, Store, Work};
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Alias, Expr, ExprTrait, Func, OnConflict, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult,
-    Iterable, QueryFilter, QuerySelect, Set,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, Iterable,
+    QueryFilter, QuerySelect, Set,
 };
 use serde::Serialize;
 
@@ -116,16 +115,16 @@ pub async fn ingest_in<C: ConnectionTrait>(
     new: &NewLead,
     origin: Origin,
     ctx: &Actor,
-) -> Result<Ingested, DbErr> {
+) -> Result<Ingested, Error> {
     let item = IngestItem {
         new: new.clone(),
         origin,
         ctx: ctx.clone(),
     };
-    ingest_many_in(txn, hasher, std::slice::from_ref(&item))
+    Ok(ingest_many_in(txn, hasher, std::slice::from_ref(&item))
         .await?
         .pop()
-        .ok_or_else(|| DbErr::Custom("ingest of one record returned nothing".into()))
+        .ok_or_else(|| DbErr::Custom("ingest of one record returned nothing".into()))?)
 }
 
 /// One record of a batch, with where it came from.
@@ -150,7 +149,7 @@ pub async fn ingest_many_in<C: ConnectionTrait>(
     txn: &C,
     hasher: &KeyHasher,
     items: &[IngestItem],
-) -> Result<Vec<Ingested>, DbErr> {
+) -> Result<Vec<Ingested>, Error> {
     ingest_batch(txn, hasher, items, Rows::Whole)
         .await?
         .into_iter()
@@ -176,12 +175,12 @@ pub async fn ingest_counted_in<C: ConnectionTrait>(
     txn: &C,
     hasher: &KeyHasher,
     items: &[IngestItem],
-) -> Result<Vec<Counted>, DbErr> {
-    // SQLite builds the outbox events' snapshots here, from whole rows.
-    let rows = if txn.get_database_backend() == DbBackend::Postgres {
-        Rows::Keys
-    } else {
-        Rows::Whole
+) -> Result<Vec<Counted>, Error> {
+    // Where the upsert does not write them itself, the outbox events'
+    // snapshots are built here, from whole rows.
+    let rows = match Dialect::of(txn).lead_upsert() {
+        LeadUpsert::Complete => Rows::Keys,
+        LeadUpsert::RowsOnly => Rows::Whole,
     };
     Ok(ingest_batch(txn, hasher, items, rows)
         .await?
@@ -244,7 +243,7 @@ async fn ingest_batch<C: ConnectionTrait>(
     hasher: &KeyHasher,
     items: &[IngestItem],
     rows: Rows,
-) -> Result<Vec<(Outcome, Option<Reached>)>, DbErr> {
+) -> Result<Vec<(Outcome, Option<Reached>)>, Error> {
     let keys = tombstone::BatchKeys::of(
         hasher,
         items
@@ -252,10 +251,12 @@ async fn ingest_batch<C: ConnectionTrait>(
             .map(|i| (i.new.source.as_str(), i.new.source_ref.as_str())),
     );
     keys.lock_shared(txn).await?;
-    // On PostgreSQL the upsert itself skips buried keys (one round trip
-    // fewer): a record it neither wrote nor finds stored is looked up below.
-    let checked_in_upsert = txn.get_database_backend() == DbBackend::Postgres;
-    let buried = if checked_in_upsert {
+    // A complete upsert (PostgreSQL) writes the timeline row and outbox
+    // event of every row it wrote, and skips buried keys itself (one round
+    // trip fewer): a record it neither wrote nor finds stored is looked up
+    // below.
+    let complete = Dialect::of(txn).lead_upsert() == LeadUpsert::Complete;
+    let buried = if complete {
         HashSet::new()
     } else {
         keys.buried(txn).await?
@@ -279,10 +280,8 @@ async fn ingest_batch<C: ConnectionTrait>(
         *occurrence += 1;
     }
 
-    let pg = txn.get_database_backend() == DbBackend::Postgres;
-    // On PostgreSQL the upsert writes the timeline row and outbox event of
-    // every row it wrote; these are the timeline rows of the records it left
-    // alone (unchanged, stale).
+    // The timeline rows of the records a complete upsert left alone
+    // (unchanged, stale).
     let mut untouched_rows: Vec<ActivityRow<'_, IngestDetail>> = Vec::new();
     for wave in waves {
         // A lead's timeline keeps the order its records came in: what the
@@ -374,7 +373,7 @@ async fn ingest_batch<C: ConnectionTrait>(
                     )
                 }
             };
-            if pg && !outcome.changed() {
+            if complete && !outcome.changed() {
                 untouched_rows.push(timeline_row(&items[index], outcome, &lead));
             }
             results[index] = Some((outcome, Some(lead)));
@@ -382,7 +381,7 @@ async fn ingest_batch<C: ConnectionTrait>(
     }
     let results: Vec<(Outcome, Option<Reached>)> = results.into_iter().flatten().collect();
 
-    let mut activities = Vec::with_capacity(if pg { 0 } else { items.len() });
+    let mut activities = Vec::with_capacity(if complete { 0 } else { items.len() });
     let mut events = Vec::new();
     // Counted per batch, not per record: each `counter!` call looks its
     // series up in the registry.
@@ -395,16 +394,14 @@ async fn ingest_batch<C: ConnectionTrait>(
             Some((_, _, n)) => *n += 1,
             None => tally.push((item.origin, *outcome, 1)),
         }
-        // PostgreSQL's rows were written with the waves.
-        let Some(reached) = reached.as_ref().filter(|_| !pg) else {
+        // A complete upsert's rows were written with the waves.
+        let Some(reached) = reached.as_ref().filter(|_| !complete) else {
             continue;
         };
         activities.push(timeline_row(item, *outcome, reached));
         if outcome.changed() {
             let Reached::Whole(lead) = reached else {
-                return Err(DbErr::Custom(
-                    "an event's snapshot needs the whole row".into(),
-                ));
+                return Err(DbErr::Custom("an event's snapshot needs the whole row".into()).into());
             };
             let event_type = if *outcome == Outcome::Created {
                 outbox::LEAD_CREATED
@@ -593,9 +590,9 @@ async fn find_stored<C: ConnectionTrait>(
 /// WHERE changed and not older`, returning the rows it wrote. Only
 /// sender-owned columns appear in the update arm: `status` and `owner_id` are
 /// insert-only. Keys must be distinct within one call.
-/// The upsert of one wave; on PostgreSQL it skips the keys `keys` finds
-/// buried (on SQLite the caller left them out), and writes the timeline row
-/// and outbox event of every row it wrote.
+/// The upsert of one wave; a complete one (PostgreSQL) skips the keys
+/// `keys` finds buried (otherwise the caller left them out), and writes the
+/// timeline row and outbox event of every row it wrote.
 async fn upsert<C: ConnectionTrait>(
     txn: &C,
     wave: &[&IngestItem],
@@ -603,7 +600,7 @@ async fn upsert<C: ConnectionTrait>(
     keys: &tombstone::BatchKeys<'_>,
     rows: Rows,
 ) -> Result<Upserted, DbErr> {
-    if txn.get_database_backend() == DbBackend::Postgres {
+    if Dialect::of(txn).lead_upsert() == LeadUpsert::Complete {
         let sql = match rows {
             Rows::Whole => &*UPSERT_FROM_JSON,
             Rows::Keys => &*UPSERT_FROM_JSON_RETURNING_KEYS,
@@ -634,9 +631,9 @@ async fn upsert<C: ConnectionTrait>(
             }
         });
     }
-    // SQLite's events are built from whole rows.
+    // The caller builds the events from whole rows.
     let insert = upsert_statement(news)?;
-    let stmt = txn.get_database_backend().build(&insert);
+    let stmt = crate::store::statement(txn, &insert);
     Ok(Upserted::Whole(
         written::WrittenRow::find_by_statement(stmt)
             .all(txn)
@@ -654,7 +651,7 @@ enum Upserted {
 /// built-in one) whose `source_ref`s are `'__REF_<i>__'`, for the
 /// benchmark's pgbench script: the raw database limit is measured with
 /// exactly what we send.
-pub fn upsert_sql_for_benchmark(rows: usize, sample: Option<NewLead>) -> Result<String, DbErr> {
+pub fn upsert_sql_for_benchmark(rows: usize, sample: Option<NewLead>) -> Result<String, Error> {
     let sample = sample.unwrap_or_else(|| NewLead {
         source: "bench".into(),
         source_ref: String::new(),

@@ -37,7 +37,7 @@ pub struct Processed {
 }
 
 /// Leads whose current version has not been processed yet, oldest first.
-pub async fn backlog<C: ConnectionTrait>(conn: &C, limit: u64) -> Result<Vec<i64>, DbErr> {
+pub async fn backlog<C: ConnectionTrait>(conn: &C, limit: u64) -> Result<Vec<i64>, Error> {
     let rows = lead::Entity::find()
         .select_only()
         .column(lead::Column::Id)
@@ -125,7 +125,7 @@ pub(crate) async fn work_on<C: ConnectionTrait>(
 }
 
 /// Marks the current versions of `ids` processed, in one statement.
-pub(crate) async fn mark_processed<C: ConnectionTrait>(conn: &C, ids: &[i64]) -> Result<(), DbErr> {
+pub(crate) async fn mark_processed<C: ConnectionTrait>(conn: &C, ids: &[i64]) -> Result<(), Error> {
     lead::Entity::update_many()
         .col_expr(
             lead::Column::ProcessedVersion,
@@ -143,7 +143,7 @@ pub(crate) async fn mark_processed<C: ConnectionTrait>(conn: &C, ids: &[i64]) ->
 pub(crate) async fn may_have_duplicates<C: ConnectionTrait>(
     conn: &C,
     leads: &[lead::Model],
-) -> Result<HashSet<i64>, DbErr> {
+) -> Result<HashSet<i64>, Error> {
     let emails = shared_values(conn, lead::Column::Email, leads.iter().map(|l| &l.email)).await?;
     let phones = shared_values(conn, lead::Column::Phone, leads.iter().map(|l| &l.phone)).await?;
     let shared = |value: &Option<String>, set: &HashSet<String>| {
@@ -179,8 +179,8 @@ async fn shared_values<'a, C: ConnectionTrait>(
 }
 
 /// Active sales staff, in turn order.
-pub(crate) async fn sales_staff<C: ConnectionTrait>(conn: &C) -> Result<Vec<i64>, DbErr> {
-    principal::Entity::find()
+pub(crate) async fn sales_staff<C: ConnectionTrait>(conn: &C) -> Result<Vec<i64>, Error> {
+    Ok(principal::Entity::find()
         .select_only()
         .column(principal::Column::Id)
         .filter(principal::Column::Role.eq(Role::Sales.as_str()))
@@ -188,13 +188,13 @@ pub(crate) async fn sales_staff<C: ConnectionTrait>(conn: &C) -> Result<Vec<i64>
         .order_by_asc(principal::Column::Id)
         .into_tuple::<i64>()
         .all(conn)
-        .await
+        .await?)
 }
 
 async fn latest_correlation_id<C: ConnectionTrait>(
     txn: &C,
     lead_id: i64,
-) -> Result<Option<String>, DbErr> {
+) -> Result<Option<String>, Error> {
     Ok(latest_correlation_ids(txn, &[lead_id])
         .await?
         .remove(&lead_id)
@@ -206,7 +206,7 @@ async fn latest_correlation_id<C: ConnectionTrait>(
 pub(crate) async fn latest_correlation_ids<C: ConnectionTrait>(
     txn: &C,
     lead_ids: &[i64],
-) -> Result<HashMap<i64, Option<String>>, DbErr> {
+) -> Result<HashMap<i64, Option<String>>, Error> {
     let latest = Query::select()
         .expr(Expr::col(activity_entity::Column::Id).max())
         .from(activity_entity::Entity)
@@ -391,7 +391,7 @@ pub struct DuplicateHint {
 pub async fn duplicates_of<C: ConnectionTrait>(
     conn: &C,
     lead_id: i64,
-) -> Result<Vec<DuplicateHint>, DbErr> {
+) -> Result<Vec<DuplicateHint>, Error> {
     let rows = lead_duplicate::Entity::find()
         .filter(lead_duplicate::Column::LeadId.eq(lead_id))
         .order_by_asc(lead_duplicate::Column::OtherLeadId)

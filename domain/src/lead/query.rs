@@ -7,14 +7,14 @@
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Func};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 
 use crate::entities::{activity, lead};
 use crate::error::Error;
 use crate::lifecycle::lead_status::LeadStatus;
 use crate::page::{self, Page, SortKey, like_pattern};
+use crate::store::Dialect;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OwnerFilter {
@@ -63,16 +63,16 @@ pub async fn list_leads_by<C: ConnectionTrait>(
         SortKey::UpdatedAt => lead::Column::UpdatedAt,
         SortKey::CreatedAt => lead::Column::CreatedAt,
     };
-    // SQLite without statistics picks the filter's index (for `source`, the
-    // unique key) and sorts every matching row for each page. A unary `+`
-    // makes the column unusable for an index, leaving the order index.
-    let scan = access == Access::Scan && conn.get_database_backend() == DbBackend::Sqlite;
+    // A scan walks the sort order's index: SQLite without statistics would
+    // pick the filter's index (for `source`, the unique key) and sort every
+    // matching row for each page, so the filtered columns are kept off
+    // their indexes there.
+    let scan = (access == Access::Scan).then(|| Dialect::of(conn));
     let column = |col: lead::Column| {
-        if scan {
-            // SQLite only: its builder fills `?` with the expression.
-            Expr::cust_with_expr("+?", Expr::col((lead::Entity, col)))
-        } else {
-            Expr::col((lead::Entity, col))
+        let column = Expr::col((lead::Entity, col));
+        match scan {
+            Some(dialect) => dialect.unindexed(column),
+            None => column,
         }
     };
     let mut query = lead::Entity::find();

@@ -30,11 +30,10 @@
 
 use std::collections::HashSet;
 
-use sea_orm::{
-    ColumnTrait, ConnectionTrait, DatabaseBackend, DbErr, EntityTrait, QueryFilter, Statement,
-};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 
 use crate::entities::lead_tombstone::{self, Column};
+use crate::store::Dialect;
 
 use crate::natural_key::hash_with;
 pub use crate::natural_key::{KeyHasher, fold};
@@ -49,16 +48,13 @@ fn lock_id(hash: &str) -> i64 {
 /// key and its look-alikes), exclusively until the transaction ends
 /// (PostgreSQL; nothing on SQLite, whose write transactions are already
 /// exclusive).
-pub async fn lock_for_erasure<C: ConnectionTrait>(txn: &C, folded_hash: &str) -> Result<(), DbErr> {
-    if txn.get_database_backend() == DatabaseBackend::Postgres {
-        txn.execute_raw(Statement::from_sql_and_values(
-            DatabaseBackend::Postgres,
-            "SELECT pg_advisory_xact_lock($1)",
-            [lock_id(folded_hash).into()],
-        ))
-        .await?;
-    }
-    Ok(())
+pub async fn lock_for_erasure<C: ConnectionTrait>(
+    txn: &C,
+    folded_hash: &str,
+) -> Result<(), crate::Error> {
+    Dialect::of(txn)
+        .lock_exclusive(txn, lock_id(folded_hash))
+        .await
 }
 
 /// Which of `keys` are buried. On PostgreSQL it first takes each key's lock
@@ -68,7 +64,7 @@ pub async fn suppressed<'k, C: ConnectionTrait>(
     txn: &C,
     hasher: &KeyHasher,
     natural_keys: impl IntoIterator<Item = (&'k str, &'k str)>,
-) -> Result<HashSet<(String, String)>, DbErr> {
+) -> Result<HashSet<(String, String)>, crate::Error> {
     let keys = BatchKeys::of(hasher, natural_keys);
     keys.lock_shared(txn).await?;
     keys.buried(txn).await
@@ -115,21 +111,15 @@ impl<'k> BatchKeys<'k> {
     /// erasure of one of them finishes first (PostgreSQL; nothing on SQLite).
     /// A look-up must be a later statement: its snapshot is taken after the
     /// locks are granted.
-    pub async fn lock_shared<C: ConnectionTrait>(&self, txn: &C) -> Result<(), DbErr> {
-        if self.locks.is_empty() || txn.get_database_backend() != DatabaseBackend::Postgres {
+    pub async fn lock_shared<C: ConnectionTrait>(&self, txn: &C) -> Result<(), crate::Error> {
+        if self.locks.is_empty() {
             return Ok(());
         }
         // Sorted, so two batches take their locks in one order.
         let mut locks = self.locks.clone();
         locks.sort_unstable();
         locks.dedup();
-        txn.execute_raw(Statement::from_sql_and_values(
-            DatabaseBackend::Postgres,
-            "SELECT count(pg_advisory_xact_lock_shared(id)) FROM unnest($1::bigint[]) AS id",
-            [locks.into()],
-        ))
-        .await?;
-        Ok(())
+        Dialect::of(txn).lock_shared(txn, locks).await
     }
 
     /// Which of the keys are buried: one of a record's hashes is a
@@ -137,33 +127,12 @@ impl<'k> BatchKeys<'k> {
     pub async fn buried<C: ConnectionTrait>(
         &self,
         txn: &C,
-    ) -> Result<HashSet<(String, String)>, DbErr> {
+    ) -> Result<HashSet<(String, String)>, crate::Error> {
         if self.by_hash.is_empty() {
             return Ok(HashSet::new());
         }
-        // One statement text whatever the batch size: SQLite caches a prepared
-        // statement per distinct text and connection.
         let hashes: Vec<String> = self.by_hash.iter().map(|(h, _)| h.clone()).collect();
-        let backend = txn.get_database_backend();
-        let lookup = match backend {
-            DatabaseBackend::Postgres => Statement::from_sql_and_values(
-                backend,
-                "SELECT key_hash, folded_hash FROM lead_tombstone \
-                 WHERE key_hash = ANY($1) OR folded_hash = ANY($1)",
-                [hashes.into()],
-            ),
-            _ => {
-                let hashes =
-                    serde_json::to_string(&hashes).map_err(|e| DbErr::Json(e.to_string()))?;
-                Statement::from_sql_and_values(
-                    backend,
-                    "SELECT key_hash, folded_hash FROM lead_tombstone \
-                     WHERE key_hash IN (SELECT value FROM json_each(?)) \
-                     OR folded_hash IN (SELECT value FROM json_each(?))",
-                    [hashes.clone().into(), hashes.into()],
-                )
-            }
-        };
+        let lookup = Dialect::of(txn).find_tombstones(hashes)?;
         let mut found: HashSet<String> = HashSet::new();
         for row in txn.query_all_raw(lookup).await? {
             found.insert(row.try_get::<String>("", "key_hash")?);
@@ -204,7 +173,7 @@ pub async fn bury<C: ConnectionTrait>(
     lead_id: i64,
     erasure_id: i64,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<(), DbErr> {
+) -> Result<(), crate::Error> {
     use sea_orm::ActiveValue::Set;
     lead_tombstone::Entity::insert(lead_tombstone::ActiveModel {
         key_hash: Set(hasher.key_hash(source, source_ref)),
@@ -230,7 +199,7 @@ pub async fn lift_key<C: ConnectionTrait>(
     hasher: &KeyHasher,
     source: &str,
     source_ref: &str,
-) -> Result<u64, DbErr> {
+) -> Result<u64, crate::Error> {
     let keys = BatchKeys::of(hasher, [(source, source_ref)]);
     let hashes: Vec<String> = keys.by_hash.into_iter().map(|(hash, _)| hash).collect();
     let deleted = lead_tombstone::Entity::delete_many()
@@ -249,7 +218,7 @@ pub async fn lift_key<C: ConnectionTrait>(
 
 /// Lifts the tombstone with this hash (for the key and its look-alikes);
 /// false when there was none.
-pub async fn lift<C: ConnectionTrait>(conn: &C, hash: &str) -> Result<bool, DbErr> {
+pub async fn lift<C: ConnectionTrait>(conn: &C, hash: &str) -> Result<bool, crate::Error> {
     let Some(found) = lead_tombstone::Entity::find_by_id(hash.to_owned())
         .one(conn)
         .await?

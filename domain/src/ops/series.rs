@@ -5,16 +5,16 @@
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{Expr, SimpleExpr};
+use sea_orm::sea_query::Expr;
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, IdenStatic, QueryFilter,
-    QuerySelect,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IdenStatic, QueryFilter, QuerySelect,
 };
 use serde::{Deserialize, Serialize};
 
 use super::stats::{Window, with_delivery_counts};
 use crate::clock;
 use crate::entities::inbox_event;
+use crate::store::Dialect;
 
 /// How far back a series reaches, and so how wide its buckets are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -83,19 +83,6 @@ pub struct Series {
     pub buckets: Vec<Bucket>,
 }
 
-/// The bucket number (seconds since the epoch / bucket width) of a
-/// timestamp column, in each backend's SQL.
-fn bucket_of(backend: DbBackend, column: &str, width: i64) -> SimpleExpr {
-    let sql = match backend {
-        DbBackend::Postgres => {
-            format!("CAST(FLOOR(EXTRACT(EPOCH FROM \"{column}\") / {width}) AS BIGINT)")
-        }
-        // Stored as RFC 3339 text, which strftime reads (offset included).
-        _ => format!("CAST(strftime('%s', \"{column}\") AS INTEGER) / {width}"),
-    };
-    Expr::cust(sql)
-}
-
 /// Counts per bucket number of `column` in `[from, to)`: (bucket, events, deliveries).
 async fn per_bucket<C: ConnectionTrait>(
     conn: &C,
@@ -103,11 +90,7 @@ async fn per_bucket<C: ConnectionTrait>(
     window: SeriesWindow,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
 ) -> Result<Vec<(i64, i64, i64)>, DbErr> {
-    let bucket = bucket_of(
-        conn.get_database_backend(),
-        column.as_str(),
-        window.bucket_seconds(),
-    );
+    let bucket = Dialect::of(conn).epoch_bucket(column.as_str(), window.bucket_seconds());
     with_delivery_counts(
         inbox_event::Entity::find()
             .select_only()
@@ -121,7 +104,10 @@ async fn per_bucket<C: ConnectionTrait>(
     .await
 }
 
-pub async fn series<C: ConnectionTrait>(conn: &C, window: SeriesWindow) -> Result<Series, DbErr> {
+pub async fn series<C: ConnectionTrait>(
+    conn: &C,
+    window: SeriesWindow,
+) -> Result<Series, crate::Error> {
     let width = window.bucket_seconds();
     // Buckets are aligned to the epoch, so two requests a few seconds apart
     // agree on every bucket but the current one.

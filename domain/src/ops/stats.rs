@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Duration, Utc};
 use sea_orm::sea_query::{Asterisk, Expr, ExprTrait, Func};
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect, Select,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, Select,
     TransactionSession, TransactionTrait,
 };
 use serde::Serialize;
@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::clock;
 use crate::entities::{inbox_event, lead, outbox_delivery, outbox_event};
 use crate::inbound::inbox::InboxState;
+use crate::store::Dialect;
 
 const UNPROCESSED: [InboxState; 3] = [
     InboxState::Received,
@@ -151,7 +152,7 @@ async fn windows<C: ConnectionTrait>(
         .collect())
 }
 
-pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
+pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, crate::Error> {
     collect_with(conn, true).await
 }
 
@@ -162,19 +163,23 @@ pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, DbErr> {
 /// a large `lead` table in parallel took three processes (on two cores, the
 /// whole machine) for a background figure, and more CPU in all than one
 /// process counting it alone.
-pub async fn collect_gauges<C: ConnectionTrait + TransactionTrait>(db: &C) -> Result<Stats, DbErr> {
-    if db.get_database_backend() != DbBackend::Postgres {
+pub async fn collect_gauges<C: ConnectionTrait + TransactionTrait>(
+    db: &C,
+) -> Result<Stats, crate::Error> {
+    let Some(no_parallel_workers) = Dialect::of(db).no_parallel_workers() else {
         return collect_with(db, false).await;
-    }
+    };
     let txn = db.begin().await?;
-    txn.execute_unprepared("SET LOCAL max_parallel_workers_per_gather = 0")
-        .await?;
+    txn.execute_unprepared(no_parallel_workers).await?;
     let stats = collect_with(&txn, false).await?;
     txn.commit().await?;
     Ok(stats)
 }
 
-async fn collect_with<C: ConnectionTrait>(conn: &C, with_windows: bool) -> Result<Stats, DbErr> {
+async fn collect_with<C: ConnectionTrait>(
+    conn: &C,
+    with_windows: bool,
+) -> Result<Stats, crate::Error> {
     let now = clock::now();
     let mut sources: BTreeMap<String, SourceStats> = BTreeMap::new();
     let entry = |sources: &mut BTreeMap<String, SourceStats>, name: &str| {

@@ -13,8 +13,8 @@ use sea_orm::sea_query::{
     Query, WithClause,
 };
 use sea_orm::{
-    ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, IdenStatic,
-    Iterable, QueryFilter, QueryOrder, QuerySelect,
+    ColumnTrait, ConnectionTrait, DbErr, EntityTrait, FromQueryResult, IdenStatic, Iterable,
+    QueryFilter, QueryOrder, QuerySelect,
 };
 use serde::{Deserialize, Serialize};
 
@@ -38,7 +38,7 @@ const PERMANENT_ATTEMPTS: u32 = 3;
 /// Copies pending outbox events into one delivery per matching active
 /// subscription. Safe to run on several workers at once: events are claimed
 /// with `SKIP LOCKED` and deliveries are unique per (event, subscription).
-pub async fn fan_out(db: &Store, limit: u64) -> Result<usize, DbErr> {
+pub async fn fan_out(db: &Store, limit: u64) -> Result<usize, Error> {
     let txn = db.begin_write().await?;
     let events = outbox_event::Entity::find()
         .filter(outbox_event::Column::State.eq(outbox::PENDING))
@@ -130,7 +130,7 @@ pub struct Claimed {
 /// subscription is unsettled: so each receiver sees a lead's events in
 /// outbox order, with any number of publishers. "Earlier" is the outbox
 /// event's id, not the delivery's: fan-outs may commit out of order.
-pub async fn claim_due(db: &Store, limit: u64, lease: Duration) -> Result<Vec<Claimed>, DbErr> {
+pub async fn claim_due(db: &Store, limit: u64, lease: Duration) -> Result<Vec<Claimed>, Error> {
     let now = clock::now();
     let lease_until =
         now + chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::seconds(60));
@@ -227,13 +227,9 @@ pub async fn claim_due(db: &Store, limit: u64, lease: Duration) -> Result<Vec<Cl
         .value(outbox_delivery::Column::UpdatedAt, now)
         .returning_all()
         .to_owned();
-    crate::db::update_of_candidates(
-        &mut claim,
-        db.get_database_backend(),
-        outbox_delivery::Column::Id,
-        due,
-    );
-    let mut claimed = if db.get_database_backend() == DbBackend::Postgres {
+    let dialect = db.dialect();
+    dialect.update_of_candidates(&mut claim, outbox_delivery::Column::Id, due);
+    let mut claimed = if dialect.changes_rows_in_with() {
         claim_with_context(db, claim).await?
     } else {
         claim_then_look_up(db, claim).await?
@@ -304,12 +300,12 @@ async fn claim_with_context(
 const EVENT: &str = "e_";
 const SUBSCRIPTION: &str = "s_";
 
-/// SQLite (no data-changing statement in `WITH`): the claim in this
+/// Without a data-changing statement in `WITH` (SQLite): the claim in this
 /// process's write turn, then its events and subscriptions side by side.
 async fn claim_then_look_up(
     db: &Store,
     claim: sea_orm::sea_query::UpdateStatement,
-) -> Result<Vec<Claimed>, DbErr> {
+) -> Result<Vec<Claimed>, Error> {
     let deliveries = {
         let txn = db.begin_write().await?;
         let rows = txn.query_all(&claim).await?;
@@ -348,7 +344,7 @@ async fn claim_then_look_up(
 /// Hands back claims that were never sent (a publisher stopping with
 /// claims queued): each goes back to the state it was claimed from, due
 /// again at once rather than after its lease. Fenced like a settlement.
-pub async fn release(db: &Store, claims: &[Claimed]) -> Result<(), DbErr> {
+pub async fn release(db: &Store, claims: &[Claimed]) -> Result<(), Error> {
     if claims.is_empty() {
         return Ok(());
     }
@@ -467,11 +463,11 @@ pub async fn record_attempt(
     result: &AttemptResult,
     took: Duration,
     policy: &RetryPolicy,
-) -> Result<Settlement, DbErr> {
+) -> Result<Settlement, Error> {
     let mut settled = record_attempts(db, &[(claimed, result, took)], policy).await?;
-    settled
+    Ok(settled
         .pop()
-        .ok_or_else(|| DbErr::Custom("no settlement recorded".into()))
+        .ok_or_else(|| DbErr::Custom("no settlement recorded".into()))?)
 }
 
 /// Records many attempts in one transaction, each fenced as in
@@ -483,7 +479,7 @@ pub async fn record_attempts(
     db: &Store,
     attempts: &[(&Claimed, &AttemptResult, Duration)],
     policy: &RetryPolicy,
-) -> Result<Vec<Settlement>, DbErr> {
+) -> Result<Vec<Settlement>, Error> {
     let now = clock::now();
     let settlements: Vec<Settlement> = attempts
         .iter()

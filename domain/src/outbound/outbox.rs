@@ -41,7 +41,7 @@ pub async fn enqueue_event<C: ConnectionTrait, E: Event>(
     lead_id: Option<i64>,
     payload: &E,
     correlation_id: Option<String>,
-) -> Result<outbox_event::Model, DbErr> {
+) -> Result<outbox_event::Model, crate::Error> {
     let payload = serde_json::to_value(payload).map_err(|e| DbErr::Json(e.to_string()))?;
     enqueue(conn, E::TYPE, lead_id, payload, correlation_id).await
 }
@@ -51,12 +51,12 @@ pub async fn enqueue_ping<C: ConnectionTrait>(
     conn: &C,
     subscription_id: i64,
     correlation_id: Option<String>,
-) -> Result<outbox_event::Model, DbErr> {
+) -> Result<outbox_event::Model, crate::Error> {
     let payload = serde_json::to_value(events::Ping { subscription_id })
         .map_err(|e| DbErr::Json(e.to_string()))?;
     let mut event = new_event(PING, None, payload, correlation_id);
     event.target_subscription_id = Set(Some(subscription_id));
-    event.insert(conn).await
+    Ok(event.insert(conn).await?)
 }
 
 pub async fn enqueue<C: ConnectionTrait>(
@@ -65,10 +65,10 @@ pub async fn enqueue<C: ConnectionTrait>(
     lead_id: Option<i64>,
     payload: serde_json::Value,
     correlation_id: Option<String>,
-) -> Result<outbox_event::Model, DbErr> {
-    new_event(event_type, lead_id, payload, correlation_id)
+) -> Result<outbox_event::Model, crate::Error> {
+    Ok(new_event(event_type, lead_id, payload, correlation_id)
         .insert(conn)
-        .await
+        .await?)
 }
 
 /// A new event's id: `evt_` and a time-ordered UUID.

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter};
 
 use crate::entities::lead;
 use crate::lead::ingest::Outcome;
@@ -25,7 +25,7 @@ pub async fn predict<C: ConnectionTrait>(
     hasher: &crate::natural_key::KeyHasher,
     source: &str,
     news: &[NewLead],
-) -> Result<Vec<Outcome>, DbErr> {
+) -> Result<Vec<Outcome>, crate::Error> {
     let mut known: HashMap<String, Known> = if news.is_empty() {
         HashMap::new()
     } else {

@@ -79,8 +79,15 @@ pub enum PageError {
     /// marked it failed): nothing of this page was written.
     #[error("the run lost its lease; the page was not written")]
     LeaseLost,
-    #[error("database error: {0}")]
-    Db(#[from] DbErr),
+    /// The database failed (`Error::Db`), or a domain rule of the write.
+    #[error("{0}")]
+    Db(#[from] crate::Error),
+}
+
+impl From<DbErr> for PageError {
+    fn from(err: DbErr) -> Self {
+        Self::Db(err.into())
+    }
 }
 
 /// A pulled page mapped to leads, ready to write: mapping is pure, so a
@@ -197,7 +204,7 @@ async fn without_buried<C: sea_orm::ConnectionTrait>(
     source: &str,
     rejected: Vec<Rejection>,
     counts: &mut PageCounts,
-) -> Result<Vec<Rejection>, DbErr> {
+) -> Result<Vec<Rejection>, crate::Error> {
     let buried = tombstone::suppressed(
         txn,
         hasher,

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, OnConflict};
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter,
+    ActiveValue::Set, ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter,
     QueryOrder, QuerySelect,
 };
 use serde_json::Value;
@@ -105,7 +105,7 @@ pub async fn keep<C: ConnectionTrait>(
     run_id: i64,
     rejected: &[Rejection],
     now: DateTime<Utc>,
-) -> Result<(), DbErr> {
+) -> Result<(), crate::Error> {
     if rejected.is_empty() {
         return Ok(());
     }
@@ -179,9 +179,9 @@ pub async fn list<C: ConnectionTrait>(
     conn: &C,
     filter: &RejectedFilter,
     window: IdWindow,
-) -> Result<Page<Model>, DbErr> {
+) -> Result<Page<Model>, crate::Error> {
     let query = reconcile_rejected::Entity::find().filter(filter.condition());
-    page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await
+    Ok(page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await?)
 }
 
 /// What a retry came to.
@@ -201,7 +201,7 @@ const RETRY_BATCH: u64 = 200;
 /// through the write path with origin `reconcile`. Each record's lead and
 /// its `resolved` mark commit together, fenced on the row still being
 /// `rejected`, so two retries at once apply a record once.
-pub async fn retry(db: &Store, source: Option<&str>) -> Result<Retried, DbErr> {
+pub async fn retry(db: &Store, source: Option<&str>) -> Result<Retried, crate::Error> {
     let mut done = Retried::default();
     let mut sources: BTreeMap<String, Option<Source>> = BTreeMap::new();
     let mut after = 0i64;
@@ -267,7 +267,7 @@ async fn resolve(
     row: &Model,
     new: &NewLead,
     now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
+) -> Result<bool, crate::Error> {
     let txn = db.begin_write().await?;
     let claimed = reconcile_rejected::Entity::update_many()
         .col_expr(Column::State, Expr::value(RESOLVED))

@@ -69,8 +69,15 @@ pub enum StartError {
     /// Another process already started the run for this cron tick.
     #[error("this tick was already claimed")]
     TickTaken,
-    #[error("database error: {0}")]
-    Db(#[from] DbErr),
+    /// The database failed (`Error::Db`, "database error: …").
+    #[error("{0}")]
+    Db(#[from] crate::Error),
+}
+
+impl From<DbErr> for StartError {
+    fn from(err: DbErr) -> Self {
+        Self::Db(err.into())
+    }
 }
 
 /// Inserts a `running` run for the source, or says why not. The insert
@@ -108,7 +115,7 @@ pub async fn start<C: ConnectionTrait>(conn: &C, start: &StartRun) -> Result<Mod
             return Err(StartError::Running(Box::new(running)));
         }
     }
-    Err(StartError::Db(DbErr::Custom(
+    Err(StartError::from(DbErr::Custom(
         "could not start a reconcile run: the source's running run kept changing".into(),
     )))
 }
@@ -151,17 +158,20 @@ async fn insert<C: ConnectionTrait>(
         // or the tick key), on SQLite and PostgreSQL alike.
         .on_conflict(OnConflict::new().do_nothing().to_owned())
         .returning_all();
-    let stmt = conn.get_database_backend().build(&insert);
+    let stmt = crate::store::statement(conn, &insert);
     Model::find_by_statement(stmt).one(conn).await
 }
 
 /// The source's running run, if any.
-pub async fn running<C: ConnectionTrait>(conn: &C, source: &str) -> Result<Option<Model>, DbErr> {
-    reconcile_run::Entity::find()
+pub async fn running<C: ConnectionTrait>(
+    conn: &C,
+    source: &str,
+) -> Result<Option<Model>, crate::Error> {
+    Ok(reconcile_run::Entity::find()
         .filter(Column::Source.eq(source))
         .filter(Column::State.eq(RUNNING))
         .one(conn)
-        .await
+        .await?)
 }
 
 /// Marks runs whose heartbeat is older than `lease` failed (their process
@@ -170,7 +180,7 @@ pub async fn fail_abandoned<C: ConnectionTrait>(
     conn: &C,
     source: Option<&str>,
     lease: Duration,
-) -> Result<u64, DbErr> {
+) -> Result<u64, crate::Error> {
     let now = crate::clock::now();
     let cutoff = now - chrono::Duration::from_std(lease).unwrap_or(chrono::Duration::MAX);
     let mut update = reconcile_run::Entity::update_many()
@@ -198,7 +208,7 @@ pub async fn fail_abandoned<C: ConnectionTrait>(
 
 /// Renews the run's lease; `false` when the run is no longer ours (another
 /// process marked it failed after its lease ran out).
-pub async fn heartbeat<C: ConnectionTrait>(conn: &C, id: i64) -> Result<bool, DbErr> {
+pub async fn heartbeat<C: ConnectionTrait>(conn: &C, id: i64) -> Result<bool, crate::Error> {
     let done = reconcile_run::Entity::update_many()
         .col_expr(Column::HeartbeatAt, Expr::val(crate::clock::now()))
         .filter(Column::Id.eq(id))
@@ -213,7 +223,7 @@ pub async fn finish<C: ConnectionTrait>(
     conn: &C,
     id: i64,
     error: Option<&str>,
-) -> Result<Option<Model>, DbErr> {
+) -> Result<Option<Model>, crate::Error> {
     let now = crate::clock::now();
     let state = if error.is_some() { FAILED } else { DONE };
     let mut update = reconcile_run::Entity::update_many()
@@ -232,8 +242,8 @@ pub async fn finish<C: ConnectionTrait>(
     find(conn, id).await
 }
 
-pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>, DbErr> {
-    reconcile_run::Entity::find_by_id(id).one(conn).await
+pub async fn find<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>, crate::Error> {
+    Ok(reconcile_run::Entity::find_by_id(id).one(conn).await?)
 }
 
 /// Runs, newest first, optionally of one source and in one state.
@@ -242,7 +252,7 @@ pub async fn list<C: ConnectionTrait>(
     source: Option<&str>,
     state: Option<&str>,
     window: IdWindow,
-) -> Result<Page<Model>, DbErr> {
+) -> Result<Page<Model>, crate::Error> {
     let mut query = reconcile_run::Entity::find();
     if let Some(source) = source {
         query = query.filter(Column::Source.eq(source));
@@ -250,7 +260,7 @@ pub async fn list<C: ConnectionTrait>(
     if let Some(state) = state {
         query = query.filter(Column::State.eq(state));
     }
-    page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await
+    Ok(page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await?)
 }
 
 /// At most `max` bytes, cut at a character boundary.

@@ -13,7 +13,7 @@
 //! could not open "already current".
 
 use sea_orm::sea_query::OnConflict;
-use sea_orm::{ConnectionTrait, DbErr, EntityTrait, Set};
+use sea_orm::{ConnectionTrait, EntityTrait, Set};
 
 use super::{Keyring, Place, SealError, sealed_key_id};
 use crate::entities::{sealing_key_check, source, subscription};
@@ -42,7 +42,7 @@ pub enum KeyMismatch {
 pub async fn verify<C: ConnectionTrait>(
     conn: &C,
     keys: &Keyring,
-) -> Result<Result<(), KeyMismatch>, DbErr> {
+) -> Result<Result<(), KeyMismatch>, crate::Error> {
     let checks = sealing_key_check::Entity::find().all(conn).await?;
     for check in &checks {
         if !keys.key_ids().contains(&check.key_id.as_str()) {
@@ -103,7 +103,7 @@ fn opens_check(keys: &Keyring, key_id: &str, value: &str) -> bool {
 pub async fn first_unopenable<C: ConnectionTrait>(
     conn: &C,
     keys: &Keyring,
-) -> Result<Option<KeyMismatch>, DbErr> {
+) -> Result<Option<KeyMismatch>, crate::Error> {
     let mut values: Vec<(String, Place, String)> = Vec::new();
     for row in source::Entity::find().all(conn).await? {
         let stored: Vec<String> = serde_json::from_value(row.secrets.clone()).unwrap_or_default();

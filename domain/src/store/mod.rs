@@ -9,9 +9,15 @@
 //! `ConnectionTrait`). On SQLite every writer takes the write turn without
 //! being asked: a transaction from [`Store::begin_write`] holds it until it
 //! ends, a statement run alone on the store holds it for that statement.
+//!
+//! What the two databases do differently is asked of [`Dialect`], whose
+//! operations are SQLite's ([`sqlite`]) or PostgreSQL's ([`postgres`]).
 
+mod dialect;
+pub mod postgres;
 mod scrub;
 pub mod signals;
+pub mod sqlite;
 mod write;
 
 use std::ops::Deref;
@@ -20,12 +26,14 @@ use std::sync::atomic::AtomicBool;
 
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
+    StatementBuilder,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::natural_key::KeyHasher;
 use crate::sealed::Keyring;
 
+pub use dialect::{Dialect, LeadUpsert};
 pub use signals::{Signals, Work};
 pub use write::WriteTxn;
 
@@ -75,12 +83,22 @@ impl Store {
     }
 
     /// Closes the pool (for every clone of this store).
-    pub async fn close(self) -> Result<(), DbErr> {
-        self.db.close().await
+    pub async fn close(self) -> Result<(), crate::Error> {
+        Ok(self.db.close().await?)
     }
 
     pub fn backend(&self) -> DbBackend {
         self.db.get_database_backend()
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        Dialect::of(&self.db)
+    }
+
+    /// The pool's own sqlx pool on PostgreSQL (for `LISTEN`, `NOTIFY` and
+    /// pools of its own); `None` on SQLite.
+    pub fn postgres_pool(&self) -> Option<&sea_orm::sqlx::PgPool> {
+        (self.backend() == DbBackend::Postgres).then(|| self.db.get_postgres_connection_pool())
     }
 
     /// Hashes natural keys for tombstones and erasure.
@@ -100,8 +118,8 @@ impl Store {
     /// lock up front (`BEGIN IMMEDIATE`), so a read-then-write transaction
     /// never fails to upgrade. PostgreSQL's writers do not block each other:
     /// no turn there.
-    pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
-        WriteTxn::begin(self, false).await
+    pub async fn begin_write(&self) -> Result<WriteTxn, crate::Error> {
+        Ok(WriteTxn::begin(self, false).await?)
     }
 
     /// Holds SQLite's write turn without writing (`None` on PostgreSQL):
@@ -126,8 +144,8 @@ impl Store {
     /// few ready events, the planner took a bitmap scan of every ready event
     /// and a sort to pick the oldest hundred (71 ms a claim at 30,000 ready,
     /// 2 s under load; 0.3 ms in index order).
-    pub async fn begin_ordered_claim(&self) -> Result<WriteTxn, DbErr> {
-        WriteTxn::begin(self, true).await
+    pub async fn begin_ordered_claim(&self) -> Result<WriteTxn, crate::Error> {
+        Ok(WriteTxn::begin(self, true).await?)
     }
 }
 
@@ -145,6 +163,15 @@ impl std::fmt::Debug for Store {
             .field("backend", &self.backend())
             .finish_non_exhaustive()
     }
+}
+
+/// `stmt` written in `conn`'s SQL (its placeholders and quoting), for
+/// where sea-orm takes a finished statement (`find_by_statement`).
+pub fn statement<C: ConnectionTrait + ?Sized, S: StatementBuilder>(
+    conn: &C,
+    stmt: &S,
+) -> Statement {
+    conn.get_database_backend().build(stmt)
 }
 
 /// How long a statement outside a transaction waits for SQLite's write

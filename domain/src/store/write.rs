@@ -35,11 +35,12 @@ impl WriteTxn {
                 ..Default::default()
             })
             .await?;
-        if ordered_claim && store.backend() == DbBackend::Postgres {
-            txn.execute_unprepared(
-                "SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off",
-            )
-            .await?;
+        if let Some(in_index_order) = store
+            .dialect()
+            .scans_in_index_order()
+            .filter(|_| ordered_claim)
+        {
+            txn.execute_unprepared(in_index_order).await?;
         }
         Ok(Self {
             txn,
@@ -56,7 +57,7 @@ impl WriteTxn {
     }
 
     /// Commits, then wakes the workers of what was enqueued.
-    pub async fn commit(self) -> Result<(), DbErr> {
+    pub async fn commit(self) -> Result<(), crate::Error> {
         let backend = self.txn.get_database_backend();
         let enqueued = self.enqueued.load(Ordering::Relaxed);
         self.txn.commit().await?;
@@ -64,8 +65,8 @@ impl WriteTxn {
         Ok(())
     }
 
-    pub async fn rollback(self) -> Result<(), DbErr> {
-        self.txn.rollback().await
+    pub async fn rollback(self) -> Result<(), crate::Error> {
+        Ok(self.txn.rollback().await?)
     }
 }
 

@@ -33,8 +33,15 @@ pub enum ExecuteError {
     /// not ours to finish.
     #[error("the run lost its lease to another process")]
     LeaseLost,
-    #[error("database error: {0}")]
-    Db(#[from] DbErr),
+    /// The database failed (`domain::Error::Db`).
+    #[error("{0}")]
+    Db(#[from] domain::Error),
+}
+
+impl From<DbErr> for ExecuteError {
+    fn from(err: DbErr) -> Self {
+        Self::Db(err.into())
+    }
 }
 
 /// Why a run stops early.
@@ -117,7 +124,8 @@ impl Reconciler {
     }
 
     async fn pages(&self, run: &Run, on_progress: &mut impl FnMut(&Progress)) -> Result<(), Stop> {
-        let db_failed = |e: DbErr| Stop::Failed(format!("database error: {e}"));
+        // `domain::Error::Db` reads "database error: …".
+        let db_failed = |e: domain::Error| Stop::Failed(e.to_string());
         let source = domain::inbound::source::find(&self.db, &run.source, &self.settings.keyring)
             .await
             .map_err(db_failed)?

@@ -97,7 +97,7 @@ async fn pass(
     last: chrono::DateTime<Utc>,
     now: chrono::DateTime<Utc>,
     stop: &watch::Receiver<bool>,
-) -> Result<(), DbErr> {
+) -> Result<(), domain::Error> {
     let db = reconciler.db();
     let abandoned = run::fail_abandoned(db, None, settings.lease).await?;
     if abandoned > 0 {

@@ -19,7 +19,7 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, Statement};
+use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter, QuerySelect};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
@@ -711,26 +711,15 @@ async fn count_leads(db: &Store, source: &str) -> anyhow::Result<u64> {
 
 /// `source_ref`s stored more than once (the unique key makes this 0).
 async fn duplicate_leads(db: &Store, source: &str) -> anyhow::Result<u64> {
-    let backend = db.get_database_backend();
-    let stmt = Statement::from_sql_and_values(
-        backend,
-        match backend {
-            sea_orm::DatabaseBackend::Postgres => {
-                "SELECT COUNT(*) AS n FROM (SELECT source_ref FROM lead WHERE source = $1 \
-                 GROUP BY source_ref HAVING COUNT(*) > 1) d"
-            }
-            _ => {
-                "SELECT COUNT(*) AS n FROM (SELECT source_ref FROM lead WHERE source = ? \
-                 GROUP BY source_ref HAVING COUNT(*) > 1) d"
-            }
-        },
-        [source.into()],
-    );
-    let row = db
-        .query_one_raw(stmt)
-        .await?
-        .context("no answer counting duplicates")?;
-    Ok(u64::try_from(row.try_get::<i64>("", "n")?).unwrap_or(0))
+    use sea_orm::sea_query::{Expr, ExprTrait};
+    Ok(lead::Entity::find()
+        .select_only()
+        .column(lead::Column::SourceRef)
+        .filter(lead::Column::Source.eq(source))
+        .group_by(lead::Column::SourceRef)
+        .having(Expr::col(lead::Column::Id).count().gt(1))
+        .count(db)
+        .await?)
 }
 
 fn principal_name(prefix: &str) -> String {

@@ -15,10 +15,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::{CaseStatement, Expr, ExprTrait, LockBehavior, LockType, Query};
+use sea_orm::sea_query::{CaseStatement, Expr, ExprTrait, Query};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbBackend, DbErr, EntityTrait,
-    QueryFilter, QueryTrait, TransactionTrait,
+    ColumnTrait, Condition, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter,
+    QueryTrait, TransactionTrait,
 };
 
 use super::InboxState;
@@ -56,7 +56,7 @@ pub async fn claim_batch(
     now: DateTime<Utc>,
     lease: Duration,
     limit: u64,
-) -> Result<Vec<Model>, DbErr> {
+) -> Result<Vec<Model>, crate::Error> {
     let mut candidates = Query::select();
     candidates
         .column(Column::Id)
@@ -66,10 +66,8 @@ pub async fn claim_batch(
         .cond_where(claimable(now, lease))
         .order_by(Column::Id, sea_orm::Order::Asc)
         .limit(limit);
-    let backend = db.get_database_backend();
-    if backend == DbBackend::Postgres {
-        candidates.lock_with_behavior(LockType::Update, LockBehavior::SkipLocked);
-    }
+    let dialect = db.dialect();
+    dialect.lock_claim_candidates(&mut candidates);
     let mut claim = Query::update();
     claim
         .table(inbox_event::Entity)
@@ -80,10 +78,10 @@ pub async fn claim_batch(
         .value(Column::UpdatedAt, now)
         .cond_where(claimable(now, lease))
         .returning_all();
-    crate::db::update_of_candidates(&mut claim, backend, Column::Id, candidates);
+    dialect.update_of_candidates(&mut claim, Column::Id, candidates);
     let txn = db.begin_ordered_claim().await?;
     let mut claimed = inbox_event::Entity::find()
-        .from_raw_sql(backend.build(&claim))
+        .from_raw_sql(crate::store::statement(db, &claim))
         .all(&txn)
         .await?;
     txn.commit().await?;
@@ -99,12 +97,12 @@ pub const UNFINISHED: [InboxState; 3] = [
 ];
 
 /// Events not yet finished: the backlog the workers have to work through.
-pub async fn backlog_size(db: &Store) -> Result<u64, DbErr> {
+pub async fn backlog_size(db: &Store) -> Result<u64, crate::Error> {
     use sea_orm::PaginatorTrait;
-    inbox_event::Entity::find()
+    Ok(inbox_event::Entity::find()
         .filter(Column::State.is_in(UNFINISHED.map(InboxState::as_str)))
         .count(db)
-        .await
+        .await?)
 }
 
 /// Applies claimed events: every lead, timeline and outbox row and every
@@ -121,7 +119,7 @@ pub async fn apply_batch(
     db: &Store,
     events: &[Model],
     policy: &RetryPolicy,
-) -> Result<(Vec<Settled>, BatchPath), DbErr> {
+) -> Result<(Vec<Settled>, BatchPath), crate::Error> {
     let mut sources: HashMap<&str, Option<Source>> = HashMap::new();
     for event in events {
         if !sources.contains_key(event.source.as_str()) {
@@ -160,7 +158,7 @@ async fn write_whole(
     events: &[Model],
     prepared: &[Result<Prepared, ProcessError>],
     now: DateTime<Utc>,
-) -> Result<Option<Vec<Result<Applied, ProcessError>>>, DbErr> {
+) -> Result<Option<Vec<Result<Applied, ProcessError>>>, crate::Error> {
     let mut items = Vec::new();
     let mut positions = Vec::new();
     for (index, (event, prep)) in events.iter().zip(prepared).enumerate() {
@@ -302,7 +300,7 @@ async fn write_split(
     events: &[Model],
     prepared: Vec<Result<Prepared, ProcessError>>,
     now: DateTime<Utc>,
-) -> Result<Vec<Result<Applied, ProcessError>>, DbErr> {
+) -> Result<Vec<Result<Applied, ProcessError>>, crate::Error> {
     let mut applied = Vec::with_capacity(events.len());
     for (event, prep) in events.iter().zip(prepared) {
         let new = match prep {
@@ -365,7 +363,7 @@ async fn settle(
     applied: Vec<Result<Applied, ProcessError>>,
     policy: &RetryPolicy,
     now: DateTime<Utc>,
-) -> Result<Vec<Settled>, DbErr> {
+) -> Result<Vec<Settled>, crate::Error> {
     let mut settled = Vec::with_capacity(events.len());
     for (event, result) in events.iter().zip(applied) {
         let recorded = match &result {

@@ -18,7 +18,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use sea_orm::sea_query::Expr;
-use sea_orm::{ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{ConnectionTrait, EntityTrait, QueryFilter};
 use serde::Serialize;
 
 use crate::entities::inbox_event;
@@ -87,7 +87,7 @@ impl FromStr for InboxState {
 pub async fn blank_inbox_bodies<C: ConnectionTrait>(
     conn: &C,
     which: impl sea_orm::sea_query::IntoCondition,
-) -> Result<u64, DbErr> {
+) -> Result<u64, crate::Error> {
     Ok(inbox_event::Entity::update_many()
         .col_expr(inbox_event::Column::Body, Expr::value(Vec::<u8>::new()))
         .col_expr(

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, Func};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect,
 };
 
 use super::InboxState;
@@ -54,13 +54,13 @@ pub async fn list<C: ConnectionTrait>(
     conn: &C,
     filter: &InboxFilter,
     window: IdWindow,
-) -> Result<Page<Model>, DbErr> {
+) -> Result<Page<Model>, Error> {
     let query = inbox_event::Entity::find().filter(filter.condition());
-    page::fetch_by_id(conn, query, Column::Id, window, |e| e.id).await
+    Ok(page::fetch_by_id(conn, query, Column::Id, window, |e| e.id).await?)
 }
 
-pub async fn get<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>, DbErr> {
-    inbox_event::Entity::find_by_id(id).one(conn).await
+pub async fn get<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>, Error> {
+    Ok(inbox_event::Entity::find_by_id(id).one(conn).await?)
 }
 
 /// Sends one event back to `received` with a fresh budget of attempts: the
@@ -200,7 +200,8 @@ pub async fn retry_matching(
         let settled = match apply_batch(db, std::slice::from_ref(&event), policy).await {
             Ok((mut settled, _)) => settled.pop(),
             Err(error) => {
-                let error = ProcessError::Transient(format!("database error: {error}"));
+                // Transient whatever failed; `Error::Db` reads "database error: …".
+                let error = ProcessError::Transient(error.to_string());
                 let recorded = record_failure(db, db.hasher(), &event, &error, policy, now).await?;
                 Some(Settled {
                     id: event.id,

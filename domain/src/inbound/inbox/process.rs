@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
-use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter};
 
 use super::InboxState;
 use crate::entities::inbox_event::{self, Column, Model};
@@ -57,7 +57,7 @@ pub async fn claim<C: ConnectionTrait>(
     worker: &str,
     now: DateTime<Utc>,
     lease: Duration,
-) -> Result<Option<Model>, DbErr> {
+) -> Result<Option<Model>, crate::Error> {
     let claimed = inbox_event::Entity::update_many()
         .col_expr(Column::State, Expr::value(InboxState::Processing.as_str()))
         .col_expr(Column::Attempts, Expr::col(Column::Attempts).add(1))
@@ -129,7 +129,7 @@ pub async fn record_failure<C: ConnectionTrait>(
     error: &ProcessError,
     policy: &RetryPolicy,
     now: DateTime<Utc>,
-) -> Result<FailureRecorded, DbErr> {
+) -> Result<FailureRecorded, crate::Error> {
     let attempt = u32::try_from(event.attempts).unwrap_or(0);
     let (state, last_error, next_attempt_at) = match policy.decide(error, attempt, now) {
         Decision::Dead(reason) => (InboxState::Dead, reason, None),
@@ -166,7 +166,7 @@ async fn forget_if_erased<C: ConnectionTrait>(
     conn: &C,
     hasher: &KeyHasher,
     event: &Model,
-) -> Result<(), DbErr> {
+) -> Result<(), crate::Error> {
     if of_erased_key(conn, hasher, event).await? {
         super::blank_inbox_bodies(conn, Column::Id.eq(event.id)).await?;
     }
@@ -180,7 +180,7 @@ async fn of_erased_key<C: ConnectionTrait>(
     conn: &C,
     hasher: &KeyHasher,
     event: &Model,
-) -> Result<bool, DbErr> {
+) -> Result<bool, crate::Error> {
     if let Some(hash) = &event.key_hash {
         let buried = lead_tombstone::Entity::find()
             .filter(
@@ -217,7 +217,7 @@ pub(super) async fn finish_ingested<C: ConnectionTrait>(
     event: &Model,
     ingested: &crate::lead::ingest::Ingested,
     now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
+) -> Result<bool, crate::Error> {
     let result = Some((ingested.outcome, ingested.lead_id()));
     if !finish(conn, event, InboxState::Processed, result, now).await? {
         return Ok(false);
@@ -236,7 +236,7 @@ pub(super) async fn finish<C: ConnectionTrait>(
     state: InboxState,
     result: Option<(Outcome, Option<i64>)>,
     now: DateTime<Utc>,
-) -> Result<bool, DbErr> {
+) -> Result<bool, crate::Error> {
     let updated = ended(owned(inbox_event::Entity::update_many(), event), now)
         .col_expr(Column::State, Expr::value(state.as_str()))
         .col_expr(

@@ -86,7 +86,7 @@ pub async fn receive<C: ConnectionTrait>(
     source: &Source,
     delivery: &Delivery<'_>,
     now: DateTime<Utc>,
-) -> Result<Received, DbErr> {
+) -> Result<Received, crate::Error> {
     // Parsed only to find the id, the type and the natural key; the worker
     // maps the record.
     let document: Option<Value> = serde_json::from_slice(delivery.body).ok();
@@ -162,7 +162,7 @@ pub async fn receive<C: ConnectionTrait>(
         .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(OnConflict::new().do_nothing().to_owned())
         .returning(Query::returning().columns([Column::Id, Column::State]));
-    let insert = conn.get_database_backend().build(&insert);
+    let insert = crate::store::statement(conn, &insert);
 
     // A row that conflicts is committed (receipts are single statements), so
     // the repeat finds it; one that vanished in between (retention) is
@@ -177,10 +177,10 @@ pub async fn receive<C: ConnectionTrait>(
             return received(stored, event_id, true);
         }
     }
-    Err(DbErr::RecordNotInserted)
+    Err(DbErr::RecordNotInserted.into())
 }
 
-fn received(stored: Stored, event_id: String, duplicate: bool) -> Result<Received, DbErr> {
+fn received(stored: Stored, event_id: String, duplicate: bool) -> Result<Received, crate::Error> {
     Ok(Received {
         id: stored.id,
         event_id,
@@ -217,7 +217,7 @@ async fn count_repeat<C: ConnectionTrait>(
                 .add(same_event),
         )
         .returning(Query::returning().columns([Column::Id, Column::State]));
-    let stmt = conn.get_database_backend().build(&update);
+    let stmt = crate::store::statement(conn, &update);
     let mut rows = Stored::find_by_statement(stmt).all(conn).await?;
     rows.sort_by_key(|r| r.id);
     Ok(rows.into_iter().next())

@@ -283,12 +283,12 @@ pub async fn find<C: ConnectionTrait>(
     conn: &C,
     name: &str,
     keys: &Keyring,
-) -> Result<Option<Source>, DbErr> {
-    source::Entity::find_by_id(name.to_owned())
+) -> Result<Option<Source>, Error> {
+    Ok(source::Entity::find_by_id(name.to_owned())
         .one(conn)
         .await?
         .map(|m| to_source(&m, Some(keys)))
-        .transpose()
+        .transpose()?)
 }
 
 /// The source without its secrets (none opened, none in the result): enough
@@ -296,28 +296,30 @@ pub async fn find<C: ConnectionTrait>(
 pub async fn find_without_secrets<C: ConnectionTrait>(
     conn: &C,
     name: &str,
-) -> Result<Option<Source>, DbErr> {
-    source::Entity::find_by_id(name.to_owned())
+) -> Result<Option<Source>, Error> {
+    Ok(source::Entity::find_by_id(name.to_owned())
         .one(conn)
         .await?
         .map(|m| to_source(&m, None))
-        .transpose()
+        .transpose()?)
 }
 
 /// The stored row, secrets sealed, for showing without them.
 pub async fn find_stored<C: ConnectionTrait>(
     conn: &C,
     name: &str,
-) -> Result<Option<source::Model>, DbErr> {
-    source::Entity::find_by_id(name.to_owned()).one(conn).await
+) -> Result<Option<source::Model>, Error> {
+    Ok(source::Entity::find_by_id(name.to_owned())
+        .one(conn)
+        .await?)
 }
 
 /// Every stored row, by name; see [`find_stored`].
-pub async fn list<C: ConnectionTrait>(conn: &C) -> Result<Vec<source::Model>, DbErr> {
-    source::Entity::find()
+pub async fn list<C: ConnectionTrait>(conn: &C) -> Result<Vec<source::Model>, Error> {
+    Ok(source::Entity::find()
         .order_by_asc(Column::Name)
         .all(conn)
-        .await
+        .await?)
 }
 
 /// The stored secrets, opened (legacy plaintext ones as they are).
