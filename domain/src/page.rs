@@ -13,8 +13,8 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use sea_orm::{
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect, Select,
+    ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
+    Select,
 };
 use serde::{Deserialize, Serialize};
 use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, SchemaType, Type};
@@ -147,7 +147,7 @@ pub async fn fetch_by_id<E, C>(
     id: E::Column,
     window: IdWindow,
     row_id: impl FnOnce(&E::Model) -> i64,
-) -> Result<Page<E::Model>, DbErr>
+) -> Result<Page<E::Model>, crate::Error>
 where
     E: EntityTrait,
     E::Model: Send + Sync,

@@ -648,7 +648,7 @@ pub async fn list_runs<C: ConnectionTrait>(
     window: IdWindow,
 ) -> Result<Page<import_run::Model>, Error> {
     let query = import_run::Entity::find();
-    Ok(page::fetch_by_id(conn, query, import_run::Column::Id, window, |r| r.id).await?)
+    page::fetch_by_id(conn, query, import_run::Column::Id, window, |r| r.id).await
 }
 
 /// A page of a run's report, in row order, after row `after`.

@@ -50,7 +50,7 @@ pub async fn list<C: ConnectionTrait>(
     if let Some(state) = state {
         query = query.filter(F::State.eq(state));
     }
-    Ok(page::fetch_by_id(conn, query, F::LeadId, window, |f| f.lead_id).await?)
+    page::fetch_by_id(conn, query, F::LeadId, window, |f| f.lead_id).await
 }
 
 /// What a retry matched and what processing the leads came to.

@@ -607,7 +607,7 @@ pub async fn list<C: ConnectionTrait>(
     if let Some(id) = filter.subscription_id {
         query = query.filter(outbox_delivery::Column::SubscriptionId.eq(id));
     }
-    Ok(page::fetch_by_id(conn, query, outbox_delivery::Column::Id, window, |d| d.id).await?)
+    page::fetch_by_id(conn, query, outbox_delivery::Column::Id, window, |d| d.id).await
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, utoipa::ToSchema)]

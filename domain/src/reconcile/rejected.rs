@@ -181,7 +181,7 @@ pub async fn list<C: ConnectionTrait>(
     window: IdWindow,
 ) -> Result<Page<Model>, crate::Error> {
     let query = reconcile_rejected::Entity::find().filter(filter.condition());
-    Ok(page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await?)
+    page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await
 }
 
 /// What a retry came to.

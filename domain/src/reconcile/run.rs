@@ -260,7 +260,7 @@ pub async fn list<C: ConnectionTrait>(
     if let Some(state) = state {
         query = query.filter(Column::State.eq(state));
     }
-    Ok(page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await?)
+    page::fetch_by_id(conn, query, Column::Id, window, |r| r.id).await
 }
 
 /// At most `max` bytes, cut at a character boundary.

@@ -56,7 +56,7 @@ pub async fn list<C: ConnectionTrait>(
     window: IdWindow,
 ) -> Result<Page<Model>, Error> {
     let query = inbox_event::Entity::find().filter(filter.condition());
-    Ok(page::fetch_by_id(conn, query, Column::Id, window, |e| e.id).await?)
+    page::fetch_by_id(conn, query, Column::Id, window, |e| e.id).await
 }
 
 pub async fn get<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Option<Model>, Error> {
