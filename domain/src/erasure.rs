@@ -19,7 +19,7 @@ use sea_orm::{
 use crate::entities::{
     activity, contact, crm_activity, deal, idempotency_key, import_applied_row, import_row,
     import_run, inbox_event, lead, lead_conversion, lead_duplicate, lead_erasure, lead_tombstone,
-    outbox_delivery, outbox_event, reconcile_rejected,
+    outbox_delivery, outbox_event, reconcile_rejected, task,
 };
 use crate::error::Error;
 use crate::idempotency::{self, Subject};
@@ -153,6 +153,7 @@ pub const ERASED_TABLES: &[&str] = &[
     "idempotency_key",
     "idempotency_subject",
     "lead_conversion",
+    "task",
     "lead",
 ];
 
@@ -421,6 +422,15 @@ async fn remove_everything<C: ConnectionTrait>(
         .rows_affected;
     counts.insert("deal_unlinked", n);
 
+    // A task's title and description are free text about the person.
+    let n = task::Entity::delete_many()
+        .filter(task::Column::SubjectType.eq("lead"))
+        .filter(task::Column::SubjectId.eq(id))
+        .exec(txn)
+        .await?
+        .rows_affected;
+    counts.insert("task", n);
+
     let conversion = lead_conversion::Entity::find_by_id(id).one(txn).await?;
     if let (Some(conversion), true) = (&conversion, include_contact) {
         let cid = conversion.contact_id;
@@ -445,6 +455,13 @@ async fn remove_everything<C: ConnectionTrait>(
             .await?
             .rows_affected;
         counts.insert("crm_activity", n);
+        let n = task::Entity::delete_many()
+            .filter(task::Column::SubjectType.eq("contact"))
+            .filter(task::Column::SubjectId.eq(cid))
+            .exec(txn)
+            .await?
+            .rows_affected;
+        *counts.entry("task").or_default() += n;
         subjects.push(Subject::Contact(cid));
         legacy_responses = legacy_responses
             .add(idempotency_key::Column::Path.eq(format!("/api/contacts/{cid}")))

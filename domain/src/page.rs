@@ -319,6 +319,23 @@ pub(crate) fn id_cursor_of(id: i64) -> String {
     encode(&IdCursor { i: id })
 }
 
+/// The opaque cursor of a list soonest due first (tasks): `{"d": due, "i": id}`.
+#[derive(Serialize, Deserialize)]
+struct DueCursor {
+    d: DateTime<Utc>,
+    i: i64,
+}
+
+/// The due time and id of the previous page's last task, from its cursor.
+pub(crate) fn due_after(cursor: &str) -> Result<(DateTime<Utc>, i64), Error> {
+    decode::<DueCursor>(cursor).map(|c| (c.d, c.i))
+}
+
+/// The cursor of a page, soonest due first, whose last row is due at `d`.
+pub(crate) fn due_cursor_of(d: DateTime<Utc>, id: i64) -> String {
+    encode(&DueCursor { d, i: id })
+}
+
 macro_rules! keyed {
     ($($entity:ident),*) => {$(
         impl Keyed for crate::entities::$entity::Model {
@@ -328,7 +345,7 @@ macro_rules! keyed {
         }
     )*};
 }
-keyed!(contact, company, deal);
+keyed!(contact, company, deal, task);
 
 /// `%`, `_` and `\` in search text match themselves.
 pub fn like_pattern(q: &str) -> String {

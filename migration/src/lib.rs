@@ -39,6 +39,7 @@ mod m20261206_000900_idempotency_subject;
 mod m20261206_000910_source_version;
 mod m20261206_000913_tombstone_folded_hash;
 mod m20261206_000920_sealing_key_check;
+mod m20261206_000930_create_task;
 
 pub struct Migrator;
 
@@ -78,6 +79,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000910_source_version::Migration),
             Box::new(m20261206_000913_tombstone_folded_hash::Migration),
             Box::new(m20261206_000920_sealing_key_check::Migration),
+            Box::new(m20261206_000930_create_task::Migration),
         ]
     }
 }

@@ -44,6 +44,7 @@ mod source_update;
 mod sources_and_ops;
 mod ssrf;
 mod subscriptions_parity;
+mod tasks;
 mod webhooks;
 mod worker_metrics;
 mod write_turn;

@@ -15,6 +15,7 @@ pub mod secrets;
 pub mod settings_doc;
 pub mod source;
 pub mod subscription;
+pub mod task;
 pub mod token;
 
 pub use entry::main;
@@ -116,6 +117,11 @@ pub enum Command {
     Secrets {
         #[command(subcommand)]
         command: secrets::SecretsCommand,
+    },
+    /// List follow-up tasks (who owes what by when).
+    Task {
+        #[command(subcommand)]
+        command: task::TaskCommand,
     },
     /// Erase a lead (and bury its natural key), lift a tombstone, or list
     /// and retry failed lead processing.
@@ -402,6 +408,11 @@ pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
         Command::Delivery { command } => {
             let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
             delivery::run_delivery(&conn, command).await?;
+        }
+        Command::Task { command } => {
+            let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            task::run_task(&conn, command).await?;
         }
         Command::Lead { command } => {
             let keyring = cli.secrets.keyring()?;

@@ -21,6 +21,7 @@ pub mod reconcile_rejected;
 pub mod sources;
 pub mod stats;
 pub mod subscriptions;
+pub mod tasks;
 pub mod trace;
 pub mod versioned;
 

@@ -9,6 +9,7 @@ pub mod conversion;
 pub mod deal;
 pub mod normalise;
 mod record;
+pub mod task;
 pub mod timeline;
 
 use crate::error::Error;

@@ -8,7 +8,7 @@ use sea_orm::{
     Select, SqlErr, Value,
 };
 
-use crate::entities::{company, contact, deal};
+use crate::entities::{company, contact, deal, task};
 use crate::error::Error;
 use crate::page::{self, KeyColumns, Keyed, Page, Window};
 use crate::precondition::IfMatch;
@@ -41,7 +41,7 @@ macro_rules! table {
         }
     )*};
 }
-table!(company, contact, deal);
+table!(company, contact, deal, task);
 
 /// A record found by its match key, or created.
 #[derive(Debug, Clone)]

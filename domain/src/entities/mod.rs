@@ -26,3 +26,4 @@ pub mod reconcile_run;
 pub mod sealing_key_check;
 pub mod source;
 pub mod subscription;
+pub mod task;

@@ -13,6 +13,10 @@ pub enum ActivityKind {
     Assigned,
     DuplicateHint,
     Converted,
+    TaskCreated,
+    TaskUpdated,
+    TaskCompleted,
+    TaskReopened,
 }
 
 impl ActivityKind {
@@ -24,6 +28,10 @@ impl ActivityKind {
             Self::Assigned => "assigned",
             Self::DuplicateHint => "duplicate_hint",
             Self::Converted => "converted",
+            Self::TaskCreated => "task_created",
+            Self::TaskUpdated => "task_updated",
+            Self::TaskCompleted => "task_completed",
+            Self::TaskReopened => "task_reopened",
         }
     }
 }

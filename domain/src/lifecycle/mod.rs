@@ -1,6 +1,7 @@
-//! The states a lead and a deal move through, and the moves allowed between
+//! The states a lead, a deal and a task move through, and the moves allowed between
 //! them: a leaf every concept may name (entities, events, errors) without
 //! naming the concept's folder.
 
 pub mod deal_stage;
 pub mod lead_status;
+pub mod task;

@@ -10,6 +10,7 @@ use utoipa::openapi::{RefOr, Schema};
 use crate::entities::lead;
 use crate::lifecycle::deal_stage::DealStage;
 use crate::lifecycle::lead_status::LeadStatus;
+use crate::lifecycle::task::SubjectType;
 
 /// A payload type and the event type it is sent as.
 pub trait Event: Serialize + utoipa::ToSchema {
@@ -61,6 +62,29 @@ pub struct DealStageChanged {
     pub to: DealStage,
     pub reason: Option<String>,
     pub lead_id: Option<i64>,
+    pub version: i64,
+}
+
+/// A follow-up task was created. No title or description: they are free
+/// text that may name a person; read the task by id for them.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TaskCreated {
+    pub task_id: i64,
+    pub subject_type: SubjectType,
+    pub subject_id: i64,
+    pub owner_id: i64,
+    pub due_at: chrono::DateTime<chrono::Utc>,
+    pub version: i64,
+}
+
+/// A follow-up task was completed.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct TaskCompleted {
+    pub task_id: i64,
+    pub subject_type: SubjectType,
+    pub subject_id: i64,
+    pub completed_by: Option<i64>,
+    pub completed_at: chrono::DateTime<chrono::Utc>,
     pub version: i64,
 }
 
@@ -211,6 +235,12 @@ event!(
     "deal.stage_changed",
     "A deal was won or lost."
 );
+event!(TaskCreated, "task.created", "A follow-up task was created.");
+event!(
+    TaskCompleted,
+    "task.completed",
+    "A follow-up task was completed."
+);
 event!(
     LeadErased,
     "lead.erased",
@@ -276,6 +306,8 @@ pub fn catalogue() -> Vec<EventTypeInfo> {
         info::<LeadNoteAdded>(),
         info::<LeadConverted>(),
         info::<DealStageChanged>(),
+        info::<TaskCreated>(),
+        info::<TaskCompleted>(),
         info::<LeadErased>(),
         info::<Ping>(),
     ]

@@ -14,6 +14,8 @@ pub const LEAD_ASSIGNED: &str = events::LeadAssigned::TYPE;
 pub const LEAD_NOTE_ADDED: &str = events::LeadNoteAdded::TYPE;
 pub const LEAD_CONVERTED: &str = events::LeadConverted::TYPE;
 pub const DEAL_STAGE_CHANGED: &str = events::DealStageChanged::TYPE;
+pub const TASK_CREATED: &str = events::TaskCreated::TYPE;
+pub const TASK_COMPLETED: &str = events::TaskCompleted::TYPE;
 pub const LEAD_ERASED: &str = events::LeadErased::TYPE;
 pub const PING: &str = events::Ping::TYPE;
 
@@ -27,6 +29,8 @@ pub const EVENT_TYPES: &[&str] = &[
     LEAD_NOTE_ADDED,
     LEAD_CONVERTED,
     DEAL_STAGE_CHANGED,
+    TASK_CREATED,
+    TASK_COMPLETED,
     LEAD_ERASED,
     PING,
 ];

@@ -22,6 +22,7 @@ mod companies;
 mod contacts;
 mod convert;
 mod deals;
+mod tasks;
 use crate::wire::crm as wire;
 
 use crate::wire::crm::MatchOutcome;
@@ -32,6 +33,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     contacts::configure(cfg);
     companies::configure(cfg);
     deals::configure(cfg);
+    tasks::configure(cfg);
 }
 
 impl MatchOutcome {
