@@ -11,9 +11,9 @@ const NOTICE_KEY = "leadpipe.notice";
 // "Roles"). An intake token only posts leads, so it gets no tab at all.
 const TABS_BY_ROLE = {
   intake: [],
-  sales: ["leads"],
-  ops: ["leads", "ops"],
-  admin: ["leads", "ops"],
+  sales: ["leads", "tasks"],
+  ops: ["leads", "tasks", "ops"],
+  admin: ["leads", "tasks", "ops"],
 };
 
 // The lead status machine (README "Sales API"); the server enforces it, this
@@ -42,6 +42,8 @@ const state = {
   leadsCursor: null,
   lead: null, // the lead shown in the detail panel
   etag: null, // its ETag, sent back as If-Match
+  taskDue: "today", // the Tasks tab's list: today, overdue, upcoming or done
+  tasksCursor: null,
 };
 
 // ---------------------------------------------------------------- helpers
@@ -287,7 +289,10 @@ async function loadPeople() {
 
 function openLeadFromHash() {
   const m = /^#lead\/(\d+)$/.exec(location.hash);
-  if (m && mayRead("leads")) openLead(Number(m[1]));
+  if (!m || !mayRead("leads")) return;
+  // A lead link on the Tasks tab opens the lead where leads are shown.
+  if ($("leads-tab").hidden) showTab("leads");
+  openLead(Number(m[1]));
 }
 
 function showTab(name) {
@@ -295,8 +300,10 @@ function showTab(name) {
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === name);
   $("leads-tab").hidden = name !== "leads";
   $("ops-tab").hidden = name !== "ops";
+  $("tasks-tab").hidden = name !== "tasks";
   clearProblem();
   if (name === "leads") loadLeads(false);
+  else if (name === "tasks") loadTasks(false);
   else loadOps();
 }
 
@@ -361,7 +368,7 @@ async function openLead(id) {
     // The lead is addressable (#lead/ID): reload and duplicate links land here.
     if (location.hash !== `#lead/${id}`) history.replaceState(null, "", `#lead/${id}`);
     renderLead();
-    await Promise.all([loadTimeline(), body.status === "converted" ? loadConversion() : null]);
+    await Promise.all([loadTimeline(), loadLeadTasks(), body.status === "converted" ? loadConversion() : null]);
   } catch (err) {
     showProblem(err);
   }
@@ -584,6 +591,14 @@ function describeActivity(a) {
       return `owner → ${d.to === null || d.to === undefined ? "nobody" : person(d.to)}${d.by ? ` (${d.by})` : ""}`;
     case "duplicate_hint":
       return `possible duplicate of lead #${d.other_lead_id} (same ${d.reason})`;
+    case "task_created":
+      return `task for ${person(d.owner_id)}: ${d.title || ""} (due ${when(d.due_at)})`;
+    case "task_completed":
+      return `task done: ${d.title || ""}`;
+    case "task_reopened":
+      return `task reopened: ${d.title || ""}`;
+    case "task_updated":
+      return `task #${d.task_id} changed: ${(d.fields || []).join(", ")}`;
     case "converted":
       return `converted into contact #${d.contact_id}${d.company_id ? `, company #${d.company_id}` : ""}${d.deal_id ? `, deal #${d.deal_id}` : ""}`;
     default:
@@ -611,6 +626,134 @@ async function loadTimeline() {
     );
   } catch (err) {
     showProblem(err);
+  }
+}
+
+// ---------------------------------------------------------------- tasks
+
+/** This browser's offset from UTC as the API takes it ("+01:00"): "today" is the user's day. */
+function utcOffset() {
+  const minutes = -new Date().getTimezoneOffset();
+  const sign = minutes < 0 ? "-" : "+";
+  const abs = Math.abs(minutes);
+  return `${sign}${String(Math.floor(abs / 60)).padStart(2, "0")}:${String(abs % 60).padStart(2, "0")}`;
+}
+
+function taskQuery() {
+  const q = new URLSearchParams({ limit: "50", utc_offset: utcOffset() });
+  // A sales rep sees their own tasks; ops and admin see everyone's.
+  if (state.me && state.me.role === "sales") q.set("owner", "me");
+  if (state.taskDue === "done") q.set("status", "done");
+  else q.set("due", state.taskDue);
+  if (state.tasksCursor) q.set("cursor", state.tasksCursor);
+  return q;
+}
+
+function subjectLink(task) {
+  if (task.subject_type === "lead") {
+    // Opened here, not by the hash alone: the hash may already name this lead.
+    const open = (e) => {
+      e.preventDefault();
+      showTab("leads");
+      openLead(task.subject_id);
+    };
+    return el("a", { href: `#lead/${task.subject_id}`, dataset: { leadId: String(task.subject_id) }, onclick: open }, `lead #${task.subject_id}`);
+  }
+  return `${task.subject_type} #${task.subject_id}`;
+}
+
+function doneButton(task, reload) {
+  if (task.status !== "open") return el("span", { class: "muted" }, `done ${when(task.completed_at)}`);
+  return el("button", { type: "button", class: "small", onclick: (e) => completeTask(e, task, reload) }, "Done");
+}
+
+async function loadTasks(more) {
+  if (!more) state.tasksCursor = null;
+  $("tasks-heading").firstChild.textContent = state.me && state.me.role === "sales" ? "My tasks " : "Tasks ";
+  for (const b of document.querySelectorAll(".due-choice button")) b.classList.toggle("active", b.dataset.due === state.taskDue);
+  try {
+    const { body } = await api("GET", `/api/tasks?${taskQuery()}`);
+    const rows = body.data.map((task) =>
+      el(
+        "tr",
+        { dataset: { taskId: String(task.id) } },
+        el("td", {}, when(task.due_at)),
+        el("td", {}, task.title),
+        el("td", {}, subjectLink(task)),
+        el("td", {}, person(task.owner_id)),
+        el("td", {}, doneButton(task, () => loadTasks(false))),
+      ),
+    );
+    const tbody = $("task-table").querySelector("tbody");
+    if (more) tbody.append(...rows);
+    else tbody.replaceChildren(...rows);
+    state.tasksCursor = body.next_cursor;
+    $("more-tasks").hidden = !body.next_cursor;
+    $("task-empty").hidden = tbody.children.length > 0;
+  } catch (err) {
+    showProblem(err);
+  }
+}
+
+/** Completes a task as the version shown (If-Match): a task changed meanwhile answers 412. */
+async function completeTask(e, task, reload) {
+  clearProblem();
+  e.target.disabled = true;
+  try {
+    await api("PATCH", `/api/tasks/${task.id}`, {
+      body: { status: "done" },
+      headers: { "Idempotency-Key": uuid(), "If-Match": `"${task.version}"` },
+    });
+    await reload();
+  } catch (err) {
+    showProblem(err);
+    e.target.disabled = false;
+  }
+}
+
+async function loadLeadTasks() {
+  const id = state.lead.id;
+  try {
+    const { body } = await api("GET", `/api/tasks?lead_id=${id}&limit=50`);
+    $("lead-tasks").replaceChildren(
+      ...body.data.map((task) =>
+        el(
+          "li",
+          { dataset: { taskId: String(task.id), status: task.status } },
+          el("time", {}, when(task.due_at)),
+          " ",
+          task.title,
+          el("span", { class: "muted" }, ` — ${person(task.owner_id)} `),
+          doneButton(task, async () => {
+            await loadLeadTasks();
+            await loadTimeline();
+          }),
+        ),
+      ),
+    );
+  } catch (err) {
+    showProblem(err);
+  }
+}
+
+async function addTask() {
+  clearProblem();
+  const due = new Date($("task-due").value);
+  if (isNaN(due)) return;
+  const body = { subject_type: "lead", subject_id: state.lead.id, title: $("task-title").value.trim(), due_at: due.toISOString() };
+  // An ops or admin caller names the owner: the lead's.
+  if (state.me.role !== "sales") body.owner_id = state.lead.owner_id;
+  $("add-task").disabled = true;
+  try {
+    // A task has no natural key: the Idempotency-Key makes a retry safe.
+    await api("POST", "/api/tasks", { body, headers: { "Idempotency-Key": uuid() } });
+    $("task-title").value = "";
+    $("task-due").value = "";
+    await Promise.all([loadLeadTasks(), loadTimeline()]);
+  } catch (err) {
+    showProblem(err);
+  } finally {
+    $("add-task").disabled = false;
   }
 }
 
@@ -883,6 +1026,17 @@ document.addEventListener("DOMContentLoaded", () => {
     const text = $("note-text").value.trim();
     if (text && state.lead) addNote(text);
   });
+  $("task-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    if (state.lead && $("task-title").value.trim()) addTask();
+  });
+  for (const b of document.querySelectorAll(".due-choice button")) {
+    b.addEventListener("click", () => {
+      state.taskDue = b.dataset.due;
+      loadTasks(false);
+    });
+  }
+  $("more-tasks").addEventListener("click", () => loadTasks(true));
   $("convert-form").addEventListener("submit", (e) => {
     e.preventDefault();
     if (state.lead) convertLead();

@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use domain::auth::Role;
-use domain::entities::{activity, deal, idempotency_key, inbox_event, lead, lead_conversion};
+use domain::entities::{activity, deal, idempotency_key, inbox_event, lead, lead_conversion, task};
 use fantoccini::{Client, ClientBuilder, Locator};
 use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -217,6 +217,7 @@ on_both_backends!(
     ops_sees_figures_alerts_and_charts_and_retries_a_dead_event,
     sign_out_forgets_the_previous_session,
     each_role_sees_only_the_tabs_it_may_read,
+    sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab,
 );
 
 /// Everything the page holds, hidden or not: the document's markup and its
@@ -798,6 +799,80 @@ async fn sign_out_forgets_the_previous_session(backend: Backend) {
     browser.close().await.unwrap();
 }
 
+async fn sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let id = app
+        .api(&intake)
+        .new_lead(
+            &json!({"source": "webform", "source_ref": "form-99", "name": "Ada Lovelace",
+                          "email": "ada@example.com"}),
+        )
+        .await;
+    let grace = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
+        .await
+        .unwrap();
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser
+        .goto(&app.url(&format!("/#lead/{id}")))
+        .await
+        .unwrap();
+    sign_in(&browser, &grace.token).await;
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+
+    // Due later today in the browser's own day: the Tasks tab's "today".
+    fill(&browser, "#task-title", "Call Ada back about the engine").await;
+    browser
+        .execute(
+            "const d = new Date(); d.setHours(23, 59, 0, 0); \
+             document.getElementById('task-due').value = \
+               new Date(d - d.getTimezoneOffset() * 60000).toISOString().slice(0, 16);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    click(&browser, "#add-task").await;
+    wait_for_text(&browser, "#lead-tasks", "Call Ada back about the engine").await;
+    wait_for_text(&browser, "#timeline", "task for Grace Hopper").await;
+    let stored = task::Entity::find().all(&app.db).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(
+        (
+            stored[0].subject_id,
+            stored[0].owner_id,
+            stored[0].status.as_str()
+        ),
+        (id, grace.principal.id, "open")
+    );
+
+    click(&browser, "#tabs button[data-tab=\"tasks\"]").await;
+    wait_for_text(&browser, "#task-table", "Call Ada back about the engine").await;
+    screenshot(&browser, "tasks-today").await;
+    click(&browser, "#task-table button").await;
+    wait_for(&browser, "#task-empty:not([hidden])").await;
+    click(&browser, ".due-choice button[data-due=\"done\"]").await;
+    wait_for_text(&browser, "#task-table", "Call Ada back about the engine").await;
+    let done = task::Entity::find_by_id(stored[0].id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.status, "done");
+    assert_eq!(done.completed_by, Some(grace.principal.id));
+    assert_nothing_refused(&browser, "/api/tasks", "sales").await;
+
+    // The lead link on the task opens the lead on the Leads tab.
+    click(&browser, &format!("#task-table a[data-lead-id=\"{id}\"]")).await;
+    wait_for(&browser, "#leads-tab:not([hidden])").await;
+    wait_for_text(&browser, "#lead-tasks", "Call Ada back about the engine").await;
+    browser.close().await.unwrap();
+}
+
 async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     let Some((chromium, chromedriver)) = browser_programs() else {
         return;
@@ -831,11 +906,11 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     click(&browser, "#sign-out").await;
     wait_for(&browser, "#login:not([hidden])").await;
 
-    // Sales reads leads, not the ops figures: no Ops tab.
+    // Sales reads leads and tasks, not the ops figures: no Ops tab.
     sign_in(&browser, &sales).await;
     wait_for_text(&browser, "#whoami", "(sales)").await;
     wait_for_text(&browser, "#lead-table", "b@example.com").await;
-    assert_eq!(visible_tabs(&browser).await, ["leads"], "sales");
+    assert_eq!(visible_tabs(&browser).await, ["leads", "tasks"], "sales");
     assert_nothing_refused(&browser, "/api/leads", "sales").await;
     click(&browser, "#sign-out").await;
     wait_for(&browser, "#login:not([hidden])").await;
@@ -844,7 +919,11 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     for (token, role) in [(&ops, "ops"), (&admin, "admin")] {
         sign_in(&browser, token).await;
         wait_for_text(&browser, "#whoami", &format!("({role})")).await;
-        assert_eq!(visible_tabs(&browser).await, ["leads", "ops"], "{role}");
+        assert_eq!(
+            visible_tabs(&browser).await,
+            ["leads", "tasks", "ops"],
+            "{role}"
+        );
         click(&browser, "#tabs button[data-tab=\"ops\"]").await;
         wait_for_text(&browser, "#dead-events", "none").await;
         assert_nothing_refused(&browser, "/api/ops/stats", role).await;
