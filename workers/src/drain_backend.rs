@@ -10,7 +10,9 @@
 //!
 //! The backend hands out a pass when its signal is bumped (`crate::wake`:
 //! the write that stored the work, or a pass that found more) or at its
-//! poll, and only when the worker has room for it. A pass that found work
+//! poll, and only when the worker has room for it; a worker may ask for a
+//! least time between the starts of two passes (the lead drain's 20 ms), so
+//! a stream of small writes shares passes. A pass that found work
 //! bumps the signal again, so a backlog is drained by as many passes at once
 //! as the worker allows. The claim is inside the task, not the fetch: a
 //! stopping worker finishes the tasks it started and starts none, so no
@@ -39,6 +41,10 @@ pub(crate) struct Fetcher<T> {
     pass: T,
     signal: Option<watch::Receiver<u64>>,
     tick: Duration,
+    /// The least time between the starts of two passes: a bump that comes
+    /// sooner waits out the rest, so the writes made meanwhile share one
+    /// pass (zero: at once). Passes that take longer are not slowed.
+    gather: Duration,
     stop: watch::Receiver<bool>,
 }
 
@@ -49,12 +55,14 @@ pub(crate) fn backend<T: Clone + Send + Sync + 'static>(
     pass: T,
     signal: Option<watch::Receiver<u64>>,
     tick: Duration,
+    gather: Duration,
     stop: watch::Receiver<bool>,
 ) -> DrainBackend<T> {
     let fetcher = Fetcher {
         pass,
         signal,
         tick,
+        gather,
         stop,
     };
     let built = BackendBuilder::new()
@@ -70,21 +78,32 @@ pub(crate) fn backend<T: Clone + Send + Sync + 'static>(
 }
 
 fn passes<T: Clone + Send + Sync + 'static>(fetcher: Fetcher<T>) -> Passes<T> {
-    futures::stream::unfold((fetcher, true), |(mut fetcher, first)| async move {
-        let go_on =
-            first || crate::wake::next(fetcher.signal.as_mut(), fetcher.tick, &fetcher.stop).await;
-        if !go_on || *fetcher.stop.borrow() {
-            // The worker is stopping: start nothing it would not finish.
-            std::future::pending::<()>().await;
-        }
-        // Seen before the pass runs: a bump during it means another pass.
-        if let Some(signal) = fetcher.signal.as_mut() {
-            signal.borrow_and_update();
-        }
-        let task = TaskBuilder::new(fetcher.pass.clone())
-            .task_id(TaskId::from_string(RandomId::default().to_string()))
-            .build();
-        Some((Ok(Some(task)), (fetcher, false)))
-    })
+    let started = tokio::time::Instant::now();
+    futures::stream::unfold(
+        (fetcher, true, started),
+        |(mut fetcher, first, last)| async move {
+            let go_on = first
+                || crate::wake::next(fetcher.signal.as_mut(), fetcher.tick, &fetcher.stop).await;
+            if go_on && !first {
+                tokio::select! {
+                    () = tokio::time::sleep_until(last + fetcher.gather) => {}
+                    () = crate::shutdown::stopped(fetcher.stop.clone()) => {}
+                }
+            }
+            let handed_out = tokio::time::Instant::now();
+            if !go_on || *fetcher.stop.borrow() {
+                // The worker is stopping: start nothing it would not finish.
+                std::future::pending::<()>().await;
+            }
+            // Seen before the pass runs: a bump during it means another pass.
+            if let Some(signal) = fetcher.signal.as_mut() {
+                signal.borrow_and_update();
+            }
+            let task = TaskBuilder::new(fetcher.pass.clone())
+                .task_id(TaskId::from_string(RandomId::default().to_string()))
+                .build();
+            Some((Ok(Some(task)), (fetcher, false, handed_out)))
+        },
+    )
     .boxed()
 }
