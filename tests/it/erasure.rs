@@ -516,7 +516,17 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
         .unwrap()
         .conversion
         .contact_id;
-    // The subject export names the conversion and the contact.
+    // Follow-up tasks on the lead and on its contact name the person.
+    for (kind, subject) in [("lead", id), ("contact", contact_id)] {
+        let body = json!({"subject_type": kind, "subject_id": subject,
+                          "title": format!("Call {NAME} back"), "due_at": "2026-12-24T09:00:00Z"});
+        let created = sales
+            .post("/api/tasks", &body)
+            .key(&format!("task-{kind}"))
+            .await;
+        assert_eq!(created.status(), 201);
+    }
+    // The subject export names the conversion, the contact and the tasks.
     let export: SubjectExportOut = app
         .api(&admin)
         .get(&format!("/api/leads/{id}/export"))
@@ -526,6 +536,15 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
         .unwrap();
     assert_eq!(export.conversion.unwrap().contact_id, contact_id);
     assert_eq!(export.contact.unwrap().email.as_deref(), Some(EMAIL));
+    let subjects: Vec<(String, i64)> = export
+        .tasks
+        .iter()
+        .map(|t| (t.subject_type.as_str().to_owned(), t.subject_id))
+        .collect();
+    assert_eq!(
+        subjects,
+        [("lead".to_owned(), id), ("contact".to_owned(), contact_id)]
+    );
 
     let response = app
         .api(&admin)
@@ -535,6 +554,7 @@ async fn a_converted_contact_is_blanked_when_asked(backend: Backend) {
     let body: ErasureOut = response.json().await.unwrap();
     assert_eq!(body.erasure.counts["contact"], 1);
     assert_eq!(body.erasure.counts["lead_conversion"], 1);
+    assert_eq!(body.erasure.counts["task"], 2);
     for needle in [EMAIL, NAME] {
         assert_eq!(
             tables_containing(&app, needle).await,

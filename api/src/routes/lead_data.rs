@@ -176,6 +176,7 @@ async fn subject_export(
             .collect(),
         conversion: s.conversion.map(LeadConversionOut::from),
         contact: s.contact.map(Into::into),
+        tasks: s.tasks.into_iter().map(Into::into).collect(),
         exported_at: Utc::now(),
     };
     Ok(HttpResponse::Ok().json(out))

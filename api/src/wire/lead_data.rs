@@ -69,6 +69,8 @@ pub struct SubjectExportOut {
     pub conversion: Option<LeadConversionOut>,
     /// The contact the lead was converted into.
     pub contact: Option<Contact>,
+    /// Follow-up tasks on the lead and on its contact.
+    pub tasks: Vec<crate::wire::tasks::TaskOut>,
     pub exported_at: DateTime<Utc>,
 }
 

@@ -8,7 +8,7 @@ use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter,
 
 use crate::entities::{
     activity, contact, import_row, inbox_event, lead, lead_conversion, lead_duplicate,
-    outbox_delivery, outbox_event, reconcile_rejected,
+    outbox_delivery, outbox_event, reconcile_rejected, task,
 };
 use crate::error::Error;
 use crate::lead::query::{self, LeadFilter};
@@ -29,6 +29,9 @@ pub struct Subject {
     pub duplicates: Vec<lead_duplicate::Model>,
     pub conversion: Option<lead_conversion::Model>,
     pub contact: Option<contact::Model>,
+    /// Follow-up tasks on the lead and on the contact it became: their
+    /// titles and descriptions are free text about the person.
+    pub tasks: Vec<task::Model>,
 }
 
 pub async fn subject<C: ConnectionTrait>(
@@ -93,6 +96,23 @@ pub async fn subject<C: ConnectionTrait>(
         Some(c) => contact::Entity::find_by_id(c.contact_id).one(conn).await?,
         None => None,
     };
+    let mut about = Condition::any().add(
+        Condition::all()
+            .add(task::Column::SubjectType.eq("lead"))
+            .add(task::Column::SubjectId.eq(lead_id)),
+    );
+    if let Some(c) = &conversion {
+        about = about.add(
+            Condition::all()
+                .add(task::Column::SubjectType.eq("contact"))
+                .add(task::Column::SubjectId.eq(c.contact_id)),
+        );
+    }
+    let tasks = task::Entity::find()
+        .filter(about)
+        .order_by_asc(task::Column::Id)
+        .all(conn)
+        .await?;
     Ok(Subject {
         lead,
         timeline,
@@ -104,6 +124,7 @@ pub async fn subject<C: ConnectionTrait>(
         duplicates,
         conversion,
         contact,
+        tasks,
     })
 }
 
