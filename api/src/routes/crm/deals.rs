@@ -183,14 +183,7 @@ async fn list(
                 .map_err(|e| ApiError::invalid("stage", e))
         })
         .transpose()?;
-    let owner_id = match params.owner.as_deref() {
-        None => None,
-        Some("me") => Some(caller.id),
-        Some(id) => Some(
-            id.parse()
-                .map_err(|_| ApiError::invalid("owner", "must be a principal id or 'me'"))?,
-        ),
-    };
+    let owner_id = super::owner_filter(params.owner.as_deref(), caller.id)?;
     let filter = DealFilter {
         stage,
         owner_id: owner_id.map(PrincipalId),

@@ -73,6 +73,18 @@ listed! {
     "A page of deals." type DealPage = Page<wire::DealOut>;
 }
 
+/// The `owner` filter of a list: a principal id, or `me` for the caller.
+fn owner_filter(owner: Option<&str>, caller: i64) -> Result<Option<i64>, ApiError> {
+    match owner {
+        None => Ok(None),
+        Some("me") => Ok(Some(caller)),
+        Some(id) => id
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::invalid("owner", "must be a principal id or 'me'")),
+    }
+}
+
 async fn timeline_page(
     state: &AppState,
     subject: Subject,

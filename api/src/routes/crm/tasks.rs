@@ -150,7 +150,7 @@ async fn list(
     let params = filter.into_inner();
     let page = page.into_inner();
     let filter = TaskFilter {
-        owner_id: owner(&params.owner, caller.id)?,
+        owner_id: super::owner_filter(params.owner.as_deref(), caller.id)?,
         status: parsed("status", params.status.as_deref())?,
         due: parsed::<Due>("due", params.due.as_deref())?,
         utc_offset: params
@@ -171,17 +171,6 @@ async fn list(
     )
     .await?;
     Ok(HttpResponse::Ok().json(page.map(TaskOut::from)))
-}
-
-fn owner(owner: &Option<String>, caller: i64) -> Result<Option<i64>, ApiError> {
-    match owner.as_deref() {
-        None => Ok(None),
-        Some("me") => Ok(Some(caller)),
-        Some(id) => id
-            .parse()
-            .map(Some)
-            .map_err(|_| ApiError::invalid("owner", "must be a principal id or 'me'")),
-    }
 }
 
 fn parsed<T: std::str::FromStr<Err = &'static str>>(
