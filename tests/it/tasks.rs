@@ -445,6 +445,13 @@ async fn refused_tasks_name_the_field_and_store_nothing(backend: Backend) {
             json!({"subject_type": "lead", "subject_id": lead_id, "title": "x", "due_at": due}),
             "owner_id",
         ),
+        // A careless sender's date: before year 1.
+        (
+            &t.sales,
+            json!({"subject_type": "lead", "subject_id": lead_id, "title": "x",
+                   "due_at": "-0001-06-01T00:00:00Z"}),
+            "due_at",
+        ),
     ];
     for (i, (api, body, field)) in cases.iter().enumerate() {
         let problem = assert_problem(

@@ -3,7 +3,7 @@
 //! writes the record's timeline in the same transaction, and creating or
 //! completing one writes an outbox event in order with the lead's others.
 
-use chrono::{DateTime, Duration, FixedOffset, NaiveTime, Offset, Utc};
+use chrono::{DateTime, Datelike, Duration, FixedOffset, NaiveTime, Offset, Utc};
 use sea_orm::{
     ActiveModelTrait, ColumnTrait, Condition, ConnectionTrait, EntityTrait, QueryFilter,
     QueryOrder, QuerySelect, Set,
@@ -71,6 +71,16 @@ fn title(raw: &str) -> Result<String, Error> {
         return Err(Error::invalid("title", "must be 1 to 255 characters"));
     }
     Ok(title.to_owned())
+}
+
+/// Years 1 to 9999: what RFC 3339 writes and both databases store (a year
+/// before 1 reached PostgreSQL as an error, not as a refusal).
+fn due(at: DateTime<Utc>) -> Result<DateTime<Utc>, Error> {
+    if (1..=9999).contains(&at.year()) {
+        Ok(at)
+    } else {
+        Err(Error::invalid("due_at", "must be in the years 1 to 9999"))
+    }
 }
 
 fn description(raw: Option<String>) -> Result<Option<String>, Error> {
@@ -167,6 +177,7 @@ pub async fn create<C: ConnectionTrait>(
     author: &Actor,
 ) -> Result<task::Model, Error> {
     let title = title(&new.title)?;
+    let due_at = due(new.due_at)?;
     let description = description(new.description)?;
     let owner_id = new
         .owner_id
@@ -180,7 +191,7 @@ pub async fn create<C: ConnectionTrait>(
         title: Set(title),
         description: Set(description),
         owner_id: Set(owner_id),
-        due_at: Set(new.due_at),
+        due_at: Set(due_at),
         status: Set(TaskStatus::Open.as_str().to_owned()),
         completed_at: Set(None),
         completed_by: Set(None),
@@ -220,6 +231,7 @@ pub async fn update<C: ConnectionTrait>(
     author: &Actor,
 ) -> Result<task::Model, Error> {
     let new_title = patch.title.as_deref().map(title).transpose()?;
+    let new_due = patch.due_at.map(due).transpose()?;
     let new_description = match patch.description.change() {
         None => None,
         Some(value) => Some(description(value)?),
@@ -253,11 +265,7 @@ pub async fn update<C: ConnectionTrait>(
                 patch.owner_id.as_ref(),
                 &current.owner_id,
             )
-            .changed(
-                (Column::DueAt, "due_at"),
-                patch.due_at.as_ref(),
-                &current.due_at,
-            );
+            .changed((Column::DueAt, "due_at"), new_due.as_ref(), &current.due_at);
         let from = TaskStatus::parse(&current.status).unwrap_or(TaskStatus::Open);
         moved = None;
         if let Some(to) = patch.status.filter(|to| *to != from) {
@@ -438,6 +446,13 @@ mod tests {
             end_of_day(now, new_york),
             Utc.with_ymd_and_hms(2026, 12, 7, 5, 0, 0).unwrap()
         );
+    }
+
+    #[test]
+    fn due_times_stay_in_the_years_both_databases_store() {
+        assert!(due(Utc.with_ymd_and_hms(0, 12, 31, 0, 0, 0).unwrap()).is_err());
+        assert!(due(Utc.with_ymd_and_hms(10000, 1, 1, 0, 0, 0).unwrap()).is_err());
+        assert!(due(Utc.with_ymd_and_hms(2026, 12, 24, 9, 0, 0).unwrap()).is_ok());
     }
 
     #[test]
