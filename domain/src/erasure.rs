@@ -28,7 +28,7 @@ use crate::inbound::inbox::blank_inbox_bodies;
 use crate::inbound::mapping::{record_in, source_ref_of};
 use crate::inbound::source;
 use crate::lead::ingest::Outcome;
-use crate::lead::tombstone;
+use crate::lead::{merge, tombstone};
 use crate::outbound::outbox;
 
 /// What an erasure is asked to do.
@@ -70,6 +70,13 @@ pub async fn erase(db: &Store, request: &EraseRequest) -> Result<Erased, Error> 
     let Some(found) = lead::Entity::find_by_id(request.lead_id).one(db).await? else {
         return earlier(db, request.lead_id).await;
     };
+    // A merged lead's data went to its survivor: erasing that erases both.
+    if let Some(survivor_id) = found.merged_into_id {
+        return Err(Error::LeadMerged {
+            lead_id: found.id,
+            survivor_id,
+        });
+    }
     let hash = db.hasher().key_hash(&found.source, &found.source_ref);
     let txn = db.begin_write().await?;
     tombstone::lock_for_erasure(
@@ -90,8 +97,20 @@ pub async fn erase(db: &Store, request: &EraseRequest) -> Result<Erased, Error> 
         txn.rollback().await?;
         return earlier(db, request.lead_id).await;
     };
-    let counts = remove_everything(&txn, db.hasher(), &lead, request.include_contact).await?;
+    let mut counts = remove_everything(&txn, db.hasher(), &lead, request.include_contact).await?;
     let now = crate::clock::now();
+    // The leads merged into this one hold the same person's data and keys
+    // that would otherwise still deliver: each is erased and buried too.
+    let aliases = merge::merged_into(&txn, lead.id).await?;
+    for alias_id in &aliases {
+        erase_alias(&txn, db.hasher(), *alias_id, request, now, &mut counts).await?;
+    }
+    let mut merged_set = aliases.clone();
+    merged_set.push(lead.id);
+    counts.insert(
+        "lead_merge",
+        merge::forget_for_erasure(&txn, &merged_set).await?,
+    );
     let audit = lead_erasure::ActiveModel {
         lead_id: Set(lead.id),
         key_hash: Set(hash.clone()),
@@ -136,6 +155,66 @@ pub async fn erase(db: &Store, request: &EraseRequest) -> Result<Erased, Error> 
     })
 }
 
+/// Erases a lead merged into the one being erased, in its transaction:
+/// its rows, its tombstone, its audit row (a later request for it answers
+/// as already erased) and its `lead.erased`; its counts add to the
+/// survivor's.
+async fn erase_alias<C: ConnectionTrait>(
+    txn: &C,
+    hasher: &KeyHasher,
+    alias_id: i64,
+    request: &EraseRequest,
+    now: chrono::DateTime<chrono::Utc>,
+    counts: &mut BTreeMap<&'static str, u64>,
+) -> Result<(), Error> {
+    let Some(alias) = lead::Entity::find_by_id(alias_id)
+        .lock_exclusive()
+        .one(txn)
+        .await?
+    else {
+        return Ok(());
+    };
+    tombstone::lock_for_erasure(txn, &hasher.folded_hash(&alias.source, &alias.source_ref)).await?;
+    let hash = hasher.key_hash(&alias.source, &alias.source_ref);
+    let alias_counts = remove_everything(txn, hasher, &alias, false).await?;
+    let audit = lead_erasure::ActiveModel {
+        lead_id: Set(alias.id),
+        key_hash: Set(hash.clone()),
+        erased_by: Set(request.erased_by),
+        reason: Set(request.reason.trim().to_owned()),
+        counts: Set(serde_json::to_value(&alias_counts).map_err(|e| DbErr::Json(e.to_string()))?),
+        erased_at: Set(now),
+        ..Default::default()
+    }
+    .insert(txn)
+    .await?;
+    tombstone::bury(
+        txn,
+        hasher,
+        &alias.source,
+        &alias.source_ref,
+        alias.id,
+        audit.id,
+        now,
+    )
+    .await?;
+    outbox::enqueue_event(
+        txn,
+        None,
+        &crate::outbound::events::LeadErased {
+            lead_id: alias.id,
+            key_hash: hash,
+            erased_at: now,
+        },
+        request.correlation_id.clone(),
+    )
+    .await?;
+    for (table, n) in alias_counts {
+        *counts.entry(table).or_default() += n;
+    }
+    Ok(())
+}
+
 /// Every table [`remove_everything`] deletes from or overwrites: vacuumed
 /// after an erasure on PostgreSQL.
 pub const ERASED_TABLES: &[&str] = &[
@@ -154,6 +233,7 @@ pub const ERASED_TABLES: &[&str] = &[
     "idempotency_subject",
     "lead_conversion",
     "task",
+    "lead_merge",
     "lead",
 ];
 

@@ -38,6 +38,9 @@ pub enum Error {
     /// The lead was converted before; names that conversion.
     #[error("lead {} was already converted", .0.lead_id)]
     AlreadyConverted(Box<crate::entities::lead_conversion::Model>),
+    /// The lead was merged into another: writes go to the survivor.
+    #[error("lead {lead_id} was merged into lead {survivor_id}; write to that lead instead")]
+    LeadMerged { lead_id: i64, survivor_id: i64 },
     /// Ops asked to retry an inbox event whose body was erased (with the
     /// person it was about, or at the end of its retention): nothing is left
     /// to process.

@@ -24,6 +24,7 @@ mod lead_failures_ops;
 mod lead_jobs;
 mod lifecycle;
 mod listener;
+mod merges;
 mod metrics_contract;
 mod migrations;
 mod nul_bytes;

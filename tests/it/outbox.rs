@@ -458,14 +458,19 @@ async fn duplicate_hints_link_leads_across_sources(backend: Backend) {
     );
     // Same source is not a duplicate hint: a and c are both webform.
     let a_view: Value = show(&a["id"]).await.json().await.unwrap();
+    // Each hint offers the merge that folds it into the lead shown.
     assert_eq!(
         a_view["possible_duplicates"],
-        json!([{"lead_id": b["id"], "reason": "email"}])
+        json!([{"lead_id": b["id"], "reason": "email", "merge": {
+            "method": "POST", "href": format!("/api/leads/{}/merge", a["id"]),
+            "body": {"lead_ids": [b["id"]], "fields": {}}}}])
     );
     let e_view: Value = show(&e["id"]).await.json().await.unwrap();
     assert_eq!(
         e_view["possible_duplicates"],
-        json!([{"lead_id": d["id"], "reason": "phone"}])
+        json!([{"lead_id": d["id"], "reason": "phone", "merge": {
+            "method": "POST", "href": format!("/api/leads/{}/merge", e["id"]),
+            "body": {"lead_ids": [d["id"]], "fields": {}}}}])
     );
     let hints = activity::Entity::find()
         .filter(activity::Column::Kind.eq("duplicate_hint"))

@@ -1,8 +1,9 @@
 //! `leadpipe lead …` and `leadpipe export`: erasure, lifting a tombstone,
-//! failed lead processing and the bulk export, straight on the database,
-//! through the same domain calls as `DELETE /api/leads/{id}`,
-//! `DELETE /api/tombstones/{hash}`, `/api/ops/lead-processing/…` and
-//! `GET /api/leads/export`.
+//! merging and undoing a merge, failed lead processing and the bulk export,
+//! straight on the database, through the same domain calls as
+//! `DELETE /api/leads/{id}`, `DELETE /api/tombstones/{hash}`,
+//! `POST /api/leads/{id}/merge`, `POST /api/merges/{id}/undo`,
+//! `/api/ops/lead-processing/…` and `GET /api/leads/export`.
 
 use domain::page::IdWindow;
 use domain::store::Store;
@@ -10,18 +11,23 @@ use std::io::Write;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Subcommand};
+use domain::actor::Actor;
 use domain::erasure::{self, EraseRequest};
 use domain::lead::export::{BulkExport, Format};
 use domain::lead::failures::{self, BulkRetryRequest, RetryReport};
+use domain::lead::merge::{self, MergeRequest};
 use domain::lead::query::{LeadFilter, OwnerFilter};
 use domain::lead::tombstone;
 use domain::page::SortKey;
+use domain::precondition::IfMatch;
 use domain::retry::RetryPolicy;
+use domain::store::Work;
 
 use super::output::{self, OutputArgs};
 use super::{describe, describe_missing};
 use crate::wire::lead_processing::{FailureOut, RetryOut};
 use crate::wire::leads::ErasureRecordOut;
+use crate::wire::merges::MergeRecordOut;
 
 #[derive(Debug, Subcommand)]
 pub enum LeadCommand {
@@ -43,6 +49,21 @@ pub enum LeadCommand {
         #[arg(long)]
         source_ref: String,
     },
+    /// Merge leads into one (see docs/guide/crm.md#merging-leads); prints the
+    /// merge as `GET /api/merges/{id}` shows it.
+    Merge {
+        /// The lead that stays.
+        survivor: i64,
+        /// A lead to merge into it (repeat for more).
+        #[arg(long = "from", required = true)]
+        from: Vec<i64>,
+        /// Keep a field's value from a given lead: FIELD=LEAD_ID (repeatable;
+        /// fields: email, phone, name, company, status, owner_id).
+        #[arg(long = "keep", value_parser = parse_keep)]
+        keep: Vec<(String, i64)>,
+    },
+    /// Undo a merge: the merged leads come back with their keys and values.
+    Unmerge { merge_id: i64 },
     /// List leads whose processing failed (retried later) or is dead
     /// (given up), newest lead first.
     Failures {
@@ -100,6 +121,46 @@ pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
             println!(
                 "{}",
                 serde_json::to_string(&ErasureRecordOut::from(done.audit))?
+            );
+        }
+        LeadCommand::Merge {
+            survivor,
+            from,
+            keep,
+        } => {
+            let request = MergeRequest {
+                lead_ids: from,
+                fields: keep.into_iter().collect(),
+            };
+            let actor = Actor {
+                principal_id: None,
+                correlation_id: Some(format!("cli-merge-{survivor}")),
+            };
+            let txn = db.begin_write().await?;
+            let merged = merge::merge(&txn, survivor, &request, &IfMatch::Any, &actor)
+                .await
+                .map_err(describe_missing("lead"))?;
+            txn.enqueued(Work::Leads);
+            txn.commit().await?;
+            println!(
+                "{}",
+                serde_json::to_string(&MergeRecordOut::from(merged.merge))?
+            );
+        }
+        LeadCommand::Unmerge { merge_id } => {
+            let actor = Actor {
+                principal_id: None,
+                correlation_id: Some(format!("cli-unmerge-{merge_id}")),
+            };
+            let txn = db.begin_write().await?;
+            let undone = merge::undo(&txn, merge_id, &actor)
+                .await
+                .map_err(describe_missing("merge"))?;
+            txn.enqueued(Work::Leads);
+            txn.commit().await?;
+            println!(
+                "{}",
+                serde_json::to_string(&MergeRecordOut::from(undone.merge))?
             );
         }
         LeadCommand::Unsuppress { source, source_ref } => {
@@ -174,6 +235,18 @@ pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `FIELD=LEAD_ID` of `lead merge --keep`.
+fn parse_keep(text: &str) -> Result<(String, i64), String> {
+    let (field, id) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected FIELD=LEAD_ID, got '{text}'"))?;
+    let id = id
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{id}' is not a lead id"))?;
+    Ok((field.trim().to_owned(), id))
 }
 
 /// A sentence for people; with `-o json`, the report as one JSON object.

@@ -207,6 +207,7 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
                 domain::Error::Conflict(_)
                 | domain::Error::InboxEventErased { .. }
                 | domain::Error::AlreadyConverted(_)
+                | domain::Error::LeadMerged { .. }
                 | domain::Error::PreconditionFailed { .. } => Some(Exit::Conflict),
                 domain::Error::Db(db) if domain::error::is_transient_db(db) => {
                     Some(Exit::Unavailable)

@@ -34,6 +34,7 @@ pub enum ProblemKind {
     Conflict,
     IllegalTransition,
     AlreadyConverted,
+    LeadMerged,
     IdempotencyKeyInFlight,
     InboxEventErased,
     PreconditionFailed,
@@ -170,6 +171,13 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "Lead already converted",
         409,
         "the lead was converted before (by another request); `conversion` names its `lead_id`, `contact_id`, `company_id` and `deal_id`",
+    ),
+    problem(
+        ProblemKind::LeadMerged,
+        "lead-merged",
+        "Lead merged",
+        409,
+        "the lead was merged into another; `survivor_id` names the lead that takes its writes (reads of it answer `308` to the survivor)",
     ),
     problem(
         ProblemKind::IdempotencyKeyInFlight,
@@ -357,6 +365,9 @@ pub enum ApiError {
         lead_id: i64,
         conversion: serde_json::Value,
     },
+    /// The lead was merged; `survivor_id` takes its writes.
+    #[error("lead {lead_id} was merged into lead {survivor_id}; write to that lead instead")]
+    LeadMerged { lead_id: i64, survivor_id: i64 },
     /// A reconcile of this source is running; `run_id` names it.
     #[error("{message}")]
     ReconcileRunning { run_id: i64, message: String },
@@ -449,6 +460,7 @@ impl ApiError {
             Self::IllegalTransition { .. } => ProblemKind::IllegalTransition,
             Self::IllegalStageMove { .. } => ProblemKind::IllegalTransition,
             Self::AlreadyConverted { .. } => ProblemKind::AlreadyConverted,
+            Self::LeadMerged { .. } => ProblemKind::LeadMerged,
             Self::PreconditionFailed { .. } => ProblemKind::PreconditionFailed,
             Self::IdempotencyKeyMissing => ProblemKind::IdempotencyKeyMissing,
             Self::IdempotencyKeyInvalid(_) => ProblemKind::IdempotencyKeyInvalid,
@@ -496,6 +508,9 @@ pub struct Problem<'a> {
     /// Extension member of `reconcile-running`: the running run's id.
     #[serde(skip_serializing_if = "Option::is_none")]
     run_id: Option<i64>,
+    /// Extension member of `lead-merged`: the lead it was merged into.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    survivor_id: Option<i64>,
 }
 
 impl ApiError {
@@ -530,6 +545,10 @@ impl ApiError {
             },
             run_id: match self {
                 Self::ReconcileRunning { run_id, .. } => Some(*run_id),
+                _ => None,
+            },
+            survivor_id: match self {
+                Self::LeadMerged { survivor_id, .. } => Some(*survivor_id),
                 _ => None,
             },
         };
@@ -609,6 +628,13 @@ impl From<domain::Error> for ApiError {
                 lead_id: conversion.lead_id,
                 conversion: serde_json::to_value(LeadConversionOut::from(*conversion))
                     .unwrap_or_default(),
+            },
+            domain::Error::LeadMerged {
+                lead_id,
+                survivor_id,
+            } => Self::LeadMerged {
+                lead_id,
+                survivor_id,
             },
             domain::Error::Sealed(domain::sealed::SealError::NoKey) => Self::SecretKeyMissing,
             domain::Error::Sealed(other) => Self::internal(other),

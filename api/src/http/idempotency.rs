@@ -149,6 +149,7 @@ fn is_storable(err: &ApiError) -> bool {
             | ApiError::IllegalTransition { .. }
             | ApiError::IllegalStageMove { .. }
             | ApiError::AlreadyConverted { .. }
+            | ApiError::LeadMerged { .. }
     )
 }
 

@@ -581,6 +581,10 @@ mod tests {
                 lead_id: 1,
                 conversion: serde_json::Value::Null,
             },
+            ApiError::LeadMerged {
+                lead_id: 1,
+                survivor_id: 2,
+            },
             ApiError::UnsupportedImportType,
             ApiError::ReconcileRunning {
                 run_id: 1,
@@ -625,6 +629,7 @@ mod tests {
                 | ApiError::IllegalTransition { .. }
                 | ApiError::IllegalStageMove { .. }
                 | ApiError::AlreadyConverted { .. }
+                | ApiError::LeadMerged { .. }
                 | ApiError::UnsupportedImportType
                 | ApiError::ReconcileRunning { .. }
                 | ApiError::InboxEventErased(_)

@@ -23,6 +23,7 @@ use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
 use crate::routes::Routes;
+use crate::wire::merges::MergedOut;
 use wire::ActivityOut;
 pub use wire::LeadOut;
 use wire::{
@@ -38,6 +39,19 @@ pub fn configure(cfg: &mut Routes<'_>) {
         .service(transition)
         .service(add_note)
         .service(list_activities);
+}
+
+/// `308` to the survivor of a merged lead (`tail`: the sub-resource).
+fn merged_redirect(lead_id: i64, survivor_id: i64, tail: &str) -> HttpResponse {
+    HttpResponse::PermanentRedirect()
+        .insert_header((
+            actix_web::http::header::LOCATION,
+            format!("/api/leads/{survivor_id}{tail}"),
+        ))
+        .json(MergedOut {
+            lead_id,
+            survivor_id,
+        })
 }
 
 fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
@@ -136,6 +150,8 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     params(("id" = i64, Path, description = "The lead's id")),
     responses(
         (status = 200, description = "The lead", body = LeadDetail, headers(("ETag" = String))),
+        (status = 308, description = "The lead was merged into another: `Location` is the survivor", body = MergedOut,
+            headers(("Location" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -147,7 +163,14 @@ async fn get_lead(
     id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
     let lead = sales::find_lead(&state.db, id.into_inner().0).await?;
-    let possible_duplicates = domain::lead::processing::duplicates_of(&state.db, lead.id).await?;
+    if let Some(survivor_id) = lead.merged_into_id {
+        return Ok(merged_redirect(lead.id, survivor_id, ""));
+    }
+    let possible_duplicates = domain::lead::processing::duplicates_of(&state.db, lead.id)
+        .await?
+        .into_iter()
+        .map(|hint| wire::DuplicateOut::of(lead.id, hint))
+        .collect();
     let detail = LeadDetail {
         lead: LeadOut::from(lead),
         possible_duplicates,
@@ -343,6 +366,8 @@ async fn list_leads(
     params(("id" = i64, Path, description = "The lead's id"), ListParams),
     responses(
         (status = 200, description = "A page of the timeline", body = LeadActivityPage),
+        (status = 308, description = "The lead was merged into another: `Location` is the survivor's timeline", body = MergedOut,
+            headers(("Location" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -355,7 +380,10 @@ async fn list_activities(
     page: web::Query<ListParams>,
 ) -> Result<HttpResponse, ApiError> {
     let id = id.into_inner().0;
-    sales::find_lead(state.reads.db(), id).await?;
+    let lead = sales::find_lead(state.reads.db(), id).await?;
+    if let Some(survivor_id) = lead.merged_into_id {
+        return Ok(merged_redirect(id, survivor_id, "/activities"));
+    }
     let page =
         query::list_activities(state.reads.db(), id, page.limit(), page.cursor.as_deref()).await?;
     Ok(HttpResponse::Ok().json(page.map(ActivityOut::from)))

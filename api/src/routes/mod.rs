@@ -18,6 +18,7 @@ pub mod health;
 pub mod imports;
 pub mod lead_data;
 pub mod leads;
+pub mod merges;
 pub mod metrics;
 pub mod openapi_json;
 pub mod ops;
@@ -79,6 +80,7 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     imports::configure(cfg);
     lead_data::configure(cfg);
     leads::configure(cfg);
+    merges::configure(cfg);
     principals::configure(cfg);
     subscriptions::configure(cfg);
     event_types::configure(cfg);

@@ -257,10 +257,11 @@ mod tests {
             processed_version: 987_654_321,
             created_at: now,
             updated_at: now,
+            merged_into_id: Some(876_543_219),
         };
         assert_documented(
             &LeadOut::from(&row),
-            &["internal-content-hash", "987654321"],
+            &["internal-content-hash", "987654321", "876543219"],
         );
     }
 
@@ -313,8 +314,46 @@ mod tests {
 pub struct LeadDetail {
     #[serde(flatten)]
     pub lead: LeadOut,
-    /// Leads from other sources with the same email or phone (never merged).
-    pub possible_duplicates: Vec<domain::lead::processing::DuplicateHint>,
+    /// Leads from other sources with the same email or phone (never merged
+    /// by themselves), each with the request that merges it into this lead.
+    pub possible_duplicates: Vec<DuplicateOut>,
+}
+
+/// A possible duplicate of a lead, and how to merge it into that lead.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[schema(as = DuplicateHint)]
+pub struct DuplicateOut {
+    pub lead_id: i64,
+    /// `email` or `phone`: what the two leads share.
+    pub reason: String,
+    pub merge: MergeAction,
+}
+
+/// A request ready to send: `POST` `body` to `href` with an
+/// `Idempotency-Key` (and the lead's `ETag` as `If-Match`).
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct MergeAction {
+    pub method: String,
+    pub href: String,
+    pub body: crate::wire::merges::MergeIn,
+}
+
+impl DuplicateOut {
+    /// `hint`, a duplicate of lead `of`.
+    pub fn of(of: i64, hint: domain::lead::processing::DuplicateHint) -> Self {
+        Self {
+            lead_id: hint.lead_id,
+            merge: MergeAction {
+                method: "POST".into(),
+                href: format!("/api/leads/{of}/merge"),
+                body: crate::wire::merges::MergeIn {
+                    lead_ids: vec![hint.lead_id],
+                    fields: Default::default(),
+                },
+            },
+            reason: hint.reason,
+        }
+    }
 }
 
 impl Versioned for LeadOut {

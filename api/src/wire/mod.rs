@@ -15,6 +15,7 @@ pub mod inbox;
 pub mod lead_data;
 pub mod lead_processing;
 pub mod leads;
+pub mod merges;
 pub mod principals;
 pub mod reconcile;
 pub mod reconcile_rejected;

@@ -25,6 +25,9 @@ pub struct Model {
     pub processed_version: i64,
     pub created_at: ChronoDateTimeUtc,
     pub updated_at: ChronoDateTimeUtc,
+    /// Set when this lead was merged into another: every door's delivery of
+    /// its key goes on to that lead, and reads are redirected there.
+    pub merged_into_id: Option<i64>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

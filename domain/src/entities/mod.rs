@@ -16,6 +16,7 @@ pub mod lead;
 pub mod lead_conversion;
 pub mod lead_duplicate;
 pub mod lead_erasure;
+pub mod lead_merge;
 pub mod lead_processing_failure;
 pub mod lead_tombstone;
 pub mod outbox_delivery;

@@ -17,6 +17,12 @@ pub enum ActivityKind {
     TaskUpdated,
     TaskCompleted,
     TaskReopened,
+    /// Other leads were merged into this one.
+    Merged,
+    /// This lead was merged into another.
+    MergedInto,
+    /// A merge this lead took part in was undone.
+    Unmerged,
 }
 
 impl ActivityKind {
@@ -32,6 +38,9 @@ impl ActivityKind {
             Self::TaskUpdated => "task_updated",
             Self::TaskCompleted => "task_completed",
             Self::TaskReopened => "task_reopened",
+            Self::Merged => "merged",
+            Self::MergedInto => "merged_into",
+            Self::Unmerged => "unmerged",
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::error::Error;
 use crate::lead::activity::ActivityKind;
 use crate::lead::pg_batch::{self, ActivityRow, OutboxRow};
 use crate::lead::record::{LeadRecord, NewLead};
-use crate::lead::{tombstone, written};
+use crate::lead::{alias, tombstone, written};
 use crate::outbound::events::LeadSnapshot;
 use crate::outbound::outbox;
 
@@ -228,6 +228,28 @@ impl Reached {
         }
     }
 
+    fn merged_into_id(&self) -> Option<i64> {
+        match self {
+            Self::Whole(lead) => lead.merged_into_id,
+            Self::Key(key) => key.merged_into_id,
+        }
+    }
+
+    /// A lead read whole, in the form this batch reads its leads.
+    fn of(lead: lead::Model, rows: Rows) -> Self {
+        match rows {
+            Rows::Whole => Self::Whole(lead),
+            Rows::Keys => Self::Key(written::StoredKey {
+                id: lead.id,
+                source: lead.source,
+                source_ref: lead.source_ref,
+                version: lead.version,
+                source_updated_at: lead.source_updated_at,
+                merged_into_id: lead.merged_into_id,
+            }),
+        }
+    }
+
     fn into_whole(self) -> Result<lead::Model, DbErr> {
         match self {
             Self::Whole(lead) => Ok(lead),
@@ -283,6 +305,8 @@ async fn ingest_batch<C: ConnectionTrait>(
     // The timeline rows of the records a complete upsert left alone
     // (unchanged, stale).
     let mut untouched_rows: Vec<ActivityRow<'_, IngestDetail>> = Vec::new();
+    // Records of merged leads' keys, written by [`alias::deliver`].
+    let mut redirected: HashSet<usize> = HashSet::new();
     for wave in waves {
         // A lead's timeline keeps the order its records came in: what the
         // last wave left goes in before this one writes.
@@ -359,6 +383,15 @@ async fn ingest_batch<C: ConnectionTrait>(
                     let lead = stored.remove(&key_of(new)).ok_or_else(|| {
                         DbErr::RecordNotFound("lead vanished during upsert".into())
                     })?;
+                    if let Some(_survivor) = lead.merged_into_id() {
+                        // A merged lead's key: the survivor takes it, with
+                        // its timeline row and event written there.
+                        let (outcome, survivor) =
+                            alias::deliver(txn, &items[index], lead.id()).await?;
+                        redirected.insert(index);
+                        results[index] = Some((outcome, Some(Reached::of(survivor, rows))));
+                        continue;
+                    }
                     let stale = matches!(
                         (new.source_updated_at, lead.source_updated_at()),
                         (Some(incoming), Some(stored)) if incoming < stored
@@ -386,7 +419,7 @@ async fn ingest_batch<C: ConnectionTrait>(
     // Counted per batch, not per record: each `counter!` call looks its
     // series up in the registry.
     let mut tally: Vec<(Origin, Outcome, u64)> = Vec::new();
-    for (item, (outcome, reached)) in items.iter().zip(&results) {
+    for (index, (item, (outcome, reached))) in items.iter().zip(&results).enumerate() {
         match tally
             .iter_mut()
             .find(|(origin, counted, _)| *origin == item.origin && counted == outcome)
@@ -395,7 +428,10 @@ async fn ingest_batch<C: ConnectionTrait>(
             None => tally.push((item.origin, *outcome, 1)),
         }
         // A complete upsert's rows were written with the waves.
-        let Some(reached) = reached.as_ref().filter(|_| !complete) else {
+        let Some(reached) = reached
+            .as_ref()
+            .filter(|_| !complete && !redirected.contains(&index))
+        else {
             continue;
         };
         activities.push(timeline_row(item, *outcome, reached));
@@ -796,7 +832,13 @@ fn on_conflict() -> OnConflict {
             ]),
         )
         .value(Column::Version, stored(Column::Version).add(1))
-        .action_and_where(content_changed.and(not_older))
+        // A merged lead's row is never written: its key is an alias
+        // ([`alias::deliver`] applies the record to the survivor).
+        .action_and_where(
+            content_changed
+                .and(not_older)
+                .and(stored(Column::MergedIntoId).is_null()),
+        )
         .to_owned()
 }
 
@@ -967,8 +1009,8 @@ mod tests {
             r#"FROM jsonb_populate_recordset(NULL::"lead", $1::jsonb) AS "r" "#,
             r#"WHERE NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "h"."key_hash" IN ("t"."key_hash", "t"."folded_hash") WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref") "#,
             r#"ON CONFLICT ("source", "source_ref") DO UPDATE SET "email" = "excluded"."email", "phone" = "excluded"."phone", "name" = "excluded"."name", "company" = "excluded"."company", "payload" = "excluded"."payload", "content_hash" = "excluded"."content_hash", "updated_at" = "excluded"."updated_at", "source_updated_at" = COALESCE("excluded"."source_updated_at", "lead"."source_updated_at"), "version" = "lead"."version" + 1 "#,
-            r#"WHERE "lead"."content_hash" <> "excluded"."content_hash" AND ("lead"."source_updated_at" IS NULL OR "excluded"."source_updated_at" IS NULL OR "excluded"."source_updated_at" >= "lead"."source_updated_at") "#,
-            r#"RETURNING "id", "source", "source_ref", "email", "phone", "name", "company", "content_hash", "source_updated_at", "status", "owner_id", "version", "processed_version", "created_at", "updated_at""#,
+            r#"WHERE "lead"."content_hash" <> "excluded"."content_hash" AND ("lead"."source_updated_at" IS NULL OR "excluded"."source_updated_at" IS NULL OR "excluded"."source_updated_at" >= "lead"."source_updated_at") AND "lead"."merged_into_id" IS NULL "#,
+            r#"RETURNING "id", "source", "source_ref", "email", "phone", "name", "company", "content_hash", "source_updated_at", "status", "owner_id", "version", "processed_version", "created_at", "updated_at", "merged_into_id""#,
         );
         assert_eq!(upsert_from_json_sql().unwrap(), expected);
     }

@@ -7,12 +7,14 @@
 //! one place.
 
 pub mod activity;
+pub mod alias;
 pub mod backlog;
 pub mod export;
 pub mod failures;
 pub mod group_commit;
 pub mod ingest;
 pub mod intake;
+pub mod merge;
 mod pg_batch;
 pub mod processing;
 pub mod query;

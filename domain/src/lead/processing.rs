@@ -321,6 +321,8 @@ async fn link_duplicates<C: ConnectionTrait>(
         .filter(same)
         .filter(lead::Column::Id.ne(lead.id))
         .filter(lead::Column::Source.ne(lead.source.as_str()))
+        // A merged lead is its survivor now, not a duplicate of it.
+        .filter(lead::Column::MergedIntoId.is_null())
         .order_by_asc(lead::Column::Id)
         .limit(MAX_DUPLICATE_CANDIDATES)
         .all(txn)
@@ -380,8 +382,8 @@ async fn link_duplicates<C: ConnectionTrait>(
 }
 
 /// A lead from another source with the same normalised email or phone:
-/// possibly the same person, never merged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+/// possibly the same person, never merged by itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DuplicateHint {
     pub lead_id: i64,
     pub reason: String,

@@ -75,7 +75,8 @@ pub async fn list_leads_by<C: ConnectionTrait>(
             None => column,
         }
     };
-    let mut query = lead::Entity::find();
+    // Merged leads live on in their survivor: their rows only hold keys.
+    let mut query = lead::Entity::find().filter(lead::Column::MergedIntoId.is_null());
     if let Some(status) = filter.status {
         query = query.filter(column(lead::Column::Status).eq(status.as_str()));
     }

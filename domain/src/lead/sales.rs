@@ -30,16 +30,24 @@ pub async fn find_lead<C: ConnectionTrait>(conn: &C, id: i64) -> Result<lead::Mo
 /// The lead, row-locked until the write's commit (PostgreSQL; SQLite has
 /// one writer): an erasure that locked it first makes this wait and then
 /// find nothing, so no write answers with (and stores for replay) a lead
-/// that an erasure is removing.
+/// that an erasure is removing. A merged lead takes no writes: they belong
+/// to its survivor ([`Error::LeadMerged`]).
 pub async fn find_lead_for_write<C: ConnectionTrait>(
     conn: &C,
     id: i64,
 ) -> Result<lead::Model, Error> {
-    lead::Entity::find_by_id(id)
+    let lead = lead::Entity::find_by_id(id)
         .lock_exclusive()
         .one(conn)
         .await?
-        .ok_or(Error::NotFound)
+        .ok_or(Error::NotFound)?;
+    match lead.merged_into_id {
+        Some(survivor_id) => Err(Error::LeadMerged {
+            lead_id: id,
+            survivor_id,
+        }),
+        None => Ok(lead),
+    }
 }
 
 /// Compare-and-set on `version`: the update applies only to the row we read.

@@ -36,6 +36,7 @@ pub(crate) struct WrittenRow {
     processed_version: i64,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+    merged_into_id: Option<i64>,
 }
 
 impl WrittenRow {
@@ -63,6 +64,7 @@ impl WrittenRow {
             processed_version: self.processed_version,
             created_at: self.created_at,
             updated_at: self.updated_at,
+            merged_into_id: self.merged_into_id,
         }
     }
 }
@@ -78,15 +80,18 @@ pub(crate) struct StoredKey {
     pub(crate) source_ref: String,
     pub(crate) version: i64,
     pub(crate) source_updated_at: Option<DateTime<Utc>>,
+    /// A merged lead's key is an alias: its deliveries go on to this lead.
+    pub(crate) merged_into_id: Option<i64>,
 }
 
 /// [`StoredKey`]'s columns, in its order.
-pub(crate) const STORED_KEY_COLUMNS: [Column; 5] = [
+pub(crate) const STORED_KEY_COLUMNS: [Column; 6] = [
     Column::Id,
     Column::Source,
     Column::SourceRef,
     Column::Version,
     Column::SourceUpdatedAt,
+    Column::MergedIntoId,
 ];
 
 impl StoredKey {

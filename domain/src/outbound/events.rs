@@ -65,6 +65,28 @@ pub struct DealStageChanged {
     pub version: i64,
 }
 
+/// Leads were merged into `survivor_id` (`merge_id`: `GET /api/merges/{id}`
+/// has the merge's field provenance); the merged leads' keys now update
+/// the survivor.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LeadMerged {
+    pub merge_id: i64,
+    pub survivor_id: i64,
+    pub merged_ids: Vec<i64>,
+    /// The survivor's version after the merge.
+    pub version: i64,
+}
+
+/// A merge was undone: `merged_ids` are leads of their own again.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct LeadUnmerged {
+    pub merge_id: i64,
+    pub survivor_id: i64,
+    pub merged_ids: Vec<i64>,
+    /// The survivor's version after the undo.
+    pub version: i64,
+}
+
 /// A follow-up task was created. No title or description: they are free
 /// text that may name a person; read the task by id for them.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -235,6 +257,16 @@ event!(
     "deal.stage_changed",
     "A deal was won or lost."
 );
+event!(
+    LeadMerged,
+    "lead.merged",
+    "Leads were merged into one; their keys now update the survivor."
+);
+event!(
+    LeadUnmerged,
+    "lead.unmerged",
+    "A merge was undone; the merged leads are leads of their own again."
+);
 event!(TaskCreated, "task.created", "A follow-up task was created.");
 event!(
     TaskCompleted,
@@ -305,6 +337,8 @@ pub fn catalogue() -> Vec<EventTypeInfo> {
         info::<LeadAssigned>(),
         info::<LeadNoteAdded>(),
         info::<LeadConverted>(),
+        info::<LeadMerged>(),
+        info::<LeadUnmerged>(),
         info::<DealStageChanged>(),
         info::<TaskCreated>(),
         info::<TaskCompleted>(),
@@ -340,6 +374,7 @@ mod tests {
             processed_version: 1,
             created_at: at,
             updated_at: at + chrono::TimeDelta::microseconds(5),
+            merged_into_id: None,
         };
         let borrowed = serde_json::to_string(&LeadSnapshot::from(&row)).unwrap();
         // The wire format of `lead.created`, the export and the API's `Lead`.

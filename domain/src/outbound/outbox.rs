@@ -13,6 +13,8 @@ pub const LEAD_STATUS_CHANGED: &str = events::LeadStatusChanged::TYPE;
 pub const LEAD_ASSIGNED: &str = events::LeadAssigned::TYPE;
 pub const LEAD_NOTE_ADDED: &str = events::LeadNoteAdded::TYPE;
 pub const LEAD_CONVERTED: &str = events::LeadConverted::TYPE;
+pub const LEAD_MERGED: &str = events::LeadMerged::TYPE;
+pub const LEAD_UNMERGED: &str = events::LeadUnmerged::TYPE;
 pub const DEAL_STAGE_CHANGED: &str = events::DealStageChanged::TYPE;
 pub const TASK_CREATED: &str = events::TaskCreated::TYPE;
 pub const TASK_COMPLETED: &str = events::TaskCompleted::TYPE;
@@ -28,6 +30,8 @@ pub const EVENT_TYPES: &[&str] = &[
     LEAD_ASSIGNED,
     LEAD_NOTE_ADDED,
     LEAD_CONVERTED,
+    LEAD_MERGED,
+    LEAD_UNMERGED,
     DEAL_STAGE_CHANGED,
     TASK_CREATED,
     TASK_COMPLETED,
