@@ -361,12 +361,13 @@ function leadRow(lead) {
 async function openLead(id) {
   clearProblem();
   try {
+    // A merged lead answers 308: the browser follows it to the survivor.
     const { body, headers } = await api("GET", `/api/leads/${id}`);
     state.lead = body;
     state.etag = headers.get("ETag");
     state.conversion = null;
     // The lead is addressable (#lead/ID): reload and duplicate links land here.
-    if (location.hash !== `#lead/${id}`) history.replaceState(null, "", `#lead/${id}`);
+    if (location.hash !== `#lead/${body.id}`) history.replaceState(null, "", `#lead/${body.id}`);
     renderLead();
     await Promise.all([loadTimeline(), loadLeadTasks(), body.status === "converted" ? loadConversion() : null]);
   } catch (err) {
@@ -405,7 +406,15 @@ function renderLead() {
   $("duplicates").hidden = duplicates.length === 0;
   $("duplicate-links").replaceChildren(
     ...duplicates.map((d) =>
-      el("li", {}, el("a", { href: `#lead/${d.lead_id}`, dataset: { leadId: String(d.lead_id) } }, `Lead #${d.lead_id}`), ` — same ${d.reason}`),
+      el(
+        "li",
+        {},
+        el("a", { href: `#lead/${d.lead_id}`, dataset: { leadId: String(d.lead_id) } }, `Lead #${d.lead_id}`),
+        ` — same ${d.reason} `,
+        d.merge
+          ? el("button", { type: "button", class: "small merge", dataset: { mergeLead: String(d.lead_id) }, onclick: (e) => mergeDuplicate(e, d) }, "Merge into this lead")
+          : null,
+      ),
     ),
   );
   $("convert-form").hidden = lead.status !== "qualified";
@@ -456,6 +465,35 @@ async function leadChanged(response, lead) {
   state.leads = state.leads.map((l) => (l.id === state.lead.id ? state.lead : l));
   const row = $("lead-table").querySelector(`tbody tr[data-lead-id="${state.lead.id}"]`);
   if (row) row.replaceWith(leadRow(state.lead));
+}
+
+/** Merges a duplicate into the shown lead, as the hint offers it. */
+async function mergeDuplicate(e, duplicate) {
+  clearProblem();
+  e.target.disabled = true;
+  try {
+    const response = await api(duplicate.merge.method, duplicate.merge.href, { body: duplicate.merge.body, headers: writeHeaders() });
+    state.leads = state.leads.filter((l) => l.id !== duplicate.lead_id);
+    $("lead-table").querySelector(`tbody tr[data-lead-id="${duplicate.lead_id}"]`)?.remove();
+    await openLead(response.body.lead.id);
+  } catch (err) {
+    showProblem(err);
+    e.target.disabled = false;
+  }
+}
+
+/** Undoes a merge from the survivor's timeline: the merged leads come back. */
+async function undoMerge(e, mergeId) {
+  clearProblem();
+  e.target.disabled = true;
+  try {
+    await api("POST", `/api/merges/${mergeId}/undo`, { body: {}, headers: { "Idempotency-Key": uuid() } });
+    await loadLeads();
+    await openLead(state.lead.id);
+  } catch (err) {
+    showProblem(err);
+    e.target.disabled = false;
+  }
 }
 
 /** A write to the shown lead with a fresh Idempotency-Key and its If-Match. */
@@ -584,7 +622,13 @@ function describeActivity(a) {
     case "status_changed":
       return `status ${d.from} → ${d.to}${d.reason ? ` (${d.reason})` : ""}`;
     case "ingest":
-      return `${a.origin || "intake"}: ${a.outcome || ""}`;
+      return `${a.origin || "intake"}: ${a.outcome || ""}${d.via_lead_id ? ` (key of merged lead #${d.via_lead_id})` : ""}`;
+    case "merged":
+      return `merged lead${(d.merged_ids || []).length === 1 ? "" : "s"} ${(d.merged_ids || []).map((id) => `#${id}`).join(", ")} into this one`;
+    case "merged_into":
+      return `merged into lead #${d.survivor_id}`;
+    case "unmerged":
+      return d.survivor_id ? `merge into lead #${d.survivor_id} undone` : `merge of ${(d.merged_ids || []).map((id) => `#${id}`).join(", ")} undone`;
     case "note":
       return `note: ${d.text || ""}`;
     case "assigned":
@@ -621,6 +665,9 @@ async function loadTimeline() {
           " ",
           describeActivity(a),
           a.author_id ? el("span", { class: "muted" }, ` by ${person(a.author_id)}`) : null,
+          a.kind === "merged" && a.detail && a.detail.merge_id
+            ? el("button", { type: "button", class: "small undo-merge", onclick: (e) => undoMerge(e, a.detail.merge_id) }, "Undo")
+            : null,
         ),
       ),
     );

@@ -13,7 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use domain::auth::Role;
-use domain::entities::{activity, deal, idempotency_key, inbox_event, lead, lead_conversion, task};
+use domain::entities::{
+    activity, deal, idempotency_key, inbox_event, lead, lead_conversion, lead_merge, task,
+};
 use fantoccini::{Client, ClientBuilder, Locator};
 use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -218,6 +220,7 @@ on_both_backends!(
     sign_out_forgets_the_previous_session,
     each_role_sees_only_the_tabs_it_may_read,
     sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab,
+    sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline,
 );
 
 /// Everything the page holds, hidden or not: the document's markup and its
@@ -931,5 +934,103 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
         wait_for(&browser, "#login:not([hidden])").await;
     }
 
+    browser.close().await.unwrap();
+}
+
+async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let admin = app.api_as(Role::Admin, None).await;
+    let ada = admin
+        .new_lead(
+            &json!({"source": "webform", "source_ref": "form-1", "name": "Ada Lovelace",
+                          "email": "ada@example.com"}),
+        )
+        .await;
+    let twin = admin
+        .new_lead(
+            &json!({"source": "partner", "source_ref": "p-1", "name": "A. Lovelace",
+                          "email": "ada@example.com", "phone": "+4930123"}),
+        )
+        .await;
+    while workers::lead_processor::run_once(&app.db, 100)
+        .await
+        .unwrap()
+        > 0
+    {}
+    let sales = app.token(Role::Sales, None).await;
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser
+        .goto(&app.url(&format!("/#lead/{ada}")))
+        .await
+        .unwrap();
+    sign_in(&browser, &sales).await;
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+    wait_for_text(&browser, "#duplicate-links", &format!("Lead #{twin}")).await;
+    click(
+        &browser,
+        &format!("#duplicate-links button[data-merge-lead=\"{twin}\"]"),
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#timeline",
+        &format!("merged lead #{twin} into this one"),
+    )
+    .await;
+    // The survivor took the newer lead's name and phone; the twin is gone
+    // from the list.
+    wait_for_text(&browser, "#lead-title", "A. Lovelace").await;
+    wait_for_text(&browser, "#lead-fields", "+4930123").await;
+    wait_for(&browser, "#duplicates[hidden]").await;
+    let twin_row = format!("#lead-table tr[data-lead-id=\"{twin}\"]");
+    assert!(browser.find(Locator::Css(&twin_row)).await.is_err());
+    let merged = lead::Entity::find_by_id(twin)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(merged.merged_into_id, Some(ada));
+    screenshot(&browser, "lead-merged").await;
+
+    // Opening the merged lead's address shows the survivor.
+    browser
+        .execute(&format!("location.hash = '#lead/{twin}';"), vec![])
+        .await
+        .unwrap();
+    let survivor_hash = format!("#lead/{ada}");
+    eventually(
+        "the page to follow the merged lead to its survivor",
+        WAIT,
+        async || {
+            let hash = browser.execute("return location.hash;", vec![]).await;
+            match hash {
+                Ok(Value::String(h)) if h == survivor_hash => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+
+    click(&browser, "#timeline button.undo-merge").await;
+    wait_for_text(&browser, "#timeline", &format!("merge of #{twin} undone")).await;
+    wait_for(&browser, &twin_row).await;
+    let restored = lead::Entity::find_by_id(twin)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(restored.merged_into_id, None);
+    let merge = lead_merge::Entity::find()
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(merge.undone_at.is_some());
+    assert_nothing_refused(&browser, &format!("/api/merges/{}/undo", merge.id), "sales").await;
     browser.close().await.unwrap();
 }
