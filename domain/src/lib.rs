@@ -33,6 +33,7 @@ macro_rules! text_enum {
 
 pub mod actor;
 pub mod auth;
+pub mod business_hours;
 pub mod clock;
 pub mod crm;
 pub mod crypto;
