@@ -40,6 +40,7 @@ mod m20261206_000910_source_version;
 mod m20261206_000913_tombstone_folded_hash;
 mod m20261206_000920_sealing_key_check;
 mod m20261206_000930_create_task;
+mod m20261207_000950_principal_routing;
 
 pub struct Migrator;
 
@@ -80,6 +81,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000913_tombstone_folded_hash::Migration),
             Box::new(m20261206_000920_sealing_key_check::Migration),
             Box::new(m20261206_000930_create_task::Migration),
+            Box::new(m20261207_000950_principal_routing::Migration),
         ]
     }
 }
