@@ -6,11 +6,13 @@
 #![allow(clippy::unwrap_used)]
 
 use domain::auth::Role;
-use domain::entities::principal;
+use domain::entities::{activity, lead_awaiting_owner, principal};
 use leadpipe_tests::cli::output_text;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
-use sea_orm::EntityTrait;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
+use workers::WorkerSettings;
+use workers::lead_processor::LeadProcessor;
 
 on_both_backends!(
     a_sales_principal_marks_itself_away_and_back,
@@ -18,7 +20,43 @@ on_both_backends!(
     bad_routing_values_are_refused_naming_their_field,
     the_command_line_sets_team_capacity_and_availability,
     principals_from_before_the_migration_are_available_without_a_limit,
+    assignment_passes_by_the_away_and_the_full,
+    a_lead_no_one_can_take_waits_once_and_goes_to_whoever_comes_back,
+    a_lead_closed_by_a_full_principal_makes_room_for_a_waiting_one,
+    a_return_time_that_passes_brings_the_principal_back,
 );
+
+/// Drains the lead backlog as a woken worker does, until it is empty.
+async fn drain(app: &TestApp) {
+    let processor = LeadProcessor::new(app.db.clone(), WorkerSettings::for_tests());
+    while processor.drain_once().await.unwrap() > 0 {}
+}
+
+async fn owner_of(app: &TestApp, source_ref: &str) -> Option<i64> {
+    app.lead_by_ref(source_ref).await.owner_id
+}
+
+/// The kinds and details of a lead's timeline entries of `kind`.
+async fn entries(app: &TestApp, source_ref: &str, kind: &str) -> Vec<Value> {
+    let id = app.lead_by_ref(source_ref).await.id;
+    activity::Entity::find()
+        .filter(activity::Column::LeadId.eq(id))
+        .filter(activity::Column::Kind.eq(kind))
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.detail.unwrap_or(Value::Null))
+        .collect()
+}
+
+async fn set(app: &TestApp, admin: &str, id: i64, body: Value) {
+    let response = app
+        .api(admin)
+        .patch(&format!("/api/principals/{id}"), &body)
+        .await;
+    assert_eq!(response.status(), 200, "{body}");
+}
 
 /// A new principal with `role`: its token and id.
 async fn principal(app: &TestApp, role: Role) -> (String, i64) {
@@ -384,4 +422,199 @@ async fn principals_from_before_the_migration_are_available_without_a_limit(back
         ),
         ("old rep", None, "available", None, None, 1)
     );
+}
+
+async fn assignment_passes_by_the_away_and_the_full(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let (_, away) = principal(&app, Role::Sales).await;
+    let (_, full) = principal(&app, Role::Sales).await;
+    let (_, free) = principal(&app, Role::Sales).await;
+    set(&app, &admin, away, json!({"availability": "away"})).await;
+    set(&app, &admin, full, json!({"capacity": 1})).await;
+
+    app.post_leads((0..4).map(|i| format!("form-{i}"))).await;
+    drain(&app).await;
+    let mut owners = Vec::new();
+    for i in 0..4 {
+        owners.push(owner_of(&app, &format!("form-{i}")).await.unwrap());
+    }
+    // The turns start at `away`: passed by every time; `full` takes one.
+    assert_eq!(
+        owners,
+        [full, free, free, free],
+        "away {away}, full {full}, free {free}"
+    );
+    let first = entries(&app, "form-0", "assigned").await;
+    assert_eq!(
+        first,
+        [json!({"from": null, "to": full, "by": "round_robin",
+            "skipped": [{"principal_id": away, "reason": "away"}]})]
+    );
+    let second = entries(&app, "form-1", "assigned").await;
+    assert_eq!(
+        second[0]["skipped"],
+        json!([{"principal_id": full, "reason": "at_capacity"}]),
+        "{second:?}"
+    );
+    // Nobody was ever out of reach: nothing waits.
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 0);
+}
+
+async fn a_lead_no_one_can_take_waits_once_and_goes_to_whoever_comes_back(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let (rep, id) = principal(&app, Role::Sales).await;
+    set(&app, &admin, id, json!({"availability": "away"})).await;
+
+    app.post_leads(["form-a".to_owned(), "form-b".to_owned()])
+        .await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-a").await, None);
+    let unowned: Value = app
+        .api(&admin)
+        .leads("?owner=none")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(unowned["data"].as_array().unwrap().len(), 2, "{unowned}");
+    assert_eq!(
+        entries(&app, "form-a", "awaiting_owner").await,
+        [json!({"pool": "sales", "skipped": [{"principal_id": id, "reason": "away"}]})]
+    );
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 2);
+
+    // The lead changes and is processed again: still waiting, said once.
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let response = app
+        .post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": "form-a", "name": "Ada"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    drain(&app).await;
+    assert_eq!(entries(&app, "form-a", "awaiting_owner").await.len(), 1);
+    assert_eq!(owner_of(&app, "form-a").await, None);
+
+    // A person takes one meanwhile; then the rep comes back: the other one
+    // is routed to it, the person's choice stands.
+    let b = app.lead_by_ref("form-b").await;
+    let taken = app
+        .api(&admin)
+        .patch_lead(b.id, &json!({"owner_id": id}))
+        .if_match(b.version)
+        .await;
+    assert_eq!(taken.status(), 200);
+    let a_before = app.lead_by_ref("form-a").await;
+    let back = app
+        .api(&rep)
+        .patch(
+            &format!("/api/principals/{id}"),
+            &json!({"availability": "available"}),
+        )
+        .await;
+    assert_eq!(back.status(), 200);
+    let a_after = app.lead_by_ref("form-a").await;
+    assert_eq!(a_after.version, a_before.version, "its ETag is unchanged");
+    assert!(
+        a_after.processed_version < a_after.version,
+        "sent back to the lead drain"
+    );
+    assert_eq!(
+        app.count(lead_awaiting_owner::Entity).await,
+        1,
+        "form-b left the wait"
+    );
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-a").await, Some(id));
+    assert_eq!(
+        entries(&app, "form-b", "assigned").await.len(),
+        1,
+        "only the person's"
+    );
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 0);
+
+    // A lead a person leaves without an owner is not routed again.
+    let a = app.lead_by_ref("form-a").await;
+    let unassigned = app
+        .api(&admin)
+        .patch_lead(a.id, &json!({"owner_id": null}))
+        .if_match(a.version)
+        .await;
+    assert_eq!(unassigned.status(), 200);
+    set(&app, &admin, id, json!({"capacity": 10})).await;
+    set(&app, &admin, id, json!({"capacity": null})).await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-a").await, None);
+}
+
+async fn a_lead_closed_by_a_full_principal_makes_room_for_a_waiting_one(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let (rep, id) = principal(&app, Role::Sales).await;
+    set(&app, &admin, id, json!({"capacity": 1})).await;
+    app.post_leads(["form-1".to_owned(), "form-2".to_owned()])
+        .await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-1").await, Some(id));
+    assert_eq!(owner_of(&app, "form-2").await, None);
+    assert_eq!(
+        entries(&app, "form-2", "awaiting_owner").await[0]["skipped"],
+        json!([{"principal_id": id, "reason": "at_capacity"}])
+    );
+
+    let first = app.lead_by_ref("form-1").await;
+    let lost = app
+        .api(&rep)
+        .move_lead(first.id, "lost", Some("no budget"))
+        .if_match(first.version)
+        .await;
+    assert_eq!(lost.status(), 200);
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-2").await, Some(id));
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 0);
+}
+
+async fn a_return_time_that_passes_brings_the_principal_back(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (rep, id) = principal(&app, Role::Sales).await;
+    let until = chrono::Utc::now() + chrono::Duration::milliseconds(1500);
+    let away = app
+        .api(&rep)
+        .patch(
+            &format!("/api/principals/{id}"),
+            &json!({"availability": "away", "away_until": until}),
+        )
+        .await;
+    assert_eq!(away.status(), 200);
+    app.post_leads(["form-1".to_owned()]).await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-1").await, None);
+    assert_eq!(
+        workers::housekeeping::end_past_absences(&app.db)
+            .await
+            .unwrap(),
+        0
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+    assert_eq!(
+        workers::housekeeping::end_past_absences(&app.db)
+            .await
+            .unwrap(),
+        1
+    );
+    let stored = row(&app, id).await;
+    assert_eq!(
+        (
+            stored.availability.as_str(),
+            stored.away_until,
+            stored.version
+        ),
+        ("available", None, 3)
+    );
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-1").await, Some(id));
 }

@@ -3,4 +3,7 @@
 //! choice itself. The lead drain (`lead::processing`) asks; nothing here
 //! writes a lead's owner.
 
+pub mod choice;
+pub mod router;
 pub mod staff;
+pub mod waiting;

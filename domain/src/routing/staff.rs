@@ -13,6 +13,7 @@ use crate::entities::principal::{self, Column};
 use crate::error::Error;
 use crate::field_presence::Patch;
 use crate::precondition::IfMatch;
+use crate::routing::waiting;
 
 pub const MAX_TEAM_LEN: usize = 64;
 pub const MAX_CAPACITY: i64 = 100_000;
@@ -143,7 +144,7 @@ impl PrincipalPatch {
 pub struct Updated {
     pub record: StaffRecord,
     /// It may take leads it could not take before (back, more room, another
-    /// team): the leads waiting for an owner are worth routing again.
+    /// team): the leads waiting for an owner were sent back to the lead drain.
     pub may_take_more: bool,
 }
 
@@ -278,6 +279,9 @@ async fn apply<C: ConnectionTrait>(
                 (Some(was), Some(is)) => is > was,
                 (None, _) => false,
             };
+        if may_take_more {
+            waiting::requeue(conn).await?;
+        }
         return Ok(Updated {
             record: changed.try_into()?,
             may_take_more,
@@ -287,6 +291,45 @@ async fn apply<C: ConnectionTrait>(
     Err(Error::PreconditionFailed {
         current: current.version,
     })
+}
+
+/// Whether a principal's return time has passed while it is still marked away.
+pub async fn has_past_absences<C: ConnectionTrait>(
+    conn: &C,
+    now: DateTime<Utc>,
+) -> Result<bool, Error> {
+    Ok(principal::Entity::find()
+        .filter(Column::Availability.eq(Availability::Away.as_str()))
+        .filter(Column::AwayUntil.lte(now))
+        .one(conn)
+        .await?
+        .is_some())
+}
+
+/// Marks available the principals whose return time has passed (a new
+/// version each), and if there were any, sends the leads waiting for an
+/// owner back to the lead drain. Returns how many came back. Run by
+/// housekeeping, so a return is noticed within seconds without a request.
+pub async fn end_past_absences<C: ConnectionTrait>(
+    conn: &C,
+    now: DateTime<Utc>,
+) -> Result<u64, Error> {
+    let back = principal::Entity::update_many()
+        .col_expr(
+            Column::Availability,
+            Expr::val(Availability::Available.as_str()),
+        )
+        .col_expr(Column::AwayUntil, Expr::val(Option::<DateTime<Utc>>::None))
+        .col_expr(Column::Version, Expr::col(Column::Version).add(1))
+        .filter(Column::Availability.eq(Availability::Away.as_str()))
+        .filter(Column::AwayUntil.lte(now))
+        .exec(conn)
+        .await?
+        .rows_affected;
+    if back > 0 {
+        waiting::requeue(conn).await?;
+    }
+    Ok(back)
 }
 
 /// The field a refusal names: the first one given.
