@@ -164,15 +164,6 @@ pub async fn create_principal<C: ConnectionTrait>(
     })
 }
 
-/// A principal as ops see it: never its token or the token's hash.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PrincipalListing {
-    pub principal: Principal,
-    pub active: bool,
-    pub created_at: chrono::DateTime<chrono::Utc>,
-}
-
-/// Every principal, oldest first.
 /// Only active `sales` principals own leads and deals.
 pub async fn check_sales_owner<C: ConnectionTrait>(
     conn: &C,
@@ -187,24 +178,6 @@ pub async fn check_sales_owner<C: ConnectionTrait>(
             "must be the id of an active sales principal",
         ))
     }
-}
-
-pub async fn list_principals<C: ConnectionTrait>(conn: &C) -> Result<Vec<PrincipalListing>, Error> {
-    use sea_orm::QueryOrder;
-    principal::Entity::find()
-        .order_by_asc(principal::Column::Id)
-        .all(conn)
-        .await?
-        .into_iter()
-        .map(|model| {
-            let (active, created_at) = (model.active, model.created_at);
-            Ok(PrincipalListing {
-                principal: to_principal(model)?,
-                active,
-                created_at,
-            })
-        })
-        .collect()
 }
 
 /// Revokes principal `id`'s token; false when there is no such principal.
@@ -308,6 +281,11 @@ impl PrincipalCache {
         }
         Ok(found)
     }
+}
+
+/// The caller a principal row describes.
+pub(crate) fn principal_of(model: principal::Model) -> Result<Principal, DbErr> {
+    to_principal(model)
 }
 
 fn to_principal(model: principal::Model) -> Result<Principal, DbErr> {

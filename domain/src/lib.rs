@@ -59,6 +59,7 @@ pub mod reconcile;
 pub mod redact;
 pub mod retention;
 pub mod retry;
+pub mod routing;
 pub mod sealed;
 pub mod secret_rotation;
 pub mod source_name;

@@ -41,6 +41,8 @@ mod m20261206_000913_tombstone_folded_hash;
 mod m20261206_000920_sealing_key_check;
 mod m20261206_000930_create_task;
 mod m20261207_000940_lead_merge;
+mod m20261207_000950_principal_routing;
+mod m20261207_000960_lead_awaiting_owner;
 
 pub struct Migrator;
 
@@ -82,6 +84,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000920_sealing_key_check::Migration),
             Box::new(m20261206_000930_create_task::Migration),
             Box::new(m20261207_000940_lead_merge::Migration),
+            Box::new(m20261207_000950_principal_routing::Migration),
+            Box::new(m20261207_000960_lead_awaiting_owner::Migration),
         ]
     }
 }

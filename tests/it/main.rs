@@ -22,6 +22,7 @@ mod intake;
 mod json_numbers;
 mod lead_failures_ops;
 mod lead_jobs;
+mod lead_routing;
 mod lifecycle;
 mod listener;
 mod merges;

@@ -202,7 +202,9 @@ async fn me_and_principals_name_people_without_token_material(backend: Backend) 
     let me: Value = app.api(&sales).get("/api/me").await.json().await.unwrap();
     assert_eq!(
         me,
-        json!({"id": issued.principal.id, "name": "Grace Hopper", "role": "sales", "active": true})
+        json!({"id": issued.principal.id, "name": "Grace Hopper", "role": "sales", "active": true,
+            "team": null, "availability": "available", "away_until": null, "capacity": null,
+            "version": 1})
     );
     let response = app.api(&intake).get("/api/me").await;
     assert_eq!(response.status(), 200);

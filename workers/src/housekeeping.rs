@@ -67,6 +67,24 @@ pub async fn sweep_retention(db: &Store, rules: &RetentionRules) -> Result<Swept
     Ok(swept)
 }
 
+/// Marks available the sales principals whose return time has passed, and
+/// routes the leads waiting for an owner again if any came back.
+pub async fn end_past_absences(db: &Store) -> Result<u64, domain::Error> {
+    let now = domain::clock::now();
+    // A read first: an idle process takes no write turn for this.
+    if !domain::routing::staff::has_past_absences(db, now).await? {
+        return Ok(0);
+    }
+    let txn = db.begin_write().await?;
+    let back = domain::routing::staff::end_past_absences(&*txn, now).await?;
+    txn.enqueued(domain::store::Work::Leads);
+    txn.commit().await?;
+    if back > 0 {
+        tracing::info!(back, "sales principals back from away");
+    }
+    Ok(back)
+}
+
 /// How often the housekeeping worker's passes come: every `interval`, at
 /// most [`MAX_INTERVAL`].
 pub(crate) fn housekeeping_tick(interval: Duration) -> Duration {
@@ -74,7 +92,8 @@ pub(crate) fn housekeeping_tick(interval: Duration) -> Duration {
 }
 
 /// A pass of the housekeeping worker: expired idempotency keys, imports
-/// whose process died, an erasure's scrub that could not finish.
+/// whose process died, sales principals back from away, an erasure's scrub
+/// that could not finish.
 #[derive(Debug, Clone, Copy)]
 pub struct HousekeepingPass;
 
@@ -101,9 +120,12 @@ pub(crate) fn run_housekeeping(
             .inspect_err(|err| {
                 tracing::warn!(error = %err, "looking for abandoned imports failed; retrying next tick");
             });
+        let returns = end_past_absences(&db).await.inspect_err(|err| {
+            tracing::warn!(error = %err, "looking for principals back from away failed; retrying next tick");
+        });
         // A WAL checkpoint or vacuum after an erasure that could not finish.
         db.scrub_if_pending(domain::erasure::ERASED_TABLES).await;
-        let changed = keys?.saturating_add(imports?);
+        let changed = keys?.saturating_add(imports?).saturating_add(returns?);
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
     .boxed()

@@ -1,9 +1,13 @@
 //! `leadpipe token …`: API principals and their bearer tokens.
 
+use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use clap::builder::TypedValueParser as _;
 use domain::auth::Role;
-use domain::store::Store;
+use domain::field_presence::Patch;
+use domain::precondition::IfMatch;
+use domain::routing::staff::{self, Availability, PrincipalPatch};
+use domain::store::{Store, Work};
 
 use super::output::OutputArgs;
 use crate::wire::principals::PrincipalListingOut;
@@ -20,7 +24,8 @@ pub enum TokenCommand {
         #[arg(long)]
         source: Option<String>,
     },
-    /// List principals: id, name, role, source, state (never tokens).
+    /// List principals: id, name, role, source, state, and for sales staff
+    /// team, availability and capacity (never tokens).
     List {
         #[command(flatten)]
         output: OutputArgs,
@@ -31,6 +36,35 @@ pub enum TokenCommand {
         /// The principal's id (`leadpipe token list`).
         #[arg(long)]
         id: i64,
+    },
+    /// Set what routing knows about a sales principal: its team, its
+    /// capacity (most open leads), and whether it is away. Leads waiting for
+    /// an owner are routed again when it can take more.
+    Set {
+        /// The principal's id (`leadpipe token list`).
+        #[arg(long)]
+        id: i64,
+        /// The team whose routing rules send it leads.
+        #[arg(long, conflicts_with = "no_team")]
+        team: Option<String>,
+        /// In no team.
+        #[arg(long)]
+        no_team: bool,
+        /// The most open leads routing gives it (0 to 100000).
+        #[arg(long, conflicts_with = "no_capacity")]
+        capacity: Option<i64>,
+        /// No limit on open leads.
+        #[arg(long)]
+        no_capacity: bool,
+        /// Routing passes it by (until --until, if given).
+        #[arg(long, conflicts_with = "available")]
+        away: bool,
+        /// With --away: when it is back (RFC 3339).
+        #[arg(long, requires = "away")]
+        until: Option<DateTime<Utc>>,
+        /// Routing gives it leads again (clears a return time).
+        #[arg(long)]
+        available: bool,
     },
 }
 
@@ -52,14 +86,24 @@ pub async fn run_token(db: &Store, command: TokenCommand) -> anyhow::Result<()> 
             println!("{}", issued.token);
         }
         TokenCommand::List { output } => {
-            let rows: Vec<PrincipalListingOut> = domain::auth::list_principals(db)
+            let rows: Vec<PrincipalListingOut> = staff::list(db)
                 .await?
                 .into_iter()
                 .map(PrincipalListingOut::from)
                 .collect();
             output.print(
                 &rows,
-                &["id", "name", "role", "source", "state", "created_at"],
+                &[
+                    "id",
+                    "name",
+                    "role",
+                    "source",
+                    "state",
+                    "created_at",
+                    "team",
+                    "availability",
+                    "capacity",
+                ],
             )?;
         }
         TokenCommand::Revoke { id } => {
@@ -73,6 +117,59 @@ pub async fn run_token(db: &Store, command: TokenCommand) -> anyhow::Result<()> 
                 "revoked principal {id}; servers accept its token for at most LEADPIPE_AUTH_CACHE_SECS more"
             );
         }
+        TokenCommand::Set {
+            id,
+            team,
+            no_team,
+            capacity,
+            no_capacity,
+            away,
+            until,
+            available,
+        } => {
+            let patch = PrincipalPatch {
+                team: given(team, no_team),
+                capacity: given(capacity, no_capacity),
+                availability: if away {
+                    Some(Availability::Away)
+                } else if available {
+                    Some(Availability::Available)
+                } else {
+                    None
+                },
+                // `--away` alone is away until further notice.
+                away_until: match (away, until) {
+                    (true, Some(at)) => Patch::Value(at),
+                    (true, None) => Patch::Null,
+                    (false, _) => Patch::Absent,
+                },
+            };
+            let txn = db.begin_write().await?;
+            let updated = staff::update(&*txn, id, patch, &IfMatch::Any, None)
+                .await
+                .map_err(super::describe_missing("principal"))?;
+            // A principal who can take more leads sends the waiting ones
+            // back to the lead drain.
+            txn.enqueued(Work::Leads);
+            txn.commit().await?;
+            let row = PrincipalListingOut::from(updated.record);
+            println!(
+                "principal {id}: team {}, {}, capacity {}",
+                row.team.as_deref().unwrap_or("-"),
+                row.availability,
+                row.capacity
+                    .map_or_else(|| "unlimited".to_owned(), |c| c.to_string())
+            );
+        }
     }
     Ok(())
+}
+
+/// A flag pair as a change: a value, `--no-…` (clear it), or neither.
+fn given<T>(value: Option<T>, clear: bool) -> Patch<T> {
+    match (value, clear) {
+        (Some(value), _) => Patch::Value(value),
+        (None, true) => Patch::Null,
+        (None, false) => Patch::Absent,
+    }
 }

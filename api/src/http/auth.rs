@@ -72,6 +72,8 @@ roles! {
     OpsUp = [Ops, Admin];
     /// admin.
     AdminOnly = [Admin];
+    /// sales (for itself), admin.
+    SalesOrAdmin = [Sales, Admin];
     /// intake (its own sources), sales, admin: who may post leads.
     LeadWriters = [Intake, Sales, Admin];
     /// any authenticated principal.

@@ -1,10 +1,17 @@
-//! What `GET /api/me` and `GET /api/principals` show.
+//! What `GET /api/me`, `GET /api/principals` and `PATCH /api/principals/{id}`
+//! show and take, and what `leadpipe token list` prints.
 
-use domain::auth::{Principal, PrincipalListing, Role};
+use chrono::{DateTime, Utc};
+use domain::auth::Role;
+use domain::routing::staff::StaffRecord;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// A principal by name: never its token or the token's hash.
+/// The body of `PATCH /api/principals/{id}`: the domain's own.
+pub use domain::routing::staff::{Availability, PrincipalPatch};
+
+/// A principal by name, with what routing knows about it: never its token
+/// or the token's hash.
 #[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = PrincipalName)]
 pub struct PrincipalOut {
@@ -16,19 +23,36 @@ pub struct PrincipalOut {
     pub source: Option<String>,
     /// Revoked principals stay listed, so the leads they owned keep a name.
     pub active: bool,
+    /// Routing (`sales` principals): the team whose rules send it leads.
+    pub team: Option<String>,
+    /// Routing passes an `away` principal by until `away_until` (if set).
+    pub availability: Availability,
+    pub away_until: Option<DateTime<Utc>>,
+    /// The most open leads routing gives it; `null`: no limit.
+    pub capacity: Option<i32>,
+    /// Goes up with every change; the `ETag` is `"{version}"`.
+    pub version: i64,
 }
 
-impl PrincipalOut {
-    pub fn new(p: Principal, active: bool) -> Self {
+impl From<StaffRecord> for PrincipalOut {
+    fn from(record: StaffRecord) -> Self {
+        let p = record.principal;
         Self {
             id: p.id,
             name: p.name,
             role: p.role,
             source: p.source,
-            active,
+            active: record.active,
+            team: record.routing.team,
+            availability: record.routing.availability,
+            away_until: record.routing.away_until,
+            capacity: record.routing.capacity,
+            version: record.version,
         }
     }
 }
+
+crate::wire::versioned::versioned!(PrincipalOut);
 
 /// A principal as `leadpipe token list` shows it: never its token or the
 /// token's hash.
@@ -42,20 +66,33 @@ pub struct PrincipalListingOut {
     pub state: String,
     /// RFC 3339, whole seconds.
     pub created_at: String,
+    pub team: Option<String>,
+    /// `available`, `away`, or `away until <RFC 3339>`.
+    pub availability: String,
+    pub capacity: Option<i32>,
 }
 
-impl From<PrincipalListing> for PrincipalListingOut {
-    fn from(row: PrincipalListing) -> Self {
-        let p = row.principal;
+impl From<StaffRecord> for PrincipalListingOut {
+    fn from(record: StaffRecord) -> Self {
+        let p = record.principal;
+        let seconds = |at: DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let availability = match (record.routing.availability, record.routing.away_until) {
+            (Availability::Away, Some(until)) => format!("away until {}", seconds(until)),
+            (availability, _) => availability.as_str().to_owned(),
+        };
         Self {
             id: p.id,
             name: p.name,
             role: p.role,
             source: p.source,
-            state: if row.active { "active" } else { "revoked" }.to_owned(),
-            created_at: row
-                .created_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            state: if record.active { "active" } else { "revoked" }.to_owned(),
+            created_at: seconds(record.created_at),
+            team: record.routing.team,
+            availability,
+            capacity: record.routing.capacity,
         }
     }
 }
+
+// A principal is staff, not a person whose data an erasure removes.
+crate::wire::about::about_nobody!(PrincipalOut);

@@ -13,6 +13,7 @@ pub mod import_row;
 pub mod import_run;
 pub mod inbox_event;
 pub mod lead;
+pub mod lead_awaiting_owner;
 pub mod lead_conversion;
 pub mod lead_duplicate;
 pub mod lead_erasure;

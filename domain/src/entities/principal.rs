@@ -11,6 +11,16 @@ pub struct Model {
     pub token_hash: String,
     pub active: bool,
     pub created_at: ChronoDateTimeUtc,
+    /// Routing: the team a `sales` principal's leads come through.
+    pub team: Option<String>,
+    /// `available` or `away` (`crate::routing::staff::Availability`).
+    pub availability: String,
+    /// An `away` principal is back at this time; `null`: until further notice.
+    pub away_until: Option<ChronoDateTimeUtc>,
+    /// The most open leads routing gives it; `null`: no limit.
+    pub capacity: Option<i32>,
+    /// Goes up with every change; the `ETag` is `"{version}"`.
+    pub version: i64,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

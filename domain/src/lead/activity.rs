@@ -11,6 +11,8 @@ pub enum ActivityKind {
     Note,
     StatusChanged,
     Assigned,
+    /// Routing found everyone in the lead's pool away or at capacity.
+    AwaitingOwner,
     DuplicateHint,
     Converted,
     TaskCreated,
@@ -32,6 +34,7 @@ impl ActivityKind {
             Self::Note => "note",
             Self::StatusChanged => "status_changed",
             Self::Assigned => "assigned",
+            Self::AwaitingOwner => "awaiting_owner",
             Self::DuplicateHint => "duplicate_hint",
             Self::Converted => "converted",
             Self::TaskCreated => "task_created",

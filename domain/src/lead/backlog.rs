@@ -24,9 +24,11 @@ use crate::entities::lead;
 use crate::entities::lead_processing_failure::{self as failure, Column as F};
 use crate::error::Error;
 use crate::lead::processing::{
-    latest_correlation_ids, mark_processed, may_have_duplicates, sales_staff, work_on,
+    latest_correlation_ids, mark_processed, may_have_duplicates, work_on,
 };
 use crate::retry::{Decision, ProcessError, RetryPolicy};
+use crate::routing::router::Router;
+use crate::routing::waiting;
 
 /// Failure states.
 pub const FAILED: &str = "failed";
@@ -147,7 +149,8 @@ pub(crate) async fn process_claimed(
         });
     }
     let ids: Vec<i64> = leads.iter().map(|l| l.id).collect();
-    let staff = sales_staff(&txn).await?;
+    let router = Router::load(&txn).await?;
+    let waits = waiting::among(&txn, &ids).await?;
     let correlations = latest_correlation_ids(&txn, &ids).await?;
     let correlation = |id: i64| correlations.get(&id).cloned().flatten();
     let shared = may_have_duplicates(&txn, &leads).await?;
@@ -160,8 +163,9 @@ pub(crate) async fn process_claimed(
             &whole,
             lead,
             &correlation(lead.id),
-            &staff,
+            &router,
             shared.contains(&lead.id),
+            waits.contains(&lead.id),
         )
         .await
         .map(|_| ());
@@ -182,7 +186,8 @@ pub(crate) async fn process_claimed(
             let one = txn.begin().await?;
             let correlation_id = correlation(lead.id);
             let shared = shared.contains(&lead.id);
-            let worked = work_on(&one, lead, &correlation_id, &staff, shared).await;
+            let waits = waits.contains(&lead.id);
+            let worked = work_on(&one, lead, &correlation_id, &router, shared, waits).await;
             let done = match worked {
                 Ok(_) => mark_processed(&one, &[lead.id]).await,
                 Err(error) => Err(error),

@@ -1,6 +1,7 @@
 //! The `process_lead` job: what happens to a lead after it arrives or changes.
-//! It assigns an unowned lead round-robin among active sales staff and links
-//! possible duplicates from other sources. Idempotent by construction: it
+//! It assigns an unowned lead round-robin in its routing pool, passing by
+//! whoever is away or at capacity (`routing`), and links possible
+//! duplicates from other sources. Idempotent by construction: it
 //! records the lead version it processed and does nothing for a version it
 //! has seen, and every write is conditional.
 
@@ -15,16 +16,13 @@ use sea_orm::{
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::auth::Role;
 use crate::clock;
-use crate::entities::{
-    activity as activity_entity, assignment_cursor, lead, lead_duplicate, principal,
-};
+use crate::entities::{activity as activity_entity, assignment_cursor, lead, lead_duplicate};
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
 use crate::outbound::outbox;
-
-const SALES_POOL: &str = "sales";
+use crate::routing::router::Router;
+use crate::routing::{choice, waiting};
 /// Bounds the work for a very common email or phone (a shared switchboard).
 const MAX_DUPLICATE_CANDIDATES: u64 = 20;
 
@@ -90,25 +88,27 @@ pub async fn process_lead_in<C: ConnectionTrait>(
         Some(id) => Some(id),
         None => latest_correlation_id(txn, lead_id).await?,
     };
-    let staff = sales_staff(txn).await?;
-    let done = work_on(txn, &lead, &correlation_id, &staff, true).await?;
+    let router = Router::load(txn).await?;
+    let waits = !waiting::among(txn, &[lead_id]).await?.is_empty();
+    let done = work_on(txn, &lead, &correlation_id, &router, true, waits).await?;
     mark_processed(txn, &[lead_id]).await?;
     Ok(done)
 }
 
 /// The work itself, on a lead read under a lock (or the write turn):
-/// assignment of an open unowned lead among `staff`, and duplicate hints
-/// (searched for only if `may_have_duplicates`). The caller marks the
-/// version processed.
+/// assignment of an open unowned lead in its pool, and duplicate hints
+/// (searched for only if `may_have_duplicates`). `waits`: the lead is
+/// waiting for an owner already. The caller marks the version processed.
 pub(crate) async fn work_on<C: ConnectionTrait>(
     txn: &C,
     lead: &lead::Model,
     correlation_id: &Option<String>,
-    staff: &[i64],
+    router: &Router,
     may_have_duplicates: bool,
+    waits: bool,
 ) -> Result<Processed, Error> {
     let assigned = if lead.owner_id.is_none() && lead.status.is_open() {
-        assign_round_robin(txn, lead, correlation_id, staff).await?
+        assign_round_robin(txn, lead, correlation_id, router, waits).await?
     } else {
         None
     };
@@ -178,19 +178,6 @@ async fn shared_values<'a, C: ConnectionTrait>(
     Ok(shared.into_iter().collect())
 }
 
-/// Active sales staff, in turn order.
-pub(crate) async fn sales_staff<C: ConnectionTrait>(conn: &C) -> Result<Vec<i64>, Error> {
-    Ok(principal::Entity::find()
-        .select_only()
-        .column(principal::Column::Id)
-        .filter(principal::Column::Role.eq(Role::Sales.as_str()))
-        .filter(principal::Column::Active.eq(true))
-        .order_by_asc(principal::Column::Id)
-        .into_tuple::<i64>()
-        .all(conn)
-        .await?)
-}
-
 async fn latest_correlation_id<C: ConnectionTrait>(
     txn: &C,
     lead_id: i64,
@@ -225,18 +212,10 @@ pub(crate) async fn latest_correlation_ids<C: ConnectionTrait>(
     Ok(rows.into_iter().collect())
 }
 
-/// Takes the next turn and gives the lead to whoever it falls on. The turn
-/// counter is one row updated atomically, so concurrent jobs never share a
-/// turn; a job that finds the lead already owned takes no turn at all.
-async fn assign_round_robin<C: ConnectionTrait>(
-    txn: &C,
-    lead: &lead::Model,
-    correlation_id: &Option<String>,
-    staff: &[i64],
-) -> Result<Option<i64>, Error> {
-    if staff.is_empty() {
-        return Ok(None);
-    }
+/// Takes the pool's next turn number: one row updated atomically, so
+/// concurrent jobs never share a turn; the row stays locked until the job
+/// commits, so jobs of one pool count its open leads one after the other.
+async fn take_turn<C: ConnectionTrait>(txn: &C, pool: &str) -> Result<i64, Error> {
     let mut take_turn = Query::insert();
     take_turn
         .into_table(assignment_cursor::Entity)
@@ -244,7 +223,7 @@ async fn assign_round_robin<C: ConnectionTrait>(
             assignment_cursor::Column::Pool,
             assignment_cursor::Column::Turn,
         ])
-        .values([SALES_POOL.into(), 1i64.into()])
+        .values([pool.into(), 1i64.into()])
         .map_err(|e| DbErr::Custom(e.to_string()))?
         .on_conflict(
             OnConflict::column(assignment_cursor::Column::Pool)
@@ -259,9 +238,49 @@ async fn assign_round_robin<C: ConnectionTrait>(
         .query_one(&take_turn)
         .await?
         .ok_or_else(|| DbErr::Custom("taking a turn returned nothing".into()))?;
-    let turn: i64 = row.try_get("", "turn")?;
-    let index = usize::try_from((turn - 1).rem_euclid(staff.len() as i64)).unwrap_or(0);
-    let owner = staff[index];
+    Ok(row.try_get("", "turn")?)
+}
+
+/// Takes the pool's next turn and gives the lead to whoever it falls on,
+/// passing by whoever is away or at capacity; a job that finds the lead
+/// already owned takes no turn at all. When everyone is passed by, the lead
+/// waits for an owner: its timeline says so once, and it is routed again
+/// when someone can take it (`routing::waiting`).
+async fn assign_round_robin<C: ConnectionTrait>(
+    txn: &C,
+    lead: &lead::Model,
+    correlation_id: &Option<String>,
+    router: &Router,
+    waits: bool,
+) -> Result<Option<i64>, Error> {
+    let pool = router.pool_for(lead);
+    if pool.order.is_empty() {
+        return Ok(None);
+    }
+    let turn = take_turn(txn, &pool.key).await?;
+    let start = usize::try_from((turn - 1).rem_euclid(pool.order.len() as i64)).unwrap_or(0);
+    let open = choice::open_leads(txn, &choice::limited(&pool.order)).await?;
+    let now = clock::now();
+    let chosen = choice::choose(&pool.order, start, &open, now);
+    let Some(owner) = chosen.owner else {
+        if waiting::enter(txn, lead.id, now).await? {
+            metrics::counter!("leadpipe_leads_awaiting_owner_total").increment(1);
+            activity::record(
+                txn,
+                NewActivity {
+                    lead_id: lead.id,
+                    kind: ActivityKind::AwaitingOwner,
+                    origin: None,
+                    outcome: None,
+                    author_id: None,
+                    detail: Some(json!({ "pool": pool.key, "skipped": chosen.skipped })),
+                    correlation_id: correlation_id.clone(),
+                },
+            )
+            .await?;
+        }
+        return Ok(None);
+    };
 
     let updated = lead::Entity::update_many()
         .col_expr(lead::Column::OwnerId, Expr::val(owner))
@@ -277,6 +296,13 @@ async fn assign_round_robin<C: ConnectionTrait>(
     if updated.rows_affected == 0 {
         return Ok(None);
     }
+    if waits {
+        waiting::leave(txn, &[lead.id]).await?;
+    }
+    let mut detail = json!({ "from": null, "to": owner, "by": "round_robin" });
+    if !chosen.skipped.is_empty() {
+        detail["skipped"] = json!(chosen.skipped);
+    }
     activity::record(
         txn,
         NewActivity {
@@ -285,7 +311,7 @@ async fn assign_round_robin<C: ConnectionTrait>(
             origin: None,
             outcome: None,
             author_id: None,
-            detail: Some(json!({ "from": null, "to": owner, "by": "round_robin" })),
+            detail: Some(detail),
             correlation_id: correlation_id.clone(),
         },
     )

@@ -16,6 +16,7 @@ use crate::lead::activity::{self, ActivityKind, NewActivity};
 use crate::lifecycle::lead_status::LeadStatus;
 use crate::outbound::{events, outbox};
 use crate::precondition::IfMatch;
+use crate::routing::waiting;
 
 pub const MAX_NOTE_LEN: usize = 10_000;
 pub const MAX_REASON_LEN: usize = 1_000;
@@ -141,6 +142,10 @@ pub async fn transition<C: ConnectionTrait>(
             version: updated.version,
         };
         outbox::enqueue_event(conn, Some(lead_id), &payload, actor.correlation_id.clone()).await?;
+        if lead.owner_id.is_some() && from.is_open() && !to.is_open() {
+            // Its owner has room for one more.
+            waiting::requeue(conn).await?;
+        }
         return Ok(updated);
     }
     let current = find_lead_for_write(conn, lead_id).await?;
@@ -193,6 +198,10 @@ pub async fn assign<C: ConnectionTrait>(
             version: updated.version,
         };
         outbox::enqueue_event(conn, Some(lead_id), &payload, actor.correlation_id.clone()).await?;
+        if lead.owner_id.is_some() && lead.status.is_open() {
+            // Its former owner has room for one more.
+            waiting::requeue(conn).await?;
+        }
         return Ok(updated);
     }
     let current = find_lead_for_write(conn, lead_id).await?;

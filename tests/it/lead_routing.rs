@@ -1,0 +1,620 @@
+//! Routing that knows the team: what routing knows about sales staff
+//! (team, availability, capacity), who may change it (`PATCH
+//! /api/principals/{id}`, `leadpipe token set`), and what the schema keeps
+//! of principals that existed before.
+
+#![allow(clippy::unwrap_used)]
+
+use domain::auth::Role;
+use domain::entities::{activity, lead_awaiting_owner, principal};
+use leadpipe_tests::cli::output_text;
+use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use serde_json::{Value, json};
+use workers::WorkerSettings;
+use workers::lead_processor::LeadProcessor;
+
+on_both_backends!(
+    a_sales_principal_marks_itself_away_and_back,
+    only_an_admin_sets_a_team_and_a_capacity,
+    bad_routing_values_are_refused_naming_their_field,
+    the_command_line_sets_team_capacity_and_availability,
+    principals_from_before_the_migration_are_available_without_a_limit,
+    assignment_passes_by_the_away_and_the_full,
+    a_lead_no_one_can_take_waits_once_and_goes_to_whoever_comes_back,
+    a_lead_closed_by_a_full_principal_makes_room_for_a_waiting_one,
+    a_return_time_that_passes_brings_the_principal_back,
+);
+
+/// Drains the lead backlog as a woken worker does, until it is empty.
+async fn drain(app: &TestApp) {
+    let processor = LeadProcessor::new(app.db.clone(), WorkerSettings::for_tests());
+    while processor.drain_once().await.unwrap() > 0 {}
+}
+
+async fn owner_of(app: &TestApp, source_ref: &str) -> Option<i64> {
+    app.lead_by_ref(source_ref).await.owner_id
+}
+
+/// The kinds and details of a lead's timeline entries of `kind`.
+async fn entries(app: &TestApp, source_ref: &str, kind: &str) -> Vec<Value> {
+    let id = app.lead_by_ref(source_ref).await.id;
+    activity::Entity::find()
+        .filter(activity::Column::LeadId.eq(id))
+        .filter(activity::Column::Kind.eq(kind))
+        .all(&app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.detail.unwrap_or(Value::Null))
+        .collect()
+}
+
+async fn set(app: &TestApp, admin: &str, id: i64, body: Value) {
+    let response = app
+        .api(admin)
+        .patch(&format!("/api/principals/{id}"), &body)
+        .await;
+    assert_eq!(response.status(), 200, "{body}");
+}
+
+/// A new principal with `role`: its token and id.
+async fn principal(app: &TestApp, role: Role) -> (String, i64) {
+    let token = app.token(role, None).await;
+    let me: Value = app.api(&token).get("/api/me").await.json().await.unwrap();
+    (token, me["id"].as_i64().unwrap())
+}
+
+async fn row(app: &TestApp, id: i64) -> principal::Model {
+    principal::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+async fn a_sales_principal_marks_itself_away_and_back(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (rep, id) = principal(&app, Role::Sales).await;
+    let me = app.api(&rep).get("/api/me").await;
+    assert_eq!(me.headers()["etag"], "\"1\"");
+    let me: Value = me.json().await.unwrap();
+    assert_eq!(
+        (
+            &me["availability"],
+            &me["away_until"],
+            &me["team"],
+            &me["capacity"]
+        ),
+        (
+            &json!("available"),
+            &Value::Null,
+            &Value::Null,
+            &Value::Null
+        ),
+        "{me}"
+    );
+
+    let path = format!("/api/principals/{id}");
+    let away = app
+        .api(&rep)
+        .patch(
+            &path,
+            &json!({"availability": "away", "away_until": "2031-01-05T09:00:00Z"}),
+        )
+        .if_match(1)
+        .await;
+    assert_eq!(away.status(), 200);
+    assert_eq!(away.headers()["etag"], "\"2\"");
+    let away: Value = away.json().await.unwrap();
+    assert_eq!(
+        (&away["availability"], &away["away_until"], &away["version"]),
+        (&json!("away"), &json!("2031-01-05T09:00:00Z"), &json!(2)),
+        "{away}"
+    );
+    let stored = row(&app, id).await;
+    assert_eq!(stored.availability, "away");
+    assert_eq!(
+        stored.away_until.unwrap().to_rfc3339(),
+        "2031-01-05T09:00:00+00:00"
+    );
+
+    // Everyone sees it in the list; the caller sees it in /api/me.
+    let admin = app.token(Role::Admin, None).await;
+    let all: Value = app
+        .api(&admin)
+        .get("/api/principals")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let listed = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["id"] == id)
+        .unwrap();
+    assert_eq!(listed["availability"], "away", "{listed}");
+    let me: Value = app.api(&rep).get("/api/me").await.json().await.unwrap();
+    assert_eq!(me["away_until"], "2031-01-05T09:00:00Z");
+
+    // A stale tag is refused; back to available clears the return time.
+    let stale = app
+        .api(&rep)
+        .patch(&path, &json!({"availability": "available"}))
+        .if_match(1)
+        .await;
+    assert_problem(stale, 412, "/problems/precondition-failed").await;
+    let back: Value = app
+        .api(&rep)
+        .patch(&path, &json!({"availability": "available"}))
+        .if_match(2)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&back["availability"], &back["away_until"], &back["version"]),
+        (&json!("available"), &Value::Null, &json!(3)),
+        "{back}"
+    );
+    // Nothing to change: no new version.
+    let same: Value = app
+        .api(&rep)
+        .patch(&path, &json!({"availability": "available"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(same["version"], 3);
+    assert_eq!(row(&app, id).await.away_until, None);
+}
+
+async fn only_an_admin_sets_a_team_and_a_capacity(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (rep, id) = principal(&app, Role::Sales).await;
+    let (_, colleague) = principal(&app, Role::Sales).await;
+    let (ops, _) = principal(&app, Role::Ops).await;
+    let admin = app.token(Role::Admin, None).await;
+    let path = format!("/api/principals/{id}");
+
+    let own_team = app.api(&rep).patch(&path, &json!({"team": "east"})).await;
+    assert_problem(own_team, 403, "/problems/forbidden").await;
+    let own_capacity = app.api(&rep).patch(&path, &json!({"capacity": 50})).await;
+    assert_problem(own_capacity, 403, "/problems/forbidden").await;
+    let colleagues = app
+        .api(&rep)
+        .patch(
+            &format!("/api/principals/{colleague}"),
+            &json!({"availability": "away"}),
+        )
+        .await;
+    assert_problem(colleagues, 403, "/problems/forbidden").await;
+    let by_ops = app
+        .api(&ops)
+        .patch(&path, &json!({"availability": "away"}))
+        .await;
+    assert_problem(by_ops, 403, "/problems/forbidden").await;
+    assert_eq!(row(&app, id).await.version, 1, "nothing was changed");
+
+    let set: Value = app
+        .api(&admin)
+        .patch(
+            &path,
+            &json!({"team": " east ", "capacity": 20, "availability": "away"}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            &set["team"],
+            &set["capacity"],
+            &set["availability"],
+            &set["away_until"]
+        ),
+        (&json!("east"), &json!(20), &json!("away"), &Value::Null),
+        "{set}"
+    );
+    let stored = row(&app, id).await;
+    assert_eq!(
+        (stored.team.as_deref(), stored.capacity, stored.version),
+        (Some("east"), Some(20), 2)
+    );
+    let cleared: Value = app
+        .api(&admin)
+        .patch(&path, &json!({"team": null, "capacity": null}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&cleared["team"], &cleared["capacity"]),
+        (&Value::Null, &Value::Null)
+    );
+    let missing = app
+        .api(&admin)
+        .patch("/api/principals/999999", &json!({"team": "east"}))
+        .await;
+    assert_problem(missing, 404, "/problems/not-found").await;
+}
+
+async fn bad_routing_values_are_refused_naming_their_field(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (_, id) = principal(&app, Role::Sales).await;
+    let (_, ops_id) = principal(&app, Role::Ops).await;
+    let admin = app.token(Role::Admin, None).await;
+    let path = format!("/api/principals/{id}");
+    for (body, field) in [
+        (json!({"capacity": -1}), "capacity"),
+        (json!({"capacity": 100_001}), "capacity"),
+        (json!({"capacity": "many"}), "capacity"),
+        (json!({"team": "  "}), "team"),
+        (json!({"team": "x".repeat(65)}), "team"),
+        (json!({"availability": "busy"}), "availability"),
+        (json!({"away_until": "2031-01-05T09:00:00Z"}), "away_until"),
+        (
+            json!({"away_until": "soon", "availability": "away"}),
+            "away_until",
+        ),
+        (json!({"shift": "night"}), "shift"),
+    ] {
+        let response = app.api(&admin).patch(&path, &body).await;
+        let problem = assert_problem(response, 422, "/problems/validation").await;
+        assert_eq!(problem["errors"][0]["field"], field, "{body}: {problem}");
+    }
+    let not_sales = app
+        .api(&admin)
+        .patch(
+            &format!("/api/principals/{ops_id}"),
+            &json!({"team": "east"}),
+        )
+        .await;
+    let problem = assert_problem(not_sales, 422, "/problems/validation").await;
+    assert_eq!(problem["errors"][0]["field"], "team", "{problem}");
+    assert_eq!(row(&app, id).await.version, 1, "nothing was changed");
+}
+
+async fn the_command_line_sets_team_capacity_and_availability(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (_, id) = principal(&app, Role::Sales).await;
+    let id_arg = id.to_string();
+    let set = app
+        .cli()
+        .args([
+            "token",
+            "set",
+            "--id",
+            &id_arg,
+            "--team",
+            "east",
+            "--capacity",
+            "20",
+        ])
+        .args(["--away", "--until", "2031-01-05T09:00:00Z"])
+        .output()
+        .unwrap();
+    assert!(set.status.success(), "{}", output_text(&set));
+    assert_eq!(
+        String::from_utf8_lossy(&set.stdout).trim(),
+        format!("principal {id}: team east, away until 2031-01-05T09:00:00Z, capacity 20")
+    );
+    let stored = row(&app, id).await;
+    assert_eq!(
+        (
+            stored.team.as_deref(),
+            stored.capacity,
+            stored.availability.as_str()
+        ),
+        (Some("east"), Some(20), "away")
+    );
+
+    let listed = app
+        .cli()
+        .args(["token", "list", "-o", "json"])
+        .output()
+        .unwrap();
+    let rows: Vec<Value> = String::from_utf8_lossy(&listed.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mine = rows.iter().find(|r| r["id"] == id).unwrap();
+    assert_eq!(
+        (&mine["team"], &mine["capacity"], &mine["availability"]),
+        (
+            &json!("east"),
+            &json!(20),
+            &json!("away until 2031-01-05T09:00:00Z")
+        ),
+        "{mine}"
+    );
+
+    let back = app
+        .cli()
+        .args([
+            "token",
+            "set",
+            "--id",
+            &id_arg,
+            "--available",
+            "--no-capacity",
+            "--no-team",
+        ])
+        .output()
+        .unwrap();
+    assert!(back.status.success(), "{}", output_text(&back));
+    let stored = row(&app, id).await;
+    assert_eq!(
+        (
+            stored.team,
+            stored.capacity,
+            stored.availability.as_str(),
+            stored.away_until
+        ),
+        (None, None, "available", None)
+    );
+
+    // A refused value names its field and exits as a usage error.
+    let bad = app
+        .cli()
+        .args(["token", "set", "--id", &id_arg, "--capacity=-3"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", output_text(&bad));
+    assert!(
+        output_text(&bad).contains("capacity"),
+        "{}",
+        output_text(&bad)
+    );
+    let missing = app
+        .cli()
+        .args(["token", "set", "--id", "999999", "--available"])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(3), "{}", output_text(&missing));
+}
+
+/// Principals written before the routing columns existed keep their rows
+/// and come out available, in no team, without a limit, at version 1.
+async fn principals_from_before_the_migration_are_available_without_a_limit(backend: Backend) {
+    use migration::MigratorTrait;
+    use sea_orm::{ConnectionTrait, Statement};
+
+    let url = match backend {
+        Backend::Sqlite => {
+            let dir =
+                std::env::temp_dir().join(format!("leadpipe-routing-{}", uuid::Uuid::new_v4()));
+            std::fs::create_dir_all(&dir).unwrap();
+            format!("sqlite://{}?mode=rwc", dir.join("old.db").display())
+        }
+        Backend::Postgres => leadpipe_tests::fresh_postgres_database().await,
+    };
+    let db = sea_orm::Database::connect(&url).await.unwrap();
+    let all = migration::Migrator::migrations().len();
+    let routing = all
+        - migration::Migrator::migrations()
+            .iter()
+            .rev()
+            .position(|m| m.name() == "m20261207_000950_principal_routing")
+            .unwrap()
+        - 1;
+    migration::Migrator::up(&db, Some(u32::try_from(routing).unwrap()))
+        .await
+        .unwrap();
+    db.execute_raw(Statement::from_string(
+        db.get_database_backend(),
+        "INSERT INTO principal (name, role, token_hash, active, created_at) \
+         VALUES ('old rep', 'sales', 'abc', TRUE, '2026-12-01T00:00:00Z')",
+    ))
+    .await
+    .unwrap();
+    migration::Migrator::up(&db, None).await.unwrap();
+    let old = principal::Entity::find().one(&db).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            old.name.as_str(),
+            old.team,
+            old.availability.as_str(),
+            old.away_until,
+            old.capacity,
+            old.version
+        ),
+        ("old rep", None, "available", None, None, 1)
+    );
+}
+
+async fn assignment_passes_by_the_away_and_the_full(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let (_, away) = principal(&app, Role::Sales).await;
+    let (_, full) = principal(&app, Role::Sales).await;
+    let (_, free) = principal(&app, Role::Sales).await;
+    set(&app, &admin, away, json!({"availability": "away"})).await;
+    set(&app, &admin, full, json!({"capacity": 1})).await;
+
+    app.post_leads((0..4).map(|i| format!("form-{i}"))).await;
+    drain(&app).await;
+    let mut owners = Vec::new();
+    for i in 0..4 {
+        owners.push(owner_of(&app, &format!("form-{i}")).await.unwrap());
+    }
+    // The turns start at `away`: passed by every time; `full` takes one.
+    assert_eq!(
+        owners,
+        [full, free, free, free],
+        "away {away}, full {full}, free {free}"
+    );
+    let first = entries(&app, "form-0", "assigned").await;
+    assert_eq!(
+        first,
+        [json!({"from": null, "to": full, "by": "round_robin",
+            "skipped": [{"principal_id": away, "reason": "away"}]})]
+    );
+    let second = entries(&app, "form-1", "assigned").await;
+    assert_eq!(
+        second[0]["skipped"],
+        json!([{"principal_id": full, "reason": "at_capacity"}]),
+        "{second:?}"
+    );
+    // Nobody was ever out of reach: nothing waits.
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 0);
+}
+
+async fn a_lead_no_one_can_take_waits_once_and_goes_to_whoever_comes_back(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let (rep, id) = principal(&app, Role::Sales).await;
+    set(&app, &admin, id, json!({"availability": "away"})).await;
+
+    app.post_leads(["form-a".to_owned(), "form-b".to_owned()])
+        .await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-a").await, None);
+    let unowned: Value = app
+        .api(&admin)
+        .leads("?owner=none")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(unowned["data"].as_array().unwrap().len(), 2, "{unowned}");
+    assert_eq!(
+        entries(&app, "form-a", "awaiting_owner").await,
+        [json!({"pool": "sales", "skipped": [{"principal_id": id, "reason": "away"}]})]
+    );
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 2);
+
+    // The lead changes and is processed again: still waiting, said once.
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let response = app
+        .post_lead(
+            &intake,
+            &json!({"source": "webform", "source_ref": "form-a", "name": "Ada"}),
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    drain(&app).await;
+    assert_eq!(entries(&app, "form-a", "awaiting_owner").await.len(), 1);
+    assert_eq!(owner_of(&app, "form-a").await, None);
+
+    // A person takes one meanwhile; then the rep comes back: the other one
+    // is routed to it, the person's choice stands.
+    let b = app.lead_by_ref("form-b").await;
+    let taken = app
+        .api(&admin)
+        .patch_lead(b.id, &json!({"owner_id": id}))
+        .if_match(b.version)
+        .await;
+    assert_eq!(taken.status(), 200);
+    let a_before = app.lead_by_ref("form-a").await;
+    let back = app
+        .api(&rep)
+        .patch(
+            &format!("/api/principals/{id}"),
+            &json!({"availability": "available"}),
+        )
+        .await;
+    assert_eq!(back.status(), 200);
+    let a_after = app.lead_by_ref("form-a").await;
+    assert_eq!(a_after.version, a_before.version, "its ETag is unchanged");
+    assert!(
+        a_after.processed_version < a_after.version,
+        "sent back to the lead drain"
+    );
+    assert_eq!(
+        app.count(lead_awaiting_owner::Entity).await,
+        1,
+        "form-b left the wait"
+    );
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-a").await, Some(id));
+    assert_eq!(
+        entries(&app, "form-b", "assigned").await.len(),
+        1,
+        "only the person's"
+    );
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 0);
+
+    // A lead a person leaves without an owner is not routed again.
+    let a = app.lead_by_ref("form-a").await;
+    let unassigned = app
+        .api(&admin)
+        .patch_lead(a.id, &json!({"owner_id": null}))
+        .if_match(a.version)
+        .await;
+    assert_eq!(unassigned.status(), 200);
+    set(&app, &admin, id, json!({"capacity": 10})).await;
+    set(&app, &admin, id, json!({"capacity": null})).await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-a").await, None);
+}
+
+async fn a_lead_closed_by_a_full_principal_makes_room_for_a_waiting_one(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let (rep, id) = principal(&app, Role::Sales).await;
+    set(&app, &admin, id, json!({"capacity": 1})).await;
+    app.post_leads(["form-1".to_owned(), "form-2".to_owned()])
+        .await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-1").await, Some(id));
+    assert_eq!(owner_of(&app, "form-2").await, None);
+    assert_eq!(
+        entries(&app, "form-2", "awaiting_owner").await[0]["skipped"],
+        json!([{"principal_id": id, "reason": "at_capacity"}])
+    );
+
+    let first = app.lead_by_ref("form-1").await;
+    let lost = app
+        .api(&rep)
+        .move_lead(first.id, "lost", Some("no budget"))
+        .if_match(first.version)
+        .await;
+    assert_eq!(lost.status(), 200);
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-2").await, Some(id));
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 0);
+}
+
+async fn a_return_time_that_passes_brings_the_principal_back(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (rep, id) = principal(&app, Role::Sales).await;
+    let until = chrono::Utc::now() + chrono::Duration::milliseconds(1500);
+    let away = app
+        .api(&rep)
+        .patch(
+            &format!("/api/principals/{id}"),
+            &json!({"availability": "away", "away_until": until}),
+        )
+        .await;
+    assert_eq!(away.status(), 200);
+    app.post_leads(["form-1".to_owned()]).await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-1").await, None);
+    assert_eq!(
+        workers::housekeeping::end_past_absences(&app.db)
+            .await
+            .unwrap(),
+        0
+    );
+
+    tokio::time::sleep(std::time::Duration::from_millis(1600)).await;
+    assert_eq!(
+        workers::housekeeping::end_past_absences(&app.db)
+            .await
+            .unwrap(),
+        1
+    );
+    let stored = row(&app, id).await;
+    assert_eq!(
+        (
+            stored.availability.as_str(),
+            stored.away_until,
+            stored.version
+        ),
+        ("available", None, 3)
+    );
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "form-1").await, Some(id));
+}
