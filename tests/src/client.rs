@@ -232,6 +232,7 @@ impl Api {
     pub fn add_note(&self, id: i64, text: &str) -> Call {
         let note = NoteIn {
             text: text.to_owned(),
+            kind: Default::default(),
         };
         self.post(&format!("/api/leads/{id}/notes"), &note)
     }

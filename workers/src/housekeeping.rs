@@ -85,6 +85,22 @@ pub async fn end_past_absences(db: &Store) -> Result<u64, domain::Error> {
     Ok(back)
 }
 
+/// Hands overdue, unanswered leads to whom their team's escalation names.
+pub async fn escalate_overdue(db: &Store) -> Result<u64, domain::Error> {
+    let now = domain::clock::now();
+    // A read first: an idle process takes no write turn for this.
+    if domain::speed_to_lead::clock::overdue_count(db, now).await? == 0 {
+        return Ok(0);
+    }
+    let txn = db.begin_write().await?;
+    let moved = domain::speed_to_lead::escalation::escalate_overdue(&*txn, now).await?;
+    txn.commit().await?;
+    if moved > 0 {
+        tracing::info!(moved, "overdue leads escalated to another owner");
+    }
+    Ok(moved)
+}
+
 /// How often the housekeeping worker's passes come: every `interval`, at
 /// most [`MAX_INTERVAL`].
 pub(crate) fn housekeeping_tick(interval: Duration) -> Duration {
@@ -92,8 +108,8 @@ pub(crate) fn housekeeping_tick(interval: Duration) -> Duration {
 }
 
 /// A pass of the housekeeping worker: expired idempotency keys, imports
-/// whose process died, sales principals back from away, an erasure's scrub
-/// that could not finish.
+/// whose process died, sales principals back from away, overdue leads to
+/// escalate, an erasure's scrub that could not finish.
 #[derive(Debug, Clone, Copy)]
 pub struct HousekeepingPass;
 
@@ -123,9 +139,15 @@ pub(crate) fn run_housekeeping(
         let returns = end_past_absences(&db).await.inspect_err(|err| {
             tracing::warn!(error = %err, "looking for principals back from away failed; retrying next tick");
         });
+        let escalated = escalate_overdue(&db).await.inspect_err(|err| {
+            tracing::warn!(error = %err, "escalating overdue leads failed; retrying next tick");
+        });
         // A WAL checkpoint or vacuum after an erasure that could not finish.
         db.scrub_if_pending(domain::erasure::ERASED_TABLES).await;
-        let changed = keys?.saturating_add(imports?).saturating_add(returns?);
+        let changed = keys?
+            .saturating_add(imports?)
+            .saturating_add(returns?)
+            .saturating_add(escalated?);
         Ok(usize::try_from(changed).unwrap_or(usize::MAX))
     }
     .boxed()

@@ -266,6 +266,13 @@ impl Gauges {
             "Leads whose current version the lead processor has not handled yet",
             [(String::new(), stats.leads_processing_backlog as f64)],
         );
+        family(
+            out,
+            "leadpipe_leads_response_overdue",
+            "gauge",
+            "Open, owned leads nobody answered by their response due time",
+            [(String::new(), stats.leads_response_overdue as f64)],
+        );
         let processing = &stats.lead_processing;
         family(
             out,

@@ -172,6 +172,7 @@ async fn get_lead(
         .map(|hint| wire::DuplicateOut::of(lead.id, hint))
         .collect();
     let detail = LeadDetail {
+        speed_to_lead: crate::wire::teams::ClockOut::of(&lead, domain::clock::now()),
         lead: LeadOut::from(lead),
         possible_duplicates,
     };
@@ -254,10 +255,11 @@ async fn patch_lead(
         .await
 }
 
-/// Add a note to a lead's timeline.
+/// Add a note, or log a call, on a lead's timeline.
 ///
 /// A note has no natural key, so `Idempotency-Key` is required. Writes the
-/// outbox event `lead.note_added`.
+/// outbox event `lead.note_added` (with its `kind`). The first note or call
+/// is the lead's first response (speed to lead).
 #[utoipa::path(
     operation_id = "add_lead_note",
     tag = "leads",
@@ -279,7 +281,7 @@ async fn add_note(
     write
         .run(&caller, KeyRule::Required, move |txn, note, _| {
             Box::pin(async move {
-                let activity = sales::add_note(txn, id, &note.text, &actor).await?;
+                let activity = sales::add_note(txn, id, &note.text, note.kind, &actor).await?;
                 Reply::new(StatusCode::CREATED, &ActivityOut::from(activity))
             })
         })

@@ -26,6 +26,7 @@ pub mod principals;
 pub mod sources;
 pub mod subscriptions;
 pub mod subscriptions_manage;
+pub mod teams;
 pub mod webhooks;
 
 /// Where a module registers its handlers: actix's `ServiceConfig`, also
@@ -82,6 +83,7 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     leads::configure(cfg);
     merges::configure(cfg);
     principals::configure(cfg);
+    teams::configure(cfg);
     subscriptions::configure(cfg);
     event_types::configure(cfg);
     ops::deliveries::configure(cfg);

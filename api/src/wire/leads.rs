@@ -317,6 +317,9 @@ pub struct LeadDetail {
     /// Leads from other sources with the same email or phone (never merged
     /// by themselves), each with the request that merges it into this lead.
     pub possible_duplicates: Vec<DuplicateOut>,
+    /// When it got its owner, when someone first acted on it, when that
+    /// was due.
+    pub speed_to_lead: crate::wire::teams::ClockOut,
 }
 
 /// A possible duplicate of a lead, and how to merge it into that lead.
@@ -395,6 +398,10 @@ pub struct LeadPatch {
 pub struct NoteIn {
     /// 1–10,000 characters.
     pub text: String,
+    /// `note` (the default) or `call`: a call logged, with what was said.
+    /// Either is a response to the lead (it stops its speed-to-lead clock).
+    #[serde(default)]
+    pub kind: domain::lead::sales::NoteKind,
 }
 
 #[derive(Serialize, Deserialize, IntoParams)]

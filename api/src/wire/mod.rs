@@ -23,6 +23,7 @@ pub mod sources;
 pub mod stats;
 pub mod subscriptions;
 pub mod tasks;
+pub mod teams;
 pub mod trace;
 pub mod versioned;
 

@@ -302,6 +302,10 @@ pub async fn update<C: ConnectionTrait>(
     };
     on_timeline(conn, &updated, kind, detail, author).await?;
     if let Some((_, TaskStatus::Done)) = moved {
+        // Completing a task on a lead is a response to it.
+        if let Some(lead_id) = lead_id {
+            crate::speed_to_lead::clock::responded(conn, lead_id, now).await?;
+        }
         let event = TaskCompleted {
             task_id: id,
             subject_type: subject,

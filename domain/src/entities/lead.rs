@@ -28,6 +28,12 @@ pub struct Model {
     /// Set when this lead was merged into another: every door's delivery of
     /// its key goes on to that lead, and reads are redirected there.
     pub merged_into_id: Option<i64>,
+    /// When the current owner got it.
+    pub assigned_at: Option<ChronoDateTimeUtc>,
+    /// The first human action on it (note, call, status move, task done).
+    pub first_response_at: Option<ChronoDateTimeUtc>,
+    /// When a response is due, by the owner's team's target and hours.
+    pub response_due_at: Option<ChronoDateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -29,3 +29,4 @@ pub mod sealing_key_check;
 pub mod source;
 pub mod subscription;
 pub mod task;
+pub mod team;

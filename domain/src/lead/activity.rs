@@ -9,6 +9,8 @@ use crate::entities::activity;
 pub enum ActivityKind {
     Ingest,
     Note,
+    /// A call logged (a note of its own kind).
+    Call,
     StatusChanged,
     Assigned,
     /// Routing found everyone in the lead's pool away or at capacity.
@@ -32,6 +34,7 @@ impl ActivityKind {
         match self {
             Self::Ingest => "ingest",
             Self::Note => "note",
+            Self::Call => "call",
             Self::StatusChanged => "status_changed",
             Self::Assigned => "assigned",
             Self::AwaitingOwner => "awaiting_owner",

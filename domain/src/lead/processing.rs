@@ -282,8 +282,11 @@ async fn assign_round_robin<C: ConnectionTrait>(
         return Ok(None);
     };
 
+    let due = crate::speed_to_lead::clock::due_for(txn, Some(owner), now).await?;
     let updated = lead::Entity::update_many()
         .col_expr(lead::Column::OwnerId, Expr::val(owner))
+        .col_expr(lead::Column::AssignedAt, Expr::val(now))
+        .col_expr(lead::Column::ResponseDueAt, Expr::val(due))
         .col_expr(
             lead::Column::Version,
             Expr::col(lead::Column::Version).add(1),

@@ -17,6 +17,7 @@ use crate::lifecycle::lead_status::LeadStatus;
 use crate::outbound::{events, outbox};
 use crate::precondition::IfMatch;
 use crate::routing::waiting;
+use crate::speed_to_lead::clock as speed_clock;
 
 pub const MAX_NOTE_LEN: usize = 10_000;
 pub const MAX_REASON_LEN: usize = 1_000;
@@ -57,8 +58,13 @@ async fn update_if_version<C: ConnectionTrait>(
     lead: &lead::Model,
     column: lead::Column,
     value: sea_orm::Value,
+    clock_change: Vec<(lead::Column, sea_orm::sea_query::SimpleExpr)>,
 ) -> Result<Option<lead::Model>, Error> {
-    let updated = lead::Entity::update_many()
+    let mut update = lead::Entity::update_many();
+    for (column, expr) in clock_change {
+        update = update.col_expr(column, expr);
+    }
+    let updated = update
         .col_expr(column, Expr::val(value))
         .col_expr(
             lead::Column::Version,
@@ -116,7 +122,18 @@ pub async fn transition<C: ConnectionTrait>(
         let from = lead.status;
         from.transition(to, reason.as_deref())?;
         let Some(updated) =
-            update_if_version(conn, &lead, lead::Column::Status, to.as_str().into()).await?
+            // A status move is a response: it stops the lead's clock.
+            update_if_version(
+                conn,
+                &lead,
+                lead::Column::Status,
+                to.as_str().into(),
+                vec![(
+                    lead::Column::FirstResponseAt,
+                    speed_clock::response_expr(clock::now()),
+                )],
+            )
+            .await?
         else {
             continue;
         };
@@ -172,8 +189,28 @@ pub async fn assign<C: ConnectionTrait>(
         if lead.owner_id == owner_id {
             return Ok(lead);
         }
-        let Some(updated) =
-            update_if_version(conn, &lead, lead::Column::OwnerId, owner_id.into()).await?
+        // A new owner starts the clock of a lead nobody answered yet.
+        let clock_change = if lead.first_response_at.is_none() {
+            let now = clock::now();
+            let due = speed_clock::due_for(conn, owner_id, now).await?;
+            vec![
+                (
+                    lead::Column::AssignedAt,
+                    Expr::val(owner_id.map(|_| now)).into(),
+                ),
+                (lead::Column::ResponseDueAt, Expr::val(due).into()),
+            ]
+        } else {
+            Vec::new()
+        };
+        let Some(updated) = update_if_version(
+            conn,
+            &lead,
+            lead::Column::OwnerId,
+            owner_id.into(),
+            clock_change,
+        )
+        .await?
         else {
             continue;
         };
@@ -210,11 +247,40 @@ pub async fn assign<C: ConnectionTrait>(
     })
 }
 
-/// Adds a note to a lead's timeline.
+/// What a timeline note is: written down, or a call logged.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum NoteKind {
+    #[default]
+    Note,
+    Call,
+}
+
+impl NoteKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Note => "note",
+            Self::Call => "call",
+        }
+    }
+}
+
+/// Adds a note (or a call logged) to a lead's timeline.
 pub async fn add_note<C: ConnectionTrait>(
     conn: &C,
     lead_id: i64,
     text: &str,
+    kind: NoteKind,
     actor: &Actor,
 ) -> Result<activity_entity::Model, Error> {
     let text = text.trim();
@@ -222,11 +288,15 @@ pub async fn add_note<C: ConnectionTrait>(
         return Err(Error::invalid("text", "must be 1 to 10000 characters"));
     }
     find_lead_for_write(conn, lead_id).await?;
+    speed_clock::responded(conn, lead_id, clock::now()).await?;
     let note = activity::record(
         conn,
         NewActivity {
             lead_id,
-            kind: ActivityKind::Note,
+            kind: match kind {
+                NoteKind::Note => ActivityKind::Note,
+                NoteKind::Call => ActivityKind::Call,
+            },
             origin: None,
             outcome: None,
             author_id: actor.principal_id,
@@ -239,6 +309,7 @@ pub async fn add_note<C: ConnectionTrait>(
         lead_id,
         activity_id: note.id,
         text: text.to_owned(),
+        kind,
     };
     outbox::enqueue_event(conn, Some(lead_id), &payload, actor.correlation_id.clone()).await?;
     Ok(note)

@@ -37,6 +37,9 @@ pub(crate) struct WrittenRow {
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
     merged_into_id: Option<i64>,
+    assigned_at: Option<DateTime<Utc>>,
+    first_response_at: Option<DateTime<Utc>>,
+    response_due_at: Option<DateTime<Utc>>,
 }
 
 impl WrittenRow {
@@ -65,6 +68,9 @@ impl WrittenRow {
             created_at: self.created_at,
             updated_at: self.updated_at,
             merged_into_id: self.merged_into_id,
+            assigned_at: self.assigned_at,
+            first_response_at: self.first_response_at,
+            response_due_at: self.response_due_at,
         }
     }
 }

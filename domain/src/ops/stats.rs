@@ -110,6 +110,8 @@ pub struct Stats {
     /// The same as `lead_processing.backlog`.
     pub leads_processing_backlog: i64,
     pub lead_processing: LeadProcessingStats,
+    /// Open, owned leads nobody answered by their due time (speed to lead).
+    pub leads_response_overdue: u64,
 }
 
 fn age(now: DateTime<Utc>, since: Option<DateTime<Utc>>) -> Option<f64> {
@@ -283,6 +285,7 @@ async fn collect_with<C: ConnectionTrait>(
             dead: processing.dead,
             oldest_unprocessed_age_seconds: age(now, processing.oldest),
         },
+        leads_response_overdue: crate::speed_to_lead::clock::overdue_count(conn, now).await?,
     })
 }
 

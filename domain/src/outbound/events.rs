@@ -42,6 +42,8 @@ pub struct LeadNoteAdded {
     pub lead_id: i64,
     pub activity_id: i64,
     pub text: String,
+    /// `note`, or `call` for a call logged.
+    pub kind: crate::lead::sales::NoteKind,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
