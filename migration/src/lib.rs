@@ -42,6 +42,7 @@ mod m20261206_000920_sealing_key_check;
 mod m20261206_000930_create_task;
 mod m20261207_000950_principal_routing;
 mod m20261207_000960_lead_awaiting_owner;
+mod m20261207_000970_routing_rules;
 
 pub struct Migrator;
 
@@ -84,6 +85,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261206_000930_create_task::Migration),
             Box::new(m20261207_000950_principal_routing::Migration),
             Box::new(m20261207_000960_lead_awaiting_owner::Migration),
+            Box::new(m20261207_000970_routing_rules::Migration),
         ]
     }
 }

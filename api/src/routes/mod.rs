@@ -22,6 +22,7 @@ pub mod metrics;
 pub mod openapi_json;
 pub mod ops;
 pub mod principals;
+pub mod routing_rules;
 pub mod sources;
 pub mod subscriptions;
 pub mod subscriptions_manage;
@@ -80,6 +81,7 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     lead_data::configure(cfg);
     leads::configure(cfg);
     principals::configure(cfg);
+    routing_rules::configure(cfg);
     subscriptions::configure(cfg);
     event_types::configure(cfg);
     ops::deliveries::configure(cfg);

@@ -18,6 +18,7 @@ pub mod leads;
 pub mod principals;
 pub mod reconcile;
 pub mod reconcile_rejected;
+pub mod routing_rules;
 pub mod sources;
 pub mod stats;
 pub mod subscriptions;
