@@ -43,6 +43,7 @@ mod m20261206_000930_create_task;
 mod m20261207_000940_lead_merge;
 mod m20261207_000950_principal_routing;
 mod m20261207_000960_lead_awaiting_owner;
+mod m20261207_000970_routing_rules;
 mod m20261207_000980_speed_to_lead;
 
 pub struct Migrator;
@@ -87,6 +88,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000940_lead_merge::Migration),
             Box::new(m20261207_000950_principal_routing::Migration),
             Box::new(m20261207_000960_lead_awaiting_owner::Migration),
+            Box::new(m20261207_000970_routing_rules::Migration),
             Box::new(m20261207_000980_speed_to_lead::Migration),
         ]
     }

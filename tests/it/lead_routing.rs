@@ -6,7 +6,9 @@
 #![allow(clippy::unwrap_used)]
 
 use domain::auth::Role;
-use domain::entities::{activity, lead_awaiting_owner, principal};
+use domain::entities::{
+    activity, assignment_cursor, lead_awaiting_owner, principal, routing_rules,
+};
 use leadpipe_tests::cli::output_text;
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
@@ -24,7 +26,40 @@ on_both_backends!(
     a_lead_no_one_can_take_waits_once_and_goes_to_whoever_comes_back,
     a_lead_closed_by_a_full_principal_makes_room_for_a_waiting_one,
     a_return_time_that_passes_brings_the_principal_back,
+    routing_rules_are_replaced_whole_under_if_match,
+    rules_route_by_source_and_payload_to_a_team_passing_by_the_away_and_the_full,
+    a_weighted_rule_shares_by_weight,
+    the_preview_says_who_would_get_a_lead_and_why,
 );
+
+/// Posts a webform lead with `payload`; its id.
+async fn lead_with(app: &TestApp, intake: &str, source_ref: &str, payload: Value) -> i64 {
+    let response = app
+        .post_lead(
+            intake,
+            &json!({"source": "webform", "source_ref": source_ref, "payload": payload}),
+        )
+        .await;
+    assert_eq!(response.status(), 201, "{source_ref}");
+    app.lead_by_ref(source_ref).await.id
+}
+
+async fn put_rules(app: &TestApp, admin: &str, rules: Value) {
+    let response = app
+        .api(admin)
+        .request(reqwest::Method::PUT, "/api/routing-rules")
+        .json(&json!({ "rules": rules }))
+        .await;
+    assert_eq!(response.status(), 200, "{rules}");
+}
+
+async fn turn_of(app: &TestApp, pool: &str) -> Option<i64> {
+    assignment_cursor::Entity::find_by_id(pool.to_owned())
+        .one(&app.db)
+        .await
+        .unwrap()
+        .map(|c| c.turn)
+}
 
 /// Drains the lead backlog as a woken worker does, until it is empty.
 async fn drain(app: &TestApp) {
@@ -481,7 +516,9 @@ async fn a_lead_no_one_can_take_waits_once_and_goes_to_whoever_comes_back(backen
     assert_eq!(unowned["data"].as_array().unwrap().len(), 2, "{unowned}");
     assert_eq!(
         entries(&app, "form-a", "awaiting_owner").await,
-        [json!({"pool": "sales", "skipped": [{"principal_id": id, "reason": "away"}]})]
+        [
+            json!({"rule": null, "pool": "sales", "skipped": [{"principal_id": id, "reason": "away"}]})
+        ]
     );
     assert_eq!(app.count(lead_awaiting_owner::Entity).await, 2);
 
@@ -617,4 +654,273 @@ async fn a_return_time_that_passes_brings_the_principal_back(backend: Backend) {
     );
     drain(&app).await;
     assert_eq!(owner_of(&app, "form-1").await, Some(id));
+}
+
+async fn routing_rules_are_replaced_whole_under_if_match(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let (rep, _) = principal(&app, Role::Sales).await;
+    let admin = app.token(Role::Admin, None).await;
+    let admin_id = domain::auth::authenticate(&app.db, &admin)
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+
+    let empty = app.api(&rep).get("/api/routing-rules").await;
+    assert_eq!(empty.headers()["etag"], "\"1\"");
+    let empty: Value = empty.json().await.unwrap();
+    assert_eq!(
+        (&empty["rules"], &empty["version"]),
+        (&json!([]), &json!(1))
+    );
+
+    let rules = json!([
+        {"source": "webform", "team": "dach",
+         "conditions": [{"pointer": "/country", "in": ["DE", "AT", "CH"]}]},
+        {"team": "enterprise", "strategy": "weighted",
+         "conditions": [{"pointer": "/employees", "gte": 1000}],
+         "weights": [{"principal_id": 7, "weight": 3}]},
+    ]);
+    let by_rep = app
+        .api(&rep)
+        .request(reqwest::Method::PUT, "/api/routing-rules")
+        .json(&json!({ "rules": rules }))
+        .await;
+    assert_problem(by_rep, 403, "/problems/forbidden").await;
+
+    let put = app
+        .api(&admin)
+        .request(reqwest::Method::PUT, "/api/routing-rules")
+        .json(&json!({ "rules": rules }))
+        .if_match(1)
+        .await;
+    assert_eq!(put.status(), 200);
+    assert_eq!(put.headers()["etag"], "\"2\"");
+    let put: Value = put.json().await.unwrap();
+    assert_eq!(put["version"], 2);
+    assert_eq!(put["updated_by"], admin_id);
+    assert_eq!(put["rules"][0]["strategy"], "round_robin", "{put}");
+    assert_eq!(put["rules"][1]["weights"][0]["weight"], 3, "{put}");
+    let row = routing_rules::Entity::find_by_id(1)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((row.version, row.rules.as_array().unwrap().len()), (2, 2));
+
+    let stale = app
+        .api(&admin)
+        .request(reqwest::Method::PUT, "/api/routing-rules")
+        .json(&json!({"rules": []}))
+        .if_match(1)
+        .await;
+    let problem = assert_problem(stale, 412, "/problems/precondition-failed").await;
+    assert_eq!(problem["current_version"], 2, "{problem}");
+
+    let bad = app
+        .api(&admin)
+        .request(reqwest::Method::PUT, "/api/routing-rules")
+        .json(&json!({"rules": [
+            {"team": "east"},
+            {"team": "", "conditions": [{"pointer": "country", "equals": "DE"}]},
+        ]}))
+        .await;
+    let problem = assert_problem(bad, 422, "/problems/validation").await;
+    let fields: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        ["rules[1].team", "rules[1].conditions[0].pointer"],
+        "{problem}"
+    );
+    let unknown = app
+        .api(&admin)
+        .request(reqwest::Method::PUT, "/api/routing-rules")
+        .json(&json!({"rules": [{"team": "east", "strategy": "random"}]}))
+        .await;
+    assert_problem(unknown, 422, "/problems/validation").await;
+    let listed: Value = app
+        .api(&rep)
+        .get("/api/routing-rules")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["version"], 2, "refusals changed nothing");
+}
+
+async fn rules_route_by_source_and_payload_to_a_team_passing_by_the_away_and_the_full(
+    backend: Backend,
+) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let (_, east1) = principal(&app, Role::Sales).await;
+    let (_, east2) = principal(&app, Role::Sales).await;
+    let (_, west) = principal(&app, Role::Sales).await;
+    let away = json!({"team": "east", "availability": "away"});
+    set(&app, &admin, east1, away).await;
+    set(&app, &admin, east2, json!({"team": "east"})).await;
+    set(&app, &admin, west, json!({"team": "west", "capacity": 1})).await;
+    put_rules(
+        &app,
+        &admin,
+        json!([
+            {"source": "webform", "team": "east",
+             "conditions": [{"pointer": "/country", "in": ["DE", "AT"]}]},
+            {"team": "west", "conditions": [{"pointer": "/company/employees", "gte": 100}]},
+        ]),
+    )
+    .await;
+
+    lead_with(&app, &intake, "de", json!({"country": "de"})).await;
+    lead_with(
+        &app,
+        &intake,
+        "big",
+        json!({"company": {"employees": "250"}}),
+    )
+    .await;
+    lead_with(&app, &intake, "small", json!({"company": {"employees": 5}})).await;
+    lead_with(
+        &app,
+        &intake,
+        "big-2",
+        json!({"company": {"employees": 900}}),
+    )
+    .await;
+    drain(&app).await;
+
+    assert_eq!(owner_of(&app, "de").await, Some(east2));
+    assert_eq!(
+        entries(&app, "de", "assigned").await,
+        [
+            json!({"from": null, "to": east2, "by": "round_robin", "rule": 0, "pool": "team:east",
+            "skipped": [{"principal_id": east1, "reason": "away"}]})
+        ]
+    );
+    assert_eq!(owner_of(&app, "big").await, Some(west));
+    // No rule: every sales principal, today's pool (its first turn passes
+    // east1 by).
+    assert_eq!(owner_of(&app, "small").await, Some(east2));
+    // The west team is full: the second big lead waits, saying why.
+    assert_eq!(owner_of(&app, "big-2").await, None);
+    assert_eq!(
+        entries(&app, "big-2", "awaiting_owner").await,
+        [json!({"rule": 1, "pool": "team:west",
+            "skipped": [{"principal_id": west, "reason": "at_capacity"}]})]
+    );
+    assert_eq!(
+        (
+            turn_of(&app, "team:east").await,
+            turn_of(&app, "team:west").await,
+            turn_of(&app, "sales").await
+        ),
+        (Some(1), Some(2), Some(1))
+    );
+
+    // A new rule list routes the waiting lead again: now to the east team.
+    put_rules(&app, &admin, json!([{"team": "east"}])).await;
+    drain(&app).await;
+    assert_eq!(owner_of(&app, "big-2").await, Some(east2));
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 0);
+}
+
+async fn a_weighted_rule_shares_by_weight(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let (_, heavy) = principal(&app, Role::Sales).await;
+    let (_, light) = principal(&app, Role::Sales).await;
+    let (_, never) = principal(&app, Role::Sales).await;
+    for id in [heavy, light, never] {
+        set(&app, &admin, id, json!({"team": "east"})).await;
+    }
+    put_rules(
+        &app,
+        &admin,
+        json!([{"team": "east", "strategy": "weighted", "weights": [
+            {"principal_id": heavy, "weight": 3}, {"principal_id": never, "weight": 0}]}]),
+    )
+    .await;
+    app.post_leads((0..8).map(|i| format!("form-{i}"))).await;
+    drain(&app).await;
+    let mut owners = Vec::new();
+    for i in 0..8 {
+        owners.push(owner_of(&app, &format!("form-{i}")).await.unwrap());
+    }
+    assert_eq!(
+        owners,
+        [heavy, heavy, light, heavy, heavy, heavy, light, heavy],
+        "heavy {heavy}, light {light}"
+    );
+}
+
+async fn the_preview_says_who_would_get_a_lead_and_why(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = app.token(Role::Admin, None).await;
+    let (rep, east1) = principal(&app, Role::Sales).await;
+    let (_, east2) = principal(&app, Role::Sales).await;
+    set(
+        &app,
+        &admin,
+        east1,
+        json!({"team": "east", "availability": "away"}),
+    )
+    .await;
+    set(&app, &admin, east2, json!({"team": "east"})).await;
+    put_rules(
+        &app,
+        &admin,
+        json!([{"team": "east", "conditions": [{"pointer": "/country", "equals": "DE"}]}]),
+    )
+    .await;
+
+    let preview = |body: Value| {
+        let api = app.api(&rep);
+        async move { api.post("/api/routing-rules/preview", &body).await }
+    };
+    let said: Value = preview(json!({"source": "webform", "payload": {"country": "DE"}}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        said,
+        json!({"rule": 0, "team": "east", "pool": "team:east", "candidates": [east1, east2],
+            "owner_id": east2, "skipped": [{"principal_id": east1, "reason": "away"}],
+            "routed": true})
+    );
+    assert_eq!(turn_of(&app, "team:east").await, None, "no turn taken");
+
+    let other: Value = preview(json!({"source": "webform", "payload": {"country": "FR"}}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&other["rule"], &other["pool"]),
+        (&Value::Null, &json!("sales")),
+        "{other}"
+    );
+
+    // A stored lead: routed as it is; one with an owner is not routed at all.
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let id = lead_with(&app, &intake, "de", json!({"country": "DE"})).await;
+    drain(&app).await;
+    let stored: Value = preview(json!({"lead_id": id})).await.json().await.unwrap();
+    assert_eq!(
+        (&stored["rule"], &stored["owner_id"], &stored["routed"]),
+        (&json!(0), &json!(east2), &json!(false)),
+        "{stored}"
+    );
+
+    let neither = preview(json!({})).await;
+    let problem = assert_problem(neither, 422, "/problems/validation").await;
+    assert_eq!(problem["errors"][0]["field"], "lead_id");
+    let missing = preview(json!({"lead_id": 999_999})).await;
+    assert_problem(missing, 404, "/problems/not-found").await;
 }

@@ -80,6 +80,9 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("GET", "/api/ops/trace/{correlation_id}", OPS_UP),
     ("GET", "/api/principals", SALES_UP),
     ("PATCH", "/api/principals/{id}", &["sales", "admin"]),
+    ("GET", "/api/routing-rules", SALES_UP),
+    ("PUT", "/api/routing-rules", ADMIN),
+    ("POST", "/api/routing-rules/preview", SALES_UP),
     ("GET", "/api/sources", OPS_UP),
     ("POST", "/api/sources", ADMIN),
     ("GET", "/api/sources/{name}", OPS_UP),
@@ -110,7 +113,7 @@ fn concrete(path: &str) -> String {
 fn body_for(method: &str, path: &str) -> Option<Value> {
     match (method, path) {
         ("POST", "/api/leads") => Some(json!({"source": "webform", "source_ref": "matrix-1"})),
-        ("POST" | "PATCH", _) => Some(json!({})),
+        ("POST" | "PATCH" | "PUT", _) => Some(json!({})),
         _ => None,
     }
 }
@@ -212,7 +215,7 @@ async fn every_body_is_bounded(backend: Backend) {
     let mut wrong = Vec::new();
     let mut writes: Vec<(&str, String)> = MATRIX
         .iter()
-        .filter(|(m, _, _)| *m == "POST" || *m == "PATCH")
+        .filter(|(m, _, _)| *m == "POST" || *m == "PATCH" || *m == "PUT")
         .map(|(m, p, _)| (*m, concrete(p)))
         .collect();
     writes.push(("POST", "/webhooks/anything".to_owned()));

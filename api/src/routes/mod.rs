@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod openapi_json;
 pub mod ops;
 pub mod principals;
+pub mod routing_rules;
 pub mod sources;
 pub mod subscriptions;
 pub mod subscriptions_manage;
@@ -83,6 +84,7 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     leads::configure(cfg);
     merges::configure(cfg);
     principals::configure(cfg);
+    routing_rules::configure(cfg);
     teams::configure(cfg);
     subscriptions::configure(cfg);
     event_types::configure(cfg);

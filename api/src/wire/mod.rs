@@ -19,6 +19,7 @@ pub mod merges;
 pub mod principals;
 pub mod reconcile;
 pub mod reconcile_rejected;
+pub mod routing_rules;
 pub mod sources;
 pub mod stats;
 pub mod subscriptions;

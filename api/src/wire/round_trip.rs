@@ -11,8 +11,8 @@ use utoipa::ToSchema;
 
 use crate::wire::{
     companies, contacts, convert, crm, deliveries, event_types, imports, inbox, lead_data,
-    lead_processing, leads, principals, reconcile, reconcile_rejected, sources, subscriptions,
-    trace,
+    lead_processing, leads, principals, reconcile, reconcile_rejected, routing_rules, sources,
+    subscriptions, trace,
 };
 
 const DOCUMENT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json"));
@@ -111,6 +111,8 @@ fn every_answer_type_reads_back_what_it_writes() {
     round_trips::<leads::ErasureRecordOut>();
     round_trips::<leads::LeadDetail>();
     round_trips::<principals::PrincipalOut>();
+    round_trips::<routing_rules::RoutingRulesOut>();
+    round_trips::<routing_rules::PreviewOut>();
     round_trips::<reconcile::ReconcileRunOut>();
     round_trips::<reconcile::ReconcileRejectedOut>();
     round_trips::<reconcile_rejected::RetryOut>();
@@ -142,4 +144,7 @@ fn every_request_type_reads_what_it_writes() {
     round_trips::<subscriptions::SubscriptionIn>();
     round_trips::<subscriptions::RotateIn>();
     round_trips::<deliveries::RetryManyIn>();
+    round_trips::<principals::PrincipalPatch>();
+    round_trips::<routing_rules::RoutingRulesIn>();
+    round_trips::<routing_rules::PreviewIn>();
 }

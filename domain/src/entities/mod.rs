@@ -25,6 +25,7 @@ pub mod outbox_event;
 pub mod principal;
 pub mod reconcile_rejected;
 pub mod reconcile_run;
+pub mod routing_rules;
 pub mod sealing_key_check;
 pub mod source;
 pub mod subscription;

@@ -391,7 +391,9 @@ pub async fn merge<C: ConnectionTrait>(
         .into_iter()
         .next()
         .ok_or_else(|| DbErr::RecordNotFound("the survivor vanished during its merge".into()))?;
-    // A merged lead is never processed again: its key is an alias now.
+    // A merged lead is never processed or routed again: its key is an
+    // alias now.
+    crate::routing::waiting::leave(txn, &merged_ids).await?;
     lead::Entity::update_many()
         .col_expr(lead::Column::MergedIntoId, Expr::val(survivor_id))
         .col_expr(

@@ -253,15 +253,21 @@ async fn assign_round_robin<C: ConnectionTrait>(
     router: &Router,
     waits: bool,
 ) -> Result<Option<i64>, Error> {
-    let pool = router.pool_for(lead);
-    if pool.order.is_empty() {
+    let pool = router.pool_for(&lead.source, &lead.payload);
+    // No sales staff at all is a setup without routing: the lead stays
+    // unowned, as ever. A rule's team with nobody in it waits for someone.
+    if pool.order.is_empty() && pool.rule.is_none() {
         return Ok(None);
     }
-    let turn = take_turn(txn, &pool.key).await?;
-    let start = usize::try_from((turn - 1).rem_euclid(pool.order.len() as i64)).unwrap_or(0);
-    let open = choice::open_leads(txn, &choice::limited(&pool.order)).await?;
     let now = clock::now();
-    let chosen = choice::choose(&pool.order, start, &open, now);
+    let chosen = if pool.order.is_empty() {
+        choice::Choice::default()
+    } else {
+        let turn = take_turn(txn, &pool.key).await?;
+        let start = usize::try_from((turn - 1).rem_euclid(pool.order.len() as i64)).unwrap_or(0);
+        let open = choice::open_leads(txn, &choice::limited(&pool.order)).await?;
+        choice::choose(&pool.order, start, &open, now)
+    };
     let Some(owner) = chosen.owner else {
         if waiting::enter(txn, lead.id, now).await? {
             metrics::counter!("leadpipe_leads_awaiting_owner_total").increment(1);
@@ -273,7 +279,9 @@ async fn assign_round_robin<C: ConnectionTrait>(
                     origin: None,
                     outcome: None,
                     author_id: None,
-                    detail: Some(json!({ "pool": pool.key, "skipped": chosen.skipped })),
+                    detail: Some(json!({
+                        "rule": pool.rule, "pool": pool.key, "skipped": chosen.skipped,
+                    })),
                     correlation_id: correlation_id.clone(),
                 },
             )
@@ -303,6 +311,10 @@ async fn assign_round_robin<C: ConnectionTrait>(
         waiting::leave(txn, &[lead.id]).await?;
     }
     let mut detail = json!({ "from": null, "to": owner, "by": "round_robin" });
+    if let Some(rule) = pool.rule {
+        detail["rule"] = json!(rule);
+        detail["pool"] = json!(pool.key);
+    }
     if !chosen.skipped.is_empty() {
         detail["skipped"] = json!(chosen.skipped);
     }

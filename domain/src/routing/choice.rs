@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::auth::Role;
 use crate::entities::{lead, principal};
@@ -23,7 +23,7 @@ pub struct Candidate {
 }
 
 /// Why a candidate was passed by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SkipReason {
     /// Marked away (with no return time, or one still ahead).
@@ -32,7 +32,8 @@ pub enum SkipReason {
     AtCapacity,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+/// A principal routing passed by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Skipped {
     pub principal_id: i64,
     pub reason: SkipReason,
@@ -80,6 +81,8 @@ pub async fn open_leads<C: ConnectionTrait>(
         .column_as(Expr::col(lead::Column::Id).count(), "n")
         .filter(lead::Column::OwnerId.is_in(ids.iter().copied()))
         .filter(lead::Column::Status.is_in(open))
+        // A merged lead's work is its survivor's.
+        .filter(lead::Column::MergedIntoId.is_null())
         .group_by(lead::Column::OwnerId)
         .into_tuple()
         .all(conn)

@@ -5,5 +5,6 @@
 
 pub mod choice;
 pub mod router;
+pub mod rules;
 pub mod staff;
 pub mod waiting;
