@@ -63,7 +63,6 @@ pub mod routing;
 pub mod sealed;
 pub mod secret_rotation;
 pub mod source_name;
-pub mod speed_to_lead;
 pub mod spreadsheet;
 pub mod store;
 pub mod text;

@@ -89,11 +89,11 @@ pub async fn end_past_absences(db: &Store) -> Result<u64, domain::Error> {
 pub async fn escalate_overdue(db: &Store) -> Result<u64, domain::Error> {
     let now = domain::clock::now();
     // A read first: an idle process takes no write turn for this.
-    if domain::speed_to_lead::clock::overdue_count(db, now).await? == 0 {
+    if domain::lead::speed_to_lead::clock::overdue_count(db, now).await? == 0 {
         return Ok(0);
     }
     let txn = db.begin_write().await?;
-    let moved = domain::speed_to_lead::escalation::escalate_overdue(&*txn, now).await?;
+    let moved = domain::lead::speed_to_lead::escalation::escalate_overdue(&*txn, now).await?;
     txn.commit().await?;
     if moved > 0 {
         tracing::info!(moved, "overdue leads escalated to another owner");

@@ -3,8 +3,8 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, put, web};
-use domain::speed_to_lead::report::{self, Report, ReportFilter};
-use domain::speed_to_lead::team;
+use domain::lead::speed_to_lead::report::{self, Report, ReportFilter};
+use domain::lead::speed_to_lead::team;
 
 use crate::http::auth::{AdminOnly, Caller, SalesUp};
 use crate::http::error::ApiError;

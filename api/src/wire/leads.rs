@@ -7,9 +7,11 @@ use domain::entities::{activity, lead, lead_conversion, lead_erasure};
 use domain::field_presence::Patch;
 use domain::idempotency::Subject;
 use domain::lead::ingest::Outcome;
+use domain::lead::merge;
 use domain::lifecycle::lead_status::LeadStatus;
 use domain::outbound::events::LeadSnapshot;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::wire::about::About;
@@ -258,6 +260,9 @@ mod tests {
             created_at: now,
             updated_at: now,
             merged_into_id: Some(876_543_219),
+            assigned_at: None,
+            first_response_at: None,
+            response_due_at: None,
         };
         assert_documented(
             &LeadOut::from(&row),
@@ -322,6 +327,31 @@ pub struct LeadDetail {
     pub speed_to_lead: crate::wire::teams::ClockOut,
 }
 
+/// Which leads to merge into the one in the path, and which lead's value
+/// to keep where the default rule is not wanted.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = MergeRequest)]
+pub struct MergeIn {
+    /// The leads merged away (1 to 50; not the survivor).
+    pub lead_ids: Vec<i64>,
+    /// Per field (`email`, `phone`, `name`, `company`, `status`,
+    /// `owner_id`), the id of the lead whose value the survivor keeps.
+    /// Unnamed sender fields take the most recently updated lead's value;
+    /// unnamed `status` and `owner_id` stay the survivor's.
+    #[serde(default)]
+    pub fields: BTreeMap<String, i64>,
+}
+
+impl From<MergeIn> for merge::MergeRequest {
+    fn from(input: MergeIn) -> Self {
+        Self {
+            lead_ids: input.lead_ids,
+            fields: input.fields,
+        }
+    }
+}
+
 /// A possible duplicate of a lead, and how to merge it into that lead.
 #[derive(Serialize, Deserialize, ToSchema)]
 #[schema(as = DuplicateHint)]
@@ -338,7 +368,7 @@ pub struct DuplicateOut {
 pub struct MergeAction {
     pub method: String,
     pub href: String,
-    pub body: crate::wire::merges::MergeIn,
+    pub body: MergeIn,
 }
 
 impl DuplicateOut {
@@ -349,7 +379,7 @@ impl DuplicateOut {
             merge: MergeAction {
                 method: "POST".into(),
                 href: format!("/api/leads/{of}/merge"),
-                body: crate::wire::merges::MergeIn {
+                body: MergeIn {
                     lead_ids: vec![hint.lead_id],
                     fields: Default::default(),
                 },

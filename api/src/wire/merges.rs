@@ -12,32 +12,8 @@ use utoipa::ToSchema;
 
 use crate::wire::about::About;
 use crate::wire::leads::LeadOut;
+pub use crate::wire::leads::MergeIn;
 use crate::wire::versioned::Versioned;
-
-/// Which leads to merge into the one in the path, and which lead's value
-/// to keep where the default rule is not wanted.
-#[derive(Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-#[schema(as = MergeRequest)]
-pub struct MergeIn {
-    /// The leads merged away (1 to 50; not the survivor).
-    pub lead_ids: Vec<i64>,
-    /// Per field (`email`, `phone`, `name`, `company`, `status`,
-    /// `owner_id`), the id of the lead whose value the survivor keeps.
-    /// Unnamed sender fields take the most recently updated lead's value;
-    /// unnamed `status` and `owner_id` stay the survivor's.
-    #[serde(default)]
-    pub fields: BTreeMap<String, i64>,
-}
-
-impl From<MergeIn> for merge::MergeRequest {
-    fn from(input: MergeIn) -> Self {
-        Self {
-            lead_ids: input.lead_ids,
-            fields: input.fields,
-        }
-    }
-}
 
 /// An undo takes no body (an empty object is accepted).
 #[derive(Default, Serialize, Deserialize, ToSchema)]

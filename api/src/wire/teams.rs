@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use domain::business_hours::BusinessHours;
 use domain::entities::team;
-use domain::speed_to_lead::team::{Escalation, ResponseTarget, TeamSettings};
+use domain::lead::speed_to_lead::team::{Escalation, ResponseTarget, TeamSettings};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 

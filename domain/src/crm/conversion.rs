@@ -204,7 +204,7 @@ async fn move_to_converted<C: ConnectionTrait>(
             .col_expr(lead::Column::UpdatedAt, Expr::val(crate::clock::now()))
             .col_expr(
                 lead::Column::FirstResponseAt,
-                crate::speed_to_lead::clock::response_expr(crate::clock::now()),
+                crate::lead::speed_to_lead::clock::response_expr(crate::clock::now()),
             )
             .filter(lead::Column::Id.eq(lead.id))
             .filter(lead::Column::Version.eq(lead.version))

@@ -304,7 +304,7 @@ pub async fn update<C: ConnectionTrait>(
     if let Some((_, TaskStatus::Done)) = moved {
         // Completing a task on a lead is a response to it.
         if let Some(lead_id) = lead_id {
-            crate::speed_to_lead::clock::responded(conn, lead_id, now).await?;
+            crate::lead::speed_to_lead::clock::responded(conn, lead_id, now).await?;
         }
         let event = TaskCompleted {
             task_id: id,

@@ -9,11 +9,13 @@ use sea_orm::sea_query::{Expr, ExprTrait};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect};
 use serde_json::json;
 
+use crate::actor::Actor;
 use crate::clock;
 use crate::entities::lead::{self, Column};
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
-use crate::lead::ingest::{IngestItem, Outcome};
+use crate::lead::outcome::{Origin, Outcome};
+use crate::lead::record::NewLead;
 use crate::outbound::events::LeadSnapshot;
 use crate::outbound::outbox;
 
@@ -45,12 +47,15 @@ pub async fn survivor_of<C: ConnectionTrait>(
     .into())
 }
 
-/// Applies `item`, whose key is the merged lead `alias_id`'s, to its
-/// survivor; its outcome and the survivor as it is now. Writes the
-/// survivor's timeline row and, when it changed, its `lead.updated`.
+/// Applies `new` (from `origin`, by `actor`), whose key is the merged lead
+/// `alias_id`'s, to its survivor; its outcome and the survivor as it is
+/// now. Writes the survivor's timeline row and, when it changed, its
+/// `lead.updated`.
 pub(crate) async fn deliver<C: ConnectionTrait>(
     txn: &C,
-    item: &IngestItem,
+    new: &NewLead,
+    origin: Origin,
+    actor: &Actor,
     alias_id: i64,
 ) -> Result<(Outcome, lead::Model), Error> {
     let alias = lead::Entity::find_by_id(alias_id)
@@ -58,7 +63,6 @@ pub(crate) async fn deliver<C: ConnectionTrait>(
         .one(txn)
         .await?
         .ok_or_else(|| DbErr::RecordNotFound("merged lead vanished during upsert".into()))?;
-    let new = &item.new;
     let stale = matches!(
         (new.source_updated_at, alias.source_updated_at),
         (Some(incoming), Some(stored)) if incoming < stored
@@ -128,11 +132,11 @@ pub(crate) async fn deliver<C: ConnectionTrait>(
         NewActivity {
             lead_id: survivor.id,
             kind: ActivityKind::Ingest,
-            origin: Some(item.origin.as_str()),
+            origin: Some(origin.as_str()),
             outcome: Some(outcome.as_str()),
-            author_id: item.ctx.principal_id,
+            author_id: actor.principal_id,
             detail: Some(detail),
-            correlation_id: item.ctx.correlation_id.clone(),
+            correlation_id: actor.correlation_id.clone(),
         },
     )
     .await?;
@@ -144,7 +148,7 @@ pub(crate) async fn deliver<C: ConnectionTrait>(
             outbox::LEAD_UPDATED,
             Some(survivor.id),
             payload,
-            item.ctx.correlation_id.clone(),
+            actor.correlation_id.clone(),
         )
         .await?;
     }

@@ -25,56 +25,7 @@ use crate::lead::{alias, tombstone, written};
 use crate::outbound::events::LeadSnapshot;
 use crate::outbound::outbox;
 
-/// Which door a record came through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    Api,
-    Webhook,
-    Reconcile,
-    Import,
-}
-
-impl Origin {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Api => "api",
-            Self::Webhook => "webhook",
-            Self::Reconcile => "reconcile",
-            Self::Import => "import",
-        }
-    }
-}
-
-/// What an ingest did to the stored lead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-#[schema(as = IngestOutcome)]
-pub enum Outcome {
-    Created,
-    Updated,
-    Unchanged,
-    Stale,
-    /// The key was erased (a tombstone): nothing was written.
-    Suppressed,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Created => "created",
-            Self::Updated => "updated",
-            Self::Unchanged => "unchanged",
-            Self::Stale => "stale",
-            Self::Suppressed => "suppressed",
-        }
-    }
-
-    /// Whether downstream systems must hear about it.
-    pub fn changed(self) -> bool {
-        matches!(self, Self::Created | Self::Updated)
-    }
-}
+pub use crate::lead::outcome::{Origin, Outcome};
 
 #[derive(Debug, Clone)]
 pub struct Ingested {
@@ -200,6 +151,9 @@ enum Rows {
 }
 
 /// The lead a record reached: whole, or what deciding on it takes.
+// Rows move through a batch, never copied: boxing the big variant would
+// allocate once per row on the hot path for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 enum Reached {
     Whole(lead::Model),
@@ -386,8 +340,10 @@ async fn ingest_batch<C: ConnectionTrait>(
                     if let Some(_survivor) = lead.merged_into_id() {
                         // A merged lead's key: the survivor takes it, with
                         // its timeline row and event written there.
+                        let item = &items[index];
                         let (outcome, survivor) =
-                            alias::deliver(txn, &items[index], lead.id()).await?;
+                            alias::deliver(txn, &item.new, item.origin, &item.ctx, lead.id())
+                                .await?;
                         redirected.insert(index);
                         results[index] = Some((outcome, Some(Reached::of(survivor, rows))));
                         continue;

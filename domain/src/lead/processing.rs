@@ -290,7 +290,7 @@ async fn assign_round_robin<C: ConnectionTrait>(
         return Ok(None);
     };
 
-    let due = crate::speed_to_lead::clock::due_for(txn, Some(owner), now).await?;
+    let due = crate::lead::speed_to_lead::clock::due_for(txn, Some(owner), now).await?;
     let updated = lead::Entity::update_many()
         .col_expr(lead::Column::OwnerId, Expr::val(owner))
         .col_expr(lead::Column::AssignedAt, Expr::val(now))

@@ -13,11 +13,12 @@ use crate::clock;
 use crate::entities::{activity as activity_entity, lead};
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
+use crate::lead::speed_to_lead::clock as speed_clock;
 use crate::lifecycle::lead_status::LeadStatus;
+pub use crate::lifecycle::note::NoteKind;
 use crate::outbound::{events, outbox};
 use crate::precondition::IfMatch;
 use crate::routing::waiting;
-use crate::speed_to_lead::clock as speed_clock;
 
 pub const MAX_NOTE_LEN: usize = 10_000;
 pub const MAX_REASON_LEN: usize = 1_000;
@@ -194,11 +195,8 @@ pub async fn assign<C: ConnectionTrait>(
             let now = clock::now();
             let due = speed_clock::due_for(conn, owner_id, now).await?;
             vec![
-                (
-                    lead::Column::AssignedAt,
-                    Expr::val(owner_id.map(|_| now)).into(),
-                ),
-                (lead::Column::ResponseDueAt, Expr::val(due).into()),
+                (lead::Column::AssignedAt, Expr::val(owner_id.map(|_| now))),
+                (lead::Column::ResponseDueAt, Expr::val(due)),
             ]
         } else {
             Vec::new()
@@ -245,34 +243,6 @@ pub async fn assign<C: ConnectionTrait>(
     Err(Error::PreconditionFailed {
         current: current.version,
     })
-}
-
-/// What a timeline note is: written down, or a call logged.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    serde::Serialize,
-    serde::Deserialize,
-    utoipa::ToSchema,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum NoteKind {
-    #[default]
-    Note,
-    Call,
-}
-
-impl NoteKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Note => "note",
-            Self::Call => "call",
-        }
-    }
 }
 
 /// Adds a note (or a call logged) to a lead's timeline.

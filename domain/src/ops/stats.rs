@@ -285,7 +285,7 @@ async fn collect_with<C: ConnectionTrait>(
             dead: processing.dead,
             oldest_unprocessed_age_seconds: age(now, processing.oldest),
         },
-        leads_response_overdue: crate::speed_to_lead::clock::overdue_count(conn, now).await?,
+        leads_response_overdue: crate::lead::speed_to_lead::clock::overdue_count(conn, now).await?,
     })
 }
 

@@ -43,7 +43,7 @@ pub struct LeadNoteAdded {
     pub activity_id: i64,
     pub text: String,
     /// `note`, or `call` for a call logged.
-    pub kind: crate::lead::sales::NoteKind,
+    pub kind: crate::lifecycle::note::NoteKind,
 }
 
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -377,6 +377,9 @@ mod tests {
             created_at: at,
             updated_at: at + chrono::TimeDelta::microseconds(5),
             merged_into_id: None,
+            assigned_at: None,
+            first_response_at: None,
+            response_due_at: None,
         };
         let borrowed = serde_json::to_string(&LeadSnapshot::from(&row)).unwrap();
         // The wire format of `lead.created`, the export and the API's `Lead`.

@@ -14,10 +14,10 @@ use crate::auth::Role;
 use crate::entities::{lead, principal};
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
+use crate::lead::speed_to_lead::clock;
+use crate::lead::speed_to_lead::team::{self, Escalation};
 use crate::outbound::{events, outbox};
 use crate::routing::{choice, staff};
-use crate::speed_to_lead::clock;
-use crate::speed_to_lead::team::{self, Escalation};
 
 /// Leads escalated per pass at most.
 pub const BATCH: u64 = 100;

@@ -9,8 +9,8 @@ use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTra
 
 use crate::entities::lead::{self, Column};
 use crate::error::Error;
+use crate::lead::speed_to_lead::team;
 use crate::lifecycle::lead_status::LeadStatus;
-use crate::speed_to_lead::team;
 
 /// When a lead given to `owner` at `now` must be answered: `None` when it
 /// has no owner.
@@ -45,8 +45,7 @@ pub async fn responded<C: ConnectionTrait>(
 /// `first_response_at` set to `now` unless already set: for an update that
 /// is a response itself (a status move).
 pub fn response_expr(now: DateTime<Utc>) -> sea_orm::sea_query::SimpleExpr {
-    sea_orm::sea_query::Func::coalesce([Expr::col(Column::FirstResponseAt), Expr::val(now).into()])
-        .into()
+    sea_orm::sea_query::Func::coalesce([Expr::col(Column::FirstResponseAt), Expr::val(now)]).into()
 }
 
 /// Open, owned, unanswered leads whose response was due before `now`.
