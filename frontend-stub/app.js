@@ -11,9 +11,9 @@ const NOTICE_KEY = "leadpipe.notice";
 // "Roles"). An intake token only posts leads, so it gets no tab at all.
 const TABS_BY_ROLE = {
   intake: [],
-  sales: ["leads", "tasks"],
-  ops: ["leads", "tasks", "ops"],
-  admin: ["leads", "tasks", "ops"],
+  sales: ["leads", "tasks", "reports"],
+  ops: ["leads", "tasks", "reports", "ops"],
+  admin: ["leads", "tasks", "reports", "ops"],
 };
 
 // The lead status machine (README "Sales API"); the server enforces it, this
@@ -301,9 +301,11 @@ function showTab(name) {
   $("leads-tab").hidden = name !== "leads";
   $("ops-tab").hidden = name !== "ops";
   $("tasks-tab").hidden = name !== "tasks";
+  $("reports-tab").hidden = name !== "reports";
   clearProblem();
   if (name === "leads") loadLeads(false);
   else if (name === "tasks") loadTasks(false);
+  else if (name === "reports") loadSpeedToLead();
   else loadOps();
 }
 
@@ -388,6 +390,12 @@ function renderLead() {
     ["created", when(lead.created_at)],
     ["updated", when(lead.updated_at)],
   ];
+  // Speed to lead: when the owner's answer is due, and when it came.
+  const clock = lead.speed_to_lead;
+  if (clock && clock.response_due_at) {
+    fields.push(["answer due", `${when(clock.response_due_at)}${clock.overdue ? " — overdue" : ""}`]);
+  }
+  if (clock && clock.first_response_at) fields.push(["answered", when(clock.first_response_at)]);
   $("lead-fields").replaceChildren(
     ...fields.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "—" : v)]),
   );
@@ -670,6 +678,44 @@ async function loadTimeline() {
             : null,
         ),
       ),
+    );
+  } catch (err) {
+    showProblem(err);
+  }
+}
+
+// ---------------------------------------------------------------- reports
+
+/** Seconds as people read a delay: "45 s", "12 min", "3.5 h". */
+function delay(seconds) {
+  if (seconds === null || seconds === undefined) return "—";
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  return `${(seconds / 3600).toFixed(1)} h`;
+}
+
+async function loadSpeedToLead() {
+  const active = document.querySelector("#report-window button.active");
+  const windowName = active ? active.dataset.window : "24h";
+  try {
+    const { body } = await api("GET", `/api/reports/speed-to-lead?window=${windowName}`);
+    const row = (label, f) =>
+      el(
+        "tr",
+        {},
+        el("td", { class: "group" }, label),
+        el("td", {}, f.leads),
+        el("td", {}, f.assigned),
+        el("td", {}, f.responded),
+        el("td", {}, `${delay(f.system_delay_seconds.p50)} / ${delay(f.system_delay_seconds.p90)}`),
+        el("td", {}, `${delay(f.rep_delay_seconds.p50)} / ${delay(f.rep_delay_seconds.p90)}`),
+        el("td", { class: "within" }, f.within_target),
+        el("td", { class: f.breaches > 0 ? "breaches bad" : "breaches" }, f.breaches),
+      );
+    $("speed-table").querySelector("tbody").replaceChildren(
+      row("All leads", body.total),
+      ...body.by_source.map((s) => row(`Source ${s.source}`, s)),
+      ...body.by_owner.map((o) => row(person(o.owner_id), o)),
     );
   } catch (err) {
     showProblem(err);
@@ -1084,6 +1130,12 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
   $("more-tasks").addEventListener("click", () => loadTasks(true));
+  for (const b of document.querySelectorAll("#report-window button")) {
+    b.addEventListener("click", () => {
+      for (const other of document.querySelectorAll("#report-window button")) other.classList.toggle("active", other === b);
+      loadSpeedToLead();
+    });
+  }
   $("convert-form").addEventListener("submit", (e) => {
     e.preventDefault();
     if (state.lead) convertLead();

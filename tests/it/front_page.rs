@@ -913,8 +913,16 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     sign_in(&browser, &sales).await;
     wait_for_text(&browser, "#whoami", "(sales)").await;
     wait_for_text(&browser, "#lead-table", "b@example.com").await;
-    assert_eq!(visible_tabs(&browser).await, ["leads", "tasks"], "sales");
+    assert_eq!(
+        visible_tabs(&browser).await,
+        ["leads", "tasks", "reports"],
+        "sales"
+    );
     assert_nothing_refused(&browser, "/api/leads", "sales").await;
+    click(&browser, "#tabs button[data-tab=\"reports\"]").await;
+    wait_for_text(&browser, "#speed-table", "Source webform").await;
+    click(&browser, "#report-window button[data-window=\"7d\"]").await;
+    assert_nothing_refused(&browser, "/api/reports/speed-to-lead", "sales").await;
     click(&browser, "#sign-out").await;
     wait_for(&browser, "#login:not([hidden])").await;
 
@@ -924,7 +932,7 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
         wait_for_text(&browser, "#whoami", &format!("({role})")).await;
         assert_eq!(
             visible_tabs(&browser).await,
-            ["leads", "tasks", "ops"],
+            ["leads", "tasks", "reports", "ops"],
             "{role}"
         );
         click(&browser, "#tabs button[data-tab=\"ops\"]").await;

@@ -44,6 +44,7 @@ mod secrets;
 mod security;
 mod source_update;
 mod sources_and_ops;
+mod speed_to_lead;
 mod ssrf;
 mod subscriptions_parity;
 mod tasks;

@@ -16,6 +16,7 @@ pub mod settings_doc;
 pub mod source;
 pub mod subscription;
 pub mod task;
+pub mod team;
 pub mod token;
 
 pub use entry::main;
@@ -117,6 +118,16 @@ pub enum Command {
     Secrets {
         #[command(subcommand)]
         command: secrets::SecretsCommand,
+    },
+    /// Teams' working hours, response targets and escalation.
+    Team {
+        #[command(subcommand)]
+        command: team::TeamCommand,
+    },
+    /// Reports: speed to lead.
+    Report {
+        #[command(subcommand)]
+        command: team::ReportCommand,
     },
     /// List follow-up tasks (who owes what by when).
     Task {
@@ -409,6 +420,16 @@ pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
         Command::Delivery { command } => {
             let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
             delivery::run_delivery(&conn, command).await?;
+        }
+        Command::Team { command } => {
+            let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            team::run_team(&conn, command).await?;
+        }
+        Command::Report { command } => {
+            let keyring = cli.secrets.keyring()?;
+            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            team::run_report(&conn, command).await?;
         }
         Command::Task { command } => {
             let keyring = cli.secrets.keyring()?;
