@@ -662,6 +662,8 @@ async function loadTimeline() {
   const id = state.lead.id;
   try {
     const { body } = await api("GET", `/api/leads/${id}/activities?limit=50`);
+    // A merge undone already offers no Undo.
+    const undone = new Set(body.data.filter((a) => a.kind === "unmerged" && a.detail).map((a) => a.detail.merge_id));
     $("timeline").replaceChildren(
       ...body.data.map((a) =>
         el(
@@ -673,7 +675,7 @@ async function loadTimeline() {
           " ",
           describeActivity(a),
           a.author_id ? el("span", { class: "muted" }, ` by ${person(a.author_id)}`) : null,
-          a.kind === "merged" && a.detail && a.detail.merge_id
+          a.kind === "merged" && a.detail && a.detail.merge_id && !undone.has(a.detail.merge_id)
             ? el("button", { type: "button", class: "small undo-merge", onclick: (e) => undoMerge(e, a.detail.merge_id) }, "Undo")
             : null,
         ),

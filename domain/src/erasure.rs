@@ -78,12 +78,28 @@ pub async fn erase(db: &Store, request: &EraseRequest) -> Result<Erased, Error> 
         });
     }
     let hash = db.hasher().key_hash(&found.source, &found.source_ref);
+    // The leads merged into it, read before any lock: their keys' locks come
+    // first, in one order, so a delivery of a merged key (which holds its
+    // key's lock, then the merged row, then the survivor's) finishes first
+    // or waits; then the merges' rows, as an undo takes them.
+    let aliases = merge::merged_into(db, found.id).await?;
+    let alias_rows = lead::Entity::find()
+        .filter(lead::Column::Id.is_in(aliases.iter().copied()))
+        .all(db)
+        .await?;
+    let mut key_locks: Vec<String> = std::iter::once(&found)
+        .chain(&alias_rows)
+        .map(|l| db.hasher().folded_hash(&l.source, &l.source_ref))
+        .collect();
+    key_locks.sort_unstable();
+    key_locks.dedup();
     let txn = db.begin_write().await?;
-    tombstone::lock_for_erasure(
-        &txn,
-        &db.hasher().folded_hash(&found.source, &found.source_ref),
-    )
-    .await?;
+    for folded in &key_locks {
+        tombstone::lock_for_erasure(&txn, folded).await?;
+    }
+    let mut survivors = aliases.clone();
+    survivors.push(found.id);
+    merge::lock_merges_of(&txn, &survivors).await?;
     // Read again under the lock: a concurrent erasure may have won, and an
     // ingest that committed meanwhile left rows this one must remove.
     // Locked, so a write that answers with this lead (and stores the answer
@@ -97,10 +113,20 @@ pub async fn erase(db: &Store, request: &EraseRequest) -> Result<Erased, Error> 
         txn.rollback().await?;
         return earlier(db, request.lead_id).await;
     };
+    // Merged meanwhile (read above before the lock): its survivor is the
+    // one to erase now.
+    if let Some(survivor_id) = lead.merged_into_id {
+        txn.rollback().await?;
+        return Err(Error::LeadMerged {
+            lead_id: lead.id,
+            survivor_id,
+        });
+    }
     let mut counts = remove_everything(&txn, db.hasher(), &lead, request.include_contact).await?;
     let now = crate::clock::now();
     // The leads merged into this one hold the same person's data and keys
-    // that would otherwise still deliver: each is erased and buried too.
+    // that would otherwise still deliver: each is erased and buried too
+    // (read again under the locks: a merge may have added one).
     let aliases = merge::merged_into(&txn, lead.id).await?;
     for alias_id in &aliases {
         erase_alias(&txn, db.hasher(), *alias_id, request, now, &mut counts).await?;

@@ -14,7 +14,12 @@ impl MigrationTrait for Migration {
     }
 
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        for column in [Lead::AssignedAt, Lead::FirstResponseAt, Lead::ResponseDueAt] {
+        for column in [
+            Lead::AssignedAt,
+            Lead::FirstResponseAt,
+            Lead::ResponseDueAt,
+            Lead::ResponseBreachedAt,
+        ] {
             manager
                 .alter_table(
                     Table::alter()
@@ -65,7 +70,12 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        for column in [Lead::AssignedAt, Lead::FirstResponseAt, Lead::ResponseDueAt] {
+        for column in [
+            Lead::AssignedAt,
+            Lead::FirstResponseAt,
+            Lead::ResponseDueAt,
+            Lead::ResponseBreachedAt,
+        ] {
             manager
                 .alter_table(
                     Table::alter()
@@ -85,6 +95,7 @@ enum Lead {
     AssignedAt,
     FirstResponseAt,
     ResponseDueAt,
+    ResponseBreachedAt,
 }
 
 #[derive(DeriveIden)]

@@ -248,6 +248,23 @@ async fn a_merge_keeps_the_latest_values_and_moves_notes_tasks_and_hints(backend
         .collect();
     assert_eq!(ids, vec![older]);
 
+    // The merged key's sender changes its phone only: the survivor takes
+    // the phone and keeps the name the merge chose.
+    let (_, body) = t
+        .deliver(
+            "partner",
+            "p-1",
+            json!({"email": "ada@lovelace.example", "phone": "+4930999999", "name": "Ada Lovelace",
+                   "source_updated_at": "2026-11-21T10:00:00Z"}),
+        )
+        .await;
+    assert_eq!(body["id"], older);
+    let survivor = t.stored(older).await;
+    assert_eq!(
+        (survivor.name.as_deref(), survivor.phone.as_deref()),
+        (Some("Ada L."), Some("+4930999999"))
+    );
+
     let events = t.events("lead.merged").await;
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].lead_id, Some(older));
@@ -534,6 +551,26 @@ async fn undo_gives_back_the_leads_their_keys_values_and_what_moved(backend: Bac
         problem["detail"].as_str().unwrap().contains("was undone"),
         "{problem}"
     );
+
+    // Erasing the lead given back blanks what the undone merge held of it.
+    t.admin
+        .erase_lead(merged, "?reason=request")
+        .await
+        .expect(200)
+        .await;
+    let record = t
+        .sales
+        .get(&format!("/api/merges/{}", done.merge.id))
+        .await
+        .expect(200)
+        .await;
+    assert_eq!(record["fields"], json!({}));
+    let stored = domain::entities::lead_merge::Entity::find_by_id(done.merge.id)
+        .one(&t.app.db)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!stored.moved.to_string().contains("new@example.com"));
 }
 
 async fn undo_is_refused_once_the_survivor_is_merged_again_or_erased(backend: Backend) {
@@ -825,4 +862,82 @@ async fn a_duplicate_hint_offers_the_merge_and_the_merge_takes_the_hints(backend
     assert_eq!(t.undo(done.merge.id, "undo").await.status(), 200);
     assert_eq!(duplicates(&t, x).await, [y, z]);
     assert_eq!(duplicates(&t, y).await, [x, z]);
+}
+
+/// PostgreSQL: deliveries of a merged key racing the merge's undo, then
+/// racing the survivor's erasure: every request is answered (no deadlock,
+/// no 500), and the end state is one of the orders.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
+async fn deliveries_of_a_merged_key_race_its_undo_and_its_erasure() {
+    let t = Desk::new(Backend::Postgres).await;
+    let survivor = t.lead("manual", "m-1", json!({"name": "Ada"})).await;
+    let merged = t.lead("webform", "w-1", json!({"name": "Ada L."})).await;
+    let done = t
+        .merge(survivor, &json!({"lead_ids": [merged]}), "m-1")
+        .await;
+
+    let deliveries = (0..12).map(|i| {
+        let admin = t.admin.clone();
+        async move {
+            admin
+                .create_lead(&json!({"source": "webform", "source_ref": "w-1",
+                                     "name": format!("Ada {i}"), "phone": format!("+49301{i:04}")}))
+                .await
+                .status()
+                .as_u16()
+        }
+    });
+    let (statuses, undo) = tokio::join!(
+        futures::future::join_all(deliveries),
+        t.undo(done.merge.id, "undo")
+    );
+    assert_eq!(undo.status(), 200);
+    assert!(statuses.iter().all(|s| *s == 200), "{statuses:?}");
+    // Undone: the key is its own lead's again.
+    let (_, body) = t
+        .deliver("webform", "w-1", json!({"name": "Ada again"}))
+        .await;
+    assert_eq!(body["id"], merged);
+
+    let again = t
+        .merge(survivor, &json!({"lead_ids": [merged]}), "m-2")
+        .await;
+    assert_eq!(again.merge.merged_ids, [merged]);
+    let deliveries = (0..12).map(|i| {
+        let admin = t.admin.clone();
+        async move {
+            let response = admin
+                .create_lead(&json!({"source": "webform", "source_ref": "w-1",
+                                     "name": format!("Ada {i}")}))
+                .await;
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap(),
+            )
+        }
+    });
+    let erasure = async {
+        t.admin
+            .erase_lead(survivor, "?reason=request")
+            .await
+            .status()
+    };
+    let (answers, erased) = tokio::join!(futures::future::join_all(deliveries), erasure);
+    assert_eq!(erased, 200);
+    for (status, body) in &answers {
+        assert_eq!(*status, 200, "{body}");
+        assert!(
+            body["outcome"] == "suppressed" || body["id"] == survivor,
+            "{body}"
+        );
+    }
+    // Both keys are buried, nothing of them is left.
+    assert!(t.leads_with_ref("w-1").await.is_empty());
+    assert!(t.leads_with_ref("m-1").await.is_empty());
+    let (_, body) = t.deliver("webform", "w-1", json!({"name": "Ada"})).await;
+    assert_eq!(body, json!({"outcome": "suppressed"}));
 }

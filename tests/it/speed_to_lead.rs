@@ -220,11 +220,11 @@ async fn each_human_action_counts_as_the_first_response(backend: Backend) {
         .await;
     let after = t.stored(assigned).await;
     assert!(after.first_response_at.is_none());
-    assert!(after.assigned_at > before.assigned_at);
-    assert_eq!(
-        after.response_due_at,
-        Some(after.assigned_at.unwrap() + Duration::minutes(60))
-    );
+    // `assigned_at` stays the first assignment; the due time is the new
+    // owner's, and nothing was due yet, so no breach.
+    assert_eq!(after.assigned_at, before.assigned_at);
+    assert!(after.response_due_at > before.response_due_at);
+    assert_eq!(after.response_breached_at, None);
 }
 
 async fn the_report_is_computed_from_the_timestamps(backend: Backend) {
@@ -269,6 +269,27 @@ async fn the_report_is_computed_from_the_timestamps(backend: Backend) {
         Some(base + Duration::minutes(5)),
     )
     .await;
+    // Handed on after its due time passed, then answered in time by the
+    // next owner: still a breach.
+    let late = t.lead("partner", "p-2").await;
+    lead::Entity::update_many()
+        .col_expr(lead::Column::OwnerId, Expr::val(rep_id))
+        .col_expr(
+            lead::Column::ResponseBreachedAt,
+            Expr::val(base + Duration::minutes(1)),
+        )
+        .filter(lead::Column::Id.eq(late))
+        .exec(&t.app.db)
+        .await
+        .unwrap();
+    t.backdate(
+        late,
+        base,
+        Some(base),
+        Some(base + Duration::seconds(30)),
+        Some(base + Duration::hours(1)),
+    )
+    .await;
     let old = t.lead("partner", "p-old").await;
     t.backdate(old, now - Duration::days(2), None, None, None)
         .await;
@@ -295,25 +316,26 @@ async fn the_report_is_computed_from_the_timestamps(backend: Backend) {
         (
             &partner["leads"],
             &partner["responded"],
+            &partner["within_target"],
             &partner["breaches"]
         ),
-        (&json!(1), &json!(0), &json!(1))
+        (&json!(2), &json!(1), &json!(0), &json!(2))
     );
     assert_eq!(
         partner["rep_delay_seconds"],
-        json!({"p50": null, "p90": null})
+        json!({"p50": 30.0, "p90": 30.0})
     );
-    assert_eq!(report["total"]["leads"], 11);
-    assert_eq!(report["total"]["breaches"], 5);
+    assert_eq!(report["total"]["leads"], 12);
+    assert_eq!(report["total"]["breaches"], 6);
     assert_eq!(report["by_owner"][0]["owner_id"], rep_id);
-    assert_eq!(report["by_owner"][0]["leads"], 11);
+    assert_eq!(report["by_owner"][0]["leads"], 12);
 
     let month = rep
         .get("/api/reports/speed-to-lead?window=30d&source=partner")
         .await
         .expect(200)
         .await;
-    assert_eq!(month["total"]["leads"], 2);
+    assert_eq!(month["total"]["leads"], 3);
     let problem = assert_problem(
         rep.get("/api/reports/speed-to-lead?window=1y").await,
         422,
@@ -365,15 +387,17 @@ async fn an_overdue_lead_goes_to_the_next_available_teammate_and_is_counted(back
     let view = t.admin.lead(east_lead).await.expect(200).await;
     assert_eq!(view["speed_to_lead"]["overdue"], true);
 
+    let before = t.stored(east_lead).await;
     let moved = workers::housekeeping::escalate_overdue(&t.app.db)
         .await
         .unwrap();
     assert_eq!(moved, 1);
     let escalated = t.stored(east_lead).await;
     assert_eq!(escalated.owner_id, Some(second));
-    let due = escalated.response_due_at.unwrap();
-    assert_eq!(due, escalated.assigned_at.unwrap() + Duration::minutes(5));
-    assert!(due > Utc::now());
+    assert!(escalated.response_due_at.unwrap() > Utc::now());
+    // The first assignment and the missed due time stay on record.
+    assert_eq!(escalated.assigned_at, before.assigned_at);
+    assert_eq!(escalated.response_breached_at, before.response_due_at);
     // West has no escalation: its lead stays with its owner, overdue.
     assert_eq!(t.stored(west_lead).await.owner_id, Some(west));
     let timeline = t

@@ -87,13 +87,15 @@ pub async fn end_past_absences(db: &Store) -> Result<u64, domain::Error> {
 
 /// Hands overdue, unanswered leads to whom their team's escalation names.
 pub async fn escalate_overdue(db: &Store) -> Result<u64, domain::Error> {
-    let now = domain::clock::now();
+    use domain::lead::speed_to_lead::escalation;
     // A read first: an idle process takes no write turn for this.
-    if domain::lead::speed_to_lead::clock::overdue_count(db, now).await? == 0 {
+    if escalation::escalatable(db, domain::clock::now()).await? == 0 {
         return Ok(0);
     }
     let txn = db.begin_write().await?;
-    let moved = domain::lead::speed_to_lead::escalation::escalate_overdue(&*txn, now).await?;
+    // After the write turn: waiting for it must not backdate the new due times.
+    let moved = escalation::escalate_overdue(&*txn, domain::clock::now()).await?;
+    txn.enqueued(domain::store::Work::Leads);
     txn.commit().await?;
     if moved > 0 {
         tracing::info!(moved, "overdue leads escalated to another owner");

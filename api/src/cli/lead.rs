@@ -153,7 +153,7 @@ pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
                 correlation_id: Some(format!("cli-unmerge-{merge_id}")),
             };
             let txn = db.begin_write().await?;
-            let undone = merge::undo(&txn, merge_id, &actor)
+            let undone = merge::undo(&txn, db.hasher(), merge_id, &actor)
                 .await
                 .map_err(describe_missing("merge"))?;
             txn.enqueued(Work::Leads);

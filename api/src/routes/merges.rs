@@ -124,12 +124,12 @@ async fn undo_merge(
     write: Write<UndoIn>,
 ) -> WriteResult {
     let (id, actor) = (id.into_inner().0, caller.actor());
+    let write = write.read_or_default().await?;
+    let hasher = write.state().db.hasher().clone();
     write
-        .read_or_default()
-        .await?
         .run(&caller, KeyRule::Required, move |txn, _, _| {
             Box::pin(async move {
-                let undone = merge::undo(txn, id, &actor).await?;
+                let undone = merge::undo(txn, &hasher, id, &actor).await?;
                 let out = UndoOut {
                     merge: undone.merge.into(),
                     lead: undone.survivor.into(),

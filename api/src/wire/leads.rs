@@ -263,6 +263,7 @@ mod tests {
             assigned_at: None,
             first_response_at: None,
             response_due_at: None,
+            response_breached_at: None,
         };
         assert_documented(
             &LeadOut::from(&row),

@@ -28,12 +28,14 @@ pub struct Model {
     /// Set when this lead was merged into another: every door's delivery of
     /// its key goes on to that lead, and reads are redirected there.
     pub merged_into_id: Option<i64>,
-    /// When the current owner got it.
+    /// When it first got an owner.
     pub assigned_at: Option<ChronoDateTimeUtc>,
     /// The first human action on it (note, call, status move, task done).
     pub first_response_at: Option<ChronoDateTimeUtc>,
     /// When a response is due, by the owner's team's target and hours.
     pub response_due_at: Option<ChronoDateTimeUtc>,
+    /// The first due time it passed unanswered (kept when it changes hands).
+    pub response_breached_at: Option<ChronoDateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -94,16 +94,18 @@ pub(crate) async fn deliver<C: ConnectionTrait>(
             .filter(Column::Id.eq(alias.id))
             .exec(txn)
             .await?;
-        // The survivor takes what the record states and keeps what it
-        // leaves out: a sparse sender does not blank another's field.
+        // The survivor takes what this sender changed, and only that: a
+        // field it leaves out or sends again as before keeps the survivor's
+        // value (a person's choice at the merge, or another sender's newer
+        // one).
         let mut update = lead::Entity::update_many();
-        for (column, value) in [
-            (Column::Email, &new.email),
-            (Column::Phone, &new.phone),
-            (Column::Name, &new.name),
-            (Column::Company, &new.company),
+        for (column, value, before) in [
+            (Column::Email, &new.email, &alias.email),
+            (Column::Phone, &new.phone, &alias.phone),
+            (Column::Name, &new.name, &alias.name),
+            (Column::Company, &new.company, &alias.company),
         ] {
-            if let Some(value) = value {
+            if let Some(value) = value.as_ref().filter(|v| Some(*v) != before.as_ref()) {
                 update = update.col_expr(column, Expr::val(value.clone()));
             }
         }

@@ -966,7 +966,7 @@ mod tests {
             r#"WHERE NOT EXISTS (SELECT 1 FROM unnest($3::text[], $4::text[], $5::text[]) AS "h"("key_hash", "source", "source_ref") JOIN "lead_tombstone" AS "t" ON "h"."key_hash" IN ("t"."key_hash", "t"."folded_hash") WHERE "h"."source" = "r"."source" AND "h"."source_ref" = "r"."source_ref") "#,
             r#"ON CONFLICT ("source", "source_ref") DO UPDATE SET "email" = "excluded"."email", "phone" = "excluded"."phone", "name" = "excluded"."name", "company" = "excluded"."company", "payload" = "excluded"."payload", "content_hash" = "excluded"."content_hash", "updated_at" = "excluded"."updated_at", "source_updated_at" = COALESCE("excluded"."source_updated_at", "lead"."source_updated_at"), "version" = "lead"."version" + 1 "#,
             r#"WHERE "lead"."content_hash" <> "excluded"."content_hash" AND ("lead"."source_updated_at" IS NULL OR "excluded"."source_updated_at" IS NULL OR "excluded"."source_updated_at" >= "lead"."source_updated_at") AND "lead"."merged_into_id" IS NULL "#,
-            r#"RETURNING "id", "source", "source_ref", "email", "phone", "name", "company", "content_hash", "source_updated_at", "status", "owner_id", "version", "processed_version", "created_at", "updated_at", "merged_into_id", "assigned_at", "first_response_at", "response_due_at""#,
+            r#"RETURNING "id", "source", "source_ref", "email", "phone", "name", "company", "content_hash", "source_updated_at", "status", "owner_id", "version", "processed_version", "created_at", "updated_at", "merged_into_id", "assigned_at", "first_response_at", "response_due_at", "response_breached_at""#,
         );
         assert_eq!(upsert_from_json_sql().unwrap(), expected);
     }

@@ -23,6 +23,7 @@ use crate::entities::{
 use crate::error::Error;
 use crate::lead::activity::{self, ActivityKind, NewActivity};
 use crate::lifecycle::lead_status::LeadStatus;
+use crate::natural_key::KeyHasher;
 use crate::outbound::{events, outbox};
 use crate::precondition::IfMatch;
 
@@ -106,6 +107,41 @@ impl Values {
     }
 }
 
+/// A lead's speed-to-lead clock, as a merge finds and leaves it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Clock {
+    assigned_at: Option<chrono::DateTime<chrono::Utc>>,
+    first_response_at: Option<chrono::DateTime<chrono::Utc>>,
+    response_due_at: Option<chrono::DateTime<chrono::Utc>>,
+    response_breached_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+impl Clock {
+    fn of(lead: &lead::Model) -> Self {
+        Self {
+            assigned_at: lead.assigned_at,
+            first_response_at: lead.first_response_at,
+            response_due_at: lead.response_due_at,
+            response_breached_at: lead.response_breached_at,
+        }
+    }
+
+    fn columns(&self) -> [(lead::Column, sea_orm::sea_query::SimpleExpr); 4] {
+        [
+            (lead::Column::AssignedAt, Expr::val(self.assigned_at)),
+            (
+                lead::Column::FirstResponseAt,
+                Expr::val(self.first_response_at),
+            ),
+            (lead::Column::ResponseDueAt, Expr::val(self.response_due_at)),
+            (
+                lead::Column::ResponseBreachedAt,
+                Expr::val(self.response_breached_at),
+            ),
+        ]
+    }
+}
+
 /// A duplicate hint as stored, to be put back by an undo.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Hint {
@@ -128,6 +164,10 @@ struct Moved {
     hints_added: Vec<(i64, i64)>,
     survivor_before: Option<Values>,
     survivor_after: Option<Values>,
+    #[serde(default)]
+    clock_before: Option<Clock>,
+    #[serde(default)]
+    clock_after: Option<Clock>,
     /// The survivor was erased: this merge holds nothing any more.
     #[serde(default)]
     erased: bool,
@@ -312,10 +352,29 @@ pub async fn merge<C: ConnectionTrait>(
     fields.insert("owner_id".into(), provenance(owner_from, owner_rule));
 
     let now = clock::now();
+    // The clock of the one lead they are now: first owned and first
+    // answered of them all, a breach any of them had; a new owner of an
+    // unanswered lead gets a due time of its own.
+    let earliest = |of: fn(&lead::Model) -> Option<chrono::DateTime<chrono::Utc>>| {
+        order.iter().filter_map(|l| of(l)).min()
+    };
+    let clock_before = Clock::of(&survivor);
+    let mut clock_after = Clock {
+        assigned_at: earliest(|l| l.assigned_at),
+        first_response_at: earliest(|l| l.first_response_at),
+        response_due_at: survivor.response_due_at,
+        response_breached_at: earliest(|l| l.response_breached_at),
+    };
+    if clock_after.first_response_at.is_none() && after.owner_id != survivor.owner_id {
+        clock_after.response_due_at =
+            crate::lead::speed_to_lead::clock::due_for(txn, after.owner_id, now).await?;
+    }
     let mut moved = Moved {
         conversion_from,
         survivor_before: Some(before),
         survivor_after: Some(after.clone()),
+        clock_before: Some(clock_before),
+        clock_after: Some(clock_after.clone()),
         ..Moved::default()
     };
     for lead in &merged {
@@ -373,7 +432,11 @@ pub async fn merge<C: ConnectionTrait>(
     }
     move_hints(txn, survivor_id, &merged_ids, &mut moved).await?;
 
-    let survivor = lead::Entity::update_many()
+    let mut update = lead::Entity::update_many();
+    for (column, expr) in clock_after.columns() {
+        update = update.col_expr(column, expr);
+    }
+    let survivor = update
         .col_expr(lead::Column::Email, Expr::val(after.email.clone()))
         .col_expr(lead::Column::Phone, Expr::val(after.phone.clone()))
         .col_expr(lead::Column::Name, Expr::val(after.name.clone()))
@@ -466,6 +529,8 @@ pub async fn merge<C: ConnectionTrait>(
         actor.correlation_id.clone(),
     )
     .await?;
+    // The merged leads no longer count against their owners' capacity.
+    crate::routing::waiting::requeue(txn).await?;
     metrics::counter!("leadpipe_lead_merges_total").increment(1);
     Ok(Merged {
         merge: record,
@@ -596,9 +661,32 @@ pub fn merged_ids(merge: &lead_merge::Model) -> Vec<i64> {
 /// while the survivor is itself merged into another lead.
 pub async fn undo<C: ConnectionTrait>(
     txn: &C,
+    hasher: &KeyHasher,
     merge_id: i64,
     actor: &Actor,
 ) -> Result<Undone, Error> {
+    // The leads' keys first, exclusively and in one order (as an erasure
+    // takes them): a delivery of a merged key, which holds its key's lock
+    // and then locks the merged row and the survivor's, finishes before or
+    // starts after, never halfway.
+    let planned = lead_merge::Entity::find_by_id(merge_id)
+        .one(txn)
+        .await?
+        .ok_or(Error::NotFound)?;
+    let mut involved = merged_ids(&planned);
+    involved.push(planned.survivor_id);
+    let mut key_locks: Vec<String> = lead::Entity::find()
+        .filter(lead::Column::Id.is_in(involved))
+        .all(txn)
+        .await?
+        .iter()
+        .map(|l| hasher.folded_hash(&l.source, &l.source_ref))
+        .collect();
+    key_locks.sort_unstable();
+    key_locks.dedup();
+    for folded in &key_locks {
+        crate::lead::tombstone::lock_for_erasure(txn, folded).await?;
+    }
     let record = lead_merge::Entity::find_by_id(merge_id)
         .lock_exclusive()
         .one(txn)
@@ -689,7 +777,26 @@ pub async fn undo<C: ConnectionTrait>(
             .exec(txn)
             .await?;
     }
-    for hint in &moved.hints_removed {
+    // A hinted lead erased since takes its hints with it.
+    let hinted: HashSet<i64> = moved
+        .hints_removed
+        .iter()
+        .flat_map(|h| [h.lead_id, h.other_lead_id])
+        .collect();
+    let still_there: HashSet<i64> = lead::Entity::find()
+        .select_only()
+        .column(lead::Column::Id)
+        .filter(lead::Column::Id.is_in(hinted))
+        .into_tuple::<i64>()
+        .all(txn)
+        .await?
+        .into_iter()
+        .collect();
+    for hint in moved
+        .hints_removed
+        .iter()
+        .filter(|h| still_there.contains(&h.lead_id) && still_there.contains(&h.other_lead_id))
+    {
         insert_hint(
             txn,
             hint.lead_id,
@@ -725,7 +832,16 @@ pub async fn undo<C: ConnectionTrait>(
             .as_ref()
             .map_or(LeadStatus::Qualified, |b| b.status);
     }
-    let survivor = lead::Entity::update_many()
+    // The survivor's clock goes back too, unless it moved since.
+    let mut update = lead::Entity::update_many();
+    if let (Some(before), Some(after)) = (&moved.clock_before, &moved.clock_after)
+        && Clock::of(&survivor) == *after
+    {
+        for (column, expr) in before.columns() {
+            update = update.col_expr(column, expr);
+        }
+    }
+    let survivor = update
         .col_expr(
             lead::Column::Email,
             Expr::val(restored_values.email.clone()),
@@ -838,20 +954,78 @@ pub async fn forget_for_erasure<C: ConnectionTrait>(
         ..Moved::default()
     })
     .map_err(|e| DbErr::Json(e.to_string()))?;
-    Ok(lead_merge::Entity::update_many()
-        .col_expr(lead_merge::Column::Moved, Expr::val(erased))
-        .col_expr(lead_merge::Column::Fields, Expr::val(json!({})))
+    // Merges that took one of them away and were undone since hold its
+    // values too; merges are few (people make them), so they are read here
+    // rather than searched inside JSON in two dialects.
+    let erased_ids: HashSet<i64> = lead_ids.iter().copied().collect();
+    let others: Vec<(i64, serde_json::Value)> = lead_merge::Entity::find()
+        .select_only()
+        .column(lead_merge::Column::Id)
+        .column(lead_merge::Column::MergedIds)
+        .filter(lead_merge::Column::SurvivorId.is_not_in(lead_ids.iter().copied()))
+        .into_tuple()
+        .all(txn)
+        .await?;
+    let mut merges: Vec<i64> = others
+        .into_iter()
+        .filter(|(_, merged)| {
+            serde_json::from_value::<Vec<i64>>(merged.clone())
+                .unwrap_or_default()
+                .iter()
+                .any(|id| erased_ids.contains(id))
+        })
+        .map(|(id, _)| id)
+        .collect();
+    let mut blanked = 0;
+    for chunk in merges.chunks_mut(CHUNK) {
+        blanked += lead_merge::Entity::update_many()
+            .col_expr(lead_merge::Column::Moved, Expr::val(erased.clone()))
+            .col_expr(lead_merge::Column::Fields, Expr::val(json!({})))
+            .filter(lead_merge::Column::Id.is_in(chunk.iter().copied()))
+            .exec(txn)
+            .await?
+            .rows_affected;
+    }
+    Ok(blanked
+        + lead_merge::Entity::update_many()
+            .col_expr(lead_merge::Column::Moved, Expr::val(erased))
+            .col_expr(lead_merge::Column::Fields, Expr::val(json!({})))
+            .filter(lead_merge::Column::SurvivorId.is_in(lead_ids.iter().copied()))
+            .exec(txn)
+            .await?
+            .rows_affected)
+}
+
+/// The most leads merged into one (directly or not) that an erasure takes
+/// with it; past that it refuses rather than leave keys unburied.
+const MAX_MERGED_TREE: usize = 100_000;
+
+/// Locks the merges whose survivor is among `lead_ids` (an erasure, before
+/// it locks the leads: the order an undo takes them in).
+pub async fn lock_merges_of<C: ConnectionTrait>(txn: &C, lead_ids: &[i64]) -> Result<(), Error> {
+    lead_merge::Entity::find()
+        .select_only()
+        .column(lead_merge::Column::Id)
         .filter(lead_merge::Column::SurvivorId.is_in(lead_ids.iter().copied()))
-        .exec(txn)
-        .await?
-        .rows_affected)
+        .order_by_asc(lead_merge::Column::Id)
+        .lock_exclusive()
+        .into_tuple::<i64>()
+        .all(txn)
+        .await?;
+    Ok(())
 }
 
 /// Every lead merged into `lead_id`, and into those, to the end.
 pub async fn merged_into<C: ConnectionTrait>(txn: &C, lead_id: i64) -> Result<Vec<i64>, Error> {
     let mut found = Vec::new();
     let mut frontier = vec![lead_id];
-    while !frontier.is_empty() && found.len() < 10_000 {
+    while !frontier.is_empty() {
+        if found.len() > MAX_MERGED_TREE {
+            return Err(DbErr::Custom(format!(
+                "more than {MAX_MERGED_TREE} leads are merged into lead {lead_id}"
+            ))
+            .into());
+        }
         let next: Vec<i64> = lead::Entity::find()
             .select_only()
             .column(lead::Column::Id)

@@ -107,6 +107,10 @@ pub(crate) async fn work_on<C: ConnectionTrait>(
     may_have_duplicates: bool,
     waits: bool,
 ) -> Result<Processed, Error> {
+    // A merged lead is its survivor's now: nothing to route or link.
+    if lead.merged_into_id.is_some() {
+        return Ok(Processed::default());
+    }
     let assigned = if lead.owner_id.is_none() && lead.status.is_open() {
         assign_round_robin(txn, lead, correlation_id, router, waits).await?
     } else {
@@ -293,7 +297,14 @@ async fn assign_round_robin<C: ConnectionTrait>(
     let due = crate::lead::speed_to_lead::clock::due_for(txn, Some(owner), now).await?;
     let updated = lead::Entity::update_many()
         .col_expr(lead::Column::OwnerId, Expr::val(owner))
-        .col_expr(lead::Column::AssignedAt, Expr::val(now))
+        .col_expr(
+            lead::Column::AssignedAt,
+            sea_orm::sea_query::Func::coalesce([
+                Expr::col(lead::Column::AssignedAt),
+                Expr::val(now),
+            ])
+            .into(),
+        )
         .col_expr(lead::Column::ResponseDueAt, Expr::val(due))
         .col_expr(
             lead::Column::Version,

@@ -190,14 +190,12 @@ pub async fn assign<C: ConnectionTrait>(
         if lead.owner_id == owner_id {
             return Ok(lead);
         }
-        // A new owner starts the clock of a lead nobody answered yet.
+        // A new owner of a lead nobody answered yet gets the clock afresh;
+        // a due time already passed stays on record as a breach.
         let clock_change = if lead.first_response_at.is_none() {
             let now = clock::now();
             let due = speed_clock::due_for(conn, owner_id, now).await?;
-            vec![
-                (lead::Column::AssignedAt, Expr::val(owner_id.map(|_| now))),
-                (lead::Column::ResponseDueAt, Expr::val(due)),
-            ]
+            speed_clock::handed_over(&lead, owner_id.map(|_| now), due, now)
         } else {
             Vec::new()
         };

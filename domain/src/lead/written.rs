@@ -40,6 +40,7 @@ pub(crate) struct WrittenRow {
     assigned_at: Option<DateTime<Utc>>,
     first_response_at: Option<DateTime<Utc>>,
     response_due_at: Option<DateTime<Utc>>,
+    response_breached_at: Option<DateTime<Utc>>,
 }
 
 impl WrittenRow {
@@ -71,6 +72,7 @@ impl WrittenRow {
             assigned_at: self.assigned_at,
             first_response_at: self.first_response_at,
             response_due_at: self.response_due_at,
+            response_breached_at: self.response_breached_at,
         }
     }
 }

@@ -380,6 +380,7 @@ mod tests {
             assigned_at: None,
             first_response_at: None,
             response_due_at: None,
+            response_breached_at: None,
         };
         let borrowed = serde_json::to_string(&LeadSnapshot::from(&row)).unwrap();
         // The wire format of `lead.created`, the export and the API's `Lead`.

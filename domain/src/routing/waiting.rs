@@ -81,6 +81,8 @@ pub async fn requeue<C: ConnectionTrait>(conn: &C) -> Result<u64, Error> {
             .column(lead::Column::OwnerId)
             .column(lead::Column::Status)
             .filter(lead::Column::Id.is_in(chunk.iter().copied()))
+            // A merged lead waits for nothing: its survivor does.
+            .filter(lead::Column::MergedIntoId.is_null())
             .into_tuple()
             .all(conn)
             .await?;

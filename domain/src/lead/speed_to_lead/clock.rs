@@ -4,7 +4,7 @@
 //! (`first_response_at`).
 
 use chrono::{DateTime, Utc};
-use sea_orm::sea_query::Expr;
+use sea_orm::sea_query::{Expr, Func, SimpleExpr};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter};
 
 use crate::entities::lead::{self, Column};
@@ -44,8 +44,34 @@ pub async fn responded<C: ConnectionTrait>(
 
 /// `first_response_at` set to `now` unless already set: for an update that
 /// is a response itself (a status move).
-pub fn response_expr(now: DateTime<Utc>) -> sea_orm::sea_query::SimpleExpr {
-    sea_orm::sea_query::Func::coalesce([Expr::col(Column::FirstResponseAt), Expr::val(now)]).into()
+pub fn response_expr(now: DateTime<Utc>) -> SimpleExpr {
+    Func::coalesce([Expr::col(Column::FirstResponseAt), Expr::val(now)]).into()
+}
+
+/// The clock's columns when an unanswered `lead` changes hands at `now`
+/// (`owned_at`: `now`, or `None` when it loses its owner) with the new
+/// owner's `due` time: `assigned_at` keeps the first assignment, a due
+/// time already passed is kept as the breach.
+pub fn handed_over(
+    lead: &lead::Model,
+    owned_at: Option<DateTime<Utc>>,
+    due: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Vec<(Column, SimpleExpr)> {
+    let mut change = vec![(Column::ResponseDueAt, Expr::val(due))];
+    if let Some(at) = owned_at {
+        change.push((
+            Column::AssignedAt,
+            Func::coalesce([Expr::col(Column::AssignedAt), Expr::val(at)]).into(),
+        ));
+    }
+    if let Some(missed) = lead.response_due_at.filter(|due| *due < now) {
+        change.push((
+            Column::ResponseBreachedAt,
+            Func::coalesce([Expr::col(Column::ResponseBreachedAt), Expr::val(missed)]).into(),
+        ));
+    }
+    change
 }
 
 /// Open, owned, unanswered leads whose response was due before `now`.

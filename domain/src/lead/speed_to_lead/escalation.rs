@@ -7,7 +7,9 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sea_orm::sea_query::{Expr, ExprTrait, LockBehavior, LockType};
-use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+};
 use serde_json::json;
 
 use crate::auth::Role;
@@ -22,15 +24,68 @@ use crate::routing::{choice, staff};
 /// Leads escalated per pass at most.
 pub const BATCH: u64 = 100;
 
+/// The owners whose team (or, without settings of its own, the `default`
+/// team) has an escalation: only their overdue leads can change hands.
+/// Teams and principals are few; read whole.
+pub async fn escalating_owners<C: ConnectionTrait>(conn: &C) -> Result<Vec<i64>, Error> {
+    let teams = team::list(conn).await?;
+    if teams.iter().all(|t| t.escalation.is_none()) {
+        return Ok(Vec::new());
+    }
+    let configured: HashMap<&str, bool> = teams
+        .iter()
+        .map(|t| (t.name.as_str(), t.escalation.is_some()))
+        .collect();
+    let default_escalates = configured.get(team::DEFAULT_TEAM).copied().unwrap_or(false);
+    let staff: Vec<(i64, Option<String>)> = principal::Entity::find()
+        .select_only()
+        .column(principal::Column::Id)
+        .column(principal::Column::Team)
+        .filter(principal::Column::Role.eq(Role::Sales.as_str()))
+        .into_tuple()
+        .all(conn)
+        .await?;
+    Ok(staff
+        .into_iter()
+        .filter(|(_, own)| {
+            own.as_deref()
+                .and_then(|name| configured.get(name).copied())
+                .unwrap_or(default_escalates)
+        })
+        .map(|(id, _)| id)
+        .collect())
+}
+
+/// How many overdue leads an escalation could move now (a read, so an idle
+/// process takes no write turn).
+pub async fn escalatable<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<u64, Error> {
+    let owners = escalating_owners(conn).await?;
+    if owners.is_empty() {
+        return Ok(0);
+    }
+    Ok(lead::Entity::find()
+        .filter(clock::overdue(now))
+        .filter(lead::Column::OwnerId.is_in(owners))
+        .count(conn)
+        .await?)
+}
+
 /// Escalates up to [`BATCH`] overdue leads on the caller's transaction;
 /// how many changed hands.
 pub async fn escalate_overdue<C: ConnectionTrait>(
     txn: &C,
     now: DateTime<Utc>,
 ) -> Result<u64, Error> {
-    // Several nodes may run this: each takes leads no other holds.
+    let owners = escalating_owners(txn).await?;
+    if owners.is_empty() {
+        return Ok(0);
+    }
+    // Several nodes may run this: each takes leads no other holds. Only
+    // leads an escalation could move, so those of teams without one never
+    // crowd the others out of a batch.
     let overdue = lead::Entity::find()
         .filter(clock::overdue(now))
+        .filter(lead::Column::OwnerId.is_in(owners))
         .order_by_asc(lead::Column::ResponseDueAt)
         .limit(BATCH)
         .lock_with_behavior(LockType::Update, LockBehavior::SkipLocked)
@@ -42,17 +97,24 @@ pub async fn escalate_overdue<C: ConnectionTrait>(
         let target = team::target_for_owner(txn, owner).await?;
         let next = match target.escalation {
             None => None,
-            Some(Escalation::Principal { principal_id }) => {
-                Some(principal_id).filter(|id| *id != owner)
+            // Still an active sales principal now, not only when named.
+            Some(Escalation::Principal { principal_id }) if principal_id != owner => {
+                crate::auth::check_sales_owner(txn, crate::ids::PrincipalId(principal_id))
+                    .await
+                    .ok()
+                    .map(|_| principal_id)
             }
+            Some(Escalation::Principal { .. }) => None,
             Some(Escalation::NextAvailable) => next_available(txn, owner, now).await?,
         };
         let Some(next) = next else { continue };
         let due = clock::due_for(txn, Some(next), now).await?;
-        let updated = lead::Entity::update_many()
+        let mut update = lead::Entity::update_many();
+        for (column, expr) in clock::handed_over(&lead, Some(now), due, now) {
+            update = update.col_expr(column, expr);
+        }
+        let updated = update
             .col_expr(lead::Column::OwnerId, Expr::val(next))
-            .col_expr(lead::Column::AssignedAt, Expr::val(now))
-            .col_expr(lead::Column::ResponseDueAt, Expr::val(due))
             .col_expr(
                 lead::Column::Version,
                 Expr::col(lead::Column::Version).add(1),
@@ -96,6 +158,8 @@ pub async fn escalate_overdue<C: ConnectionTrait>(
     }
     if moved > 0 {
         metrics::counter!("leadpipe_leads_response_escalated_total").increment(moved);
+        // The owners the leads left may take leads that wait for one.
+        crate::routing::waiting::requeue(txn).await?;
     }
     Ok(moved)
 }

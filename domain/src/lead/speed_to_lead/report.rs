@@ -81,6 +81,7 @@ type Row = (
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
     Option<DateTime<Utc>>,
+    Option<DateTime<Utc>>,
 );
 
 /// The report at `now`.
@@ -104,6 +105,7 @@ pub async fn report<C: ConnectionTrait>(
             lead::Column::AssignedAt,
             lead::Column::FirstResponseAt,
             lead::Column::ResponseDueAt,
+            lead::Column::ResponseBreachedAt,
         ])
         .filter(lead::Column::CreatedAt.gte(since))
         .filter(lead::Column::MergedIntoId.is_null());
@@ -122,12 +124,13 @@ pub async fn report<C: ConnectionTrait>(
     let mut total = Tally::default();
     let mut sources: BTreeMap<String, Tally> = BTreeMap::new();
     let mut owners: BTreeMap<i64, Tally> = BTreeMap::new();
-    for (source, owner, created, assigned, responded, due) in rows {
+    for (source, owner, created, assigned, responded, due, breached) in rows {
         let lead = Sample {
             created,
             assigned,
             responded,
             due,
+            breached,
         };
         total.add(&lead, now);
         sources.entry(source).or_default().add(&lead, now);
@@ -162,6 +165,8 @@ struct Sample {
     assigned: Option<DateTime<Utc>>,
     responded: Option<DateTime<Utc>>,
     due: Option<DateTime<Utc>>,
+    /// A due time it passed before changing hands.
+    breached: Option<DateTime<Utc>>,
 }
 
 #[derive(Default)]
@@ -190,7 +195,9 @@ impl Tally {
         if lead.responded.is_some() {
             self.responded += 1;
         }
-        if let Some(due) = lead.due {
+        if lead.breached.is_some() {
+            self.breaches += 1;
+        } else if let Some(due) = lead.due {
             match lead.responded {
                 Some(at) if at <= due => self.within += 1,
                 Some(_) => self.breaches += 1,
