@@ -96,6 +96,18 @@ impl Values {
         }
     }
 
+    /// The survivor's columns these values are written to.
+    fn columns(&self) -> [(lead::Column, sea_orm::sea_query::SimpleExpr); 6] {
+        [
+            (lead::Column::Email, Expr::val(self.email.clone())),
+            (lead::Column::Phone, Expr::val(self.phone.clone())),
+            (lead::Column::Name, Expr::val(self.name.clone())),
+            (lead::Column::Company, Expr::val(self.company.clone())),
+            (lead::Column::Status, Expr::val(self.status.as_str())),
+            (lead::Column::OwnerId, Expr::val(self.owner_id)),
+        ]
+    }
+
     fn set_text(&mut self, field: &str, value: Option<String>) {
         match field {
             "email" => self.email = value,
@@ -432,27 +444,8 @@ pub async fn merge<C: ConnectionTrait>(
     }
     move_hints(txn, survivor_id, &merged_ids, &mut moved).await?;
 
-    let mut update = lead::Entity::update_many();
-    for (column, expr) in clock_after.columns() {
-        update = update.col_expr(column, expr);
-    }
-    let survivor = update
-        .col_expr(lead::Column::Email, Expr::val(after.email.clone()))
-        .col_expr(lead::Column::Phone, Expr::val(after.phone.clone()))
-        .col_expr(lead::Column::Name, Expr::val(after.name.clone()))
-        .col_expr(lead::Column::Company, Expr::val(after.company.clone()))
-        .col_expr(lead::Column::Status, Expr::val(after.status.as_str()))
-        .col_expr(lead::Column::OwnerId, Expr::val(after.owner_id))
-        .col_expr(
-            lead::Column::Version,
-            Expr::col(lead::Column::Version).add(1),
-        )
-        .col_expr(lead::Column::UpdatedAt, Expr::val(now))
-        .filter(lead::Column::Id.eq(survivor_id))
-        .exec_with_returning(txn)
+    let survivor = write_survivor(txn, survivor_id, &after, Some(&clock_after), now)
         .await?
-        .into_iter()
-        .next()
         .ok_or_else(|| DbErr::RecordNotFound("the survivor vanished during its merge".into()))?;
     // A merged lead is never processed or routed again: its key is an
     // alias now.
@@ -536,6 +529,36 @@ pub async fn merge<C: ConnectionTrait>(
         merge: record,
         survivor,
     })
+}
+
+/// Writes a merge's (or an undo's) values, and the clock when given, to
+/// the survivor, a new version; `None` when it is gone.
+async fn write_survivor<C: ConnectionTrait>(
+    txn: &C,
+    survivor_id: i64,
+    values: &Values,
+    clock: Option<&Clock>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Option<lead::Model>, DbErr> {
+    let mut update = lead::Entity::update_many();
+    for (column, expr) in values
+        .columns()
+        .into_iter()
+        .chain(clock.into_iter().flat_map(Clock::columns))
+    {
+        update = update.col_expr(column, expr);
+    }
+    Ok(update
+        .col_expr(
+            lead::Column::Version,
+            Expr::col(lead::Column::Version).add(1),
+        )
+        .col_expr(lead::Column::UpdatedAt, Expr::val(now))
+        .filter(lead::Column::Id.eq(survivor_id))
+        .exec_with_returning(txn)
+        .await?
+        .into_iter()
+        .next())
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<serde_json::Value, DbErr> {
@@ -833,43 +856,12 @@ pub async fn undo<C: ConnectionTrait>(
             .map_or(LeadStatus::Qualified, |b| b.status);
     }
     // The survivor's clock goes back too, unless it moved since.
-    let mut update = lead::Entity::update_many();
-    if let (Some(before), Some(after)) = (&moved.clock_before, &moved.clock_after)
-        && Clock::of(&survivor) == *after
-    {
-        for (column, expr) in before.columns() {
-            update = update.col_expr(column, expr);
-        }
-    }
-    let survivor = update
-        .col_expr(
-            lead::Column::Email,
-            Expr::val(restored_values.email.clone()),
-        )
-        .col_expr(
-            lead::Column::Phone,
-            Expr::val(restored_values.phone.clone()),
-        )
-        .col_expr(lead::Column::Name, Expr::val(restored_values.name.clone()))
-        .col_expr(
-            lead::Column::Company,
-            Expr::val(restored_values.company.clone()),
-        )
-        .col_expr(
-            lead::Column::Status,
-            Expr::val(restored_values.status.as_str()),
-        )
-        .col_expr(lead::Column::OwnerId, Expr::val(restored_values.owner_id))
-        .col_expr(
-            lead::Column::Version,
-            Expr::col(lead::Column::Version).add(1),
-        )
-        .col_expr(lead::Column::UpdatedAt, Expr::val(now))
-        .filter(lead::Column::Id.eq(survivor_id))
-        .exec_with_returning(txn)
+    let clock_back = match (&moved.clock_before, &moved.clock_after) {
+        (Some(before), Some(after)) if Clock::of(&survivor) == *after => Some(before),
+        _ => None,
+    };
+    let survivor = write_survivor(txn, survivor_id, &restored_values, clock_back, now)
         .await?
-        .into_iter()
-        .next()
         .ok_or_else(erased)?;
     // Given back, each lead is processed again: its own values may have
     // changed through its key while it was merged.
@@ -976,8 +968,17 @@ pub async fn forget_for_erasure<C: ConnectionTrait>(
         })
         .map(|(id, _)| id)
         .collect();
+    merges.extend(
+        lead_merge::Entity::find()
+            .select_only()
+            .column(lead_merge::Column::Id)
+            .filter(lead_merge::Column::SurvivorId.is_in(lead_ids.iter().copied()))
+            .into_tuple::<i64>()
+            .all(txn)
+            .await?,
+    );
     let mut blanked = 0;
-    for chunk in merges.chunks_mut(CHUNK) {
+    for chunk in merges.chunks(CHUNK) {
         blanked += lead_merge::Entity::update_many()
             .col_expr(lead_merge::Column::Moved, Expr::val(erased.clone()))
             .col_expr(lead_merge::Column::Fields, Expr::val(json!({})))
@@ -986,14 +987,7 @@ pub async fn forget_for_erasure<C: ConnectionTrait>(
             .await?
             .rows_affected;
     }
-    Ok(blanked
-        + lead_merge::Entity::update_many()
-            .col_expr(lead_merge::Column::Moved, Expr::val(erased))
-            .col_expr(lead_merge::Column::Fields, Expr::val(json!({})))
-            .filter(lead_merge::Column::SurvivorId.is_in(lead_ids.iter().copied()))
-            .exec(txn)
-            .await?
-            .rows_affected)
+    Ok(blanked)
 }
 
 /// The most leads merged into one (directly or not) that an erasure takes
