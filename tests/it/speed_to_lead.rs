@@ -557,3 +557,34 @@ async fn the_cli_sets_teams_and_prints_the_report(backend: Backend) {
         (&json!("all"), &json!(1), &json!(1))
     );
 }
+
+/// PostgreSQL: first PUTs of one team racing each other are all answered
+/// (one creates it, the others replace its settings, none fails) and the
+/// team ends with one row whose version counts every PUT.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
+async fn first_puts_of_a_team_racing_each_other_all_succeed() {
+    let t = Desk::new(Backend::Postgres).await;
+    let puts = (0..8).map(|i| {
+        let body = json!({"time_zone": "UTC", "work_days": ["mon"], "work_start": "09:00",
+                          "work_end": "17:00", "response_target_minutes": 10 + i});
+        let admin = t.admin.clone();
+        async move {
+            admin
+                .request(reqwest::Method::PUT, "/api/teams/race")
+                .json(&body)
+                .await
+                .status()
+                .as_u16()
+        }
+    });
+    let mut statuses = futures::future::join_all(puts).await;
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 200, 200, 201]);
+    let list = t.admin.get("/api/teams").await.expect(200).await;
+    assert_eq!(list["data"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["data"][0]["version"], 8);
+}

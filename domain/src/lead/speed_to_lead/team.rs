@@ -4,6 +4,7 @@
 //! target: 60 minutes, every hour of every day, UTC.
 
 use chrono::Duration;
+use sea_orm::sea_query::OnConflict;
 use sea_orm::{ActiveModelTrait, ConnectionTrait, EntityTrait, QueryOrder, QuerySelect, Set};
 use serde::{Deserialize, Serialize};
 
@@ -129,40 +130,50 @@ pub async fn put<C: ConnectionTrait>(
         .transpose()
         .map_err(|e| sea_orm::DbErr::Json(e.to_string()))?;
     let now = crate::clock::now();
-    let stored = team::Entity::find_by_id(name.to_owned())
+    let row = |version: i64| team::ActiveModel {
+        name: Set(name.to_owned()),
+        version: Set(version),
+        time_zone: Set(hours.time_zone.name().to_owned()),
+        work_days: Set(hours.day_names().join(",")),
+        work_start: Set(i32::try_from(hours.start).unwrap_or(0)),
+        work_end: Set(i32::try_from(hours.end).unwrap_or(24 * 60)),
+        response_target_minutes: Set(settings.response_target_minutes),
+        escalation: Set(escalation.clone()),
+        updated_at: Set(now),
+    };
+    let mut stored = find_locked(conn, name).await?;
+    if stored.is_none() {
+        // Two first PUTs of one name may race: the loser's insert does
+        // nothing (after the winner commits, on PostgreSQL) and it replaces
+        // the winner's settings as a PUT just after it would.
+        let inserted = team::Entity::insert(row(1))
+            .on_conflict(
+                OnConflict::column(team::Column::Name)
+                    .do_nothing()
+                    .to_owned(),
+            )
+            .exec_without_returning(conn)
+            .await?;
+        if inserted == 1 {
+            let saved = find_locked(conn, name).await?.ok_or(Error::NotFound)?;
+            return Ok((saved, true));
+        }
+        stored = find_locked(conn, name).await?;
+    }
+    let existing = stored.ok_or(Error::NotFound)?;
+    if_match.check(existing.version)?;
+    let saved = row(existing.version + 1).update(conn).await?;
+    Ok((saved, false))
+}
+
+async fn find_locked<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+) -> Result<Option<team::Model>, Error> {
+    Ok(team::Entity::find_by_id(name.to_owned())
         .lock_exclusive()
         .one(conn)
-        .await?;
-    let (mut row, created): (team::ActiveModel, bool) = match stored {
-        Some(existing) => {
-            if_match.check(existing.version)?;
-            let version = existing.version + 1;
-            let mut row: team::ActiveModel = existing.into();
-            row.version = Set(version);
-            (row, false)
-        }
-        None => (
-            team::ActiveModel {
-                name: Set(name.to_owned()),
-                version: Set(1),
-                ..Default::default()
-            },
-            true,
-        ),
-    };
-    row.time_zone = Set(hours.time_zone.name().to_owned());
-    row.work_days = Set(hours.day_names().join(","));
-    row.work_start = Set(i32::try_from(hours.start).unwrap_or(0));
-    row.work_end = Set(i32::try_from(hours.end).unwrap_or(24 * 60));
-    row.response_target_minutes = Set(settings.response_target_minutes);
-    row.escalation = Set(escalation);
-    row.updated_at = Set(now);
-    let saved = if created {
-        row.insert(conn).await?
-    } else {
-        row.update(conn).await?
-    };
-    Ok((saved, created))
+        .await?)
 }
 
 /// The settings that apply to `owner_id`'s leads: its team's, else the
