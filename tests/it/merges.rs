@@ -191,6 +191,23 @@ async fn a_merge_keeps_the_latest_values_and_moves_notes_tasks_and_hints(backend
     );
     assert_eq!(fields["status"]["rule"], "survivor");
 
+    // The merged lead is its survivor's: the per-source lead count
+    // (`/api/ops/stats`, the `leadpipe_leads` gauge) no longer counts it.
+    let stats = t.admin.get("/api/ops/stats").await.expect(200).await;
+    let leads_of = |source: &str| {
+        stats["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["source"] == source)
+            .map(|s| s["leads"].clone())
+    };
+    assert_eq!(
+        (leads_of("webform"), leads_of("partner")),
+        (Some(json!(1)), Some(json!(0))),
+        "{stats}"
+    );
+
     // A retry with the same key replays; the merge reads back the same.
     let again = t
         .sales
@@ -604,6 +621,28 @@ async fn undo_is_refused_once_the_survivor_is_merged_again_or_erased(backend: Ba
         "{problem}"
     );
     assert_eq!(t.undo(second.merge.id, "u-2").await.status(), 200);
+
+    // A subject access export of the survivor carries the merged lead's
+    // own data under its own key; the undone merge left c with none.
+    let export = t
+        .admin
+        .get(&format!("/api/leads/{a}/export"))
+        .await
+        .expect(200)
+        .await;
+    let merged = export["merged_leads"].as_array().unwrap();
+    assert_eq!(merged.len(), 1, "{export}");
+    assert_eq!(merged[0]["lead"]["id"], b);
+    assert_eq!(merged[0]["lead"]["source_ref"], "b");
+    assert!(!merged[0]["timeline"].as_array().unwrap().is_empty());
+    assert_eq!(merged[0]["merged_leads"], json!([]));
+    let export = t
+        .admin
+        .get(&format!("/api/leads/{c}/export"))
+        .await
+        .expect(200)
+        .await;
+    assert_eq!(export["merged_leads"], json!([]));
 
     // Erasing a merged lead is refused; erasing the survivor takes the
     // merged leads and their keys with it.

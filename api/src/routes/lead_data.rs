@@ -130,7 +130,11 @@ async fn subject_export(
     id: web::Path<PathId>,
 ) -> Result<HttpResponse, ApiError> {
     let s = export::subject(&state.db, state.db.hasher(), id.into_inner().0).await?;
-    let out = SubjectExportOut {
+    Ok(HttpResponse::Ok().json(export_out(s, Utc::now())))
+}
+
+fn export_out(s: export::Subject, exported_at: chrono::DateTime<Utc>) -> SubjectExportOut {
+    SubjectExportOut {
         lead: LeadOut::from(s.lead),
         timeline: s.timeline.into_iter().map(ActivityOut::from).collect(),
         inbox_events: s
@@ -177,9 +181,13 @@ async fn subject_export(
         conversion: s.conversion.map(LeadConversionOut::from),
         contact: s.contact.map(Into::into),
         tasks: s.tasks.into_iter().map(Into::into).collect(),
-        exported_at: Utc::now(),
-    };
-    Ok(HttpResponse::Ok().json(out))
+        merged_leads: s
+            .merged
+            .into_iter()
+            .map(|m| export_out(m, exported_at))
+            .collect(),
+        exported_at,
+    }
 }
 
 /// Every lead the list filters match, streamed as CSV or NDJSON.

@@ -71,6 +71,11 @@ pub struct SubjectExportOut {
     pub contact: Option<Contact>,
     /// Follow-up tasks on the lead and on its contact.
     pub tasks: Vec<crate::wire::tasks::TaskOut>,
+    /// The leads merged into this one (and into those), each exported the
+    /// same way: the same person's data under their own keys. Their own
+    /// `merged_leads` is empty.
+    #[schema(no_recursion)]
+    pub merged_leads: Vec<SubjectExportOut>,
     pub exported_at: DateTime<Utc>,
 }
 

@@ -32,8 +32,13 @@ pub struct Subject {
     /// Follow-up tasks on the lead and on the contact it became: their
     /// titles and descriptions are free text about the person.
     pub tasks: Vec<task::Model>,
+    /// The leads merged into this one, and into those: the same person's
+    /// data under other keys (an erasure of this lead erases them too).
+    /// Their own `merged` is empty: the list is flat.
+    pub merged: Vec<Subject>,
 }
 
+/// Everything stored about `lead_id` and about every lead merged into it.
 pub async fn subject<C: ConnectionTrait>(
     conn: &C,
     hasher: &KeyHasher,
@@ -43,6 +48,25 @@ pub async fn subject<C: ConnectionTrait>(
         .one(conn)
         .await?
         .ok_or(Error::NotFound)?;
+    let mut found = one_subject(conn, hasher, lead).await?;
+    let merged_ids = crate::lead::merge::merged_into(conn, lead_id).await?;
+    let merged = lead::Entity::find()
+        .filter(lead::Column::Id.is_in(merged_ids))
+        .order_by_asc(lead::Column::Id)
+        .all(conn)
+        .await?;
+    for lead in merged {
+        found.merged.push(one_subject(conn, hasher, lead).await?);
+    }
+    Ok(found)
+}
+
+async fn one_subject<C: ConnectionTrait>(
+    conn: &C,
+    hasher: &KeyHasher,
+    lead: lead::Model,
+) -> Result<Subject, Error> {
+    let lead_id = lead.id;
     let timeline = activity::Entity::find()
         .filter(activity::Column::LeadId.eq(lead_id))
         .order_by_asc(activity::Column::Id)
@@ -125,6 +149,7 @@ pub async fn subject<C: ConnectionTrait>(
         conversion,
         contact,
         tasks,
+        merged: Vec::new(),
     })
 }
 

@@ -60,6 +60,7 @@ pub struct SourceStats {
     pub last_day: Window,
     /// Age of the oldest event still waiting to be processed, in seconds.
     pub oldest_unprocessed_age_seconds: Option<f64>,
+    /// Leads from the source, not counting those merged into another.
     pub leads: i64,
 }
 
@@ -265,6 +266,22 @@ async fn collect_with<C: ConnectionTrait>(
         entry(&mut sources, &source);
         if let Some(stats) = sources.get_mut(&source) {
             stats.leads = n;
+        }
+    }
+    // A merged lead is its survivor's: counted apart (few rows, by their
+    // index) so the count above stays an index-only scan.
+    let merged: Vec<(String, i64)> = lead::Entity::find()
+        .select_only()
+        .column(lead::Column::Source)
+        .column_as(Expr::col(Asterisk).count(), "n")
+        .filter(lead::Column::MergedIntoId.is_not_null())
+        .group_by(lead::Column::Source)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    for (source, n) in merged {
+        if let Some(stats) = sources.get_mut(&source) {
+            stats.leads -= n;
         }
     }
 
