@@ -924,3 +924,78 @@ async fn the_preview_says_who_would_get_a_lead_and_why(backend: Backend) {
     let missing = preview(json!({"lead_id": 999_999})).await;
     assert_problem(missing, 404, "/problems/not-found").await;
 }
+
+/// PostgreSQL: lead batches drained at once, their leads routed through
+/// two pools that share principals (a team's rule and the whole sales
+/// pool), all with a capacity. No batch fails over to lead-by-lead (no
+/// deadlock between pools taken in different orders), and no principal
+/// ends past its capacity however the batches interleave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
+async fn concurrent_batches_over_shared_pools_neither_deadlock_nor_overfill() {
+    use domain::db::BatchPath;
+    use domain::lead::backlog::process_batch;
+    use domain::retry::RetryPolicy;
+
+    let app = TestApp::spawn(Backend::Postgres).await;
+    let admin = app.token(Role::Admin, None).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let mut staff = Vec::new();
+    for i in 0..4 {
+        let (_, id) = principal(&app, Role::Sales).await;
+        set(&app, &admin, id, json!({"capacity": 3})).await;
+        if i < 2 {
+            set(&app, &admin, id, json!({"team": "east"})).await;
+        }
+        staff.push(id);
+    }
+    put_rules(
+        &app,
+        &admin,
+        json!([{"team": "east", "conditions": [{"pointer": "/form", "equals": "east"}]}]),
+    )
+    .await;
+    for i in 0..40 {
+        let form = if i % 3 == 0 { "east" } else { "other" };
+        lead_with(&app, &intake, &format!("race-{i}"), json!({"form": form})).await;
+    }
+
+    let drains = (0..4).map(|_| {
+        let db = app.db.clone();
+        async move {
+            let mut paths = Vec::new();
+            loop {
+                let batch = process_batch(&db, 4, &RetryPolicy::default(), chrono::Utc::now())
+                    .await
+                    .unwrap();
+                if batch.taken() == 0 {
+                    return paths;
+                }
+                paths.push(batch.path);
+            }
+        }
+    });
+    let paths: Vec<BatchPath> = futures::future::join_all(drains)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
+    assert!(
+        paths.iter().all(|p| *p == BatchPath::Whole),
+        "some batches failed over: {paths:?}"
+    );
+    let mut owned = std::collections::HashMap::new();
+    for i in 0..40 {
+        if let Some(owner) = owner_of(&app, &format!("race-{i}")).await {
+            *owned.entry(owner).or_insert(0) += 1;
+        }
+    }
+    for id in &staff {
+        assert!(owned.get(id).copied().unwrap_or(0) <= 3, "{owned:?}");
+    }
+    assert_eq!(owned.values().sum::<i32>(), 12, "{owned:?}");
+    assert_eq!(app.count(lead_awaiting_owner::Entity).await, 28);
+}

@@ -24,7 +24,7 @@ use crate::entities::lead;
 use crate::entities::lead_processing_failure::{self as failure, Column as F};
 use crate::error::Error;
 use crate::lead::processing::{
-    latest_correlation_ids, mark_processed, may_have_duplicates, work_on,
+    latest_correlation_ids, lock_pools, mark_processed, may_have_duplicates, work_on,
 };
 use crate::retry::{Decision, ProcessError, RetryPolicy};
 use crate::routing::router::Router;
@@ -150,6 +150,7 @@ pub(crate) async fn process_claimed(
     }
     let ids: Vec<i64> = leads.iter().map(|l| l.id).collect();
     let router = Router::load(&txn).await?;
+    lock_pools(&txn, &router.pools_to_lock(&leads)).await?;
     let waits = waiting::among(&txn, &ids).await?;
     let correlations = latest_correlation_ids(&txn, &ids).await?;
     let correlation = |id: i64| correlations.get(&id).cloned().flatten();

@@ -89,6 +89,7 @@ pub async fn process_lead_in<C: ConnectionTrait>(
         None => latest_correlation_id(txn, lead_id).await?,
     };
     let router = Router::load(txn).await?;
+    lock_pools(txn, &router.pools_to_lock([&lead])).await?;
     let waits = !waiting::among(txn, &[lead_id]).await?.is_empty();
     let done = work_on(txn, &lead, &correlation_id, &router, true, waits).await?;
     mark_processed(txn, &[lead_id]).await?;
@@ -214,6 +215,35 @@ pub(crate) async fn latest_correlation_ids<C: ConnectionTrait>(
         .all(txn)
         .await?;
     Ok(rows.into_iter().collect())
+}
+
+/// Locks the turn counters `pools` (sorted, `Router::pools_to_lock`) until
+/// the caller commits, taking no turn. PostgreSQL only: SQLite's one write
+/// turn already keeps batches apart.
+pub(crate) async fn lock_pools<C: ConnectionTrait>(txn: &C, pools: &[String]) -> Result<(), Error> {
+    if txn.get_database_backend() != sea_orm::DatabaseBackend::Postgres {
+        return Ok(());
+    }
+    for pool in pools {
+        let mut lock = Query::insert();
+        lock.into_table(assignment_cursor::Entity)
+            .columns([
+                assignment_cursor::Column::Pool,
+                assignment_cursor::Column::Turn,
+            ])
+            .values([pool.into(), 0i64.into()])
+            .map_err(|e| DbErr::Custom(e.to_string()))?
+            .on_conflict(
+                OnConflict::column(assignment_cursor::Column::Pool)
+                    .value(
+                        assignment_cursor::Column::Turn,
+                        Expr::col((assignment_cursor::Entity, assignment_cursor::Column::Turn)),
+                    )
+                    .to_owned(),
+            );
+        txn.execute(&lock).await?;
+    }
+    Ok(())
 }
 
 /// Takes the pool's next turn number: one row updated atomically, so

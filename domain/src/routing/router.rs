@@ -7,7 +7,7 @@ use sea_orm::{ColumnTrait, ConnectionTrait, EntityTrait, QueryFilter, QuerySelec
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::entities::assignment_cursor;
+use crate::entities::{assignment_cursor, lead};
 use crate::error::Error;
 use crate::routing::choice::{self, Candidate, Skipped, sales_staff};
 use crate::routing::rules::{self, RoutingRule, Strategy};
@@ -74,6 +74,32 @@ impl Router {
             key: format!("team:{}", rule.team),
             order,
         }
+    }
+}
+
+impl Router {
+    /// The turn counters that `leads` (those routing would assign) take
+    /// turns from, sorted: a batch locks them in this one order before it
+    /// takes any turn, so batches routed through the same pools wait for
+    /// each other rather than deadlock. With a capacity set anywhere, the
+    /// whole sales pool's counter too: every principal is in it, so batches
+    /// of different pools count the same principals' open leads one after
+    /// the other, and a capacity holds.
+    pub fn pools_to_lock<'a>(
+        &self,
+        leads: impl IntoIterator<Item = &'a lead::Model>,
+    ) -> Vec<String> {
+        let mut keys: Vec<String> = leads
+            .into_iter()
+            .filter(|l| l.merged_into_id.is_none() && l.owner_id.is_none() && l.status.is_open())
+            .map(|l| self.pool_for(&l.source, &l.payload).key)
+            .collect();
+        if !keys.is_empty() && self.staff.iter().any(|c| c.routing.capacity.is_some()) {
+            keys.push(SALES_POOL.to_owned());
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        keys
     }
 }
 
