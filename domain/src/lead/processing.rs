@@ -218,10 +218,10 @@ pub(crate) async fn latest_correlation_ids<C: ConnectionTrait>(
 }
 
 /// Locks the turn counters `pools` (sorted, `Router::pools_to_lock`) until
-/// the caller commits, taking no turn. PostgreSQL only: SQLite's one write
-/// turn already keeps batches apart.
+/// the caller commits, taking no turn. Not with one writer (SQLite): its
+/// write turn already keeps batches apart.
 pub(crate) async fn lock_pools<C: ConnectionTrait>(txn: &C, pools: &[String]) -> Result<(), Error> {
-    if txn.get_database_backend() != sea_orm::DatabaseBackend::Postgres {
+    if crate::store::Dialect::of(txn).has_one_writer() {
         return Ok(());
     }
     for pool in pools {
