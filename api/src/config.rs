@@ -83,6 +83,24 @@ pub const ENVIRONMENT_ONLY: &[EnvironmentOnly] = &[
     },
 ];
 
+/// A listening address, `HOST:PORT`, checked before anything runs: clap's
+/// refusal names the flag (exit code 2), where binding it later said only
+/// "invalid port value".
+fn listen_address(text: &str) -> Result<String, String> {
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err("give HOST:PORT, e.g. 127.0.0.1:8080".into());
+    };
+    if host.is_empty() {
+        return Err("give HOST:PORT with a host, e.g. 127.0.0.1:8080".into());
+    }
+    if port.parse::<u16>().is_err() {
+        return Err(format!(
+            "port '{port}' is not a number from 0 to 65535 (HOST:PORT, e.g. 127.0.0.1:8080)"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
 /// `LEADPIPE_METRICS_REFRESH_SECS` unless set.
 pub const DEFAULT_METRICS_REFRESH_SECS: f64 = 5.0;
 
@@ -99,7 +117,8 @@ pub struct MetricsSettings {
     #[arg(
         id = "metrics_bind",
         long = "metrics-bind",
-        env = "LEADPIPE_METRICS_BIND"
+        env = "LEADPIPE_METRICS_BIND",
+        value_parser = listen_address
     )]
     pub bind: Option<String>,
     /// How often the gauges read from the database (backlogs, ages) are
@@ -119,7 +138,7 @@ pub struct MetricsSettings {
 #[derive(Debug, Clone, Args)]
 pub struct HttpSettings {
     /// Address the HTTP server listens on.
-    #[arg(long, env = "LEADPIPE_BIND", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "LEADPIPE_BIND", default_value = "127.0.0.1:8080", value_parser = listen_address)]
     pub bind: String,
     /// Largest request body accepted, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_MAX_BODY_BYTES", default_value_t = 256 * 1024)]

@@ -167,7 +167,14 @@ pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
             let lifted =
                 tombstone::lift_key(db, db.hasher(), source.trim(), source_ref.trim()).await?;
             if lifted == 0 {
-                anyhow::bail!("no tombstone for this source and source_ref");
+                return Err(super::Failure::error(
+                    super::Exit::NotFound,
+                    format!(
+                        "no tombstone for source '{}', source_ref '{}': nothing to lift",
+                        source.trim(),
+                        source_ref.trim()
+                    ),
+                ));
             }
             println!("{lifted} tombstone(s) lifted");
         }

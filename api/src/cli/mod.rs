@@ -211,6 +211,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         if let Some(failure) = cause.downcast_ref::<Failure>() {
             return Some(failure.exit);
         }
+        if cause.is::<storage::Unreachable>() {
+            return Some(Exit::Unavailable);
+        }
         if let Some(err) = cause.downcast_ref::<domain::Error>() {
             return match err {
                 domain::Error::NotFound => Some(Exit::NotFound),

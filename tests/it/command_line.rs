@@ -1,0 +1,309 @@
+//! The command line says what is wrong: the exit codes of
+//! `docs/guide/cli.md`, messages that name the flag, path, host or setting
+//! at fault, and an unreachable database reported within two seconds with
+//! its cause (by the CLI, `serve` and `/readyz` alike).
+
+#![allow(clippy::unwrap_used)]
+
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use leadpipe_tests::cli::{self, output_text};
+use leadpipe_tests::{Backend, TestApp, assert_problem};
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Runs `leadpipe args` on the app's database and checks its exit code.
+fn exits(app: &TestApp, args: &[&str], code: i32) -> Output {
+    let output = app.run_cli(args, &[]);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "{args:?}: {}",
+        output_text(&output)
+    );
+    output
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_things_exit_3_and_say_what_is_missing() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+
+    let nope = exits(&app, &["reconcile", "--source", "nope"], 3);
+    assert!(
+        stderr(&nope).contains("no source 'nope'"),
+        "{}",
+        stderr(&nope)
+    );
+
+    let tombstone = exits(
+        &app,
+        &[
+            "lead",
+            "unsuppress",
+            "--source",
+            "webform",
+            "--source-ref",
+            "r-1",
+        ],
+        3,
+    );
+    assert!(
+        stderr(&tombstone).contains("no tombstone for source 'webform', source_ref 'r-1'"),
+        "{}",
+        stderr(&tombstone)
+    );
+
+    let delivery = exits(&app, &["delivery", "retry", "999"], 3);
+    assert!(
+        stderr(&delivery).contains("no delivery 999"),
+        "{}",
+        stderr(&delivery)
+    );
+    assert_eq!(stdout(&delivery), "", "nothing on stdout for a failure");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delivery_retry_answers_in_prose_as_the_other_commands_do() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let counted = exits(&app, &["delivery", "retry", "--dry-run"], 0);
+    assert_eq!(
+        stdout(&counted).trim(),
+        "0 dead deliveries would be put back in line"
+    );
+    let retried = exits(&app, &["delivery", "retry"], 0);
+    assert_eq!(
+        stdout(&retried).trim(),
+        "0 dead deliveries put back in line"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_name_the_flag_or_setting_at_fault() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+
+    let intake = exits(
+        &app,
+        &["token", "create", "--name", "web", "--role", "intake"],
+        2,
+    );
+    assert!(
+        stderr(&intake).contains("--source is required for --role intake"),
+        "{}",
+        stderr(&intake)
+    );
+
+    let internal = app
+        .cli()
+        .args(["subscription", "add", "--url", "http://10.1.2.3/hook"])
+        .env("LEADPIPE_SECRET_KEY", cli::server_key())
+        .env_remove("LEADPIPE_OUTBOUND_ALLOW")
+        .output()
+        .unwrap();
+    assert_eq!(
+        internal.status.code(),
+        Some(2),
+        "{}",
+        output_text(&internal)
+    );
+    assert!(
+        stderr(&internal).contains("LEADPIPE_OUTBOUND_ALLOW"),
+        "{}",
+        stderr(&internal)
+    );
+
+    for (args, flag) in [
+        (&["serve", "--bind", "127.0.0.1:99999"][..], "--bind"),
+        (
+            &["serve", "--metrics-bind", "127.0.0.1:70000"],
+            "--metrics-bind",
+        ),
+        (
+            &["work", "--metrics-bind", "localhost:http"],
+            "--metrics-bind",
+        ),
+    ] {
+        let refused = exits(&app, args, 2);
+        let said = stderr(&refused);
+        assert!(
+            said.contains(flag) && said.contains("port"),
+            "{args:?}: {said}"
+        );
+    }
+    // From the environment too.
+    let from_env = app
+        .cli()
+        .arg("serve")
+        .env("LEADPIPE_BIND", "0.0.0.0:80800")
+        .output()
+        .unwrap();
+    assert_eq!(
+        from_env.status.code(),
+        Some(2),
+        "{}",
+        output_text(&from_env)
+    );
+    assert!(
+        stderr(&from_env).contains("--bind"),
+        "{}",
+        stderr(&from_env)
+    );
+}
+
+#[test]
+fn a_sqlite_file_in_a_missing_directory_is_named() {
+    let dir = std::env::temp_dir().join(format!("leadpipe-gone-{}", uuid::Uuid::new_v4()));
+    let file = dir.join("leads.db");
+    let url = format!("sqlite://{}?mode=rwc", file.display());
+    for args in [&["token", "list"][..], &["migrate"]] {
+        let output = cli::command(&url).args(args).output().unwrap();
+        assert_eq!(output.status.code(), Some(5), "{}", output_text(&output));
+        let said = stderr(&output);
+        assert!(
+            said.contains(&format!("{}", dir.display())) && said.contains("does not exist"),
+            "{args:?}: {said}"
+        );
+    }
+    assert!(!dir.exists(), "nothing was created");
+}
+
+/// Runs `leadpipe args` against `url` and returns what it did and how long
+/// it took.
+fn timed(url: &str, args: &[&str]) -> (Output, Duration) {
+    let started = Instant::now();
+    let output = cli::command(url)
+        .args(args)
+        .env("LEADPIPE_BIND", "127.0.0.1:0")
+        .env("LEADPIPE_SECRET_KEY", cli::server_key())
+        .output()
+        .unwrap();
+    (output, started.elapsed())
+}
+
+/// The cause, the host and port tried, never the password, exit code 5,
+/// well within the old ten seconds.
+fn assert_unreachable(url: &str, args: &[&str], wanted: &[&str]) {
+    let (output, took) = timed(url, args);
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(5), "{args:?}: {said}");
+    for part in wanted {
+        assert!(said.contains(part), "{args:?} should say {part:?}: {said}");
+    }
+    assert!(
+        !said.contains("hunter2"),
+        "{args:?} shows the password: {said}"
+    );
+    assert!(
+        took < Duration::from_millis(3_500),
+        "{args:?} took {took:?}: {said}"
+    );
+}
+
+#[test]
+fn an_unreachable_database_is_reported_at_once_with_its_cause_and_host() {
+    let refused = "postgres://leadpipe:hunter2@127.0.0.1:1/leads";
+    for args in [&["token", "list"][..], &["migrate"], &["serve"], &["work"]] {
+        assert_unreachable(
+            refused,
+            args,
+            &["127.0.0.1:1", "connection refused", "DATABASE_URL"],
+        );
+    }
+    assert_unreachable(
+        "postgres://leadpipe:hunter2@no-such-host.invalid:5432/leads",
+        &["source", "list"],
+        &["no-such-host.invalid:5432", "unknown host"],
+    );
+}
+
+/// The test cluster's `host:port`.
+fn test_cluster() -> String {
+    let admin = std::env::var("LEADPIPE_TEST_PG_URL").unwrap();
+    let rest = admin.split_once('@').unwrap().1;
+    rest.split_once('/').unwrap().0.to_owned()
+}
+
+#[test]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
+fn a_refused_login_is_said_as_such() {
+    let host = test_cluster();
+    assert_unreachable(
+        &format!("postgres://nobody_here:hunter2@{host}/postgres"),
+        &["token", "list"],
+        &[&host, "authentication failed", "nobody_here"],
+    );
+}
+
+/// A TCP forwarder to the test cluster that can be cut: the database as
+/// the service sees it goes away (connections reset, the port refuses).
+struct Cuttable {
+    port: u16,
+    tasks: tokio::task::JoinSet<()>,
+}
+
+impl Cuttable {
+    async fn start(target: String) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut tasks = tokio::task::JoinSet::new();
+        let (conns_tx, mut conns_rx) = tokio::sync::mpsc::unbounded_channel();
+        tasks.spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let _ = conns_tx.send(client);
+            }
+        });
+        tasks.spawn(async move {
+            let mut pipes = tokio::task::JoinSet::new();
+            while let Some(mut client) = conns_rx.recv().await {
+                let target = target.clone();
+                pipes.spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+            }
+            // Cut: dropping `pipes` aborts every forwarded connection.
+        });
+        Self { port, tasks }
+    }
+
+    fn cut(&mut self) {
+        self.tasks.abort_all();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    postgres_tests_skipped,
+    ignore = "LEADPIPE_TEST_BACKENDS excludes postgres"
+)]
+async fn readyz_says_why_the_database_is_unreachable_within_two_seconds() {
+    let direct = leadpipe_tests::fresh_postgres_database().await;
+    let mut proxy = Cuttable::start(test_cluster()).await;
+    let via_proxy = direct.replacen(&test_cluster(), &format!("127.0.0.1:{}", proxy.port), 1);
+    let app = TestApp::spawn_on_postgres(via_proxy, api::config::HttpSettings::for_tests()).await;
+    let ready = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+
+    proxy.cut();
+    let started = Instant::now();
+    let answer = app.client.get(app.url("/readyz")).send().await.unwrap();
+    let took = started.elapsed();
+    let problem = assert_problem(answer, 503, "/problems/unavailable").await;
+    let detail = problem["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("127.0.0.1:{}", proxy.port))
+            && detail.contains("connection refused"),
+        "{problem}"
+    );
+    assert!(took < Duration::from_millis(2_500), "took {took:?}");
+}
