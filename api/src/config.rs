@@ -23,7 +23,8 @@ pub struct DbSettings {
         env = "DATABASE_URL",
         default_value = "sqlite://leadpipe.db?mode=rwc",
         hide_env_values = true,
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub database_url: String,
     /// Size of the connection pool [default: 16 on PostgreSQL, 8 on SQLite].
@@ -37,7 +38,12 @@ pub struct DbSettings {
     /// once opened (sqlx's idle reaper is off: in sqlx 0.9.0 it can spin at
     /// 100% CPU, transact-rs/sqlx#3645); a broken one is replaced when the
     /// ping before each use fails.
-    #[arg(long, env = "LEADPIPE_DB_MAX_CONNECTIONS", global = true)]
+    #[arg(
+        long,
+        env = "LEADPIPE_DB_MAX_CONNECTIONS",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub db_max_connections: Option<u32>,
 }
 
@@ -351,7 +357,8 @@ pub struct OutboundSettings {
         long,
         env = "LEADPIPE_OUTBOUND_ALLOW",
         default_value = "",
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub outbound_allow: String,
 }
@@ -375,6 +382,7 @@ pub struct LogSettings {
         default_value = "text",
         value_parser = LogFormat::parse,
         global = true,
+        help_heading = "Global options",
         hide = true
     )]
     pub log_format: LogFormat,
@@ -394,11 +402,17 @@ pub struct SecretSettings {
         long,
         env = "LEADPIPE_SECRET_KEY",
         hide_env_values = true,
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub secret_key: Option<String>,
     /// A file of sealing keys, one `ID:BASE64` a line, the sealing one first.
-    #[arg(long, env = "LEADPIPE_SECRET_KEY_FILE", global = true)]
+    #[arg(
+        long,
+        env = "LEADPIPE_SECRET_KEY_FILE",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub secret_key_file: Option<PathBuf>,
     /// Development only: without a key, seal secrets under a well-known key
     /// (no confidentiality at all). `leadpipe secrets rotate` upgrades them
@@ -407,6 +421,7 @@ pub struct SecretSettings {
         long,
         env = "LEADPIPE_INSECURE_DEV_SECRETS",
         global = true,
+        help_heading = "Global options",
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub insecure_dev_secrets: bool,

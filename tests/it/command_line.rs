@@ -1,15 +1,19 @@
 //! The command line says what is wrong: the exit codes of
 //! `docs/guide/cli.md`, messages that name the flag, path, host or setting
-//! at fault, and an unreachable database reported within two seconds with
-//! its cause (by the CLI, `serve` and `/readyz` alike).
+//! at fault, an unreachable database reported within two seconds with its
+//! cause (by the CLI, `serve` and `/readyz` alike), and `-o json` with every
+//! field the API shows.
 
 #![allow(clippy::unwrap_used)]
 
+use std::collections::BTreeSet;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+use domain::auth::Role;
 use leadpipe_tests::cli::{self, output_text};
 use leadpipe_tests::{Backend, TestApp, assert_problem};
+use serde_json::{Value, json};
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
@@ -306,4 +310,163 @@ async fn readyz_says_why_the_database_is_unreachable_within_two_seconds() {
         "{problem}"
     );
     assert!(took < Duration::from_millis(2_500), "took {took:?}");
+}
+
+/// The keys of each JSON line `leadpipe args -o json` prints.
+fn cli_keys(app: &TestApp, args: &[&str]) -> Vec<BTreeSet<String>> {
+    let args = [args, &["-o", "json"]].concat();
+    let output = exits(app, &args, 0);
+    stdout(&output)
+        .lines()
+        .map(|line| {
+            let row: Value = serde_json::from_str(line).unwrap();
+            row.as_object().unwrap().keys().cloned().collect()
+        })
+        .collect()
+}
+
+/// The keys of the objects an API listing answers (`data` of a page, or
+/// the array itself).
+async fn api_keys(app: &TestApp, token: &str, path: &str) -> Vec<BTreeSet<String>> {
+    let answer = app.get(token, path).await;
+    assert_eq!(answer.status(), 200, "{path}");
+    let body: Value = answer.json().await.unwrap();
+    let rows = body
+        .get("data")
+        .unwrap_or(&body)
+        .as_array()
+        .unwrap()
+        .clone();
+    rows.iter()
+        .map(|row| row.as_object().unwrap().keys().cloned().collect())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_listings_carry_every_field_the_api_shows() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let admin = app.admin_token().await;
+    let _intake = app.token(Role::Intake, Some("webform")).await;
+    let key = app.standard_source("webform").await;
+    app.post_numbered_lead_event(&key, 1).await;
+    let created = app
+        .api(&admin)
+        .create_subscription(&json!({"url": "http://127.0.0.1:9/hook", "description": "crm"}))
+        .await;
+    assert_eq!(created.status(), 201);
+    exits(
+        &app,
+        &["team", "set", "inside", "--target-minutes", "15"],
+        0,
+    );
+
+    for (args, path) in [
+        (&["token", "list"][..], "/api/principals"),
+        (&["source", "list"], "/api/sources"),
+        (&["subscription", "list"], "/api/subscriptions"),
+        (&["inbox", "list"], "/api/ops/inbox"),
+        (&["team", "list"], "/api/teams"),
+    ] {
+        let from_cli = cli_keys(&app, args);
+        let from_api = api_keys(&app, &admin, path).await;
+        assert_eq!(
+            from_cli.len(),
+            from_api.len(),
+            "{args:?} lists what {path} lists"
+        );
+        assert!(!from_cli.is_empty(), "{args:?}: something to compare");
+        let cli_all: BTreeSet<&String> = from_cli.iter().flatten().collect();
+        let missing: Vec<&String> = from_api
+            .iter()
+            .flatten()
+            .filter(|k| !cli_all.contains(k))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{args:?} -o json lacks {missing:?} of {path}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn source_add_prints_the_source_on_stdout() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    let added = app
+        .cli_with_server_key()
+        .args([
+            "source",
+            "add",
+            "--name",
+            "partner",
+            "--scheme",
+            "github",
+            "--secret-env",
+            "S",
+        ])
+        .env("S", "a-github-secret-of-some-length")
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{}", output_text(&added));
+    let printed: Value = serde_json::from_str(stdout(&added).trim()).unwrap();
+    assert_eq!(printed["name"], "partner");
+    assert_eq!(printed["scheme"], "github");
+    assert!(!stdout(&added).contains("a-github-secret"), "no secret");
+
+    let generated = exits(
+        &app,
+        &[
+            "source",
+            "add",
+            "--name",
+            "form",
+            "--scheme",
+            "standard-webhooks",
+            "--generate-secret",
+        ],
+        0,
+    );
+    assert!(
+        stdout(&generated).trim().starts_with("whsec_") && stdout(&generated).lines().count() == 1,
+        "the generated secret alone, for SECRET=$(…): {}",
+        stdout(&generated)
+    );
+}
+
+/// Every flag of every command says what it is for, and a command's own
+/// flags are listed apart from the global ones.
+#[test]
+fn help_describes_every_flag_and_sets_global_ones_apart() {
+    use clap::CommandFactory;
+
+    fn walk(command: &clap::Command, path: &str, bare: &mut Vec<String>) {
+        for arg in command.get_arguments() {
+            if arg.is_hide_set() || ["help", "version"].contains(&arg.get_id().as_str()) {
+                continue;
+            }
+            if arg.get_help().is_none() && arg.get_long_help().is_none() {
+                bare.push(format!("{path} {}", arg.get_id()));
+            }
+        }
+        for sub in command.get_subcommands() {
+            walk(sub, &format!("{path} {}", sub.get_name()), bare);
+        }
+    }
+    let mut bare = Vec::new();
+    walk(&api::cli::Cli::command(), "leadpipe", &mut bare);
+    assert!(bare.is_empty(), "flags without a description: {bare:#?}");
+
+    let help = cli::command("sqlite::memory:")
+        .args(["delivery", "list", "--help"])
+        .output()
+        .unwrap();
+    let text = stdout(&help);
+    let (own, global) = text
+        .split_once("Global options:")
+        .unwrap_or_else(|| panic!("no global section: {text}"));
+    assert!(own.contains("--state") && own.contains("--limit"), "{text}");
+    assert!(!own.contains("--database-url"), "{text}");
+    assert!(
+        global.contains("--database-url") && !global.contains("--limit"),
+        "{text}"
+    );
 }

@@ -16,6 +16,7 @@ use crate::wire::deliveries::OutboxDeliveryOut;
 pub enum DeliveryCommand {
     /// Outgoing deliveries, newest first.
     List {
+        /// Only deliveries in this state.
         #[arg(long, value_parser = super::one_of([
             delivery::PENDING,
             delivery::DELIVERING,
@@ -24,8 +25,10 @@ pub enum DeliveryCommand {
             delivery::DEAD,
         ]))]
         state: Option<String>,
+        /// Only deliveries to this subscription (its id).
         #[arg(long)]
         subscription: Option<i64>,
+        /// The most deliveries listed (1 to 1000).
         #[arg(long, default_value_t = 50)]
         limit: u64,
         #[command(flatten)]
@@ -33,7 +36,9 @@ pub enum DeliveryCommand {
     },
     /// Put dead deliveries back in line: one by id, or all (of a subscription).
     Retry {
+        /// One dead delivery (its id); without it, every dead one.
         id: Option<i64>,
+        /// Every dead delivery to this subscription (its id).
         #[arg(long, conflicts_with = "id")]
         subscription: Option<i64>,
         /// Only count what would be retried.

@@ -95,6 +95,7 @@ pub enum Command {
     /// write path as the API; safe to re-run (see README, "Bulk import").
     Import(import::ImportArgs),
     /// Manage API tokens.
+    #[command(mut_subcommand("create", describe_token_create))]
     Token {
         #[command(subcommand)]
         command: token::TokenCommand,
@@ -156,11 +157,25 @@ pub enum Command {
     /// Print a shell completion script (e.g. `leadpipe completions bash >
     /// /etc/bash_completion.d/leadpipe`).
     Completions {
+        /// The shell the script is for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Print the manual page (roff; `leadpipe man | man -l -`).
     Man,
+}
+
+/// `token create --name` and `--role` described. (Here rather than beside
+/// the flags in `token.rs`, which is being reworked elsewhere: move them
+/// there then.)
+fn describe_token_create(create: clap::Command) -> clap::Command {
+    create
+        .mut_arg("name", |arg| {
+            arg.help("A name people recognise: who or what uses the token")
+        })
+        .mut_arg("role", |arg| {
+            arg.help("What the token may do; intake needs --source")
+        })
 }
 
 /// Accepts exactly these names (from the domain's own list): `--help` and
