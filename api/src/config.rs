@@ -93,6 +93,10 @@ pub const ENVIRONMENT_ONLY: &[EnvironmentOnly] = &[
 /// refusal names the flag (exit code 2), where binding it later said only
 /// "invalid port value".
 fn listen_address(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        // Unset (see `Cli::empty_means_unset`).
+        return Ok(String::new());
+    }
     let Some((host, port)) = text.rsplit_once(':') else {
         return Err("give HOST:PORT, e.g. 127.0.0.1:8080".into());
     };
@@ -105,6 +109,38 @@ fn listen_address(text: &str) -> Result<String, String> {
         ));
     }
     Ok(text.to_owned())
+}
+
+/// A path, or an empty value, which `Cli::empty_means_unset` turns into
+/// unset: clap's own path parser refuses `LEADPIPE_SPOOL_DIR=` (a line of
+/// the environment template uncommented as it is) and `serve` did not start.
+fn path_or_empty() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from)
+}
+
+/// `Some("")` as `None`: an empty variable (`KEY=` in an environment file)
+/// is the setting left unset, its default.
+pub fn unset_if_empty<T: AsRef<std::ffi::OsStr>>(value: &mut Option<T>) {
+    if value.as_ref().is_some_and(|v| v.as_ref().is_empty()) {
+        *value = None;
+    }
+}
+
+impl HttpSettings {
+    /// Empty settings as unset (see [`unset_if_empty`]).
+    pub fn empty_means_unset(&mut self) {
+        unset_if_empty(&mut self.spool_dir);
+        unset_if_empty(&mut self.database_read_url);
+        unset_if_empty(&mut self.metrics.bind);
+    }
+}
+
+impl SecretSettings {
+    /// Empty settings as unset (see [`unset_if_empty`]).
+    pub fn empty_means_unset(&mut self) {
+        unset_if_empty(&mut self.secret_key);
+        unset_if_empty(&mut self.secret_key_file);
+    }
 }
 
 /// `LEADPIPE_METRICS_REFRESH_SECS` unless set.
@@ -227,7 +263,7 @@ pub struct HttpSettings {
     pub import_shutdown_grace_secs: u64,
     /// Where uploads are spooled (0700; files 0600). Default: `leadpipe-spool`
     /// in the system's temp directory.
-    #[arg(long, env = "LEADPIPE_SPOOL_DIR")]
+    #[arg(long, env = "LEADPIPE_SPOOL_DIR", value_parser = path_or_empty())]
     pub spool_dir: Option<PathBuf>,
     /// Runs started by `POST /api/ops/reconcile/{source}`: filled from the
     /// worker flags (`--reconcile-*`) and `--outbound-allow`.
@@ -411,7 +447,8 @@ pub struct SecretSettings {
         long,
         env = "LEADPIPE_SECRET_KEY_FILE",
         global = true,
-        help_heading = "Global options"
+        help_heading = "Global options",
+        value_parser = path_or_empty()
     )]
     pub secret_key_file: Option<PathBuf>,
     /// Development only: without a key, seal secrets under a well-known key

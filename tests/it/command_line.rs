@@ -470,3 +470,61 @@ fn help_describes_every_flag_and_sets_global_ones_apart() {
         "{text}"
     );
 }
+
+/// A free port on 127.0.0.1 (free when asked).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The settings the environment template shows empty (`KEY=`), uncommented
+/// as they are, leave `serve` starting on their defaults.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_left_empty_in_the_environment_file_are_defaults() {
+    let dir = std::env::temp_dir().join(format!("leadpipe-empty-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let url = format!("sqlite://{}?mode=rwc", dir.join("leads.db").display());
+    let port = free_port();
+    let mut serve = cli::command(&url)
+        .args(["serve", "--no-workers"])
+        .env("LEADPIPE_BIND", format!("127.0.0.1:{port}"))
+        .env("LEADPIPE_SECRET_KEY", cli::server_key())
+        .envs(
+            [
+                "LEADPIPE_SPOOL_DIR",
+                "LEADPIPE_METRICS_BIND",
+                "DATABASE_READ_URL",
+                "LEADPIPE_SECRET_KEY_FILE",
+                "LEADPIPE_OUTBOUND_ALLOW",
+            ]
+            .map(|key| (key, "")),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ready = loop {
+        if let Some(status) = serve.try_wait().unwrap() {
+            let output = serve.wait_with_output().unwrap();
+            panic!("serve stopped ({status}): {}", stderr(&output));
+        }
+        let answer = client
+            .get(format!("http://127.0.0.1:{port}/readyz"))
+            .send()
+            .await;
+        if let Ok(answer) = answer {
+            break answer.status();
+        }
+        assert!(Instant::now() < deadline, "serve never answered");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    serve.kill().unwrap();
+    let _ = serve.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(ready, 200);
+}

@@ -178,6 +178,22 @@ fn describe_token_create(create: clap::Command) -> clap::Command {
         })
 }
 
+impl Cli {
+    /// A setting given empty (`LEADPIPE_SPOOL_DIR=`, a line of the
+    /// environment template uncommented as it is) is left unset: its
+    /// default, not a refusal to start.
+    pub fn empty_means_unset(&mut self) {
+        self.secrets.empty_means_unset();
+        match &mut self.command {
+            Command::Serve { http, .. } => http.empty_means_unset(),
+            Command::Work { metrics, .. } => {
+                crate::config::unset_if_empty(&mut metrics.bind);
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Accepts exactly these names (from the domain's own list): `--help` and
 /// completions show them, and clap refuses any other value before the
 /// command runs (exit code 2).
@@ -266,7 +282,8 @@ pub async fn run() -> anyhow::Result<()> {
     run_with(Cli::parse()).await
 }
 
-pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
+pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
+    cli.empty_means_unset();
     let db = &cli.db;
     // The keys for commands that never hash a natural key nor open a secret
     // (tokens, deliveries, pruning): a bad key setting is reported by the
