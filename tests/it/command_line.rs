@@ -359,6 +359,31 @@ async fn json_listings_carry_every_field_the_api_shows() {
         &["team", "set", "inside", "--target-minutes", "15"],
         0,
     );
+    let lead = app
+        .api(&admin)
+        .new_lead(&json!({"source": "webform", "source_ref": "json-1", "name": "Ada"}))
+        .await;
+    // A sales caller owns the task it writes.
+    let task = app
+        .api_as(Role::Sales, None)
+        .await
+        .create_crm(
+            "tasks",
+            &json!({"subject_type": "lead", "subject_id": lead, "title": "Call back",
+                    "due_at": "2026-12-04T16:00:00Z"}),
+        )
+        .key("json-task-1")
+        .await;
+    assert_eq!(task.status(), 201, "{}", task.text().await.unwrap());
+    // The lead's event goes to the subscription, whose receiver is not there.
+    let publisher = app.publisher(leadpipe_tests::publishing::settings());
+    leadpipe_tests::publishing::publish_until(
+        &publisher,
+        "a delivery",
+        Duration::from_secs(10),
+        async || app.count(domain::entities::outbox_delivery::Entity).await > 0,
+    )
+    .await;
 
     for (args, path) in [
         (&["token", "list"][..], "/api/principals"),
@@ -366,6 +391,8 @@ async fn json_listings_carry_every_field_the_api_shows() {
         (&["subscription", "list"], "/api/subscriptions"),
         (&["inbox", "list"], "/api/ops/inbox"),
         (&["team", "list"], "/api/teams"),
+        (&["task", "list"], "/api/tasks"),
+        (&["delivery", "list"], "/api/ops/deliveries"),
     ] {
         let from_cli = cli_keys(&app, args);
         let from_api = api_keys(&app, &admin, path).await;
