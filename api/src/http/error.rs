@@ -247,7 +247,7 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "unavailable",
         "Service unavailable",
         503,
-        "the database is unreachable, or (`/readyz`) a stored secret does not open with the configured keys; retry after `Retry-After`",
+        "the database is unreachable (from `/readyz` within 2 s, `detail` naming the host and port tried and why: connection refused, unknown host, authentication failed), or (`/readyz`) a stored secret does not open with the configured keys; retry after `Retry-After`",
     ),
     problem(
         ProblemKind::SecretKeyMissing,
