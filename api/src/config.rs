@@ -23,7 +23,8 @@ pub struct DbSettings {
         env = "DATABASE_URL",
         default_value = "sqlite://leadpipe.db?mode=rwc",
         hide_env_values = true,
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub database_url: String,
     /// Size of the connection pool [default: 16 on PostgreSQL, 8 on SQLite].
@@ -37,7 +38,12 @@ pub struct DbSettings {
     /// once opened (sqlx's idle reaper is off: in sqlx 0.9.0 it can spin at
     /// 100% CPU, transact-rs/sqlx#3645); a broken one is replaced when the
     /// ping before each use fails.
-    #[arg(long, env = "LEADPIPE_DB_MAX_CONNECTIONS", global = true)]
+    #[arg(
+        long,
+        env = "LEADPIPE_DB_MAX_CONNECTIONS",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub db_max_connections: Option<u32>,
 }
 
@@ -83,6 +89,60 @@ pub const ENVIRONMENT_ONLY: &[EnvironmentOnly] = &[
     },
 ];
 
+/// A listening address, `HOST:PORT`, checked before anything runs: clap's
+/// refusal names the flag (exit code 2), where binding it later said only
+/// "invalid port value".
+fn listen_address(text: &str) -> Result<String, String> {
+    if text.is_empty() {
+        // Unset (see `Cli::empty_means_unset`).
+        return Ok(String::new());
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err("give HOST:PORT, e.g. 127.0.0.1:8080".into());
+    };
+    if host.is_empty() {
+        return Err("give HOST:PORT with a host, e.g. 127.0.0.1:8080".into());
+    }
+    if port.parse::<u16>().is_err() {
+        return Err(format!(
+            "port '{port}' is not a number from 0 to 65535 (HOST:PORT, e.g. 127.0.0.1:8080)"
+        ));
+    }
+    Ok(text.to_owned())
+}
+
+/// A path, or an empty value, which `Cli::empty_means_unset` turns into
+/// unset: clap's own path parser refuses `LEADPIPE_SPOOL_DIR=` (a line of
+/// the environment template uncommented as it is) and `serve` did not start.
+fn path_or_empty() -> impl clap::builder::TypedValueParser<Value = PathBuf> {
+    clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from)
+}
+
+/// `Some("")` as `None`: an empty variable (`KEY=` in an environment file)
+/// is the setting left unset, its default.
+pub fn unset_if_empty<T: AsRef<std::ffi::OsStr>>(value: &mut Option<T>) {
+    if value.as_ref().is_some_and(|v| v.as_ref().is_empty()) {
+        *value = None;
+    }
+}
+
+impl HttpSettings {
+    /// Empty settings as unset (see [`unset_if_empty`]).
+    pub fn empty_means_unset(&mut self) {
+        unset_if_empty(&mut self.spool_dir);
+        unset_if_empty(&mut self.database_read_url);
+        unset_if_empty(&mut self.metrics.bind);
+    }
+}
+
+impl SecretSettings {
+    /// Empty settings as unset (see [`unset_if_empty`]).
+    pub fn empty_means_unset(&mut self) {
+        unset_if_empty(&mut self.secret_key);
+        unset_if_empty(&mut self.secret_key_file);
+    }
+}
+
 /// `LEADPIPE_METRICS_REFRESH_SECS` unless set.
 pub const DEFAULT_METRICS_REFRESH_SECS: f64 = 5.0;
 
@@ -99,7 +159,8 @@ pub struct MetricsSettings {
     #[arg(
         id = "metrics_bind",
         long = "metrics-bind",
-        env = "LEADPIPE_METRICS_BIND"
+        env = "LEADPIPE_METRICS_BIND",
+        value_parser = listen_address
     )]
     pub bind: Option<String>,
     /// How often the gauges read from the database (backlogs, ages) are
@@ -119,7 +180,7 @@ pub struct MetricsSettings {
 #[derive(Debug, Clone, Args)]
 pub struct HttpSettings {
     /// Address the HTTP server listens on.
-    #[arg(long, env = "LEADPIPE_BIND", default_value = "127.0.0.1:8080")]
+    #[arg(long, env = "LEADPIPE_BIND", default_value = "127.0.0.1:8080", value_parser = listen_address)]
     pub bind: String,
     /// Largest request body accepted, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_MAX_BODY_BYTES", default_value_t = 256 * 1024)]
@@ -202,7 +263,7 @@ pub struct HttpSettings {
     pub import_shutdown_grace_secs: u64,
     /// Where uploads are spooled (0700; files 0600). Default: `leadpipe-spool`
     /// in the system's temp directory.
-    #[arg(long, env = "LEADPIPE_SPOOL_DIR")]
+    #[arg(long, env = "LEADPIPE_SPOOL_DIR", value_parser = path_or_empty())]
     pub spool_dir: Option<PathBuf>,
     /// Runs started by `POST /api/ops/reconcile/{source}`: filled from the
     /// worker flags (`--reconcile-*`) and `--outbound-allow`.
@@ -332,7 +393,8 @@ pub struct OutboundSettings {
         long,
         env = "LEADPIPE_OUTBOUND_ALLOW",
         default_value = "",
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub outbound_allow: String,
 }
@@ -356,6 +418,7 @@ pub struct LogSettings {
         default_value = "text",
         value_parser = LogFormat::parse,
         global = true,
+        help_heading = "Global options",
         hide = true
     )]
     pub log_format: LogFormat,
@@ -375,11 +438,18 @@ pub struct SecretSettings {
         long,
         env = "LEADPIPE_SECRET_KEY",
         hide_env_values = true,
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub secret_key: Option<String>,
     /// A file of sealing keys, one `ID:BASE64` a line, the sealing one first.
-    #[arg(long, env = "LEADPIPE_SECRET_KEY_FILE", global = true)]
+    #[arg(
+        long,
+        env = "LEADPIPE_SECRET_KEY_FILE",
+        global = true,
+        help_heading = "Global options",
+        value_parser = path_or_empty()
+    )]
     pub secret_key_file: Option<PathBuf>,
     /// Development only: without a key, seal secrets under a well-known key
     /// (no confidentiality at all). `leadpipe secrets rotate` upgrades them
@@ -388,6 +458,7 @@ pub struct SecretSettings {
         long,
         env = "LEADPIPE_INSECURE_DEV_SECRETS",
         global = true,
+        help_heading = "Global options",
         value_parser = clap::builder::BoolishValueParser::new()
     )]
     pub insecure_dev_secrets: bool,

@@ -113,6 +113,7 @@ pub async fn migrate(url: &str) -> anyhow::Result<()> {
     // SQLite's lock is taken before the first connection: that connection
     // switches a fresh file to WAL, which needs the file to itself and fails
     // at once with "database is locked" when another process is connecting.
+    refuse_missing_sqlite_directory(url)?;
     let file_lock = sqlite_migration_lock(url).await?;
     let db = open_pool(url, 1, None).await?;
     let pg_lock = Backend::of(url)? == Backend::Postgres;
@@ -242,6 +243,7 @@ async fn open_pool(
     let acquire = Duration::from_secs(10);
     Ok(match Backend::of(url)? {
         Backend::Sqlite => {
+            refuse_missing_sqlite_directory(url)?;
             restrict_sqlite_files(url)?;
             let options = sqlite_options(url)?;
             let mut pool = pool_options(SqlitePoolOptions::new())
@@ -254,20 +256,181 @@ async fn open_pool(
                     Box::pin(async move { signal_sqlite_commits(conn, signals).await })
                 });
             }
-            let pool = pool.connect_with(options).await?;
+            let target =
+                sqlite_file(url)?.map_or_else(|| url.to_owned(), |path| path.display().to_string());
+            let pool = pool
+                .connect_with(options)
+                .await
+                .map_err(|err| Unreachable::new(target, err.to_string()))?;
             // Companion files that existed before with a wider mode.
             restrict_sqlite_files(url)?;
             SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
         }
         Backend::Postgres => {
+            let options = PgConnectOptions::from_str(url)?;
+            // One connection first, to say at once why none opens: the
+            // pool retries a refused connection until its acquire timeout
+            // and then reports only that it timed out.
+            check_postgres(&options, FIRST_CONNECTION_WITHIN).await?;
             let pool = pool_options(PgPoolOptions::new())
                 .max_connections(max_connections)
                 .acquire_timeout(acquire)
-                .connect_with(PgConnectOptions::from_str(url)?)
+                .connect_with(options)
                 .await?;
             SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
         }
     })
+}
+
+/// How long opening a store waits for its first PostgreSQL connection
+/// before it reports the database unreachable.
+const FIRST_CONNECTION_WITHIN: Duration = Duration::from_secs(2);
+
+/// The database could not be reached: where it was tried (never with the
+/// password) and why. The command line exits with code 5 for it; `/readyz`
+/// answers 503 with it.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot reach the database {target} (DATABASE_URL): {cause}")]
+pub struct Unreachable {
+    /// `user@host:port/database`, or the SQLite file.
+    pub target: String,
+    /// Connection refused, unknown host, authentication failed, …
+    pub cause: String,
+}
+
+impl Unreachable {
+    fn new(target: impl Into<String>, cause: impl Into<String>) -> Self {
+        Self {
+            target: target.into(),
+            cause: cause.into(),
+        }
+    }
+}
+
+/// `user@host:port/database`: what a PostgreSQL URL names, without its
+/// password.
+fn postgres_target(options: &PgConnectOptions) -> String {
+    format!(
+        "{}@{}:{}/{}",
+        options.get_username(),
+        options.get_host(),
+        options.get_port(),
+        options.get_database().unwrap_or(options.get_username())
+    )
+}
+
+/// Opens one connection with `options` within `within`, and closes it; else
+/// says why none opened: the host does not resolve, the connection is
+/// refused, the login is refused, or no answer came in time.
+pub async fn check_postgres(
+    options: &PgConnectOptions,
+    within: Duration,
+) -> Result<(), Unreachable> {
+    let target = postgres_target(options);
+    let deadline = tokio::time::Instant::now() + within;
+    let host = options.get_host();
+    // A host that is a socket directory is not looked up.
+    if !host.starts_with('/') {
+        match tokio::time::timeout_at(
+            deadline,
+            tokio::net::lookup_host((host, options.get_port())),
+        )
+        .await
+        {
+            Ok(Ok(_)) => {}
+            Ok(Err(err)) => {
+                return Err(Unreachable::new(
+                    target,
+                    format!("unknown host {host} ({err})"),
+                ));
+            }
+            Err(_) => return Err(Unreachable::new(target, no_answer(within))),
+        }
+    }
+    let connected =
+        tokio::time::timeout_at(deadline, sea_orm::sqlx::ConnectOptions::connect(options)).await;
+    match connected {
+        Ok(Ok(conn)) => {
+            let _ = sea_orm::sqlx::Connection::close(conn).await;
+            Ok(())
+        }
+        Ok(Err(err)) => Err(Unreachable::new(target, connect_cause(&err))),
+        Err(_) => Err(Unreachable::new(target, no_answer(within))),
+    }
+}
+
+fn no_answer(within: Duration) -> String {
+    format!("no answer within {} s", within.as_secs_f64())
+}
+
+/// Why a connection did not open, in words an operator acts on.
+fn connect_cause(err: &sea_orm::sqlx::Error) -> String {
+    use sea_orm::sqlx::Error;
+    use std::io::ErrorKind;
+    match err {
+        Error::Io(io) => match io.kind() {
+            ErrorKind::ConnectionRefused => "connection refused (is PostgreSQL running and \
+                                             listening on that address?)"
+                .to_owned(),
+            ErrorKind::TimedOut => "the connection timed out".to_owned(),
+            ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => {
+                "the server closed the connection".to_owned()
+            }
+            ErrorKind::NotFound => format!("no such socket ({io})"),
+            _ => io.to_string(),
+        },
+        Error::Database(db) => match db.code().as_deref() {
+            // invalid_password, invalid_authorization_specification
+            Some("28P01" | "28000") => format!("authentication failed: {}", db.message()),
+            _ => db.message().to_owned(),
+        },
+        Error::Tls(tls) => format!("TLS failed: {tls}"),
+        other => other.to_string(),
+    }
+}
+
+/// Whether the store's database answers now, within two seconds: a ping
+/// on the pool, and when that fails, one fresh connection to say why.
+pub async fn check_reachable(store: &Store) -> Result<(), Unreachable> {
+    let half = FIRST_CONNECTION_WITHIN / 2;
+    let pinged = tokio::time::timeout(half, store.ping()).await;
+    let failure = match pinged {
+        Ok(Ok(())) => return Ok(()),
+        Ok(Err(err)) => err.to_string(),
+        Err(_) => no_answer(half),
+    };
+    match store.postgres_pool() {
+        Some(pool) => {
+            check_postgres(&pool.connect_options(), half).await?;
+            // The server answers a new connection: it is up, and the pool
+            // is busy (every connection in use) rather than cut off.
+            tracing::warn!(
+                cause = %failure,
+                "readiness: the pool gave no connection in time, but the database answers"
+            );
+            Ok(())
+        }
+        None => Err(Unreachable::new("(SQLite)", failure)),
+    }
+}
+
+/// A SQLite file whose directory does not exist, named with its path
+/// (SQLite itself says only "unable to open database file").
+fn refuse_missing_sqlite_directory(url: &str) -> anyhow::Result<()> {
+    let Some(path) = sqlite_file(url)? else {
+        return Ok(());
+    };
+    let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) else {
+        return Ok(());
+    };
+    if !dir.is_dir() {
+        return Err(Unreachable::new(
+            path.display().to_string(),
+            format!("its directory {} does not exist", dir.display()),
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// Copies the SQLite database at `url` to a new file `target` (0600) while

@@ -62,12 +62,16 @@ impl OutboundPolicy {
             && is_internal(ip)
         {
             return Err(format!(
-                "points at an internal address ({ip}); allow-list it to permit"
+                "points at an internal address ({ip}); to permit it, name {host} in \
+                 LEADPIPE_OUTBOUND_ALLOW (--outbound-allow)"
             ));
         }
         let name = host.trim_end_matches('.').to_ascii_lowercase();
         if name == "localhost" || name.ends_with(".localhost") || name.ends_with(".internal") {
-            return Err("points at an internal host; allow-list it to permit".into());
+            return Err(format!(
+                "points at an internal host; to permit it, name {host} in \
+                 LEADPIPE_OUTBOUND_ALLOW (--outbound-allow)"
+            ));
         }
         Ok(url)
     }

@@ -5,6 +5,7 @@
 //! Run one module with `cargo test -p leadpipe-tests --test it openapi::`.
 
 mod claim_limits;
+mod command_line;
 mod configuration;
 mod connection_recovery;
 mod crm;

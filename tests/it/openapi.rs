@@ -722,3 +722,65 @@ async fn every_answer_the_intake_door_gives_fits_the_document(backend: Backend) 
         (200, &json!({"outcome": "suppressed"}))
     );
 }
+
+/// Strings a generated example shows where no one wrote a real one.
+fn placeholders(value: &Value, at: &str, found: &mut Vec<String>) {
+    match value {
+        Value::String(s) if s == "string" => found.push(at.to_owned()),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                placeholders(item, &format!("{at}/{i}"), found);
+            }
+        }
+        Value::Object(fields) => {
+            for (key, item) in fields {
+                placeholders(item, &format!("{at}/{key}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `/docs` shows each JSON request body with a realistic example, not
+/// `"string"` for every field: one an author wrote, that fits the schema.
+#[test]
+fn every_json_request_body_has_a_realistic_example_that_fits_its_schema() {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(COMMITTED).unwrap()).unwrap();
+    let mut problems = Vec::new();
+    for (path, operations) in doc["paths"].as_object().unwrap() {
+        for method in METHODS {
+            let Some(body) = operations
+                .get(*method)
+                .and_then(|op| op.pointer("/requestBody/content/application~1json"))
+            else {
+                continue;
+            };
+            let at = format!("{} {path}", method.to_uppercase());
+            let Some(example) = body.get("example") else {
+                problems.push(format!("{at}: no example"));
+                continue;
+            };
+            let mut found = Vec::new();
+            placeholders(example, "", &mut found);
+            if !found.is_empty() {
+                problems.push(format!("{at}: \"string\" at {found:?}"));
+            }
+            let Value::Object(mut schema) = body["schema"].clone() else {
+                problems.push(format!("{at}: no schema"));
+                continue;
+            };
+            schema.insert("components".into(), doc["components"].clone());
+            let validator = jsonschema::draft202012::options()
+                .should_validate_formats(true)
+                .build(&Value::Object(schema))
+                .unwrap();
+            for error in validator.iter_errors(example) {
+                problems.push(format!(
+                    "{at}: the example does not fit: {error} (at \"{}\")",
+                    error.instance_path()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -19,6 +19,7 @@ pub enum InboxCommand {
     List {
         #[command(flatten)]
         filter: FilterArgs,
+        /// The most events listed.
         #[arg(long, default_value_t = 50)]
         limit: u64,
         #[command(flatten)]
@@ -43,8 +44,10 @@ pub enum InboxCommand {
 
 #[derive(Debug, Args)]
 pub struct FilterArgs {
+    /// Only events sent to this source.
     #[arg(long)]
     source: Option<String>,
+    /// Only events in this state.
     #[arg(long, value_parser = super::one_of(InboxState::ALL.map(InboxState::as_str)))]
     state: Option<String>,
     /// Received at or after (RFC 3339).

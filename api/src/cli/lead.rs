@@ -34,6 +34,7 @@ pub enum LeadCommand {
     /// Erase a lead and everything stored about it, and bury its natural key
     /// so no door brings it back (see docs/guide/data-protection.md).
     Erase {
+        /// The lead's id.
         id: i64,
         /// Why (kept in the audit record: do not name the person).
         #[arg(long)]
@@ -44,8 +45,10 @@ pub enum LeadCommand {
     },
     /// Lift the tombstone of a natural key: its next arrival creates a lead again.
     Unsuppress {
+        /// The erased lead's source.
         #[arg(long)]
         source: String,
+        /// The erased lead's id at its source.
         #[arg(long)]
         source_ref: String,
     },
@@ -63,12 +66,17 @@ pub enum LeadCommand {
         keep: Vec<(String, i64)>,
     },
     /// Undo a merge: the merged leads come back with their keys and values.
-    Unmerge { merge_id: i64 },
+    Unmerge {
+        /// The merge's id (printed by `lead merge`, `GET /api/merges/{id}`).
+        merge_id: i64,
+    },
     /// List leads whose processing failed (retried later) or is dead
     /// (given up), newest lead first.
     Failures {
+        /// Only failed (retried later) or only dead (given up) leads.
         #[arg(long, value_parser = super::one_of(failures::STATES))]
         state: Option<String>,
+        /// The most leads listed.
         #[arg(long, default_value_t = 50)]
         limit: u64,
         #[command(flatten)]
@@ -167,7 +175,14 @@ pub async fn run_lead(db: &Store, command: LeadCommand) -> anyhow::Result<()> {
             let lifted =
                 tombstone::lift_key(db, db.hasher(), source.trim(), source_ref.trim()).await?;
             if lifted == 0 {
-                anyhow::bail!("no tombstone for this source and source_ref");
+                return Err(super::Failure::error(
+                    super::Exit::NotFound,
+                    format!(
+                        "no tombstone for source '{}', source_ref '{}': nothing to lift",
+                        source.trim(),
+                        source_ref.trim()
+                    ),
+                ));
             }
             println!("{lifted} tombstone(s) lifted");
         }
@@ -284,11 +299,13 @@ pub struct ExportArgs {
     /// csv or ndjson
     #[arg(long, default_value = "csv")]
     format: String,
+    /// Only leads in this status (new, contacted, qualified, …).
     #[arg(long)]
     status: Option<String>,
     /// A principal id, or `none` (no owner).
     #[arg(long)]
     owner: Option<String>,
+    /// Only leads of this source.
     #[arg(long)]
     source: Option<String>,
     /// Case-insensitive text in name, email or company.

@@ -95,6 +95,7 @@ pub enum Command {
     /// write path as the API; safe to re-run (see README, "Bulk import").
     Import(import::ImportArgs),
     /// Manage API tokens.
+    #[command(mut_subcommand("create", describe_token_create))]
     Token {
         #[command(subcommand)]
         command: token::TokenCommand,
@@ -156,11 +157,41 @@ pub enum Command {
     /// Print a shell completion script (e.g. `leadpipe completions bash >
     /// /etc/bash_completion.d/leadpipe`).
     Completions {
+        /// The shell the script is for.
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Print the manual page (roff; `leadpipe man | man -l -`).
     Man,
+}
+
+/// `token create --name` and `--role` described. (Here rather than beside
+/// the flags in `token.rs`, which is being reworked elsewhere: move them
+/// there then.)
+fn describe_token_create(create: clap::Command) -> clap::Command {
+    create
+        .mut_arg("name", |arg| {
+            arg.help("A name people recognise: who or what uses the token")
+        })
+        .mut_arg("role", |arg| {
+            arg.help("What the token may do; intake needs --source")
+        })
+}
+
+impl Cli {
+    /// A setting given empty (`LEADPIPE_SPOOL_DIR=`, a line of the
+    /// environment template uncommented as it is) is left unset: its
+    /// default, not a refusal to start.
+    pub fn empty_means_unset(&mut self) {
+        self.secrets.empty_means_unset();
+        match &mut self.command {
+            Command::Serve { http, .. } => http.empty_means_unset(),
+            Command::Work { metrics, .. } => {
+                crate::config::unset_if_empty(&mut metrics.bind);
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Accepts exactly these names (from the domain's own list): `--help` and
@@ -211,6 +242,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         if let Some(failure) = cause.downcast_ref::<Failure>() {
             return Some(failure.exit);
         }
+        if cause.is::<storage::Unreachable>() {
+            return Some(Exit::Unavailable);
+        }
         if let Some(err) = cause.downcast_ref::<domain::Error>() {
             return match err {
                 domain::Error::NotFound => Some(Exit::NotFound),
@@ -248,7 +282,8 @@ pub async fn run() -> anyhow::Result<()> {
     run_with(Cli::parse()).await
 }
 
-pub async fn run_with(cli: Cli) -> anyhow::Result<()> {
+pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
+    cli.empty_means_unset();
     let db = &cli.db;
     // The keys for commands that never hash a natural key nor open a secret
     // (tokens, deliveries, pruning): a bad key setting is reported by the

@@ -90,12 +90,26 @@ pub async fn run(
         lease: settings.lease,
     };
     let started = run::start(db, &start).await.map_err(|e| match e {
-        StartError::Running(other) => anyhow::anyhow!(
-            "a reconcile of '{}' is already running: run {} (started {} by {})",
-            other.source,
-            other.id,
-            other.started_at.to_rfc3339(),
-            other.trigger
+        StartError::Running(other) => Failure::error(
+            Exit::Conflict,
+            format!(
+                "a reconcile of '{}' is already running: run {} (started {} by {})",
+                other.source,
+                other.id,
+                other.started_at.to_rfc3339(),
+                other.trigger
+            ),
+        ),
+        StartError::NoSuchSource(name) => Failure::error(
+            Exit::NotFound,
+            format!("no source '{name}' (`leadpipe source list` names them)"),
+        ),
+        StartError::NoPullUrl(name) => Failure::error(
+            Exit::Usage,
+            format!(
+                "source '{name}' has no pull_url to reconcile from \
+                 (set one with `leadpipe source update --name {name} --pull-url URL`)"
+            ),
         ),
         other => anyhow::anyhow!(other),
     })?;

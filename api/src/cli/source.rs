@@ -38,8 +38,11 @@ pub enum SourceCommand {
 
 #[derive(Debug, Args)]
 pub struct SourceArgs {
+    /// The source's name: its webhook URL is `/webhooks/{name}`, and its
+    /// leads' `source`.
     #[arg(long)]
     name: String,
+    /// How its webhooks are signed (see docs/guide/webhooks.md#sources).
     #[arg(long, value_parser = super::one_of(Scheme::ALL.map(Scheme::as_str)))]
     scheme: String,
     #[command(flatten)]
@@ -116,35 +119,49 @@ pub struct SecretArgs {
 /// types (`SourceConfig`, `SourcePatch`) as the API reads them.
 #[derive(Debug, Args, Serialize)]
 pub struct FieldArgs {
+    /// How old a signed timestamp may be, in seconds (1 to 86400; default 300).
     #[arg(long)]
     tolerance_secs: Option<i64>,
     /// hmac-sha256: the header carrying the signature (default x-signature).
     #[arg(long)]
     signature_header: Option<String>,
+    /// The header holding the event id (default: per scheme).
     #[arg(long, conflicts_with = "event_id_pointer")]
     event_id_header: Option<String>,
+    /// A JSON pointer to the event id in the body, instead of a header.
     #[arg(long)]
     event_id_pointer: Option<String>,
+    /// The header holding the event type (default: per scheme).
     #[arg(long, conflicts_with = "event_type_pointer")]
     event_type_header: Option<String>,
+    /// A JSON pointer to the event type in the body, instead of a header.
     #[arg(long)]
     event_type_pointer: Option<String>,
     /// An event type to process (repeatable); others are stored as skipped.
     /// On an update, the ones given replace the list.
     #[arg(long = "allow-event-type")]
     allowed_event_types: Vec<String>,
+    /// Where the lead record sits in the body (default /data; "": the
+    /// whole body).
     #[arg(long)]
     record_pointer: Option<String>,
+    /// Within the record: the sender's id of the lead (default /id).
     #[arg(long)]
     source_ref_pointer: Option<String>,
+    /// Within the record: the email (default /email).
     #[arg(long)]
     email_pointer: Option<String>,
+    /// Within the record: the name (default /name).
     #[arg(long)]
     name_pointer: Option<String>,
+    /// Within the record: the phone (default /phone).
     #[arg(long)]
     phone_pointer: Option<String>,
+    /// Within the record: the company (default /company).
     #[arg(long)]
     company_pointer: Option<String>,
+    /// Within the record: when the sender last changed it (default
+    /// /updated_at; RFC 3339 or a unix timestamp).
     #[arg(long)]
     updated_at_pointer: Option<String>,
     /// Reconcile: the sender's pull API, `GET {pull_url}?since=…&limit=…`.
@@ -324,12 +341,19 @@ async fn add(
             ),
             other => describe(other),
         })?;
-    show("created", SourceOut::from(created))?;
-    if let Some(secret) = generated {
-        eprintln!("the generated secret below is shown only once:");
-        println!("{secret}");
+    let view = SourceOut::from(created);
+    match generated {
+        // The secret is what a script needs (`SECRET=$(leadpipe source add
+        // … --generate-secret)`): it alone goes to stdout.
+        Some(secret) => {
+            said("created", &view);
+            eprintln!("{}", serde_json::to_string(&view)?);
+            eprintln!("the generated secret below is shown only once:");
+            println!("{secret}");
+            Ok(())
+        }
+        None => show("created", &view),
     }
-    Ok(())
 }
 
 async fn update(
@@ -379,17 +403,22 @@ async fn update(
             ),
             other => describe(other),
         })?;
-    show("updated", SourceOut::from(changed))
+    show("updated", &SourceOut::from(changed))
 }
 
-/// What was done, and the source as it is now (no secret), on stderr.
-fn show(done: &str, view: SourceOut) -> anyhow::Result<()> {
+/// What was done on stderr, and the source as it is now (no secret) on
+/// stdout: one JSON object, as `source list -o json` prints it.
+fn show(done: &str, view: &SourceOut) -> anyhow::Result<()> {
+    said(done, view);
+    println!("{}", serde_json::to_string(view)?);
+    Ok(())
+}
+
+fn said(done: &str, view: &SourceOut) {
     eprintln!(
         "{done} source '{}' ({}); webhook URL path: /webhooks/{}",
         view.name, view.scheme, view.name
     );
-    eprintln!("{}", serde_json::to_string_pretty(&view)?);
-    Ok(())
 }
 
 #[cfg(test)]

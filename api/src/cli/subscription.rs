@@ -14,11 +14,14 @@ use super::output::OutputArgs;
 pub enum SubscriptionCommand {
     /// Subscribe a downstream URL to lead events; prints its signing secret once.
     Add {
+        /// Where to POST the events (http or https; an internal address
+        /// only if LEADPIPE_OUTBOUND_ALLOW names its host).
         #[arg(long)]
         url: String,
         /// An event type to deliver (repeatable); none means every type.
         #[arg(long = "event-type")]
         event_types: Vec<String>,
+        /// A note for people: whose system this is.
         #[arg(long)]
         description: Option<String>,
     },
@@ -28,7 +31,10 @@ pub enum SubscriptionCommand {
         output: OutputArgs,
     },
     /// Stop delivering to a subscription.
-    Remove { id: i64 },
+    Remove {
+        /// The subscription's id (`leadpipe subscription list`).
+        id: i64,
+    },
 }
 
 pub async fn run_subscription(

@@ -20,11 +20,13 @@ pub enum TaskCommand {
         /// unless --utc-offset says otherwise).
         #[arg(long, value_parser = super::one_of(["today", "overdue", "upcoming"]))]
         due: Option<String>,
+        /// Only open or only done tasks.
         #[arg(long, value_parser = super::one_of(["open", "done"]))]
         status: Option<String>,
         /// Where the day starts for --due today, e.g. +01:00.
         #[arg(long, allow_hyphen_values = true)]
         utc_offset: Option<chrono::FixedOffset>,
+        /// The most tasks listed.
         #[arg(long, default_value_t = 50)]
         limit: u64,
         #[command(flatten)]

@@ -23,6 +23,7 @@ pub enum TeamCommand {
     /// Create or replace a team's working hours, response target and
     /// escalation (`default`: for principals without a team).
     Set {
+        /// The team's name, as routing rules and `token set --team` name it.
         name: String,
         /// An IANA time zone, e.g. Europe/Berlin.
         #[arg(long, default_value = "UTC")]
@@ -49,8 +50,10 @@ pub enum ReportCommand {
         /// 24h, 7d or 30d.
         #[arg(long, default_value = "24h")]
         window: String,
+        /// Only leads of this source.
         #[arg(long)]
         source: Option<String>,
+        /// Only leads owned by this team's members.
         #[arg(long)]
         team: Option<String>,
         #[command(flatten)]

@@ -71,7 +71,15 @@ pub enum TokenCommand {
 pub async fn run_token(db: &Store, command: TokenCommand) -> anyhow::Result<()> {
     match command {
         TokenCommand::Create { name, role, source } => {
-            let issued = domain::auth::create_principal(db, &name, role, source.as_deref()).await?;
+            if role == Role::Intake && source.is_none() {
+                return Err(super::Failure::error(
+                    super::Exit::Usage,
+                    "--source is required for --role intake: an intake token posts leads for one source",
+                ));
+            }
+            let issued = domain::auth::create_principal(db, &name, role, source.as_deref())
+                .await
+                .map_err(super::describe)?;
             eprintln!(
                 "created principal {} '{}' with role {}{}; the token below is shown only once:",
                 issued.principal.id,

@@ -247,7 +247,7 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "unavailable",
         "Service unavailable",
         503,
-        "the database is unreachable, or (`/readyz`) a stored secret does not open with the configured keys; retry after `Retry-After`",
+        "the database is unreachable (from `/readyz` within 2 s, `detail` naming the host and port tried and why: connection refused, unknown host, authentication failed), or (`/readyz`) a stored secret does not open with the configured keys; retry after `Retry-After`",
     ),
     problem(
         ProblemKind::SecretKeyMissing,
@@ -391,6 +391,10 @@ pub enum ApiError {
     },
     #[error("the database is unavailable")]
     Unavailable,
+    /// `/readyz`: where the database was tried (never the password) and why
+    /// it did not answer.
+    #[error("{0}")]
+    DatabaseUnreachable(String),
     /// `/readyz`: a stored secret does not open with the configured keys.
     #[error(
         "not ready: a stored secret does not open with the configured keys (the server log \
@@ -467,7 +471,9 @@ impl ApiError {
             Self::IdempotencyKeyInFlight => ProblemKind::IdempotencyKeyInFlight,
             Self::IdempotencyKeyReused { .. } => ProblemKind::IdempotencyKeyReused,
             Self::TooManyRequests { .. } => ProblemKind::TooManyRequests,
-            Self::Unavailable | Self::KeysDoNotOpen => ProblemKind::Unavailable,
+            Self::Unavailable | Self::DatabaseUnreachable(_) | Self::KeysDoNotOpen => {
+                ProblemKind::Unavailable
+            }
             Self::SecretKeyMissing => ProblemKind::SecretKeyMissing,
             Self::InboxBacklogFull { .. } => ProblemKind::InboxBacklogFull,
             Self::Internal(_) => ProblemKind::Internal,
@@ -574,7 +580,10 @@ impl ResponseError for ApiError {
         }
         if matches!(
             self,
-            Self::Unavailable | Self::KeysDoNotOpen | Self::IdempotencyKeyInFlight
+            Self::Unavailable
+                | Self::DatabaseUnreachable(_)
+                | Self::KeysDoNotOpen
+                | Self::IdempotencyKeyInFlight
         ) {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
         }

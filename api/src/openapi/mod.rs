@@ -604,6 +604,7 @@ mod tests {
                 retry_after: 1,
             },
             ApiError::Unavailable,
+            ApiError::DatabaseUnreachable(String::new()),
             ApiError::KeysDoNotOpen,
             ApiError::SecretKeyMissing,
             ApiError::InboxBacklogFull {
@@ -640,6 +641,7 @@ mod tests {
                 | ApiError::IdempotencyKeyReused { .. }
                 | ApiError::TooManyRequests { .. }
                 | ApiError::Unavailable
+                | ApiError::DatabaseUnreachable(_)
                 | ApiError::KeysDoNotOpen
                 | ApiError::SecretKeyMissing
                 | ApiError::InboxBacklogFull { .. }

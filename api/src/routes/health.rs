@@ -34,15 +34,17 @@ async fn healthz() -> HttpResponse {
     tag = "meta",
     responses(
         (status = 200, description = "Ready", body = Object, example = json!({"status": "ready", "database": "ok"})),
-        (status = 503, description = "`/problems/unavailable`: the database does not answer, or a stored secret does not open with the configured keys (the log names the key id; checked at most every 10 s)"),
+        (status = 503, description = "`/problems/unavailable`: the database does not answer within 2 s (`detail` names the host and port tried and why: connection refused, unknown host, authentication failed), or a stored secret does not open with the configured keys (the log names the key id; checked at most every 10 s)"),
     ),
 )]
 #[get("/readyz")]
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    state.db.ping().await.map_err(|err| {
-        tracing::warn!(error = %err, "readiness check failed");
-        ApiError::Unavailable
-    })?;
+    crate::storage::check_reachable(&state.db)
+        .await
+        .map_err(|err| {
+            tracing::warn!(error = %err, "readiness check failed");
+            ApiError::DatabaseUnreachable(err.to_string())
+        })?;
     let keys = &state.http.keyring;
     let mismatch = state
         .key_health

@@ -75,7 +75,7 @@ fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
     operation_id = "upsert_lead",
     tag = "leads",
     params(IdempotencyKey),
-    request_body = LeadRecord,
+    request_body(content = LeadRecord, example = json!({"source": "webform", "source_ref": "form-2026-11-30-0042", "email": "ada.lovelace@acme-logistics.de", "phone": "+49 30 1234567", "name": "Ada Lovelace", "company": "Acme Logistics GmbH", "source_updated_at": "2026-11-30T10:15:00Z", "payload": {"country": "DE", "employees": 120, "message": "Fleet tracking for 40 vans?"}})),
     responses(
         (status = 201, description = "A new lead (`outcome: created`)", body = IngestOut,
             headers(("Location" = String), ("ETag" = String))),
@@ -191,7 +191,7 @@ async fn get_lead(
     operation_id = "transition_lead",
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKey, IfMatch),
-    request_body = TransitionIn,
+    request_body(content = TransitionIn, example = json!({"to": "contacted", "reason": "Called back, demo booked for Friday"})),
     responses(
         (status = 200, description = "The lead after the move", body = LeadOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
@@ -225,7 +225,7 @@ async fn transition(
     operation_id = "patch_lead",
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKey, IfMatch),
-    request_body = LeadPatch,
+    request_body(content = LeadPatch, example = json!({"owner_id": 7})),
     responses(
         (status = 200, description = "The lead after the change", body = LeadOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
@@ -264,7 +264,7 @@ async fn patch_lead(
     operation_id = "add_lead_note",
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKeyRequired),
-    request_body = NoteIn,
+    request_body(content = NoteIn, example = json!({"text": "Wants a quote for 40 vans by Friday", "kind": "call"})),
     responses(
         (status = 201, description = "The timeline entry of the note", body = ActivityOut),
         (status = 404, description = "`/problems/not-found`: no such lead"),

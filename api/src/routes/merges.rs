@@ -41,7 +41,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "merge_leads",
     tag = "leads",
     params(("id" = i64, Path, description = "The surviving lead's id"), IdempotencyKeyRequired, IfMatch),
-    request_body = MergeIn,
+    request_body(content = MergeIn, example = json!({"lead_ids": [118, 131], "fields": {"phone": 131}})),
     responses(
         (status = 200, description = "Merged; `ETag` is the survivor's new version", body = MergeOut,
             headers(("Location" = String, description = "The merge"), ("ETag" = String))),

@@ -67,7 +67,7 @@ async fn list(_: Caller<SalesUp>, state: web::Data<AppState>) -> Result<HttpResp
     operation_id = "patch_principal",
     tag = "meta",
     params(("id" = i64, Path, description = "The principal's id"), IdempotencyKey, IfMatch),
-    request_body = PrincipalPatch,
+    request_body(content = PrincipalPatch, example = json!({"team": "inside-sales", "availability": "away", "away_until": "2026-12-14T08:00:00Z", "capacity": 25})),
     responses(
         (status = 200, description = "The principal after the change", body = PrincipalOut, headers(("ETag" = String))),
         (status = 403, description = "`/problems/forbidden`: a sales principal changing another principal, or its team or capacity"),

@@ -44,7 +44,7 @@ async fn get(_: Caller<SalesUp>, state: web::Data<AppState>) -> Result<HttpRespo
     operation_id = "put_routing_rules",
     tag = "crm",
     params(IdempotencyKey, IfMatch),
-    request_body = RoutingRulesIn,
+    request_body(content = RoutingRulesIn, example = json!({"rules": [{"source": "webform", "conditions": [{"pointer": "/employees", "gte": 100}], "team": "enterprise", "strategy": "round_robin"}, {"team": "inside-sales", "strategy": "round_robin"}]})),
     responses(
         (status = 200, description = "The rules after the change", body = RoutingRulesOut, headers(("ETag" = String))),
         (status = 412, description = "`/problems/precondition-failed`: `If-Match` names another version"),
@@ -74,7 +74,7 @@ async fn replace(caller: Caller<AdminOnly>, write: Write<RoutingRulesIn>) -> Wri
 #[utoipa::path(
     operation_id = "preview_routing",
     tag = "crm",
-    request_body = PreviewIn,
+    request_body(content = PreviewIn, example = json!({"source": "webform", "payload": {"country": "DE", "employees": 120}})),
     responses(
         (status = 200, description = "Who would get it", body = PreviewOut),
         (status = 404, description = "`/problems/not-found`: no such lead"),

@@ -82,7 +82,7 @@ async fn get_source(
 #[utoipa::path(
     operation_id = "create_source",
     tag = "sources",
-    request_body = SourceConfig,
+    request_body(content = SourceConfig, example = json!({"name": "partner", "scheme": "github", "secrets": ["f3c1b7a94e2d4c0a9b8e7d6c5b4a3921"], "event_type_header": "x-github-event", "allowed_event_types": ["lead.created", "lead.updated"], "record_pointer": "/lead", "source_ref_pointer": "/id", "email_pointer": "/contact/email", "name_pointer": "/contact/name", "updated_at_pointer": "/updated_at", "pull_url": "https://api.partner.example/v1/leads", "pull_auth_header": "authorization", "pull_auth_secret": "Bearer pk_test_partner_example", "pull_page_size": 200, "cron": "0 */15 * * * *"})),
     responses(
         (status = 201, description = "Created", body = SourceOut, headers(("Location" = String), ("ETag" = String))),
         (status = 409, description = "`/problems/conflict`: a source of this name exists (change it with `PATCH`)"),
@@ -126,7 +126,7 @@ async fn create_source(
     operation_id = "patch_source",
     tag = "sources",
     params(("name" = String, Path, description = "The source's name"), IfMatch),
-    request_body = SourcePatch,
+    request_body(content = SourcePatch, example = json!({"allowed_event_types": ["lead.created", "lead.updated", "lead.deleted"], "tolerance_secs": 600})),
     responses(
         (status = 200, description = "The source after the change", body = SourceOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such source"),

@@ -33,7 +33,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "create_subscription",
     tag = "subscriptions",
     params(IdempotencyKey),
-    request_body = SubscriptionIn,
+    request_body(content = SubscriptionIn, example = json!({"url": "https://crm.example.com/hooks/leadpipe", "event_types": ["lead.created", "lead.updated"], "description": "Sales CRM sync"})),
     responses(
         (status = 201, description = "Created; the only response that shows the `secret`", body = CreatedOut,
             headers(("Location" = String))),

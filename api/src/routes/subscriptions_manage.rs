@@ -27,7 +27,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "patch_subscription",
     tag = "subscriptions",
     params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey, IfMatch),
-    request_body = PatchIn,
+    request_body(content = PatchIn, example = json!({"event_types": ["lead.created", "lead.updated", "deal.stage_changed"], "enabled": true})),
     responses(
         (status = 200, description = "The subscription after the change", body = SubscriptionView, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
@@ -71,7 +71,7 @@ async fn patch(
     operation_id = "rotate_subscription_secret",
     tag = "subscriptions",
     params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey),
-    request_body(content = RotateIn, description = "`{}` for the defaults"),
+    request_body(content = RotateIn, description = "`{}` for the defaults", example = json!({"overlap_seconds": 86400})),
     responses(
         (status = 200, description = "The new secret", body = RotatedOut),
         (status = 404, description = "`/problems/not-found`: no such subscription"),

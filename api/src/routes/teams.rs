@@ -57,7 +57,7 @@ async fn list_teams(
     operation_id = "put_team",
     tag = "crm",
     params(("name" = String, Path, description = "The team's name (`default` for principals without one)"), IdempotencyKey, IfMatch),
-    request_body = TeamIn,
+    request_body(content = TeamIn, example = json!({"time_zone": "Europe/Berlin", "work_days": ["mon", "tue", "wed", "thu", "fri"], "work_start": "09:00", "work_end": "17:30", "response_target_minutes": 15, "escalation": {"to": "next_available"}})),
     responses(
         (status = 200, description = "Replaced", body = TeamOut, headers(("ETag" = String))),
         (status = 201, description = "Created", body = TeamOut, headers(("ETag" = String))),

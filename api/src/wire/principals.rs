@@ -54,8 +54,9 @@ impl From<StaffRecord> for PrincipalOut {
 
 crate::wire::versioned::versioned!(PrincipalOut);
 
-/// A principal as `leadpipe token list` shows it: never its token or the
-/// token's hash.
+/// A principal as `leadpipe token list` shows it: every field of
+/// [`PrincipalOut`], with `state` and `created_at` for people; never its
+/// token or the token's hash.
 #[derive(Serialize, Deserialize)]
 pub struct PrincipalListingOut {
     pub id: i64,
@@ -64,12 +65,17 @@ pub struct PrincipalListingOut {
     pub source: Option<String>,
     /// `active`, or `revoked` (its token is refused).
     pub state: String,
+    /// As `state`, for scripts: `false` once revoked.
+    pub active: bool,
     /// RFC 3339, whole seconds.
     pub created_at: String,
     pub team: Option<String>,
     /// `available`, `away`, or `away until <RFC 3339>`.
     pub availability: String,
+    pub away_until: Option<DateTime<Utc>>,
     pub capacity: Option<i32>,
+    /// As `GET /api/principals` has it (the `ETag` of a change).
+    pub version: i64,
 }
 
 impl From<StaffRecord> for PrincipalListingOut {
@@ -86,10 +92,13 @@ impl From<StaffRecord> for PrincipalListingOut {
             role: p.role,
             source: p.source,
             state: if record.active { "active" } else { "revoked" }.to_owned(),
+            active: record.active,
             created_at: seconds(record.created_at),
             team: record.routing.team,
             availability,
+            away_until: record.routing.away_until,
             capacity: record.routing.capacity,
+            version: record.version,
         }
     }
 }

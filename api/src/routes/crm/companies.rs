@@ -37,7 +37,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "create_company",
     tag = "crm",
     params(IdempotencyKey),
-    request_body = CompanyIn,
+    request_body(content = CompanyIn, example = json!({"name": "Acme Logistics GmbH", "domain": "acme-logistics.de", "website": "https://acme-logistics.de"})),
     responses(
         (status = 201, description = "Created (`outcome: created`)", body = CompanyOut,
             headers(("Location" = String), ("ETag" = String))),
@@ -95,7 +95,7 @@ async fn get(
     operation_id = "patch_company",
     tag = "crm",
     params(("id" = i64, Path, description = "The company's id"), IdempotencyKey, IfMatch),
-    request_body = CompanyPatch,
+    request_body(content = CompanyPatch, example = json!({"name": "Acme Logistics SE"})),
     responses(
         (status = 200, description = "The company after the change", body = CompanyOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such company"),

@@ -37,7 +37,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "create_contact",
     tag = "crm",
     params(IdempotencyKey),
-    request_body = ContactIn,
+    request_body(content = ContactIn, example = json!({"email": "ada.lovelace@acme-logistics.de", "name": "Ada Lovelace", "phone": "+49 30 1234567", "company_id": 12})),
     responses(
         (status = 201, description = "Created (`outcome: created`)", body = ContactOut,
             headers(("Location" = String), ("ETag" = String))),
@@ -110,7 +110,7 @@ async fn get(
     operation_id = "patch_contact",
     tag = "crm",
     params(("id" = i64, Path, description = "The contact's id"), IdempotencyKey, IfMatch),
-    request_body = ContactPatch,
+    request_body(content = ContactPatch, example = json!({"phone": "+49 30 7654321"})),
     responses(
         (status = 200, description = "The contact after the change", body = ContactOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such contact"),

@@ -35,7 +35,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "convert_lead",
     tag = "crm",
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKeyRequired, IfMatch),
-    request_body = ConvertIn,
+    request_body(content = ConvertIn, example = json!({"deal": {"name": "Acme: fleet tracking, 40 vans", "amount_cents": 1850000, "currency": "EUR"}})),
     responses(
         (status = 201, description = "Converted; `ETag` is the lead's new version", body = ConvertOut,
             headers(("Location" = String), ("ETag" = String))),

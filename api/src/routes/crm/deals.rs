@@ -39,7 +39,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "create_deal",
     tag = "crm",
     params(IdempotencyKeyRequired),
-    request_body = DealIn,
+    request_body(content = DealIn, example = json!({"name": "Acme: fleet tracking, 40 vans", "amount_cents": 1850000, "currency": "EUR", "owner_id": 7, "contact_id": 31, "company_id": 12})),
     responses(
         (status = 201, description = "The new deal", body = DealOut,
             headers(("Location" = String), ("ETag" = String))),
@@ -99,7 +99,7 @@ async fn get(
     operation_id = "patch_deal",
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
-    request_body = DealPatch,
+    request_body(content = DealPatch, example = json!({"amount_cents": 2100000, "owner_id": 9})),
     responses(
         (status = 200, description = "The deal after the change", body = DealOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),
@@ -131,7 +131,7 @@ async fn patch(
     operation_id = "transition_deal",
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
-    request_body = TransitionIn,
+    request_body(content = TransitionIn, example = json!({"to": "won", "reason": "Signed the annual contract"})),
     responses(
         (status = 200, description = "The deal after the move", body = DealOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such deal"),

@@ -40,7 +40,7 @@ crate::http::list::listed! {
     operation_id = "create_task",
     tag = "crm",
     params(IdempotencyKeyRequired),
-    request_body = TaskIn,
+    request_body(content = TaskIn, example = json!({"subject_type": "lead", "subject_id": 118, "title": "Send the quote for 40 vans", "description": "Pricing from the fleet sheet", "owner_id": 7, "due_at": "2026-12-04T16:00:00Z"})),
     responses(
         (status = 201, description = "The new task", body = TaskOut,
             headers(("Location" = String), ("ETag" = String))),
@@ -103,7 +103,7 @@ async fn get(
     operation_id = "patch_task",
     tag = "crm",
     params(("id" = i64, Path, description = "The task's id"), IdempotencyKey, IfMatch),
-    request_body = TaskPatch,
+    request_body(content = TaskPatch, example = json!({"status": "done"})),
     responses(
         (status = 200, description = "The task after the change", body = TaskOut, headers(("ETag" = String))),
         (status = 404, description = "`/problems/not-found`: no such task"),

@@ -105,7 +105,7 @@ async fn retry_one(
     operation_id = "retry_deliveries",
     tag = "ops",
     params(IdempotencyKey),
-    request_body = RetryManyIn,
+    request_body(content = RetryManyIn, example = json!({"subscription_id": 3, "dry_run": true})),
     responses((status = 200, description = "How many matched and were retried", body = domain::outbound::delivery::RetryReport)),
     security(("bearer" = ["ops", "admin"])),
 )]

@@ -134,7 +134,7 @@ async fn retry_event(
 #[utoipa::path(
     operation_id = "retry_inbox_events",
     tag = "ops",
-    request_body = BulkRetryIn,
+    request_body(content = BulkRetryIn, example = json!({"source": "partner", "state": "dead", "received_since": "2026-11-30T00:00:00Z", "received_until": "2026-12-01T00:00:00Z", "include_processed": false, "dry_run": true})),
     responses(
         (status = 200, description = "What matched and what re-applying it came to", body = BulkRetryOut),
         (status = 422, description = "`/problems/validation`: a state that cannot be retried, or `processed` without `include_processed`"),

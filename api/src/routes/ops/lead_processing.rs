@@ -78,7 +78,7 @@ impl RetryOut {
 #[utoipa::path(
     operation_id = "retry_lead_processing",
     tag = "ops",
-    request_body = RetryIn,
+    request_body(content = RetryIn, example = json!({"state": "dead", "limit": 100, "dry_run": true})),
     responses(
         (status = 200, description = "What matched and what processing it came to", body = RetryOut),
         (status = 404, description = "`/problems/not-found`: no such lead"),

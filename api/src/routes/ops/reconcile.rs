@@ -57,7 +57,7 @@ fn location(id: i64) -> String {
     operation_id = "start_reconcile",
     tag = "ops",
     params(("source" = String, Path, description = "The source's name")),
-    request_body(content = Option<StartIn>, content_type = "application/json"),
+    request_body(content = Option<StartIn>, content_type = "application/json", example = json!({"dry_run": true})),
     responses(
         (status = 202, description = "The run, started; `Location` names it", body = ReconcileRunOut),
         (status = 404, description = "`/problems/not-found`: no such source"),

@@ -74,7 +74,7 @@ async fn list(
 #[utoipa::path(
     operation_id = "retry_reconcile_rejected",
     tag = "ops",
-    request_body = RetryIn,
+    request_body(content = RetryIn, example = json!({"source": "partner"})),
     responses((status = 200, description = "What the retry came to", body = RetryOut)),
     security(("bearer" = ["ops", "admin"])),
 )]
