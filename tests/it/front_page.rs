@@ -283,6 +283,7 @@ on_both_backends!(
     each_role_sees_only_the_tabs_it_may_read,
     sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab,
     sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline,
+    sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk,
 );
 
 /// Everything the page holds, hidden or not: the document's markup and its
@@ -1226,5 +1227,113 @@ async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(
         .unwrap();
     assert!(merge.undone_at.is_some());
     assert_nothing_refused(&browser, &format!("/api/merges/{}/undo", merge.id), "sales").await;
+    browser.close().await.unwrap();
+}
+
+async fn sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let admin = app.api_as(Role::Admin, None).await;
+    let mut ids = Vec::new();
+    for (source_ref, name) in [("f-1", "Carol"), ("f-2", "Alan"), ("f-3", "Betty")] {
+        let body = json!({"source": "webform", "source_ref": source_ref, "name": name});
+        ids.push(admin.new_lead(&body).await);
+    }
+    // Two reps with one name: the page tells them apart.
+    let alice = domain::auth::create_principal(&app.db, "alice", Role::Sales, None)
+        .await
+        .unwrap();
+    let other_alice = domain::auth::create_principal(&app.db, "alice", Role::Sales, None)
+        .await
+        .unwrap();
+    let (alice_id, other_id) = (alice.principal.id, other_alice.principal.id);
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    // A saved list: new leads, by name.
+    browser
+        .goto(&app.url("/?status=new&order=name:asc"))
+        .await
+        .unwrap();
+    sign_in(&browser, &alice.token).await;
+    wait_for_text(&browser, "#whoami", "alice (sales").await;
+    click(&browser, "#tabs button[data-tab=\"leads\"]").await;
+    wait_for_count(&browser, "#lead-table tbody tr", 3).await;
+    let names = browser
+        .execute(
+            "return [...document.querySelectorAll('#lead-table tbody td.name a')].map(a => a.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(names, json!(["Alan", "Betty", "Carol"]));
+    let status = browser
+        .execute(
+            "return document.getElementById('filter-status').value;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, json!("new"), "the filter came from the address");
+    // Sorting again, descending, goes into the address.
+    click(&browser, "#lead-table button.sort[data-sort=\"name\"]").await;
+    wait_for_text(&browser, "#lead-table tbody tr:first-child", "Carol").await;
+    let address = browser.current_url().await.unwrap();
+    assert!(address.as_str().contains("order=name%3Adesc"), "{address}");
+    assert!(address.as_str().contains("status=new"), "{address}");
+
+    // Two leads to the other alice, told apart by id.
+    for id in &ids[..2] {
+        click(
+            &browser,
+            &format!("#lead-table tr[data-lead-id=\"{id}\"] input.pick"),
+        )
+        .await;
+    }
+    wait_for_text(&browser, "#bulk-count", "2 leads selected").await;
+    click(
+        &browser,
+        &format!("#bulk-owner option[value=\"{other_id}\"]"),
+    )
+    .await;
+    let other_label = format!("alice (sales, #{other_id})");
+    assert_eq!(
+        text_of(
+            &browser,
+            &format!("#bulk-owner option[value=\"{other_id}\"]")
+        )
+        .await,
+        other_label
+    );
+    look(&browser, "sales-bulk-selected").await;
+    click(&browser, "#bulk-assign").await;
+    wait_for_text(&browser, "#bulk-result", "Assigned 2 leads.").await;
+    for id in &ids[..2] {
+        assert_eq!(stored_lead(&app, *id).await.owner_id, Some(other_id));
+        wait_for_text(
+            &browser,
+            &format!("#lead-table tr[data-lead-id=\"{id}\"] td.owner"),
+            &other_label,
+        )
+        .await;
+    }
+    assert_ne!(alice_id, other_id);
+
+    // All three move on; each write carried its own Idempotency-Key.
+    let keys_before = app.count(idempotency_key::Entity).await;
+    click(&browser, "#pick-all").await;
+    wait_for_text(&browser, "#bulk-count", "3 leads selected").await;
+    click(&browser, "#bulk-status option[value=\"contacted\"]").await;
+    click(&browser, "#bulk-move").await;
+    wait_for_text(&browser, "#bulk-result", "Moved 3 leads.").await;
+    for id in &ids {
+        assert_eq!(stored_lead(&app, *id).await.status, "contacted");
+    }
+    assert_eq!(app.count(idempotency_key::Entity).await, keys_before + 3);
+    // The saved filter (status new) now matches nothing.
+    wait_for(&browser, "#lead-empty:not([hidden])").await;
+    look(&browser, "sales-bulk-done").await;
     browser.close().await.unwrap();
 }
