@@ -11,7 +11,7 @@ const NOTICE_KEY = "leadpipe.notice";
 // "Roles"). An intake token only posts leads, so it gets no tab at all.
 const TABS_BY_ROLE = {
   intake: [],
-  sales: ["leads", "tasks", "reports"],
+  sales: ["my-day", "leads", "tasks", "reports"],
   ops: ["leads", "tasks", "reports", "ops"],
   admin: ["leads", "tasks", "reports", "ops"],
 };
@@ -37,7 +37,10 @@ const state = {
   me: null, // GET /api/me: who is signed in
   token: null, // the token this page signed in with
   leads: [], // the rows of the list, as loaded
-  people: new Map(), // principal id -> {name, role, active}
+  people: new Map(), // principal id -> {name, role, team, active, label}
+  picked: new Set(), // lead ids ticked in the list, for bulk actions
+  sort: null, // {key, dir}: the list's column order, within the loaded rows
+  duplicateLeads: new Map(), // lead id -> the duplicate lead, for its name
   seriesWindow: "1h",
   leadsCursor: null,
   lead: null, // the lead shown in the detail panel
@@ -112,7 +115,32 @@ function duration(seconds) {
 function person(id) {
   if (id === null || id === undefined) return "—";
   const p = state.people.get(id);
-  return p ? p.name : `#${id}`;
+  return p ? p.label : `#${id}`;
+}
+
+/**
+ * Each principal's label: the name, and where two share a name, what tells
+ * them apart — the team (or role), and the id when even that is shared.
+ */
+function labelPeople(list) {
+  const byName = new Map();
+  for (const p of list) byName.set(p.name, (byName.get(p.name) || []).concat(p));
+  for (const p of list) {
+    const namesakes = byName.get(p.name);
+    if (namesakes.length === 1) p.label = p.name;
+    else {
+      const where = p.team ? `team ${p.team}` : p.role;
+      const sameWhere = namesakes.filter((o) => (o.team ? `team ${o.team}` : o.role) === where).length > 1;
+      p.label = `${p.name} (${where}${sameWhere ? `, #${p.id}` : ""})`;
+    }
+    if (!p.active) p.label += " — revoked";
+  }
+  return list;
+}
+
+/** Who may own leads: active sales principals, by label. */
+function owners() {
+  return [...state.people.values()].filter((p) => p.role === "sales" && p.active).sort((a, b) => a.label.localeCompare(b.label));
 }
 
 /** An API error: the problem+json body when there is one. */
@@ -128,12 +156,27 @@ function token() {
   return sessionStorage.getItem(TOKEN_KEY);
 }
 
-/** Calls the API with the token; returns {status, headers, body} or throws ApiError. */
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/**
+ * Every call to the API goes through here; returns {status, headers, body}
+ * or throws ApiError. Signed in with a token, it sends `Authorization:
+ * Bearer`. Without one, the browser's own session cookie (if any) goes
+ * along (`same-origin`), and an unsafe method carries the session's
+ * `X-CSRF-Token` (`state.csrf`) — the one place that knows how a call is
+ * authenticated.
+ */
 async function api(method, path, { body, headers } = {}) {
   // `no-store`: an answer is for this session only; the browser keeps none.
-  const init = { method, cache: "no-store", headers: Object.assign({ Accept: "application/json" }, headers) };
+  const init = {
+    method,
+    cache: "no-store",
+    credentials: "same-origin",
+    headers: Object.assign({ Accept: "application/json" }, headers),
+  };
   const t = token();
   if (t) init.headers.Authorization = `Bearer ${t}`;
+  else if (state.csrf && !SAFE_METHODS.has(method)) init.headers["X-CSRF-Token"] = state.csrf;
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -157,40 +200,78 @@ async function api(method, path, { body, headers } = {}) {
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
-/** A problem+json, readably. */
-function problemView(err) {
+/** What went wrong, in words, by status (the problem's title and detail follow). */
+function headline(status) {
+  if (status === 0) return "The server could not be reached";
+  if (status === 403) return "You may not do this";
+  if (status === 404) return "Not found";
+  if (status === 409) return "This clashes with what is stored now";
+  if (status === 412) return "Someone else changed this meanwhile";
+  if (status === 422 || status === 400) return "This was not accepted";
+  if (status === 429) return "Too many requests just now; wait a moment and try again";
+  if (status >= 500) return "The server failed to do this; try again later";
+  return "That did not work";
+}
+
+/** A problem+json, readably: words first, then the problem's own detail. */
+function problemView(err, note) {
   const p = err.problem || {};
   const box = el(
     "div",
-    { class: "problem-body" },
-    el("strong", {}, `${err.status || ""} ${p.title || "Error"}`.trim()),
-    p.detail ? el("p", {}, p.detail) : null,
-    p.type ? el("p", { class: "muted" }, "type: ", el("code", {}, p.type)) : null,
+    { class: "problem-body", dataset: { status: String(err.status || 0), type: p.type || "" } },
+    el("strong", {}, headline(err.status)),
+    el("p", {}, [p.title, p.detail].filter(Boolean).join(": ") || `HTTP ${err.status}`),
   );
   if (Array.isArray(p.errors) && p.errors.length) {
     box.append(el("ul", {}, p.errors.map((e) => el("li", {}, el("code", {}, e.field), ": ", e.message))));
   }
   if (Array.isArray(p.allowed)) {
-    box.append(el("p", {}, "allowed: ", p.allowed.length ? p.allowed.join(", ") : "none"));
+    box.append(el("p", {}, "Allowed from here: ", p.allowed.length ? p.allowed.join(", ") : "nothing"));
   }
-  if (p.current_version !== undefined) {
-    box.append(el("p", {}, `current version: ${p.current_version} — reload the lead and try again`));
-  }
+  if (note) box.append(el("p", { class: "note" }, note));
   return box;
 }
 
-function showProblem(err) {
-  const box = $("problem");
+/**
+ * Shows a problem where the user is: at the top of the card that holds
+ * `where` (the active view's first card when not given), scrolled into
+ * view. Sign-in problems use the page's own box.
+ */
+function showProblem(err, where, note) {
+  if (err.status === 401) {
+    signOut("Your token was not accepted; sign in again.");
+    return;
+  }
+  const scope = (where && (where.closest(".card") || where)) || activeCard();
+  let box;
+  if (!scope) {
+    box = $("problem");
+  } else {
+    box = scope.querySelector(":scope > .problem");
+    if (!box) {
+      box = el("div", { class: "problem", role: "alert" });
+      const heading = scope.querySelector(":scope > h2");
+      if (heading) heading.after(box);
+      else scope.prepend(box);
+    }
+  }
   box.replaceChildren(
-    problemView(err),
+    problemView(err, note),
     el("button", { type: "button", class: "small", onclick: () => (box.hidden = true) }, "Dismiss"),
   );
   box.hidden = false;
-  if (err.status === 401) signOut("Your token was not accepted; sign in again.");
+  box.scrollIntoView({ block: "nearest" });
+}
+
+/** The first card of the view shown, where a problem without a place goes. */
+function activeCard() {
+  const section = [...document.querySelectorAll("main > section[id$='-tab']")].find((s) => !s.hidden);
+  return section ? section.querySelector(".card") : null;
 }
 
 function clearProblem() {
   $("problem").hidden = true;
+  for (const box of document.querySelectorAll(".card > .problem")) box.remove();
 }
 
 /** A table of objects: the union of their keys as columns. */
@@ -265,14 +346,18 @@ async function showApp() {
     $("no-views").hidden = false;
     return;
   }
-  showTab(shown[0]);
+  filtersFromAddress();
+  // A lead's address opens the Leads view; otherwise the role's first view.
+  showTab(/^#lead\/\d+$/.test(location.hash) && shown.includes("leads") ? "leads" : shown[0]);
   // Names arrive after the first list: show them once known, without
   // taking the user back from a tab they have moved to meanwhile.
   await loadPeople();
   // In the same turn as the name in the header: once it shows, the list
   // and the lead show names too.
-  $("lead-table").querySelector("tbody").replaceChildren(...state.leads.map(leadRow));
+  renderLeadRows();
+  fillOwnerChoices($("bulk-owner"), "nobody");
   if (state.lead) renderLead();
+  if (!$("my-day-tab").hidden) loadMyDay();
   $("whoami").textContent = `${state.me.name} (${state.me.role})`;
   openLeadFromHash();
 }
@@ -281,7 +366,7 @@ async function showApp() {
 async function loadPeople() {
   try {
     const { body } = await api("GET", "/api/principals");
-    state.people = new Map(body.map((p) => [p.id, p]));
+    state.people = new Map(labelPeople(body).map((p) => [p.id, p]));
   } catch (err) {
     showProblem(err);
   }
@@ -299,6 +384,7 @@ function showTab(name) {
   if (!mayRead(name)) return;
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === name);
   $("leads-tab").hidden = name !== "leads";
+  $("my-day-tab").hidden = name !== "my-day";
   $("ops-tab").hidden = name !== "ops";
   $("tasks-tab").hidden = name !== "tasks";
   $("reports-tab").hidden = name !== "reports";
@@ -306,19 +392,39 @@ function showTab(name) {
   if (name === "leads") loadLeads(false);
   else if (name === "tasks") loadTasks(false);
   else if (name === "reports") loadSpeedToLead();
+  else if (name === "my-day") loadMyDay();
   else loadOps();
 }
 
 // ---------------------------------------------------------------- leads
 
+/** The list's filters and order live in the page's address (`?status=…`): a reload or a link keeps them. */
+const FILTERS = { status: "filter-status", q: "filter-q", owner: "filter-owner", sort: "filter-sort" };
+
+function filtersFromAddress() {
+  const q = new URLSearchParams(location.search);
+  for (const [key, id] of Object.entries(FILTERS)) if (q.has(key)) $(id).value = q.get(key);
+  const order = /^(\w+):(asc|desc)$/.exec(q.get("order") || "");
+  state.sort = order ? { key: order[1], dir: order[2] } : null;
+}
+
+function filtersToAddress() {
+  const q = new URLSearchParams();
+  for (const [key, id] of Object.entries(FILTERS)) {
+    const value = $(id).value.trim();
+    if (value && !(key === "sort" && value === "updated_at")) q.set(key, value);
+  }
+  if (state.sort) q.set("order", `${state.sort.key}:${state.sort.dir}`);
+  const search = q.toString();
+  history.replaceState(null, "", `${location.pathname}${search ? `?${search}` : ""}${location.hash}`);
+}
+
 function leadQuery() {
   const q = new URLSearchParams({ limit: "50" });
-  const status = $("filter-status").value;
-  const text = $("filter-q").value.trim();
-  const owner = $("filter-owner").value;
-  if (status) q.set("status", status);
-  if (text) q.set("q", text);
-  if (owner) q.set("owner", owner);
+  for (const [key, id] of Object.entries(FILTERS)) {
+    const value = $(id).value.trim();
+    if (value) q.set(key, value);
+  }
   if (state.leadsCursor) q.set("cursor", state.leadsCursor);
   return q;
 }
@@ -327,41 +433,175 @@ async function loadLeads(more) {
   if (!more) state.leadsCursor = null;
   try {
     const { body } = await api("GET", `/api/leads?${leadQuery()}`);
-    const tbody = $("lead-table").querySelector("tbody");
-    const rows = body.data.map(leadRow);
     state.leads = more ? state.leads.concat(body.data) : body.data;
-    if (more) tbody.append(...rows);
-    else tbody.replaceChildren(...rows);
+    const shown = new Set(state.leads.map((l) => l.id));
+    for (const id of state.picked) if (!shown.has(id)) state.picked.delete(id);
+    renderLeadRows();
     state.leadsCursor = body.next_cursor;
     $("more-leads").hidden = !body.next_cursor;
-    $("lead-empty").hidden = tbody.children.length > 0;
   } catch (err) {
-    showProblem(err);
+    showProblem(err, $("lead-list"));
   }
 }
 
+/** A lead's value for sorting by a column. */
+function sortValue(lead, key) {
+  if (key === "name") return (lead.name || lead.email || "").toLowerCase();
+  if (key === "owner") return lead.owner_id === null || lead.owner_id === undefined ? "" : person(lead.owner_id).toLowerCase();
+  return String(lead[key] || "").toLowerCase();
+}
+
+/** The loaded rows in the chosen column order (the server's order otherwise). */
+function sortedLeads() {
+  if (!state.sort) return state.leads;
+  const { key, dir } = state.sort;
+  const sign = dir === "asc" ? 1 : -1;
+  return [...state.leads].sort((a, b) => sign * sortValue(a, key).localeCompare(sortValue(b, key)) || b.id - a.id);
+}
+
+function renderLeadRows() {
+  const tbody = $("lead-table").querySelector("tbody");
+  tbody.replaceChildren(...sortedLeads().map(leadRow));
+  $("lead-empty").hidden = state.leads.length > 0;
+  for (const th of $("lead-table").querySelectorAll("th[data-col]")) {
+    const on = state.sort && state.sort.key === th.dataset.col;
+    th.setAttribute("aria-sort", on ? (state.sort.dir === "asc" ? "ascending" : "descending") : "none");
+  }
+  renderBulk();
+}
+
+function sortBy(key) {
+  const same = state.sort && state.sort.key === key;
+  state.sort = { key, dir: same && state.sort.dir === "asc" ? "desc" : "asc" };
+  if (!same && key === "updated_at") state.sort.dir = "desc";
+  filtersToAddress();
+  renderLeadRows();
+}
+
+function leadLabel(lead) {
+  return lead.name || lead.email || `Lead ${lead.id}`;
+}
+
 function leadRow(lead) {
+  const pick = el("input", {
+    type: "checkbox",
+    class: "pick",
+    "aria-label": `Select ${leadLabel(lead)}`,
+    onchange: (e) => {
+      if (e.target.checked) state.picked.add(lead.id);
+      else state.picked.delete(lead.id);
+      renderBulk();
+    },
+  });
+  pick.checked = state.picked.has(lead.id);
+  const open = (e) => {
+    e.preventDefault();
+    openLead(lead.id);
+  };
   const row = el(
     "tr",
-    { dataset: { leadId: String(lead.id) }, onclick: () => openLead(lead.id), tabindex: "0" },
-    el("td", {}, lead.id),
-    el("td", {}, lead.name || ""),
-    el("td", {}, lead.email || ""),
-    el("td", {}, lead.company || ""),
-    el("td", {}, lead.source),
+    { dataset: { leadId: String(lead.id) } },
+    el("td", { class: "c-pick" }, pick),
+    el(
+      "td",
+      { class: "name", title: [lead.name, lead.email].filter(Boolean).join(" · ") },
+      el("a", { href: `#lead/${lead.id}`, onclick: open }, leadLabel(lead)),
+      lead.name && lead.email ? el("span", { class: "sub" }, lead.email) : null,
+    ),
+    el("td", { class: "wide", title: lead.company || "" }, lead.company || ""),
+    el("td", { class: "wide" }, lead.source),
     el("td", {}, el("span", { class: `status status-${lead.status}` }, lead.status)),
     el("td", { class: "owner" }, person(lead.owner_id)),
-    el("td", {}, when(lead.updated_at)),
+    el("td", { class: "wide", title: when(lead.updated_at) }, shortWhen(lead.updated_at)),
   );
-  row.addEventListener("keydown", (e) => {
-    if (e.key === "Enter") openLead(lead.id);
+  // A click anywhere on the row opens the lead; the box and the link do their own thing.
+  row.addEventListener("click", (e) => {
+    if (!e.target.closest("input, a, button")) openLead(lead.id);
   });
   if (state.lead && state.lead.id === lead.id) row.classList.add("selected");
   return row;
 }
 
-async function openLead(id) {
+/** A time as "14:05" today, "3 Dec" this year, "3 Dec 2025" before. */
+function shortWhen(value) {
+  const d = new Date(value);
+  if (isNaN(d)) return "";
+  const now = new Date();
+  if (d.toDateString() === now.toDateString()) return d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const opts = { day: "numeric", month: "short" };
+  if (d.getFullYear() !== now.getFullYear()) opts.year = "numeric";
+  return d.toLocaleDateString([], opts);
+}
+
+// ---------------------------------------------------------------- bulk actions
+
+function renderBulk() {
+  const n = state.picked.size;
+  $("bulk").hidden = n === 0;
+  $("bulk-count").textContent = `${plural(n, "lead")} selected`;
+  const all = $("pick-all");
+  all.checked = n > 0 && n === state.leads.length;
+  all.indeterminate = n > 0 && n < state.leads.length;
+}
+
+/** An owner picker: active sales principals by label, and `none` (no owner). */
+function fillOwnerChoices(select, noneLabel) {
+  const chosen = select.value;
+  select.replaceChildren(
+    el("option", { value: "" }, "choose…"),
+    ...owners().map((p) => el("option", { value: String(p.id) }, p.label)),
+    el("option", { value: "none" }, noneLabel),
+  );
+  select.value = chosen;
+}
+
+/**
+ * Runs one write per selected lead, each with its own Idempotency-Key and
+ * the version shown as If-Match; says how many worked and why the rest did not.
+ */
+async function bulk(verb, write) {
   clearProblem();
+  const leads = state.leads.filter((l) => state.picked.has(l.id));
+  for (const b of $("bulk").querySelectorAll("button")) b.disabled = true;
+  const failed = [];
+  for (const lead of leads) {
+    try {
+      await write(lead, { "Idempotency-Key": uuid(), "If-Match": `"${lead.version}"` });
+    } catch (err) {
+      if (err.status === 401) return showProblem(err);
+      const p = err.problem || {};
+      failed.push(`${leadLabel(lead)}: ${headline(err.status).toLowerCase()}${p.detail ? ` (${p.detail})` : ""}`);
+    }
+  }
+  for (const b of $("bulk").querySelectorAll("button")) b.disabled = false;
+  const done = leads.length - failed.length;
+  const result = $("bulk-result");
+  result.replaceChildren(
+    `${verb} ${plural(done, "lead")}.`,
+    failed.length ? el("span", { class: "alert" }, ` ⚠ ${plural(failed.length, "lead")} not: `, failed.join("; ")) : "",
+  );
+  result.hidden = false;
+  state.picked.clear();
+  await loadLeads(false);
+  if (state.lead && leads.some((l) => l.id === state.lead.id)) await openLead(state.lead.id);
+}
+
+function bulkAssign() {
+  const choice = $("bulk-owner").value;
+  if (!choice) return $("bulk-owner").focus();
+  const owner = choice === "none" ? null : Number(choice);
+  return bulk("Assigned", (lead, headers) => api("PATCH", `/api/leads/${lead.id}`, { body: { owner_id: owner }, headers }));
+}
+
+function bulkMove() {
+  const to = $("bulk-status").value;
+  const reason = $("bulk-reason").value.trim();
+  const body = reason ? { to, reason } : { to };
+  return bulk("Moved", (lead, headers) => api("POST", `/api/leads/${lead.id}/transitions`, { body, headers }));
+}
+
+async function openLead(id, { keepProblem } = {}) {
+  if (!keepProblem) clearProblem();
   try {
     // A merged lead answers 308: the browser follows it to the survivor.
     const { body, headers } = await api("GET", `/api/leads/${id}`);
@@ -369,70 +609,145 @@ async function openLead(id) {
     state.etag = headers.get("ETag");
     state.conversion = null;
     // The lead is addressable (#lead/ID): reload and duplicate links land here.
-    if (location.hash !== `#lead/${body.id}`) history.replaceState(null, "", `#lead/${body.id}`);
+    if (location.hash !== `#lead/${body.id}`) history.replaceState(null, "", `${location.pathname}${location.search}#lead/${body.id}`);
     renderLead();
-    await Promise.all([loadTimeline(), loadLeadTasks(), body.status === "converted" ? loadConversion() : null]);
+    await Promise.all([
+      loadTimeline(),
+      loadLeadTasks(),
+      loadDuplicateNames(),
+      body.status === "converted" ? loadConversion() : null,
+    ]);
   } catch (err) {
-    showProblem(err);
+    showProblem(err, $("lead-detail").hidden ? $("lead-list") : $("lead-detail"));
   }
+}
+
+function closeLead() {
+  state.lead = null;
+  state.etag = null;
+  $("lead-detail").hidden = true;
+  $("lead-columns").classList.remove("with-detail");
+  history.replaceState(null, "", `${location.pathname}${location.search}`);
+  for (const row of $("lead-table").querySelectorAll("tbody tr.selected")) row.classList.remove("selected");
+}
+
+/** The duplicates' own leads, so they show by name (each read once per lead shown). */
+async function loadDuplicateNames() {
+  const id = state.lead.id;
+  const wanted = (state.lead.possible_duplicates || []).map((d) => d.lead_id).filter((d) => !state.duplicateLeads.has(d));
+  const read = await Promise.all(wanted.slice(0, 20).map((d) => api("GET", `/api/leads/${d}`).then((r) => r.body, () => null)));
+  for (const lead of read) if (lead) state.duplicateLeads.set(lead.id, lead);
+  if (state.lead && state.lead.id === id && read.some(Boolean)) renderDuplicates();
+}
+
+function renderDuplicates() {
+  const lead = state.lead;
+  const duplicates = Array.isArray(lead.possible_duplicates) ? lead.possible_duplicates : [];
+  $("duplicates").hidden = duplicates.length === 0;
+  $("duplicate-links").replaceChildren(
+    ...duplicates.map((d) => {
+      const other = state.duplicateLeads.get(d.lead_id);
+      const name = other ? leadLabel(other) : `Lead #${d.lead_id}`;
+      return el(
+        "li",
+        {},
+        el("a", { href: `#lead/${d.lead_id}`, dataset: { leadId: String(d.lead_id) } }, name),
+        el("span", { class: "muted" }, other ? ` from ${other.source}` : "", `, same ${d.reason} `),
+        d.merge
+          ? el(
+              "button",
+              {
+                type: "button",
+                class: "small merge",
+                dataset: { mergeLead: String(d.lead_id) },
+                "aria-label": `Merge ${name} into this lead`,
+                onclick: (e) => mergeDuplicate(e, d),
+              },
+              "Merge",
+            )
+          : null,
+      );
+    }),
+  );
+}
+
+/** Speed to lead, as a clock: how long until the answer is due, or how late it is. */
+function renderClock(lead) {
+  const c = lead.speed_to_lead || {};
+  const box = $("lead-clock");
+  let text = null;
+  let late = false;
+  const since = (t) => duration((Date.now() - new Date(t)) / 1000);
+  if (c.first_response_at) {
+    const from = c.assigned_at || lead.created_at;
+    text = `Answered ${duration((new Date(c.first_response_at) - new Date(from)) / 1000)} after ${c.assigned_at ? "it got its owner" : "it arrived"}`;
+  } else if (c.response_due_at) {
+    const left = (new Date(c.response_due_at) - Date.now()) / 1000;
+    late = c.overdue || left < 0;
+    text = late ? `Answer overdue by ${duration(-left)}` : `Answer due in ${duration(left)} (${when(c.response_due_at)})`;
+  } else if (lead.owner_id === null && !["converted", "lost"].includes(lead.status)) {
+    text = `Waiting for an owner for ${since(lead.created_at)}`;
+  }
+  box.hidden = !text;
+  box.className = late ? "clock late" : "clock";
+  box.textContent = late ? `⚠ ${text}` : text || "";
+}
+
+/** The sender's payload: its fields as a table, nested values as JSON. */
+function payloadView(payload) {
+  const entries = payload && typeof payload === "object" ? Object.entries(payload) : [];
+  if (!entries.length) return el("p", { class: "muted" }, "Nothing beyond the fields above.");
+  return el(
+    "table",
+    { class: "payload" },
+    el("tbody", {}, entries.map(([k, v]) => el("tr", {}, el("th", { scope: "row" }, k), el("td", {}, typeof v === "object" && v !== null ? el("pre", {}, JSON.stringify(v, null, 2)) : cell(v))))),
+  );
 }
 
 function renderLead() {
   const lead = state.lead;
   $("lead-detail").hidden = false;
-  $("lead-title").textContent = lead.name || lead.email || `Lead ${lead.id}`;
+  $("lead-columns").classList.add("with-detail");
+  $("lead-title").textContent = leadLabel(lead);
+  renderClock(lead);
   const fields = [
-    ["id", lead.id],
-    ["source", `${lead.source} / ${lead.source_ref}`],
     ["email", lead.email],
     ["phone", lead.phone],
     ["company", lead.company],
-    ["created", when(lead.created_at)],
-    ["updated", when(lead.updated_at)],
+    ["source", `${lead.source} (their reference ${lead.source_ref})`],
+    ["received", when(lead.created_at)],
+    ["changed", when(lead.updated_at)],
   ];
-  // Speed to lead: when the owner's answer is due, and when it came.
-  const clock = lead.speed_to_lead;
-  if (clock && clock.response_due_at) {
-    fields.push(["answer due", `${when(clock.response_due_at)}${clock.overdue ? " — overdue" : ""}`]);
-  }
-  if (clock && clock.first_response_at) fields.push(["answered", when(clock.first_response_at)]);
   $("lead-fields").replaceChildren(
     ...fields.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v === null || v === undefined ? "—" : v)]),
   );
-  // Only sales principals may own leads; others see the owner only.
-  const mayOwn = state.me && state.me.role === "sales" && lead.owner_id !== state.me.id;
+  // Any sales principal may own a lead: the rep takes it, or anyone assigns it.
+  const mine = state.me && state.me.role === "sales" && lead.owner_id !== state.me.id;
+  const picker = el("select", { id: "assign-owner", "aria-label": "New owner" });
+  const assign = el("form", { class: "assign", onsubmit: assignTo }, picker, el("button", { type: "submit", class: "small", id: "assign" }, "Assign"));
+  fillOwnerChoices(picker, "nobody");
   $("lead-fields").append(
     el("dt", {}, "owner"),
     el(
       "dd",
       {},
       el("span", { id: "lead-owner" }, person(lead.owner_id)),
-      mayOwn ? el("button", { type: "button", id: "assign-me", class: "small", onclick: assignToMe }, "Assign to me") : null,
+      mine ? el("button", { type: "button", id: "assign-me", class: "small", onclick: assignToMe }, "Assign to me") : null,
+      assign,
     ),
   );
-  const duplicates = Array.isArray(lead.possible_duplicates) ? lead.possible_duplicates : [];
-  $("duplicates").hidden = duplicates.length === 0;
-  $("duplicate-links").replaceChildren(
-    ...duplicates.map((d) =>
-      el(
-        "li",
-        {},
-        el("a", { href: `#lead/${d.lead_id}`, dataset: { leadId: String(d.lead_id) } }, `Lead #${d.lead_id}`),
-        ` — same ${d.reason} `,
-        d.merge
-          ? el("button", { type: "button", class: "small merge", dataset: { mergeLead: String(d.lead_id) }, onclick: (e) => mergeDuplicate(e, d) }, "Merge into this lead")
-          : null,
-      ),
-    ),
-  );
+  renderDuplicates();
+  $("lead-payload").replaceChildren(payloadView(lead.payload));
   $("convert-form").hidden = lead.status !== "qualified";
   renderConversion();
   const status = $("lead-status");
   status.textContent = lead.status;
   status.className = `status status-${lead.status}`;
-  $("lead-version").textContent = state.etag ? `ETag ${state.etag}` : "";
+  // The version matters to those who read the API; sales sees none of it.
+  $("lead-version").textContent = state.me && state.me.role !== "sales" ? `version ${lead.version}` : "";
   const next = NEXT_STATUS[lead.status] || [];
   $("transition-reason").hidden = next.length === 0;
+  document.querySelector("label[for=transition-reason]").hidden = next.length === 0;
   $("transitions").replaceChildren(
     ...(next.length
       ? next.map((to) =>
@@ -445,22 +760,34 @@ function renderLead() {
   }
 }
 
+/**
+ * A write to the shown lead failed. A stale `412` (someone changed the lead
+ * meanwhile) re-reads it, so what is shown is what is stored, and says so.
+ */
+async function leadWriteFailed(err) {
+  if (err.status === 412 && state.lead) {
+    await openLead(state.lead.id, { keepProblem: true });
+    await loadLeads(false);
+    showProblem(err, $("lead-detail"), "The lead now shows what is stored; look at it and try again.");
+  } else {
+    showProblem(err, $("lead-detail"));
+    if (state.lead) renderLead();
+  }
+}
+
 async function transition(to) {
   clearProblem();
   const lead = state.lead;
   const reason = $("transition-reason").value.trim();
   const body = { to };
   if (reason) body.reason = reason;
-  const headers = { "Idempotency-Key": uuid() };
-  if (state.etag) headers["If-Match"] = state.etag;
   for (const b of $("transitions").querySelectorAll("button")) b.disabled = true;
   try {
-    const response = await api("POST", `/api/leads/${lead.id}/transitions`, { body, headers });
+    const response = await api("POST", `/api/leads/${lead.id}/transitions`, { body, headers: writeHeaders() });
     $("transition-reason").value = "";
     await leadChanged(response);
   } catch (err) {
-    showProblem(err);
-    renderLead();
+    await leadWriteFailed(err);
   }
 }
 
@@ -485,8 +812,7 @@ async function mergeDuplicate(e, duplicate) {
     $("lead-table").querySelector(`tbody tr[data-lead-id="${duplicate.lead_id}"]`)?.remove();
     await openLead(response.body.lead.id);
   } catch (err) {
-    showProblem(err);
-    e.target.disabled = false;
+    await leadWriteFailed(err);
   }
 }
 
@@ -499,7 +825,7 @@ async function undoMerge(e, mergeId) {
     await loadLeads();
     await openLead(state.lead.id);
   } catch (err) {
-    showProblem(err);
+    showProblem(err, $("timeline"));
     e.target.disabled = false;
   }
 }
@@ -511,19 +837,30 @@ function writeHeaders() {
   return headers;
 }
 
-async function assignToMe(e) {
+async function assignOwner(owner, button) {
   clearProblem();
-  e.target.disabled = true;
+  button.disabled = true;
   try {
     const response = await api("PATCH", `/api/leads/${state.lead.id}`, {
-      body: { owner_id: state.me.id },
+      body: { owner_id: owner },
       headers: writeHeaders(),
     });
     await leadChanged(response);
   } catch (err) {
-    showProblem(err);
-    e.target.disabled = false;
+    button.disabled = false;
+    await leadWriteFailed(err);
   }
+}
+
+function assignToMe(e) {
+  return assignOwner(state.me.id, e.target);
+}
+
+function assignTo(e) {
+  e.preventDefault();
+  const choice = $("assign-owner").value;
+  if (!choice) return $("assign-owner").focus();
+  return assignOwner(choice === "none" ? null : Number(choice), $("assign"));
 }
 
 async function addNote(text) {
@@ -538,7 +875,7 @@ async function addNote(text) {
     $("note-text").value = "";
     await loadTimeline();
   } catch (err) {
-    showProblem(err);
+    showProblem(err, $("note-form"));
   } finally {
     $("add-note").disabled = false;
   }
@@ -571,7 +908,7 @@ async function convertLead() {
     for (const id of ["deal-name", "deal-amount", "deal-currency"]) $(id).value = "";
     await leadChanged(response, c.lead);
   } catch (err) {
-    showProblem(err);
+    await leadWriteFailed(err);
   } finally {
     $("convert").disabled = false;
   }
@@ -596,7 +933,7 @@ async function loadConversion() {
     };
     renderConversion();
   } catch (err) {
-    if (err.status !== 404) showProblem(err);
+    if (err.status !== 404) showProblem(err, $("lead-detail"));
   }
 }
 
@@ -623,6 +960,24 @@ function renderConversion() {
     ...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { dataset: { field: k } }, v || "—")]),
   );
 }
+
+/** What kind of entry a timeline line is, in words. */
+const KIND_WORDS = {
+  ingest: "Received",
+  status_changed: "Status",
+  note: "Note",
+  call: "Call",
+  assigned: "Owner",
+  duplicate_hint: "Duplicate?",
+  merged: "Merge",
+  merged_into: "Merged",
+  unmerged: "Merge undone",
+  task_created: "Task",
+  task_completed: "Task done",
+  task_reopened: "Task reopened",
+  task_updated: "Task changed",
+  converted: "Converted",
+};
 
 function describeActivity(a) {
   const d = a.detail || {};
@@ -654,7 +1009,7 @@ function describeActivity(a) {
     case "converted":
       return `converted into contact #${d.contact_id}${d.company_id ? `, company #${d.company_id}` : ""}${d.deal_id ? `, deal #${d.deal_id}` : ""}`;
     default:
-      return `${a.kind}${a.detail ? ` ${JSON.stringify(a.detail)}` : ""}`;
+      return a.detail ? Object.entries(a.detail).map(([k, v]) => `${k.replace(/_/g, " ")}: ${cell(v)}`).join(", ") : "";
   }
 }
 
@@ -671,7 +1026,7 @@ async function loadTimeline() {
           { dataset: { kind: a.kind } },
           el("time", {}, when(a.created_at)),
           " ",
-          el("span", { class: "kind" }, a.kind),
+          el("span", { class: "kind" }, KIND_WORDS[a.kind] || a.kind.replace(/_/g, " ")),
           " ",
           describeActivity(a),
           a.author_id ? el("span", { class: "muted" }, ` by ${person(a.author_id)}`) : null,
@@ -682,7 +1037,7 @@ async function loadTimeline() {
       ),
     );
   } catch (err) {
-    showProblem(err);
+    showProblem(err, $("timeline"));
   }
 }
 
@@ -719,6 +1074,50 @@ async function loadSpeedToLead() {
       ...body.by_source.map((s) => row(`Source ${s.source}`, s)),
       ...body.by_owner.map((o) => row(person(o.owner_id), o)),
     );
+  } catch (err) {
+    showProblem(err);
+  }
+}
+
+// ---------------------------------------------------------------- my day
+
+/** My day: my tasks due today and overdue (overdue first), and my open leads. */
+async function loadMyDay() {
+  const tasks = (due) => {
+    const q = new URLSearchParams({ owner: "me", due, limit: "100", utc_offset: utcOffset() });
+    return api("GET", `/api/tasks?${q}`).then((r) => r.body.data);
+  };
+  try {
+    const [overdue, today, leads] = await Promise.all([
+      tasks("overdue"),
+      tasks("today"),
+      api("GET", "/api/leads?owner=me&limit=200").then((r) => r.body.data),
+    ]);
+    const taskRow = (task, late) =>
+      el(
+        "tr",
+        { dataset: { taskId: String(task.id) }, class: late ? "late" : "" },
+        el("td", {}, late ? el("span", { class: "alert" }, "⚠ overdue ", when(task.due_at)) : shortWhen(task.due_at)),
+        el("td", {}, task.title),
+        el("td", {}, subjectLink(task)),
+        el("td", {}, doneButton(task, loadMyDay)),
+      );
+    const rows = overdue.map((t) => taskRow(t, true)).concat(today.filter((t) => !overdue.some((o) => o.id === t.id)).map((t) => taskRow(t, false)));
+    $("my-tasks").querySelector("tbody").replaceChildren(...rows);
+    $("my-tasks-empty").hidden = rows.length > 0;
+    const open = leads.filter((l) => !["converted", "lost"].includes(l.status));
+    $("my-leads").querySelector("tbody").replaceChildren(
+      ...open.map((lead) =>
+        el(
+          "tr",
+          { dataset: { leadId: String(lead.id) } },
+          el("td", { class: "name" }, el("a", { href: `#lead/${lead.id}` }, leadLabel(lead)), lead.company ? el("span", { class: "sub" }, lead.company) : null),
+          el("td", {}, el("span", { class: `status status-${lead.status}` }, lead.status)),
+          el("td", { title: when(lead.updated_at) }, shortWhen(lead.updated_at)),
+        ),
+      ),
+    );
+    $("my-leads-empty").hidden = open.length > 0;
   } catch (err) {
     showProblem(err);
   }
@@ -801,7 +1200,7 @@ async function completeTask(e, task, reload) {
     });
     await reload();
   } catch (err) {
-    showProblem(err);
+    showProblem(err, e.target);
     e.target.disabled = false;
   }
 }
@@ -827,7 +1226,7 @@ async function loadLeadTasks() {
       ),
     );
   } catch (err) {
-    showProblem(err);
+    showProblem(err, $("lead-tasks"));
   }
 }
 
@@ -846,7 +1245,7 @@ async function addTask() {
     $("task-due").value = "";
     await Promise.all([loadLeadTasks(), loadTimeline()]);
   } catch (err) {
-    showProblem(err);
+    showProblem(err, $("task-form"));
   } finally {
     $("add-task").disabled = false;
   }
@@ -859,6 +1258,7 @@ function loadOps() {
   loadSeries();
   loadDeadEvents();
   loadDeadDeliveries();
+  loadInbox();
   loadReconcileRuns();
 }
 
@@ -996,13 +1396,15 @@ function renderSeries(series) {
   const span = series.window === "1h" ? `${clock(series.from)}–${clock(series.to)}` : `${when(series.from)} – ${when(series.to)}`;
   const receivedBars = barChart(b, "received", "event");
   const processedBars = barChart(b, "processed", "event");
-  const chart = (id, title, figure, node, scale) =>
-    el(
+  const chart = (id, title, figure, node, scale) => {
+    node.setAttribute("aria-label", `${title}: ${figure}, ${scale}, over ${span}`);
+    return el(
       "figure",
       { id, class: "chart" },
       el("figcaption", {}, el("strong", {}, title), " ", figure, el("span", { class: "muted" }, ` · ${scale}`)),
       node,
     );
+  };
   return el(
     "div",
     {},
@@ -1024,14 +1426,14 @@ function retryButton(label, path, reload) {
       "button",
       {
         type: "button",
-        class: "small",
+        class: "small retry",
         onclick: async (e) => {
           e.target.disabled = true;
           try {
             await api("POST", path(row), { headers: { "Idempotency-Key": uuid() } });
             await reload();
           } catch (err) {
-            showProblem(err);
+            showProblem(err, e.target);
             e.target.disabled = false;
           }
         },
@@ -1040,46 +1442,223 @@ function retryButton(label, path, reload) {
     );
 }
 
+/** A table with a header row; `cols` are [heading, cell(row)] pairs. */
+function dataTable(id, rows, cols, rowAttrs) {
+  return el(
+    "table",
+    { class: "data", id },
+    el("thead", {}, el("tr", {}, cols.map(([h, , cls]) => el("th", { class: cls || "" }, h)))),
+    el("tbody", {}, rows.map((r) => el("tr", rowAttrs ? rowAttrs(r) : {}, cols.map(([, f, cls]) => el("td", { class: cls || "" }, f(r)))))),
+  );
+}
+
+function leadLink(id) {
+  return id === null || id === undefined ? "—" : el("a", { href: `#lead/${id}` }, `lead #${id}`);
+}
+
+function viewButton(label, onclick) {
+  return el("button", { type: "button", class: "small", onclick }, label);
+}
+
 function loadDeadEvents() {
   return optional($("dead-events"), "/api/ops/inbox?state=dead&limit=50", (body) => {
     if (!body.data.length) return el("p", { class: "muted" }, "none");
     const count = el("p", { class: "alert" }, "⚠ ", plural(body.data.length, "dead event"), body.next_cursor ? " or more" : "", " — retry once the cause is fixed");
-    const rows = body.data.map((e) => ({
-      id: e.id,
-      source: e.source,
-      event_id: e.event_id,
-      event_type: e.event_type,
-      attempts: e.attempts,
-      last_error: e.last_error,
-      received_at: when(e.received_at),
-    }));
-    return el("div", {}, count, genericTable(rows, retryButton("Retry", (r) => `/api/ops/inbox/${r.id}/retry`, loadDeadEvents)));
+    const retry = retryButton("Retry", (r) => `/api/ops/inbox/${r.id}/retry`, loadDeadEvents);
+    return el(
+      "div",
+      {},
+      count,
+      dataTable("dead-event-table", body.data, [
+        ["Received", (e) => shortWhen(e.received_at), "w-when"],
+        ["Source", (e) => e.source, "w-source"],
+        ["Event", (e) => el("span", { title: e.event_id }, e.event_type || "event", el("span", { class: "sub" }, e.event_id))],
+        ["Attempts", (e) => e.attempts, "w-num"],
+        ["Why it failed", (e) => e.last_error || "—", "wrap"],
+        ["", (e) => el("span", { class: "actions" }, viewButton("Payload", () => showInboxEvent(e.id)), retry(e)), "w-actions"],
+      ]),
+    );
   });
 }
 
-function loadDeadDeliveries() {
+/** The HTTP reason phrases a receiver's answer is most often read by. */
+const REASONS = { 400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 409: "Conflict", 410: "Gone", 413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout" };
+
+/** What the receiver answered on the last attempt, in words. */
+function receiverAnswer(d) {
+  const error = (d.last_error || "").trim();
+  if (d.last_status) {
+    const m = /^HTTP \d+:\s*([\s\S]*)$/.exec(error);
+    const said = (m ? m[1] : error).trim();
+    return el(
+      "span",
+      {},
+      el("strong", {}, `${d.last_status} ${REASONS[d.last_status] || ""}`.trim()),
+      said ? el("q", { class: "said" }, said) : el("span", { class: "muted" }, " — with an empty body"),
+    );
+  }
+  return error ? `no answer: ${error}` : "—";
+}
+
+async function loadDeadDeliveries() {
+  // The receivers' URLs come from the subscriptions; without them the id shows.
+  const subscriptions = new Map();
+  try {
+    for (const s of (await api("GET", "/api/subscriptions")).body.data) subscriptions.set(s.id, s);
+  } catch (err) {
+    if (err.status === 401) return showProblem(err);
+  }
   return optional($("dead-deliveries"), "/api/ops/deliveries?state=dead&limit=50", (body) => {
     if (!body.data.length) return el("p", { class: "muted" }, "none");
     const count = el("p", { class: "alert" }, "⚠ ", plural(body.data.length, "dead delivery", "dead deliveries"), body.next_cursor ? " or more" : "");
-    const rows = body.data.map((d) => ({
-      id: d.id,
-      subscription_id: d.subscription_id,
-      lead_id: d.lead_id,
-      attempts: d.attempts,
-      last_status: d.last_status,
-      last_error: d.last_error,
-      updated_at: when(d.updated_at),
-    }));
-    return el("div", {}, count, genericTable(rows, retryButton("Retry", (r) => `/api/ops/deliveries/${r.id}/retry`, loadDeadDeliveries)));
+    const receiver = (d) => {
+      const sub = subscriptions.get(d.subscription_id);
+      if (!sub) return `subscription #${d.subscription_id}`;
+      return el("span", { title: sub.url }, el("span", { class: "url" }, sub.url), sub.description ? el("span", { class: "sub" }, sub.description) : null);
+    };
+    return el(
+      "div",
+      {},
+      count,
+      dataTable("dead-delivery-table", body.data, [
+        ["Receiver", receiver, "w-url"],
+        ["About", (d) => leadLink(d.lead_id), "w-source"],
+        ["Attempts", (d) => d.attempts, "w-num"],
+        ["Receiver's answer", receiverAnswer, "wrap"],
+        ["Last tried", (d) => shortWhen(d.updated_at), "w-when"],
+        ["", retryButton("Retry", (r) => `/api/ops/deliveries/${r.id}/retry`, loadDeadDeliveries), "w-actions"],
+      ]),
+    );
   });
+}
+
+function loadInbox() {
+  return optional($("inbox"), "/api/ops/inbox?limit=20", (body) => {
+    if (!body.data.length) return el("p", { class: "muted" }, "no events yet");
+    return el(
+      "div",
+      {},
+      dataTable("inbox-table", body.data, [
+        ["Received", (e) => shortWhen(e.received_at), "w-when"],
+        ["Source", (e) => e.source, "w-source"],
+        ["Event", (e) => el("span", { title: e.event_id }, e.event_type || "event", el("span", { class: "sub" }, e.event_id))],
+        ["State", (e) => (e.state === "dead" ? el("span", { class: "alert" }, "⚠ dead") : e.state), "w-state"],
+        ["Outcome", (e) => (e.lead_id ? el("span", {}, `${e.outcome || "done"}: `, leadLink(e.lead_id)) : e.outcome || e.last_error || "—"), "wrap"],
+        ["", (e) => viewButton("Payload", () => showInboxEvent(e.id)), "w-actions"],
+      ], (e) => ({ dataset: { eventId: String(e.id) } })),
+      body.next_cursor ? el("p", { class: "muted" }, "the newest 20 events") : null,
+    );
+  });
+}
+
+/** One inbox event in the viewer: what arrived, its kept headers and its body. */
+async function showInboxEvent(id) {
+  const viewer = $("inbox-viewer");
+  viewer.hidden = false;
+  viewer.replaceChildren(el("p", { class: "muted" }, "loading…"));
+  try {
+    const e = (await api("GET", `/api/ops/inbox/${id}`)).body;
+    const facts = [
+      ["source", e.source],
+      ["event id", `${e.event_id} (from ${e.event_id_from})`],
+      ["type", e.event_type || "—"],
+      ["state", e.state],
+      ["delivered", `${plural(e.deliveries, "time")}, first ${when(e.received_at)}, last ${when(e.last_delivery_at)}`],
+      ["processing", `${plural(e.attempts, "attempt")}, ${plural(e.retries, "retry", "retries")}${e.processed_at ? `, done ${when(e.processed_at)}` : ""}`],
+      ["outcome", e.lead_id ? el("span", {}, `${e.outcome || ""} `, leadLink(e.lead_id)) : e.outcome || "—"],
+      ["error", e.last_error || "—"],
+      ["correlation id", e.correlation_id || "—"],
+    ];
+    const headers = e.headers && typeof e.headers === "object" ? Object.entries(e.headers) : [];
+    viewer.replaceChildren(
+      el("h3", {}, `Event ${e.event_id} from ${e.source}`, el("button", { type: "button", class: "small push", onclick: () => (viewer.hidden = true) }, "Close")),
+      el("dl", {}, facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+      el("h4", {}, "Headers"),
+      headers.length
+        ? el("table", { class: "payload" }, el("tbody", {}, headers.map(([k, v]) => el("tr", {}, el("th", { scope: "row" }, k), el("td", {}, cell(v))))))
+        : el("p", { class: "muted" }, "none kept"),
+      el("h4", {}, "Body"),
+      el("pre", { class: "body", id: "inbox-body", tabindex: "0" }, e.body !== null && e.body !== undefined ? JSON.stringify(e.body, null, 2) : e.body_text || ""),
+    );
+    viewer.scrollIntoView({ block: "nearest" });
+  } catch (err) {
+    viewer.hidden = true;
+    showProblem(err, viewer);
+  }
+}
+
+/** A run's figures in words, leaving out the noughts. */
+function runCounts(r) {
+  const parts = [["fetched", r.fetched], ["created", r.created], ["updated", r.updated], ["unchanged", r.unchanged], ["stale", r.stale], ["suppressed", r.suppressed], ["rejected", r.rejected], ["missed by webhooks", r.missed]];
+  const said = parts.filter(([k, n]) => n > 0 || k === "fetched").map(([k, n]) => `${n.toLocaleString("en")} ${k}`);
+  return `${said.join(" · ")} (${plural(r.pages, "page")})`;
+}
+
+function runWho(r) {
+  if (r.started_by !== null && r.started_by !== undefined) return person(r.started_by);
+  return r.trigger === "schedule" || r.trigger === "cron" ? "the schedule" : r.trigger;
+}
+
+function runOutcome(r) {
+  const dry = r.dry_run ? " (dry run)" : "";
+  if (r.error) return flagged(`${r.state}${dry}`, r.error);
+  if (r.rejected > 0) return flagged(`${r.state}${dry}`, `${r.rejected} rejected to look at`);
+  return `${r.state}${dry}`;
+}
+
+function runTook(r) {
+  const end = r.finished_at || r.heartbeat_at;
+  const secs = (new Date(end) - new Date(r.started_at)) / 1000;
+  return isNaN(secs) ? "" : `${r.finished_at ? "took" : "running for"} ${duration(secs)}`;
 }
 
 function loadReconcileRuns() {
   return optional($("reconcile-runs"), "/api/ops/reconcile-runs", (body) => {
-    const runs = Array.isArray(body) ? body : Array.isArray(body && body.data) ? body.data : null;
-    if (!runs) return el("pre", {}, JSON.stringify(body, null, 2));
-    return runs.length ? genericTable(runs) : el("p", { class: "muted" }, "no runs yet");
+    const runs = Array.isArray(body) ? body : Array.isArray(body && body.data) ? body.data : [];
+    if (!runs.length) return el("p", { class: "muted" }, "no runs yet");
+    return dataTable("reconcile-table", runs, [
+      ["Started", (r) => el("span", { title: when(r.started_at) }, shortWhen(r.started_at), el("span", { class: "sub" }, runTook(r))), "w-when"],
+      ["Who", runWho, "w-who"],
+      ["Source", (r) => r.source, "w-source"],
+      ["Counts", runCounts, "wrap"],
+      ["Outcome", runOutcome, "wrap w-outcome"],
+      ["", (r) => viewButton("Details", () => showRun(r.id)), "w-actions"],
+    ], (r) => ({ dataset: { runId: String(r.id) } }));
   });
+}
+
+/** One reconcile run in full, in words. */
+async function showRun(id) {
+  const box = $("reconcile-detail");
+  box.hidden = false;
+  try {
+    const r = (await api("GET", `/api/ops/reconcile-runs/${id}`)).body;
+    const facts = [
+      ["source", r.source],
+      ["started", `${when(r.started_at)} by ${runWho(r)}`],
+      ["finished", r.finished_at ? `${when(r.finished_at)} (${runTook(r)})` : `not yet — last sign of life ${when(r.heartbeat_at)}`],
+      ["outcome", runOutcome(r)],
+      ["mode", r.dry_run ? "dry run: nothing written" : "records written"],
+      ["pages", plural(r.pages, "page")],
+      ["fetched", plural(r.fetched, "record")],
+      ["created", plural(r.created, "lead")],
+      ["updated", plural(r.updated, "lead")],
+      ["unchanged", plural(r.unchanged, "lead")],
+      ["stale", `${plural(r.stale, "record")} older than what is stored`],
+      ["suppressed", `${plural(r.suppressed, "record")} of erased leads`],
+      ["rejected", plural(r.rejected, "record")],
+      ["missed", `${plural(r.missed, "record")} the webhooks had missed`],
+      ["cursor", r.cursor_start || r.cursor ? `${r.cursor_start || "start"} → ${r.cursor || "—"}` : "—"],
+    ];
+    box.replaceChildren(
+      el("h3", {}, `Run #${r.id}: ${r.source}`, el("button", { type: "button", class: "small push", onclick: () => (box.hidden = true) }, "Close")),
+      el("dl", { id: "run-facts" }, facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])),
+    );
+    box.scrollIntoView({ block: "nearest" });
+  } catch (err) {
+    box.hidden = true;
+    showProblem(err, box);
+  }
 }
 
 async function startReconcile(source) {
@@ -1095,7 +1674,7 @@ async function startReconcile(source) {
     if (err.status === 404 && err.problem && err.problem.detail === "no such route") {
       $("reconcile-runs").prepend(el("p", { class: "muted" }, "reconcile: not available"));
     } else {
-      showProblem(err);
+      showProblem(err, $("reconcile-form"));
     }
   }
 }
@@ -1113,9 +1692,24 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
   $("filters").addEventListener("submit", (e) => {
     e.preventDefault();
+    filtersToAddress();
     loadLeads(false);
   });
   $("more-leads").addEventListener("click", () => loadLeads(true));
+  $("close-lead").addEventListener("click", closeLead);
+  for (const b of document.querySelectorAll("#lead-table button.sort")) b.addEventListener("click", () => sortBy(b.dataset.sort));
+  $("pick-all").addEventListener("change", (e) => {
+    state.picked = new Set(e.target.checked ? state.leads.map((l) => l.id) : []);
+    renderLeadRows();
+  });
+  $("bulk").addEventListener("submit", (e) => e.preventDefault());
+  $("bulk-assign").addEventListener("click", bulkAssign);
+  $("bulk-move").addEventListener("click", bulkMove);
+  $("bulk-clear").addEventListener("click", () => {
+    state.picked.clear();
+    renderLeadRows();
+  });
+  $("refresh-inbox").addEventListener("click", loadInbox);
   $("note-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const text = $("note-text").value.trim();

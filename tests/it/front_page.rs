@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use domain::auth::Role;
 use domain::entities::{
-    activity, deal, idempotency_key, inbox_event, lead, lead_conversion, lead_merge, task,
+    activity, deal, idempotency_key, inbox_event, lead, lead_conversion, lead_merge,
+    outbox_delivery, task,
 };
 use fantoccini::{Client, ClientBuilder, Locator};
 use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
@@ -31,14 +32,75 @@ async fn screenshot(browser: &Client, name: &str) {
     std::fs::write(Path::new(SCREENSHOTS).join(format!("{name}.png")), png).unwrap();
 }
 
-async fn click(browser: &Client, css: &str) {
-    browser
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("no `{css}`: {e}"))
-        .click()
+/// axe-core (`tests/vendor/axe-core`, MPL-2.0), injected into the page by
+/// these tests only; the product never serves it.
+const AXE: &str = include_str!("../vendor/axe-core/axe.min.js");
+
+/// Checks the view shown and keeps a picture of it: axe-core finds no
+/// serious or critical WCAG 2.1 A/AA violation (contrast, labels, names,
+/// roles), the page does not scroll sideways at 1280 px, and screenshots at
+/// 1400×1000 and 1280×800 go to `target/screenshots/<name>-<size>.png`.
+async fn look(browser: &Client, name: &str) {
+    let violations = browser
+        .execute_async(
+            &format!(
+                "const done = arguments[arguments.length - 1]; \
+                 if (!window.axe) {{ {AXE} }} \
+                 axe.run(document, {{runOnly: {{type: 'tag', \
+                   values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}}}}) \
+                 .then(r => done(r.violations \
+                   .filter(v => v.impact === 'serious' || v.impact === 'critical') \
+                   .map(v => v.id + ' (' + v.impact + '): ' + v.help + ' — ' + \
+                     v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', ')))) \
+                 .catch(e => done(['axe failed: ' + e]));"
+            ),
+            vec![],
+        )
         .await
         .unwrap();
+    let violations: Vec<String> = serde_json::from_value(violations).unwrap();
+    assert!(
+        violations.is_empty(),
+        "{name}: accessibility violations:\n{}",
+        violations.join("\n")
+    );
+    for (width, height) in [(1400, 1000), (1280, 800)] {
+        browser.set_window_size(width, height).await.unwrap();
+        if width == 1280 {
+            let sideways = browser
+                .execute(
+                    "const d = document.documentElement; return d.scrollWidth - d.clientWidth;",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            assert!(
+                sideways.as_i64().unwrap() <= 0,
+                "{name}: the page scrolls sideways by {sideways} px at 1280 px"
+            );
+        }
+        screenshot(browser, &format!("{name}-{width}")).await;
+    }
+    browser.set_window_size(1400, 1000).await.unwrap();
+}
+
+/// Clicks `css`, finding it again if the page redrew it meanwhile.
+async fn click(browser: &Client, css: &str) {
+    for _ in 0..5 {
+        let element = browser
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no `{css}`: {e}"));
+        match element.click().await {
+            Err(fantoccini::error::CmdError::Standard(e))
+                if e.error == fantoccini::error::ErrorStatus::StaleElementReference =>
+            {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other.unwrap(),
+        }
+    }
+    panic!("`{css}` kept being redrawn");
 }
 
 async fn fill(browser: &Client, css: &str, text: &str) {
@@ -221,6 +283,7 @@ on_both_backends!(
     each_role_sees_only_the_tabs_it_may_read,
     sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab,
     sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline,
+    sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk,
 );
 
 /// Everything the page holds, hidden or not: the document's markup and its
@@ -347,7 +410,9 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
         .api(&intake)
         .create_lead(
             &json!({"source": "webform", "source_ref": "form-4711", "name": "Ada Lovelace",
-                    "email": "Ada@Example.com", "company": "Analytical Engines"}),
+                    "email": "Ada@Example.com", "company": "Analytical Engines",
+                    "payload": {"message": "Wants a quote for three engines",
+                                "utm": {"campaign": "spring-fair", "medium": "booth"}}}),
         )
         .await;
     assert_eq!(response.status(), 201);
@@ -383,18 +448,34 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
     browser.goto(&app.url("/")).await.unwrap();
     sign_in(&browser, &sales).await;
     wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+    // A rep starts on My day: nothing of theirs yet.
+    wait_for(
+        &browser,
+        "#my-day-tab:not([hidden]) #my-leads-empty:not([hidden])",
+    )
+    .await;
+    click(&browser, "#tabs button[data-tab=\"leads\"]").await;
 
     // The lead list shows the ingested lead.
     let row = format!("#lead-table tbody tr[data-lead-id=\"{id}\"]");
     wait_for(&browser, &row).await;
     wait_for_text(&browser, &row, "Ada Lovelace").await;
     wait_for_text(&browser, &row, "new").await;
+    look(&browser, "sales-leads").await;
 
-    // Its detail and timeline.
+    // Its detail and timeline, what the sender sent, and no ETag for sales.
     click(&browser, &row).await;
     wait_for_text(&browser, "#lead-status", "new").await;
     wait_for(&browser, "#timeline li[data-kind=\"ingest\"]").await;
-    wait_for_text(&browser, "#lead-version", "\"1\"").await;
+    wait_for_text(&browser, "#lead-payload", "Wants a quote for three engines").await;
+    wait_for_text(&browser, "#lead-payload", "spring-fair").await;
+    wait_for_text(&browser, "#lead-clock", "Waiting for an owner").await;
+    assert_eq!(
+        text_of(&browser, "#lead-version").await,
+        "",
+        "sales sees no version"
+    );
+    assert!(!text_of(&browser, "#lead-detail").await.contains("ETag"));
 
     // A status change by click; the timeline shows it.
     click(&browser, "#transitions button[data-to=\"contacted\"]").await;
@@ -402,7 +483,6 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
     wait_for(&browser, "#timeline li[data-kind=\"status_changed\"]").await;
     wait_for_text(&browser, "#timeline", "new → contacted").await;
     wait_for_text(&browser, &row, "contacted").await;
-    screenshot(&browser, "sales-status-changed").await;
 
     // The database agrees, and the page sent an Idempotency-Key.
     let stored = stored_lead(&app, id).await;
@@ -410,8 +490,8 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
     assert_eq!(stored.version, 2);
     assert_eq!(app.count(idempotency_key::Entity).await, 1);
 
-    // Someone else moves the lead on: the page's If-Match is stale, and the
-    // 412 problem is shown readably; nothing changes.
+    // Someone else moves the lead on: the page's If-Match is stale. The
+    // problem shows on the lead, in words, and the lead is read again.
     let moved = app
         .client
         .post(app.url(&format!("/api/leads/{id}/transitions")))
@@ -422,13 +502,28 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
         .unwrap();
     assert_eq!(moved.status(), 200);
     click(&browser, "#transitions button[data-to=\"qualified\"]").await;
-    wait_for_text(&browser, "#problem", "Precondition failed").await;
-    wait_for_text(&browser, "#problem", "/problems/precondition-failed").await;
+    let problem = "#lead-detail > .problem";
+    wait_for_text(&browser, problem, "Someone else changed this meanwhile").await;
+    wait_for_text(&browser, problem, "Precondition failed").await;
+    wait_for_text(&browser, problem, "now shows what is stored").await;
+    wait_for(
+        &browser,
+        &format!("{problem} [data-type=\"/problems/precondition-failed\"]"),
+    )
+    .await;
+    // Re-read without a click: the other user's move shows.
+    wait_for_text(&browser, "#lead-status", "qualified").await;
+    wait_for_text(&browser, &row, "qualified").await;
+    assert!(
+        browser
+            .find(Locator::Css("#problem:not([hidden])"))
+            .await
+            .is_err(),
+        "the problem is shown on the lead, not at the top of the page"
+    );
+    look(&browser, "sales-stale-412").await;
     let stored = stored_lead(&app, id).await;
     assert_eq!(stored.version, 3, "the stale click changed nothing");
-
-    click(&browser, &row).await;
-    wait_for_text(&browser, "#lead-status", "qualified").await;
 
     // Assign to me: the owner shows as a name, in the detail and the list.
     wait_for_text(&browser, "#lead-owner", "—").await;
@@ -466,11 +561,11 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
         .unwrap();
     assert_eq!(notes.len(), 1);
 
-    // The possible duplicate is a link to the other lead; back comes back.
+    // The possible duplicate is a link to the other lead, by name; back comes back.
     let twin_link = format!("#duplicate-links a[data-lead-id=\"{twin}\"]");
-    wait_for_text(&browser, &twin_link, &format!("Lead #{twin}")).await;
-    wait_for_text(&browser, "#duplicates", "same email").await;
-    screenshot(&browser, "sales-lead-detail").await;
+    wait_for_text(&browser, &twin_link, "A. Lovelace").await;
+    wait_for_text(&browser, "#duplicates", "from partner, same email").await;
+    look(&browser, "sales-lead-detail").await;
     click(&browser, &twin_link).await;
     wait_for_text(&browser, "#lead-title", "A. Lovelace").await;
     assert!(
@@ -504,7 +599,7 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
             .is_ok()
     );
     wait_for_text(&browser, "#timeline", "converted into contact #").await;
-    screenshot(&browser, "sales-converted").await;
+    look(&browser, "sales-converted").await;
     let stored = stored_lead(&app, id).await;
     assert_eq!(stored.status, "converted");
     assert_eq!(app.count(lead_conversion::Entity).await, 1);
@@ -571,6 +666,35 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
     .await;
     let ops = app.token(Role::Ops, None).await;
 
+    // A receiver that answers 500 with an empty body, until its delivery dies.
+    let admin = app.token(Role::Admin, None).await;
+    let receiver = leadpipe_tests::receiver::Receiver::start().await;
+    receiver.answer(500);
+    app.api(&admin).subscribe(&receiver, json!([])).await;
+    let lead_id = app
+        .api(&admin)
+        .new_lead(&json!({"source": "webform", "source_ref": "f-1", "name": "Ada Lovelace"}))
+        .await;
+    while workers::lead_processor::run_once(&app.db, 100)
+        .await
+        .unwrap()
+        > 0
+    {}
+    let publisher = app.publisher(leadpipe_tests::publishing::settings_with(1, "127.0.0.1"));
+    leadpipe_tests::publishing::publish_until(&publisher, "a dead delivery", WAIT, async || {
+        outbox_delivery::Entity::find()
+            .filter(outbox_delivery::Column::State.eq("dead"))
+            .one(&app.db)
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    // A reconcile run that rejected one record.
+    leadpipe_tests::reconcile::crm_with_one_broken_email(&app, &admin, 3).await;
+    let run = app.reconcile(&ops, "crm", json!({})).await;
+    assert_eq!(run.rejected, 1);
+
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
@@ -580,7 +704,58 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
 
     wait_for_text(&browser, "#dead-events", "no record at /data").await;
     wait_for_text(&browser, "#dead-events .alert", "1 dead event").await;
-    wait_for_text(&browser, "#dead-deliveries", "none").await;
+
+    // The dead delivery by the receiver's URL and what it answered, in words.
+    let delivery = "#dead-delivery-table tbody tr";
+    wait_for_text(&browser, delivery, &receiver.url).await;
+    wait_for_text(
+        &browser,
+        delivery,
+        "500 Internal Server Error — with an empty body",
+    )
+    .await;
+    wait_for_text(&browser, delivery, &format!("lead #{lead_id}")).await;
+    assert!(
+        !text_of(&browser, "#dead-deliveries")
+            .await
+            .contains("HTTP 500: ")
+    );
+
+    // Reconcile runs as a table in words, and one run in detail.
+    let run_row = format!("#reconcile-table tr[data-run-id=\"{}\"]", run.id);
+    wait_for_text(&browser, &run_row, "crm").await;
+    wait_for_text(&browser, &run_row, "3 fetched").await;
+    wait_for_text(&browser, &run_row, "1 rejected").await;
+    wait_for_text(&browser, &run_row, "1 rejected to look at").await;
+    assert_eq!(
+        browser
+            .find_all(Locator::Css(&format!("{run_row} td")))
+            .await
+            .unwrap()
+            .len(),
+        6,
+        "started, who, source, counts, outcome, details"
+    );
+    click(&browser, &format!("{run_row} button")).await;
+    wait_for_text(&browser, "#run-facts", "3 records").await;
+    wait_for_text(&browser, "#run-facts", "records written").await;
+    look(&browser, "ops-reconcile-run").await;
+
+    // The inbox, and an event's payload in the viewer.
+    let event_row = format!("#inbox-table tr[data-event-id=\"{event_id}\"]");
+    wait_for_text(&browser, &event_row, "msg_dead_1").await;
+    click(&browser, &format!("{event_row} button")).await;
+    wait_for_text(&browser, "#inbox-body", "\"p-1\"").await;
+    wait_for_text(&browser, "#inbox-viewer", "lead.created").await;
+    look(&browser, "ops-inbox-payload").await;
+    browser
+        .execute(
+            "document.getElementById('dead-deliveries').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    look(&browser, "ops-dead-deliveries").await;
 
     // Figures with units, and what needs attention flagged in words.
     let partner = "#source-stats tr[data-source=\"partner\"]";
@@ -620,7 +795,11 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
     wait_for_count(&browser, "#chart-duplicates svg circle.point", 60).await;
     wait_for_text(&browser, "#chart-received figcaption", "Received 2 events").await;
     wait_for_text(&browser, "#chart-received figcaption", "per minute").await;
-    screenshot(&browser, "ops-tab").await;
+    browser
+        .execute("window.scrollTo(0, 0);", vec![])
+        .await
+        .unwrap();
+    look(&browser, "ops-tab").await;
     click(&browser, ".window-choice button[data-window=\"24h\"]").await;
     wait_for_count(&browser, "#chart-received svg rect.bar", 96).await;
     wait_for_text(&browser, "#chart-received figcaption", "per 15 min").await;
@@ -641,7 +820,7 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
         );
     }
 
-    click(&browser, "#dead-events button").await;
+    click(&browser, "#dead-events button.retry").await;
     wait_for_text(&browser, "#dead-events", "none").await;
     let event = inbox_event::Entity::find_by_id(event_id)
         .one(&app.db)
@@ -764,6 +943,7 @@ async fn sign_out_forgets_the_previous_session(backend: Backend) {
     browser.goto(&app.url("/")).await.unwrap();
     sign_in(&browser, &sales).await;
     wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+    click(&browser, "#tabs button[data-tab=\"leads\"]").await;
     let row = format!("#lead-table tbody tr[data-lead-id=\"{id}\"]");
     wait_for_text(&browser, &row, "ada.private@example.com").await;
     click(&browser, &row).await;
@@ -779,7 +959,7 @@ async fn sign_out_forgets_the_previous_session(backend: Backend) {
         !address.as_str().contains("#lead/"),
         "the address still opens the lead: {address}"
     );
-    screenshot(&browser, "signed-out").await;
+    look(&browser, "signed-out").await;
 
     // An intake token in the same tab: nothing of the previous session
     // comes back from memory, however long one waits.
@@ -853,9 +1033,14 @@ async fn sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab(backend
         (id, grace.principal.id, "open")
     );
 
+    // My day lists it among the tasks due.
+    click(&browser, "#tabs button[data-tab=\"my-day\"]").await;
+    wait_for_text(&browser, "#my-tasks", "Call Ada back about the engine").await;
+    look(&browser, "sales-my-day").await;
+
     click(&browser, "#tabs button[data-tab=\"tasks\"]").await;
     wait_for_text(&browser, "#task-table", "Call Ada back about the engine").await;
-    screenshot(&browser, "tasks-today").await;
+    look(&browser, "tasks-today").await;
     click(&browser, "#task-table button").await;
     wait_for(&browser, "#task-empty:not([hidden])").await;
     click(&browser, ".due-choice button[data-due=\"done\"]").await;
@@ -905,22 +1090,24 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     assert_eq!(visible_tabs(&browser).await, Vec::<String>::new(), "intake");
     assert_nothing_refused(&browser, "/api/me", "intake").await;
     wait_for_text(&browser, "#no-views", "intake").await;
-    screenshot(&browser, "intake-signed-in").await;
+    look(&browser, "intake-signed-in").await;
     click(&browser, "#sign-out").await;
     wait_for(&browser, "#login:not([hidden])").await;
 
     // Sales reads leads and tasks, not the ops figures: no Ops tab.
     sign_in(&browser, &sales).await;
     wait_for_text(&browser, "#whoami", "(sales)").await;
-    wait_for_text(&browser, "#lead-table", "b@example.com").await;
     assert_eq!(
         visible_tabs(&browser).await,
-        ["leads", "tasks", "reports"],
+        ["my-day", "leads", "tasks", "reports"],
         "sales"
     );
+    click(&browser, "#tabs button[data-tab=\"leads\"]").await;
+    wait_for_text(&browser, "#lead-table", "b@example.com").await;
     assert_nothing_refused(&browser, "/api/leads", "sales").await;
     click(&browser, "#tabs button[data-tab=\"reports\"]").await;
     wait_for_text(&browser, "#speed-table", "Source webform").await;
+    look(&browser, "sales-reports").await;
     click(&browser, "#report-window button[data-window=\"7d\"]").await;
     assert_nothing_refused(&browser, "/api/reports/speed-to-lead", "sales").await;
     click(&browser, "#sign-out").await;
@@ -978,7 +1165,7 @@ async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(
         .unwrap();
     sign_in(&browser, &sales).await;
     wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
-    wait_for_text(&browser, "#duplicate-links", &format!("Lead #{twin}")).await;
+    wait_for_text(&browser, "#duplicate-links", "A. Lovelace").await;
     click(
         &browser,
         &format!("#duplicate-links button[data-merge-lead=\"{twin}\"]"),
@@ -1003,7 +1190,7 @@ async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(
         .unwrap()
         .unwrap();
     assert_eq!(merged.merged_into_id, Some(ada));
-    screenshot(&browser, "lead-merged").await;
+    look(&browser, "lead-merged").await;
 
     // Opening the merged lead's address shows the survivor.
     browser
@@ -1040,5 +1227,113 @@ async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(
         .unwrap();
     assert!(merge.undone_at.is_some());
     assert_nothing_refused(&browser, &format!("/api/merges/{}/undo", merge.id), "sales").await;
+    browser.close().await.unwrap();
+}
+
+async fn sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let admin = app.api_as(Role::Admin, None).await;
+    let mut ids = Vec::new();
+    for (source_ref, name) in [("f-1", "Carol"), ("f-2", "Alan"), ("f-3", "Betty")] {
+        let body = json!({"source": "webform", "source_ref": source_ref, "name": name});
+        ids.push(admin.new_lead(&body).await);
+    }
+    // Two reps with one name: the page tells them apart.
+    let alice = domain::auth::create_principal(&app.db, "alice", Role::Sales, None)
+        .await
+        .unwrap();
+    let other_alice = domain::auth::create_principal(&app.db, "alice", Role::Sales, None)
+        .await
+        .unwrap();
+    let (alice_id, other_id) = (alice.principal.id, other_alice.principal.id);
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    // A saved list: new leads, by name.
+    browser
+        .goto(&app.url("/?status=new&order=name:asc"))
+        .await
+        .unwrap();
+    sign_in(&browser, &alice.token).await;
+    wait_for_text(&browser, "#whoami", "alice (sales").await;
+    click(&browser, "#tabs button[data-tab=\"leads\"]").await;
+    wait_for_count(&browser, "#lead-table tbody tr", 3).await;
+    let names = browser
+        .execute(
+            "return [...document.querySelectorAll('#lead-table tbody td.name a')].map(a => a.textContent);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(names, json!(["Alan", "Betty", "Carol"]));
+    let status = browser
+        .execute(
+            "return document.getElementById('filter-status').value;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, json!("new"), "the filter came from the address");
+    // Sorting again, descending, goes into the address.
+    click(&browser, "#lead-table button.sort[data-sort=\"name\"]").await;
+    wait_for_text(&browser, "#lead-table tbody tr:first-child", "Carol").await;
+    let address = browser.current_url().await.unwrap();
+    assert!(address.as_str().contains("order=name%3Adesc"), "{address}");
+    assert!(address.as_str().contains("status=new"), "{address}");
+
+    // Two leads to the other alice, told apart by id.
+    for id in &ids[..2] {
+        click(
+            &browser,
+            &format!("#lead-table tr[data-lead-id=\"{id}\"] input.pick"),
+        )
+        .await;
+    }
+    wait_for_text(&browser, "#bulk-count", "2 leads selected").await;
+    click(
+        &browser,
+        &format!("#bulk-owner option[value=\"{other_id}\"]"),
+    )
+    .await;
+    let other_label = format!("alice (sales, #{other_id})");
+    assert_eq!(
+        text_of(
+            &browser,
+            &format!("#bulk-owner option[value=\"{other_id}\"]")
+        )
+        .await,
+        other_label
+    );
+    look(&browser, "sales-bulk-selected").await;
+    click(&browser, "#bulk-assign").await;
+    wait_for_text(&browser, "#bulk-result", "Assigned 2 leads.").await;
+    for id in &ids[..2] {
+        assert_eq!(stored_lead(&app, *id).await.owner_id, Some(other_id));
+        wait_for_text(
+            &browser,
+            &format!("#lead-table tr[data-lead-id=\"{id}\"] td.owner"),
+            &other_label,
+        )
+        .await;
+    }
+    assert_ne!(alice_id, other_id);
+
+    // All three move on; each write carried its own Idempotency-Key.
+    let keys_before = app.count(idempotency_key::Entity).await;
+    click(&browser, "#pick-all").await;
+    wait_for_text(&browser, "#bulk-count", "3 leads selected").await;
+    click(&browser, "#bulk-status option[value=\"contacted\"]").await;
+    click(&browser, "#bulk-move").await;
+    wait_for_text(&browser, "#bulk-result", "Moved 3 leads.").await;
+    for id in &ids {
+        assert_eq!(stored_lead(&app, *id).await.status, "contacted");
+    }
+    assert_eq!(app.count(idempotency_key::Entity).await, keys_before + 3);
+    // The saved filter (status new) now matches nothing.
+    wait_for(&browser, "#lead-empty:not([hidden])").await;
+    look(&browser, "sales-bulk-done").await;
     browser.close().await.unwrap();
 }
