@@ -113,9 +113,21 @@ pub fn hash_token(token: &str) -> String {
 }
 
 fn generate_token() -> String {
+    random_secret(TOKEN_PREFIX)
+}
+
+/// `prefix` and 32 random bytes in base64url (43 characters): a token, a
+/// session id.
+pub(crate) fn random_secret(prefix: &str) -> String {
     let mut bytes = [0u8; 32];
     rand::rng().fill_bytes(&mut bytes);
-    format!("{TOKEN_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
+    format!("{prefix}{}", URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// The hash stored for a principal that has no bearer token (a user who
+/// signs in with a password): of a token nobody was ever shown.
+pub(crate) fn unusable_token_hash() -> String {
+    hash_token(&generate_token())
 }
 
 pub async fn create_principal<C: ConnectionTrait>(

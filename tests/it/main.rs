@@ -42,6 +42,7 @@ mod routing;
 mod sales;
 mod secrets;
 mod security;
+mod sessions;
 mod source_update;
 mod sources_and_ops;
 mod speed_to_lead;

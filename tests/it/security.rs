@@ -79,6 +79,13 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("GET", "/api/ops/stats/series", OPS_UP),
     ("GET", "/api/ops/trace/{correlation_id}", OPS_UP),
     ("GET", "/api/principals", SALES_UP),
+    // By the session cookie of a user with the role (see BY_SESSION).
+    ("GET", "/api/session", SALES_UP),
+    ("DELETE", "/api/session", SALES_UP),
+    ("GET", "/api/users", ADMIN),
+    ("POST", "/api/users", ADMIN),
+    ("POST", "/api/users/{id}/disable", ADMIN),
+    ("PUT", "/api/users/{id}/password", ADMIN),
     ("PATCH", "/api/principals/{id}", &["sales", "admin"]),
     ("GET", "/api/routing-rules", SALES_UP),
     ("PUT", "/api/routing-rules", ADMIN),
@@ -105,6 +112,11 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
 /// Operations a caller may call on its own record only: each role calls them
 /// with its own id.
 const ON_ONESELF: &[&str] = &["/api/principals/{id}"];
+
+/// Operations authenticated by the session cookie alone: each role calls
+/// them as a signed-in user of that role (with its CSRF token), and
+/// `intake`, which no user has, is not asked.
+const BY_SESSION: &[&str] = &["/api/session"];
 
 fn concrete(path: &str) -> String {
     path.replace("{id}", "1")
@@ -170,8 +182,59 @@ async fn every_endpoint_answers_401_403_or_serves_as_its_roles_say(backend: Back
         let me = domain::auth::authenticate(&app.db, token).await.unwrap();
         own_ids.insert(token.as_str(), me.unwrap().id);
     }
+    // A signed-in user per role but intake: (cookie, CSRF token).
+    let mut sessions = std::collections::HashMap::new();
+    for role in ["sales", "ops", "admin"] {
+        let email = format!("{role}@example.com");
+        let password = "matrix password long enough";
+        let added = app
+            .post_json(
+                &tokens[3].1,
+                "/api/users",
+                &json!({"name": role, "email": email, "role": role, "password": password}),
+            )
+            .await;
+        assert_eq!(added.status(), 201);
+        let signed_in = app
+            .client
+            .post(app.url("/api/session"))
+            .json(&json!({"email": email, "password": password}))
+            .send()
+            .await
+            .unwrap();
+        let cookie = signed_in.headers()["set-cookie"].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_owned();
+        let body: Value = signed_in.json().await.unwrap();
+        let csrf = body["csrf_token"].as_str().unwrap().to_owned();
+        sessions.insert(role, (cookie, csrf));
+    }
     let mut wrong = Vec::new();
     for (method, path, allowed) in MATRIX {
+        if BY_SESSION.contains(path) {
+            let url = app.url(path);
+            let anonymous = app.client.request(method.parse().unwrap(), &url).send();
+            let anonymous = anonymous.await.unwrap().status().as_u16();
+            if anonymous != 401 {
+                wrong.push(format!("{method} {path} without a session: {anonymous}"));
+            }
+            for (role, (cookie, csrf)) in &sessions {
+                let status = app
+                    .client
+                    .request(method.parse().unwrap(), &url)
+                    .header("cookie", cookie)
+                    .header("x-csrf-token", csrf)
+                    .send()
+                    .await
+                    .unwrap()
+                    .status()
+                    .as_u16();
+                let served = status < 400;
+                if served != allowed.contains(role) {
+                    wrong.push(format!("{method} {path} as a {role} user: {status}"));
+                }
+            }
+            continue;
+        }
         let send = |token: Option<&str>| {
             let url = match token {
                 Some(token) if ON_ONESELF.contains(path) => {

@@ -24,10 +24,12 @@ pub mod openapi_json;
 pub mod ops;
 pub mod principals;
 pub mod routing_rules;
+pub mod session;
 pub mod sources;
 pub mod subscriptions;
 pub mod subscriptions_manage;
 pub mod teams;
+pub mod users;
 pub mod webhooks;
 
 /// Where a module registers its handlers: actix's `ServiceConfig`, also
@@ -84,6 +86,8 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     leads::configure(cfg);
     merges::configure(cfg);
     principals::configure(cfg);
+    session::configure(cfg);
+    users::configure(cfg);
     routing_rules::configure(cfg);
     teams::configure(cfg);
     subscriptions::configure(cfg);

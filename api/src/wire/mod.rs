@@ -26,6 +26,7 @@ pub mod subscriptions;
 pub mod tasks;
 pub mod teams;
 pub mod trace;
+pub mod users;
 pub mod versioned;
 
 #[cfg(test)]

@@ -31,3 +31,4 @@ pub mod source;
 pub mod subscription;
 pub mod task;
 pub mod team;
+pub mod user_session;
