@@ -17,8 +17,11 @@ use sea_orm::{
 use serde::Serialize;
 use validator::ValidateEmail;
 
-use crate::auth::{Principal, Role, principal_of, unusable_token_hash};
-use crate::entities::principal;
+use crate::auth::{
+    IssuedToken, PERSONAL_TOKEN_DAYS, Principal, Role, TokenRecord, issue_token, principal_of,
+    unusable_token_hash,
+};
+use crate::entities::{api_token, principal};
 use crate::error::Error;
 
 pub const MIN_PASSWORD_CHARS: usize = 12;
@@ -265,6 +268,83 @@ pub async fn set_password<C: ConnectionTrait>(
         .await?;
     crate::session::end_all_for(conn, id).await?;
     find(conn, id).await
+}
+
+/// Most days a personal token may live.
+pub const MAX_TOKEN_DAYS: i64 = 365;
+
+/// A new personal token of user `id` for its own REST clients, named
+/// `name`, living `days` (1 to 365; default 90).
+pub async fn create_token<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    name: &str,
+    days: Option<i64>,
+) -> Result<IssuedToken, Error> {
+    let user = find(conn, id).await?;
+    if !user.active {
+        return Err(Error::Forbidden("a disabled user has no tokens".into()));
+    }
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 128 || name.chars().any(char::is_control) {
+        return Err(Error::invalid("name", "must be 1 to 128 characters"));
+    }
+    let days = days.unwrap_or(PERSONAL_TOKEN_DAYS);
+    if !(1..=MAX_TOKEN_DAYS).contains(&days) {
+        return Err(Error::invalid("expires_in_days", "must be 1 to 365"));
+    }
+    issue_token(
+        conn,
+        user.principal,
+        name,
+        Some(chrono::Duration::days(days)),
+    )
+    .await
+}
+
+/// User `id`'s personal tokens, oldest first.
+pub async fn tokens<C: ConnectionTrait>(conn: &C, id: i64) -> Result<Vec<TokenRecord>, Error> {
+    Ok(api_token::Entity::find()
+        .filter(api_token::Column::PrincipalId.eq(id))
+        .order_by_asc(api_token::Column::Id)
+        .all(conn)
+        .await?
+        .into_iter()
+        .map(TokenRecord::from)
+        .collect())
+}
+
+/// User `id`'s token `token_id` (`NotFound` when it is another's).
+async fn own_token<C: ConnectionTrait>(conn: &C, id: i64, token_id: i64) -> Result<(), Error> {
+    api_token::Entity::find_by_id(token_id)
+        .filter(api_token::Column::PrincipalId.eq(id))
+        .one(conn)
+        .await?
+        .map(|_| ())
+        .ok_or(Error::NotFound)
+}
+
+/// A new secret for user `id`'s token `token_id`; see
+/// [`crate::auth::rotate_token`].
+pub async fn rotate_token<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    token_id: i64,
+) -> Result<IssuedToken, Error> {
+    own_token(conn, id, token_id).await?;
+    crate::auth::rotate_token(conn, token_id).await
+}
+
+/// Deletes user `id`'s token `token_id`: it is refused at once (on servers
+/// that remember it, after `LEADPIPE_AUTH_CACHE_SECS`).
+pub async fn delete_token<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    token_id: i64,
+) -> Result<(), Error> {
+    own_token(conn, id, token_id).await?;
+    api_token::Entity::delete_by_id(token_id).exec(conn).await?;
+    Ok(())
 }
 
 /// The enabled user `email` names, if `password` is theirs. The check costs

@@ -46,6 +46,7 @@ mod m20261207_000960_lead_awaiting_owner;
 mod m20261207_000970_routing_rules;
 mod m20261207_000980_speed_to_lead;
 mod m20261207_000990_users_and_sessions;
+mod m20261207_001000_api_tokens;
 
 pub struct Migrator;
 
@@ -92,6 +93,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000970_routing_rules::Migration),
             Box::new(m20261207_000980_speed_to_lead::Migration),
             Box::new(m20261207_000990_users_and_sessions::Migration),
+            Box::new(m20261207_001000_api_tokens::Migration),
         ]
     }
 }

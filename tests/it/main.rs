@@ -49,6 +49,7 @@ mod speed_to_lead;
 mod ssrf;
 mod subscriptions_parity;
 mod tasks;
+mod tokens;
 mod webhooks;
 mod worker_metrics;
 mod write_turn;

@@ -738,6 +738,20 @@ async fn principals_from_before_users_keep_their_tokens(backend: Backend) {
         (old.email, old.password_hash, old.disabled_at),
         (None, None, None)
     );
+    // Its token moved to the token table as it was: no expiry.
+    let moved = domain::entities::api_token::Entity::find()
+        .all(&db)
+        .await
+        .unwrap();
+    assert_eq!(moved.len(), 1);
+    assert_eq!(
+        (
+            moved[0].principal_id,
+            moved[0].expires_at,
+            &moved[0].token_hash
+        ),
+        (old.id, None, &domain::auth::hash_token(token))
+    );
     let found = domain::auth::authenticate(&db, token)
         .await
         .unwrap()

@@ -8,7 +8,7 @@ use std::ops::Deref;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
-use domain::auth::{Principal, Role};
+use domain::auth::{Principal, Role, TokenCheck};
 use futures::future::LocalBoxFuture;
 
 use crate::http::correlation::CorrelationId;
@@ -162,11 +162,17 @@ impl FromRequest for Authenticated {
                 return Ok(Self(current.principal));
             }
             let token = token.ok_or(ApiError::Unauthorized)?;
-            let Some(principal) = state.principals.authenticate(&state.db, &token).await? else {
-                // Only failures count: a valid token always gets in, and a
-                // guesser is slowed down (429) instead of told "try again".
-                state.limits.auth_failed(client)?;
-                return Err(ApiError::Unauthorized);
+            let principal = match state.principals.check(&state.db, &token).await? {
+                TokenCheck::Valid(principal) => principal,
+                // A token of ours: no guess, nothing to limit.
+                TokenCheck::Expired => return Err(ApiError::TokenExpired),
+                TokenCheck::Unknown => {
+                    // Only failures count: a valid token always gets in, and
+                    // a guesser is slowed down (429) instead of told "try
+                    // again".
+                    state.limits.auth_failed(client)?;
+                    return Err(ApiError::Unauthorized);
+                }
             };
             tracing::Span::current().record("principal", principal.id);
             Ok(Self(principal))

@@ -25,6 +25,7 @@ pub enum ProblemKind {
     IdempotencyKeyMissing,
     IdempotencyKeyInvalid,
     Unauthorized,
+    TokenExpired,
     InvalidSignature,
     Forbidden,
     CsrfTokenInvalid,
@@ -109,6 +110,13 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "Unauthorized",
         401,
         "missing, unknown or revoked bearer token, an unknown or ended session, or (`POST /api/session`) a wrong email or password (with `WWW-Authenticate: Bearer`)",
+    ),
+    problem(
+        ProblemKind::TokenExpired,
+        "token-expired",
+        "Token expired",
+        401,
+        "the bearer token is past its expiry (with `WWW-Authenticate: Bearer`): rotate it (`leadpipe token rotate`, `POST /api/tokens/{id}/rotate`) or create another",
     ),
     problem(
         ProblemKind::InvalidSignature,
@@ -336,6 +344,9 @@ pub enum ApiError {
     Validation(Vec<FieldError>),
     #[error("missing or invalid bearer token")]
     Unauthorized,
+    /// A bearer token of ours, past its expiry.
+    #[error("the bearer token has expired; rotate it or create another")]
+    TokenExpired,
     /// `POST /api/session`: one answer whether the email or the password
     /// was wrong, or the user disabled.
     #[error("wrong email or password")]
@@ -466,6 +477,7 @@ impl ApiError {
             Self::Validation(_) => ProblemKind::Validation,
             Self::Unauthorized | Self::SignInFailed => ProblemKind::Unauthorized,
             Self::CsrfTokenInvalid => ProblemKind::CsrfTokenInvalid,
+            Self::TokenExpired => ProblemKind::TokenExpired,
             Self::InvalidSignature(_) => ProblemKind::InvalidSignature,
             Self::Forbidden(_) => ProblemKind::Forbidden,
             Self::NotFound(_) => ProblemKind::NotFound,
@@ -585,7 +597,7 @@ impl ResponseError for ApiError {
         }
         let mut response = HttpResponse::build(status);
         response.insert_header((header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON)));
-        if matches!(self, Self::Unauthorized) {
+        if matches!(self, Self::Unauthorized | Self::TokenExpired) {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
         }
         if matches!(

@@ -203,8 +203,18 @@ const SHARED_RESPONSES: &[(u16, &str, &[ProblemKind], bool)] = &[
         ],
         false,
     ),
-    (401, "Unauthorized", &[ProblemKind::Unauthorized], false),
-    (403, "Forbidden", &[ProblemKind::Forbidden], false),
+    (
+        401,
+        "Unauthorized",
+        &[ProblemKind::Unauthorized, ProblemKind::TokenExpired],
+        false,
+    ),
+    (
+        403,
+        "Forbidden",
+        &[ProblemKind::Forbidden, ProblemKind::CsrfTokenInvalid],
+        false,
+    ),
     (408, "RequestTimeout", &[ProblemKind::BodyTimeout], false),
     (
         409,
@@ -630,6 +640,7 @@ mod tests {
             },
             ApiError::SignInFailed,
             ApiError::CsrfTokenInvalid,
+            ApiError::TokenExpired,
             ApiError::Internal(String::new()),
         ];
         for err in &all {
@@ -642,6 +653,7 @@ mod tests {
                 | ApiError::Unauthorized
                 | ApiError::SignInFailed
                 | ApiError::CsrfTokenInvalid
+                | ApiError::TokenExpired
                 | ApiError::InvalidSignature(_)
                 | ApiError::Forbidden(_)
                 | ApiError::NotFound(_)

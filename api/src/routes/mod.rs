@@ -29,6 +29,7 @@ pub mod sources;
 pub mod subscriptions;
 pub mod subscriptions_manage;
 pub mod teams;
+pub mod tokens;
 pub mod users;
 pub mod webhooks;
 
@@ -88,6 +89,7 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     principals::configure(cfg);
     session::configure(cfg);
     users::configure(cfg);
+    tokens::configure(cfg);
     routing_rules::configure(cfg);
     teams::configure(cfg);
     subscriptions::configure(cfg);

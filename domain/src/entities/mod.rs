@@ -1,6 +1,7 @@
 //! sea-orm entities, one file per table. The schema itself lives in `migration`.
 
 pub mod activity;
+pub mod api_token;
 pub mod assignment_cursor;
 pub mod company;
 pub mod contact;
