@@ -84,8 +84,9 @@ pub fn build((paths, schemas): Registered) -> OpenApi {
                     .bearer_format("opaque token")
                     .description(Some(
                         "`Authorization: Bearer <token>`. Tokens are created with `leadpipe token \
-                         create --name N --role R [--source S]` and printed once; only their \
-                         SHA-256 is stored. Roles: `intake` (posts leads for its one source), \
+                         create --name N --role R [--source S] [--expires-in 90d]` (or by a \
+                         signed-in user, `POST /api/tokens`) and printed once; only their \
+                         SHA-256 is stored. An expired token answers `401 /problems/token-expired`. Roles: `intake` (posts leads for its one source), \
                          `sales`, `ops`, `admin`; each operation's `security` scopes list the \
                          roles that may call it, and its description says so. Missing, unknown or revoked token: `401`; a role that may not: \
                          `403`.",
