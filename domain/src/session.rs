@@ -28,8 +28,9 @@ pub struct Lifetimes {
     pub absolute: Duration,
 }
 
-/// `last_seen_at` is written at most this often: a page's every request
-/// does not each cost a write.
+/// `last_seen_at` is written at most this often (or a tenth of the idle
+/// lifetime, if shorter): a page's every request does not each cost a
+/// write.
 const SEEN_GRANULARITY_SECS: i64 = 60;
 
 /// A session just started: its id (for the cookie, never stored) and the
@@ -156,7 +157,8 @@ pub async fn find<C: ConnectionTrait>(
         return Ok(None);
     };
     let mut idle_expires_at = idle_expires_at;
-    if (now - row.last_seen_at).num_seconds() >= SEEN_GRANULARITY_SECS {
+    let granularity = Duration::seconds(SEEN_GRANULARITY_SECS).min(lifetimes.idle / 10);
+    if now - row.last_seen_at >= granularity {
         user_session::Entity::update_many()
             .col_expr(user_session::Column::LastSeenAt, Expr::value(now))
             .filter(user_session::Column::Id.eq(row.id))

@@ -21,6 +21,7 @@ on_both_backends!(
     disabling_a_user_ends_their_sessions_and_sign_in,
     a_new_password_ends_the_sessions_and_replaces_the_old_one,
     sessions_end_when_idle_or_past_their_lifetime,
+    a_short_idle_lifetime_is_kept_alive_by_use,
     a_bearer_token_is_never_taken_from_a_cookie,
     sign_in_attempts_are_limited_per_address_before_the_password_is_checked,
     the_cookie_is_secure_only_behind_a_trusted_proxy,
@@ -459,6 +460,33 @@ async fn sessions_end_when_idle_or_past_their_lifetime(backend: Backend) {
     .await;
     assert_eq!(status_of_me(&app, &session).await, 401);
     assert!(sessions_of(&app, id).await.is_empty());
+}
+
+/// Use is noted at least ten times per idle lifetime: a session of 20
+/// seconds idle that is used every 15 seconds goes on.
+async fn a_short_idle_lifetime_is_kept_alive_by_use(backend: Backend) {
+    let mut http = api::config::HttpSettings::for_tests();
+    http.sessions.session_idle = std::time::Duration::from_secs(20);
+    let app = TestApp::spawn_with(backend, http).await;
+    let admin = app.token(Role::Admin, None).await;
+    let id = add_user(&app, &admin, "brisk@example.com", "sales").await;
+    let session = sign_in(&app, "brisk@example.com").await;
+    let row = sessions_of(&app, id).await[0].id;
+    for _ in 0..3 {
+        set_session_time(
+            &app,
+            row,
+            user_session::Column::LastSeenAt,
+            chrono::Duration::seconds(-15),
+        )
+        .await;
+        assert_eq!(status_of_me(&app, &session).await, 200);
+        let seen = sessions_of(&app, id).await[0].last_seen_at;
+        assert!(
+            chrono::Utc::now() - seen < chrono::Duration::seconds(5),
+            "{seen}"
+        );
+    }
 }
 
 /// Sets a session's time column to now plus `offset`.
