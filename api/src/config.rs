@@ -272,9 +272,11 @@ pub struct HttpSettings {
     #[command(flatten)]
     pub metrics: MetricsSettings,
     /// Failed authentications one client address may make per minute — bad
-    /// bearer tokens and webhook deliveries whose signature does not verify
+    /// bearer tokens and session cookies, webhook deliveries whose signature
+    /// does not verify, and every sign-in attempt (`POST /api/session`)
     /// alike (a burst of this many, then one every 60/N seconds); more answer
-    /// 429 with Retry-After. A valid token or signature is never limited. 0: off.
+    /// 429 with Retry-After. A valid token or signature is never limited; a
+    /// password over the limit is not checked. 0: off.
     #[arg(long, env = "LEADPIPE_AUTH_FAIL_PER_MINUTE", default_value_t = 30)]
     pub auth_fail_per_minute: u32,
     /// Verified webhook deliveries accepted per second for one source; more
@@ -308,6 +310,60 @@ pub struct HttpSettings {
     /// Seals secrets before they are stored: filled from `SecretSettings`.
     #[arg(skip)]
     pub keyring: Keyring,
+    #[command(flatten)]
+    pub sessions: SessionSettings,
+}
+
+/// Signed-in sessions of the page (`POST /api/session`).
+#[derive(Debug, Clone, Args)]
+pub struct SessionSettings {
+    /// A session unused for this long is over (e.g. `30m`, `12h`).
+    ///
+    /// Units: ms, s, m, h, d. Use moves the end on (noted at most once a
+    /// minute).
+    #[arg(long, env = "LEADPIPE_SESSION_IDLE", default_value = "12h", value_parser = parse_duration)]
+    pub session_idle: Duration,
+    /// A session is over this long after it started, however much it is
+    /// used (e.g. `7d`); the cookie's `Max-Age`.
+    #[arg(long, env = "LEADPIPE_SESSION_LIFETIME", default_value = "7d", value_parser = parse_duration)]
+    pub session_lifetime: Duration,
+    /// Behind a proxy that ends TLS: trust its `X-Forwarded-Proto: https`
+    /// and mark the session cookie `Secure`.
+    ///
+    /// Only when every request comes through that proxy: a client could
+    /// send the header itself. The cookie is always `Secure` when leadpipe
+    /// serves TLS itself.
+    #[arg(
+        long,
+        env = "LEADPIPE_TRUST_FORWARDED_PROTO",
+        default_value_t = false,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub trust_forwarded_proto: bool,
+}
+
+impl SessionSettings {
+    pub fn for_tests() -> Self {
+        Self {
+            session_idle: Duration::from_secs(12 * 3600),
+            session_lifetime: Duration::from_secs(7 * 86_400),
+            trust_forwarded_proto: false,
+        }
+    }
+
+    /// The lifetimes as the domain takes them (a value too large for a
+    /// date is a hundred years).
+    pub fn lifetimes(&self) -> domain::session::Lifetimes {
+        let of = |d: Duration| {
+            chrono::Duration::from_std(d)
+                .unwrap_or(chrono::Duration::days(36_500))
+                .min(chrono::Duration::days(36_500))
+        };
+        domain::session::Lifetimes {
+            idle: of(self.session_idle),
+            absolute: of(self.session_lifetime),
+        }
+    }
 }
 
 impl HttpSettings {
@@ -341,6 +397,7 @@ impl HttpSettings {
             database_read_url: None,
             read_max_lag_secs: 5.0,
             keyring: Keyring::for_tests(),
+            sessions: SessionSettings::for_tests(),
         }
     }
 

@@ -62,9 +62,11 @@ pub mod retry;
 pub mod routing;
 pub mod sealed;
 pub mod secret_rotation;
+pub mod session;
 pub mod source_name;
 pub mod spreadsheet;
 pub mod store;
 pub mod text;
+pub mod users;
 
 pub use error::{Error, FieldError};

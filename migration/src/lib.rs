@@ -45,6 +45,8 @@ mod m20261207_000950_principal_routing;
 mod m20261207_000960_lead_awaiting_owner;
 mod m20261207_000970_routing_rules;
 mod m20261207_000980_speed_to_lead;
+mod m20261207_000990_users_and_sessions;
+mod m20261207_001000_api_tokens;
 
 pub struct Migrator;
 
@@ -90,6 +92,8 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000960_lead_awaiting_owner::Migration),
             Box::new(m20261207_000970_routing_rules::Migration),
             Box::new(m20261207_000980_speed_to_lead::Migration),
+            Box::new(m20261207_000990_users_and_sessions::Migration),
+            Box::new(m20261207_001000_api_tokens::Migration),
         ]
     }
 }

@@ -240,6 +240,7 @@ const PUBLIC: &[&str] = &[
     "readyz",
     "openapi",
     "receive_webhook",
+    "sign_in",
 ];
 
 #[tokio::test]
@@ -257,9 +258,12 @@ async fn every_operation_says_who_may_call_it_and_answers_problems_on_errors() {
                 description.contains("**Roles:**"),
                 "{method} {path} ({id}): the description must say who may call it (**Roles:** …)"
             );
-            // The roles that may call it, as the bearer requirement's scopes.
-            let secured = op["security"][0]["bearer"]
+            // The roles that may call it, as the bearer requirement's
+            // scopes (the session's own operations: the session's).
+            let requirement = &op["security"][0];
+            let secured = requirement["bearer"]
                 .as_array()
+                .or_else(|| requirement["session"].as_array())
                 .is_some_and(|roles| !roles.is_empty());
             assert_eq!(
                 secured,

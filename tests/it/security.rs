@@ -79,6 +79,18 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
     ("GET", "/api/ops/stats/series", OPS_UP),
     ("GET", "/api/ops/trace/{correlation_id}", OPS_UP),
     ("GET", "/api/principals", SALES_UP),
+    // By the session cookie of a user with the role (see BY_SESSION).
+    ("GET", "/api/session", SALES_UP),
+    ("GET", "/api/tokens", SALES_UP),
+    ("POST", "/api/tokens", SALES_UP),
+    ("POST", "/api/tokens/{id}/rotate", SALES_UP),
+    ("DELETE", "/api/tokens/{id}", SALES_UP),
+    // Last of the session's: it ends the session.
+    ("DELETE", "/api/session", SALES_UP),
+    ("GET", "/api/users", ADMIN),
+    ("POST", "/api/users", ADMIN),
+    ("POST", "/api/users/{id}/disable", ADMIN),
+    ("PUT", "/api/users/{id}/password", ADMIN),
     ("PATCH", "/api/principals/{id}", &["sales", "admin"]),
     ("GET", "/api/routing-rules", SALES_UP),
     ("PUT", "/api/routing-rules", ADMIN),
@@ -105,6 +117,42 @@ const MATRIX: &[(&str, &str, &[&str])] = &[
 /// Operations a caller may call on its own record only: each role calls them
 /// with its own id.
 const ON_ONESELF: &[&str] = &["/api/principals/{id}"];
+
+/// Operations authenticated by the session cookie alone: each role calls
+/// them as a signed-in user of that role (with its CSRF token), and
+/// `intake`, which no user has, is not asked.
+const BY_SESSION: &[&str] = &[
+    "/api/session",
+    "/api/tokens",
+    "/api/tokens/{id}/rotate",
+    "/api/tokens/{id}",
+];
+
+/// A signed-in admin user's session cookie and CSRF token, so that the
+/// session's own operations read their bodies too.
+async fn admin_session(app: &TestApp, admin: &str) -> (String, String) {
+    let password = "session password long enough";
+    let added = app
+        .post_json(
+            admin,
+            "/api/users",
+            &json!({"name": "boss", "email": "boss@example.com", "role": "admin",
+                    "password": password}),
+        )
+        .await;
+    assert_eq!(added.status(), 201);
+    let signed_in = app
+        .client
+        .post(app.url("/api/session"))
+        .json(&json!({"email": "boss@example.com", "password": password}))
+        .send()
+        .await
+        .unwrap();
+    let cookie = signed_in.headers()["set-cookie"].to_str().unwrap();
+    let cookie = cookie.split(';').next().unwrap().to_owned();
+    let body: Value = signed_in.json().await.unwrap();
+    (cookie, body["csrf_token"].as_str().unwrap().to_owned())
+}
 
 fn concrete(path: &str) -> String {
     path.replace("{id}", "1")
@@ -170,8 +218,74 @@ async fn every_endpoint_answers_401_403_or_serves_as_its_roles_say(backend: Back
         let me = domain::auth::authenticate(&app.db, token).await.unwrap();
         own_ids.insert(token.as_str(), me.unwrap().id);
     }
+    // A signed-in user per role but intake: (cookie, CSRF token).
+    let mut sessions = std::collections::HashMap::new();
+    for role in ["sales", "ops", "admin"] {
+        let email = format!("{role}@example.com");
+        let password = "matrix password long enough";
+        let added = app
+            .post_json(
+                &tokens[3].1,
+                "/api/users",
+                &json!({"name": role, "email": email, "role": role, "password": password}),
+            )
+            .await;
+        assert_eq!(added.status(), 201);
+        let signed_in = app
+            .client
+            .post(app.url("/api/session"))
+            .json(&json!({"email": email, "password": password}))
+            .send()
+            .await
+            .unwrap();
+        let cookie = signed_in.headers()["set-cookie"].to_str().unwrap();
+        let cookie = cookie.split(';').next().unwrap().to_owned();
+        let body: Value = signed_in.json().await.unwrap();
+        let csrf = body["csrf_token"].as_str().unwrap().to_owned();
+        sessions.insert(role, (cookie, csrf));
+    }
     let mut wrong = Vec::new();
     for (method, path, allowed) in MATRIX {
+        if BY_SESSION.contains(path) {
+            let url = app.url(&concrete(path));
+            let request = |session: Option<&(String, String)>| {
+                let mut request = app.client.request(method.parse().unwrap(), &url);
+                if let Some(body) = body_for(method, path) {
+                    request = request.json(&body);
+                }
+                if let Some((cookie, csrf)) = session {
+                    request = request
+                        .header("cookie", cookie)
+                        .header("x-csrf-token", csrf);
+                }
+                request.send()
+            };
+            let anonymous = request(None).await.unwrap().status().as_u16();
+            if anonymous != 401 {
+                wrong.push(format!("{method} {path} without a session: {anonymous}"));
+            }
+            // A bearer token has no session.
+            let bearer = app
+                .client
+                .request(method.parse().unwrap(), &url)
+                .bearer_auth(&tokens[3].1)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16();
+            if bearer != 401 {
+                wrong.push(format!("{method} {path} with a bearer token: {bearer}"));
+            }
+            for (role, session) in &sessions {
+                let status = request(Some(session)).await.unwrap().status().as_u16();
+                let served = !(status == 401 || status == 403 || status >= 500);
+                if served != allowed.contains(role) {
+                    wrong.push(format!("{method} {path} as a {role} user: {status}"));
+                }
+            }
+            continue;
+        }
         let send = |token: Option<&str>| {
             let url = match token {
                 Some(token) if ON_ONESELF.contains(path) => {
@@ -214,6 +328,7 @@ async fn every_body_is_bounded(backend: Backend) {
     http.import_max_bytes = 32 * 1024;
     let app = TestApp::spawn_with(backend, http).await;
     let admin = app.token(Role::Admin, None).await;
+    let (cookie, csrf) = admin_session(&app, &admin).await;
     let big = format!("{{\"padding\": \"{}\"}}", "x".repeat(40 * 1024));
     let mut wrong = Vec::new();
     let mut writes: Vec<(&str, String)> = MATRIX
@@ -232,6 +347,8 @@ async fn every_body_is_bounded(backend: Backend) {
             .client
             .request(method.parse().unwrap(), app.url(&path))
             .bearer_auth(&admin)
+            .header("cookie", &cookie)
+            .header("x-csrf-token", &csrf)
             .header("content-type", content_type)
             .body(big.clone())
             .send()
@@ -273,6 +390,7 @@ async fn every_body_that_trickles_is_refused_in_time(backend: Backend) {
     http.body_min_rate = 1_000;
     let app = TestApp::spawn_with(backend, http).await;
     let admin = app.token(Role::Admin, None).await;
+    let (cookie, csrf) = admin_session(&app, &admin).await;
     let address = app.url("").trim_start_matches("http://").to_owned();
     // Every operation the document says takes a body.
     let spec: Value = serde_json::from_str(include_str!("../../api/openapi.json")).unwrap();
@@ -292,14 +410,18 @@ async fn every_body_that_trickles_is_refused_in_time(backend: Backend) {
     let started = std::time::Instant::now();
     let answers = futures::future::join_all(writes.iter().map(|(method, path)| {
         let (address, admin) = (address.clone(), admin.clone());
+        let (cookie, csrf) = (cookie.clone(), csrf.clone());
         async move {
             let content_type = if path.starts_with("/api/imports") {
                 "text/csv"
             } else {
                 "application/json"
             };
+            // The session's own operations go by the cookie.
             let headers = [
                 ("Authorization".to_owned(), format!("Bearer {admin}")),
+                ("Cookie".to_owned(), cookie),
+                ("X-CSRF-Token".to_owned(), csrf),
                 ("Content-Type".to_owned(), content_type.to_owned()),
             ];
             let mut stream = TcpStream::connect(&address).await.unwrap();

@@ -18,6 +18,7 @@ pub mod subscription;
 pub mod task;
 pub mod team;
 pub mod token;
+pub mod user;
 
 pub use entry::main;
 
@@ -99,6 +100,11 @@ pub enum Command {
     Token {
         #[command(subcommand)]
         command: token::TokenCommand,
+    },
+    /// Manage users: people who sign in to the page.
+    User {
+        #[command(subcommand)]
+        command: user::UserCommand,
     },
     /// Manage webhook sources.
     Source {
@@ -428,6 +434,10 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
         Command::Token { command } => {
             let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
             token::run_token(&conn, command).await?;
+        }
+        Command::User { command } => {
+            let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
+            user::run_user(&conn, command).await?;
         }
         Command::Source { command } => {
             let keyring = cli.secrets.keyring()?;

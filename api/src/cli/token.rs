@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use clap::builder::TypedValueParser as _;
-use domain::auth::Role;
+use domain::auth::{Expiry, Role};
 use domain::field_presence::Patch;
 use domain::precondition::IfMatch;
 use domain::routing::staff::{self, Availability, PrincipalPatch};
@@ -23,9 +23,15 @@ pub enum TokenCommand {
         /// The source an intake token may post leads for.
         #[arg(long)]
         source: Option<String>,
+        /// How long the token works (e.g. `90d`, `12h`), or `never`.
+        /// Default: 90d for sales, ops and admin tokens; never for a
+        /// source's (intake) token.
+        #[arg(long, value_name = "DURATION", value_parser = parse_expiry)]
+        expires_in: Option<Expiry>,
     },
-    /// List principals: id, name, role, source, state, and for sales staff
-    /// team, availability and capacity (never tokens).
+    /// List principals: id, name, role, source, state, when its token
+    /// expires and was last used, and for sales staff team, availability
+    /// and capacity (never tokens).
     List {
         #[command(flatten)]
         output: OutputArgs,
@@ -33,6 +39,15 @@ pub enum TokenCommand {
     /// Revoke a principal's token. Servers accept it for at most
     /// LEADPIPE_AUTH_CACHE_SECS more.
     Revoke {
+        /// The principal's id (`leadpipe token list`).
+        #[arg(long)]
+        id: i64,
+    },
+    /// Replace a principal's token with a new one (printed once); the old
+    /// one is refused (servers that remember it accept it for at most
+    /// LEADPIPE_AUTH_CACHE_SECS more). The new one lives as long as the old
+    /// one was given, from now.
+    Rotate {
         /// The principal's id (`leadpipe token list`).
         #[arg(long)]
         id: i64,
@@ -70,16 +85,27 @@ pub enum TokenCommand {
 
 pub async fn run_token(db: &Store, command: TokenCommand) -> anyhow::Result<()> {
     match command {
-        TokenCommand::Create { name, role, source } => {
+        TokenCommand::Create {
+            name,
+            role,
+            source,
+            expires_in,
+        } => {
             if role == Role::Intake && source.is_none() {
                 return Err(super::Failure::error(
                     super::Exit::Usage,
                     "--source is required for --role intake: an intake token posts leads for one source",
                 ));
             }
-            let issued = domain::auth::create_principal(db, &name, role, source.as_deref())
-                .await
-                .map_err(super::describe)?;
+            let issued = domain::auth::create_principal_with(
+                db,
+                &name,
+                role,
+                source.as_deref(),
+                expires_in.unwrap_or(Expiry::Default),
+            )
+            .await
+            .map_err(super::describe)?;
             eprintln!(
                 "created principal {} '{}' with role {}{}; the token below is shown only once:",
                 issued.principal.id,
@@ -91,13 +117,31 @@ pub async fn run_token(db: &Store, command: TokenCommand) -> anyhow::Result<()> 
                     .map(|s| format!(" for source '{s}'"))
                     .unwrap_or_default()
             );
+            eprintln!("{}", expiry_note(issued.record.expires_at));
+            println!("{}", issued.token);
+        }
+        TokenCommand::Rotate { id } => {
+            let txn = db.begin_write().await?;
+            let issued = domain::auth::rotate_principal_token(&*txn, id)
+                .await
+                .map_err(super::describe_missing("principal"))?;
+            txn.commit().await?;
+            eprintln!(
+                "rotated the token of principal {id}; {}; the new token below is shown only once:",
+                expiry_note(issued.record.expires_at)
+            );
             println!("{}", issued.token);
         }
         TokenCommand::List { output } => {
+            let tokens = domain::auth::all_tokens(db).await?;
             let rows: Vec<PrincipalListingOut> = staff::list(db)
                 .await?
                 .into_iter()
-                .map(PrincipalListingOut::from)
+                .map(|record| {
+                    let id = record.principal.id;
+                    PrincipalListingOut::from(record)
+                        .with_tokens(tokens.iter().filter(|t| t.principal_id == id))
+                })
                 .collect();
             output.print(
                 &rows,
@@ -108,6 +152,8 @@ pub async fn run_token(db: &Store, command: TokenCommand) -> anyhow::Result<()> 
                     "source",
                     "state",
                     "created_at",
+                    "expires_at",
+                    "last_used_at",
                     "team",
                     "availability",
                     "capacity",
@@ -179,5 +225,30 @@ fn given<T>(value: Option<T>, clear: bool) -> Patch<T> {
         (Some(value), _) => Patch::Value(value),
         (None, true) => Patch::Null,
         (None, false) => Patch::Absent,
+    }
+}
+
+/// `--expires-in`: a duration (`90d`, `12h`) or `never`.
+fn parse_expiry(text: &str) -> Result<Expiry, String> {
+    if text.trim() == "never" {
+        return Ok(Expiry::Never);
+    }
+    let lifetime = workers::settings::parse_duration(text)?;
+    if lifetime.is_zero() {
+        return Err("a token must live longer than 0".into());
+    }
+    chrono::Duration::from_std(lifetime)
+        .map(Expiry::After)
+        .map_err(|_| format!("'{text}' is too long"))
+}
+
+/// When a token stops working, for people.
+fn expiry_note(expires_at: Option<DateTime<Utc>>) -> String {
+    match expires_at {
+        Some(at) => format!(
+            "it expires at {}",
+            at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+        None => "it does not expire".to_owned(),
     }
 }

@@ -1,5 +1,5 @@
-//! Bearer-token authentication as an extractor, so a handler's signature says
-//! who may call it.
+//! Authentication as an extractor, so a handler's signature says who may
+//! call it: a bearer token, or the page's session cookie.
 
 use domain::actor::Actor;
 use std::marker::PhantomData;
@@ -8,14 +8,15 @@ use std::ops::Deref;
 use actix_web::dev::Payload;
 use actix_web::http::header;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
-use domain::auth::{Principal, Role};
+use domain::auth::{Principal, Role, TokenCheck};
 use futures::future::LocalBoxFuture;
 
 use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
 
-/// The caller, authenticated by `Authorization: Bearer <token>`.
+/// The caller, authenticated by `Authorization: Bearer <token>` or by the
+/// session cookie.
 #[derive(Debug, Clone)]
 pub struct Authenticated(pub Principal);
 
@@ -143,18 +144,35 @@ impl FromRequest for Authenticated {
     type Error = ApiError;
     type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
 
+    /// A bearer token when the request has an `Authorization` header, else
+    /// the page's session cookie (and, for a write, its CSRF token).
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req);
+        let has_authorization = req.headers().contains_key(header::AUTHORIZATION);
         let state = req.app_data::<web::Data<AppState>>().cloned();
         let client = crate::http::rate_limit::client_address(req);
+        let req = req.clone();
         Box::pin(async move {
-            let token = token.ok_or(ApiError::Unauthorized)?;
             let state = state.ok_or_else(|| ApiError::internal("application state missing"))?;
-            let Some(principal) = state.principals.authenticate(&state.db, &token).await? else {
-                // Only failures count: a valid token always gets in, and a
-                // guesser is slowed down (429) instead of told "try again".
-                state.limits.auth_failed(client)?;
-                return Err(ApiError::Unauthorized);
+            if !has_authorization {
+                let current = crate::http::session::signed_in(&req, &state)
+                    .await?
+                    .ok_or(ApiError::Unauthorized)?;
+                tracing::Span::current().record("principal", current.principal.id);
+                return Ok(Self(current.principal));
+            }
+            let token = token.ok_or(ApiError::Unauthorized)?;
+            let principal = match state.principals.check(&state.db, &token).await? {
+                TokenCheck::Valid(principal) => principal,
+                // A token of ours: no guess, nothing to limit.
+                TokenCheck::Expired => return Err(ApiError::TokenExpired),
+                TokenCheck::Unknown => {
+                    // Only failures count: a valid token always gets in, and
+                    // a guesser is slowed down (429) instead of told "try
+                    // again".
+                    state.limits.auth_failed(client)?;
+                    return Err(ApiError::Unauthorized);
+                }
             };
             tracing::Span::current().record("principal", principal.id);
             Ok(Self(principal))

@@ -25,8 +25,10 @@ pub enum ProblemKind {
     IdempotencyKeyMissing,
     IdempotencyKeyInvalid,
     Unauthorized,
+    TokenExpired,
     InvalidSignature,
     Forbidden,
+    CsrfTokenInvalid,
     NotFound,
     MethodNotAllowed,
     BodyTimeout,
@@ -107,7 +109,14 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "unauthorized",
         "Unauthorized",
         401,
-        "missing, unknown or revoked bearer token (with `WWW-Authenticate: Bearer`)",
+        "missing, unknown or revoked bearer token, an unknown or ended session, or (`POST /api/session`) a wrong email or password (with `WWW-Authenticate: Bearer`)",
+    ),
+    problem(
+        ProblemKind::TokenExpired,
+        "token-expired",
+        "Token expired",
+        401,
+        "the bearer token is past its expiry (with `WWW-Authenticate: Bearer`): rotate it (`leadpipe token rotate`, `POST /api/tokens/{id}/rotate`) or create another",
     ),
     problem(
         ProblemKind::InvalidSignature,
@@ -122,6 +131,13 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "Forbidden",
         403,
         "the token's role (or source) may not do this",
+    ),
+    problem(
+        ProblemKind::CsrfTokenInvalid,
+        "csrf-token-invalid",
+        "CSRF token missing or wrong",
+        403,
+        "a write authenticated by the session cookie without the session's `X-CSRF-Token` (from `GET /api/session`)",
     ),
     problem(
         ProblemKind::NotFound,
@@ -233,7 +249,7 @@ pub const PROBLEMS: &[ProblemInfo] = &[
         "too-many-requests",
         "Too many requests",
         429,
-        "a rate limit: failed authentications from one client address — bad tokens and webhook signatures that do not verify (`LEADPIPE_AUTH_FAIL_PER_MINUTE`; a valid token or signature is never limited) — or verified webhook deliveries to one source (`LEADPIPE_WEBHOOK_RATE`); retry after `Retry-After`",
+        "a rate limit: failed authentications from one client address — bad tokens or session cookies, webhook signatures that do not verify, and sign-in attempts (`LEADPIPE_AUTH_FAIL_PER_MINUTE`; a valid token or signature is never limited) — or verified webhook deliveries to one source (`LEADPIPE_WEBHOOK_RATE`); retry after `Retry-After`",
     ),
     problem(
         ProblemKind::Internal,
@@ -328,6 +344,16 @@ pub enum ApiError {
     Validation(Vec<FieldError>),
     #[error("missing or invalid bearer token")]
     Unauthorized,
+    /// A bearer token of ours, past its expiry.
+    #[error("the bearer token has expired; rotate it or create another")]
+    TokenExpired,
+    /// `POST /api/session`: one answer whether the email or the password
+    /// was wrong, or the user disabled.
+    #[error("wrong email or password")]
+    SignInFailed,
+    /// A cookie-authenticated write without its session's CSRF token.
+    #[error("this write needs the session's CSRF token in X-CSRF-Token (see GET /api/session)")]
+    CsrfTokenInvalid,
     /// A webhook whose source is unknown, or whose signature is missing,
     /// malformed, stale or wrong. The reason is a stable label for logs and
     /// metrics only: the answer is the same for every reason, so a caller
@@ -453,7 +479,9 @@ impl ApiError {
             Self::PayloadTooLarge { .. } => ProblemKind::PayloadTooLarge,
             Self::BodyTimeout { .. } => ProblemKind::BodyTimeout,
             Self::Validation(_) => ProblemKind::Validation,
-            Self::Unauthorized => ProblemKind::Unauthorized,
+            Self::Unauthorized | Self::SignInFailed => ProblemKind::Unauthorized,
+            Self::CsrfTokenInvalid => ProblemKind::CsrfTokenInvalid,
+            Self::TokenExpired => ProblemKind::TokenExpired,
             Self::InvalidSignature(_) => ProblemKind::InvalidSignature,
             Self::Forbidden(_) => ProblemKind::Forbidden,
             Self::NotFound(_) => ProblemKind::NotFound,
@@ -575,7 +603,7 @@ impl ResponseError for ApiError {
         }
         let mut response = HttpResponse::build(status);
         response.insert_header((header::CONTENT_TYPE, HeaderValue::from_static(PROBLEM_JSON)));
-        if matches!(self, Self::Unauthorized) {
+        if matches!(self, Self::Unauthorized | Self::TokenExpired) {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
         }
         if matches!(

@@ -1,5 +1,5 @@
 //! The HTTP plumbing every endpoint shares: application state, the auth and
-//! role extractors, body reading and limits, correlation ids, idempotency,
+//! role extractors, the session cookie, body reading and limits, correlation ids, idempotency,
 //! rate limits, the error type and its problem catalogue, metrics, upload
 //! spools, the imports running in the background, the default response
 //! headers and the watch that keeps a kept-alive connection's next request
@@ -24,6 +24,7 @@ pub mod path_id;
 pub mod rate_limit;
 pub mod read_replica;
 pub mod security_headers;
+pub mod session;
 pub mod spool;
 pub mod state;
 pub mod write;

@@ -1,6 +1,6 @@
 //! Rate limits at the edge (GCRA, `governor`): failed authentications (a
-//! bad bearer token, a webhook whose signature does not verify) per client
-//! address, and verified webhook deliveries per source. Over a limit the answer is `429 /problems/too-many-requests` with
+//! bad bearer token or session cookie, a webhook whose signature does not
+//! verify) and sign-in attempts per client address, and verified webhook deliveries per source. Over a limit the answer is `429 /problems/too-many-requests` with
 //! `Retry-After`; each refusal is counted in
 //! `leadpipe_rate_limited_total{limit}`.
 
@@ -40,6 +40,15 @@ impl Limits {
     /// from the request's client address:
     /// `Err(429)` once the address is over its limit.
     pub fn auth_failed(&self, client: IpAddr) -> Result<(), ApiError> {
+        self.auth_failures.check(&client)
+    }
+
+    /// Counts one sign-in attempt (`POST /api/session`) from the client
+    /// address against the same allowance, before the password is checked:
+    /// a password, unlike a token, can be guessed, so a guesser over the
+    /// limit must not learn whether its next guess was right. A right
+    /// password spends the allowance too (a sign-in is rare).
+    pub fn sign_in_attempt(&self, client: IpAddr) -> Result<(), ApiError> {
         self.auth_failures.check(&client)
     }
 

@@ -20,7 +20,7 @@ use utoipa::openapi::header::HeaderBuilder;
 use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn, Paths};
 use utoipa::openapi::response::ResponseBuilder;
 use utoipa::openapi::schema::SchemaType;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::tag::TagBuilder;
 use utoipa::openapi::{
     ComponentsBuilder, InfoBuilder, LicenseBuilder, ObjectBuilder, OpenApi, Ref, RefOr, Required,
@@ -84,14 +84,28 @@ pub fn build((paths, schemas): Registered) -> OpenApi {
                     .bearer_format("opaque token")
                     .description(Some(
                         "`Authorization: Bearer <token>`. Tokens are created with `leadpipe token \
-                         create --name N --role R [--source S]` and printed once; only their \
-                         SHA-256 is stored. Roles: `intake` (posts leads for its one source), \
+                         create --name N --role R [--source S] [--expires-in 90d]` (or by a \
+                         signed-in user, `POST /api/tokens`) and printed once; only their \
+                         SHA-256 is stored. An expired token answers `401 /problems/token-expired`. Roles: `intake` (posts leads for its one source), \
                          `sales`, `ops`, `admin`; each operation's `security` scopes list the \
                          roles that may call it, and its description says so. Missing, unknown or revoked token: `401`; a role that may not: \
                          `403`.",
                     ))
                     .build(),
             ),
+        )
+        .security_scheme(
+            SESSION,
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::http::session::COOKIE,
+                "The page's session, from `POST /api/session` (a user's email and password). \
+                 Every operation that takes a bearer token takes the session cookie instead, \
+                 with the same roles (the user's); a request with an `Authorization` header is \
+                 judged by that header alone. A write (`POST`, `PATCH`, `PUT`, `DELETE`) by \
+                 cookie needs the session's CSRF token in `X-CSRF-Token` (`GET /api/session`), \
+                 else `403 /problems/csrf-token-invalid`. A bearer token is never taken from a \
+                 cookie.",
+            ))),
         )
         .build();
     components.security_schemes.extend(extra.security_schemes);
@@ -126,6 +140,8 @@ pub fn build((paths, schemas): Registered) -> OpenApi {
 }
 
 pub const BEARER: &str = "bearer";
+/// The session cookie's security scheme.
+pub const SESSION: &str = "session";
 
 const TAGS: &[(&str, &str)] = &[
     (
@@ -188,8 +204,18 @@ const SHARED_RESPONSES: &[(u16, &str, &[ProblemKind], bool)] = &[
         ],
         false,
     ),
-    (401, "Unauthorized", &[ProblemKind::Unauthorized], false),
-    (403, "Forbidden", &[ProblemKind::Forbidden], false),
+    (
+        401,
+        "Unauthorized",
+        &[ProblemKind::Unauthorized, ProblemKind::TokenExpired],
+        false,
+    ),
+    (
+        403,
+        "Forbidden",
+        &[ProblemKind::Forbidden, ProblemKind::CsrfTokenInvalid],
+        false,
+    ),
     (408, "RequestTimeout", &[ProblemKind::BodyTimeout], false),
     (
         409,
@@ -492,13 +518,15 @@ fn finish_operation(op: &mut Operation) {
     );
 }
 
-/// The roles that may call an operation: its `bearer` requirement's scopes,
+/// The roles that may call an operation: its `bearer` (or, for the
+/// session's own operations, `session`) requirement's scopes,
 /// which each route writes once (`security(("bearer" = ["ops", "admin"]))`)
 /// and which a test checks against what its `Caller<R>` lets through.
 fn roles(op: &Operation) -> Option<String> {
     let requirement = serde_json::to_value(op.security.as_ref()?.first()?).ok()?;
     let scopes: Vec<&str> = requirement
-        .get(BEARER)?
+        .get(BEARER)
+        .or_else(|| requirement.get(SESSION))?
         .as_array()?
         .iter()
         .filter_map(serde_json::Value::as_str)
@@ -612,6 +640,9 @@ mod tests {
                 limit: 1,
                 retry_after: 1,
             },
+            ApiError::SignInFailed,
+            ApiError::CsrfTokenInvalid,
+            ApiError::TokenExpired,
             ApiError::Internal(String::new()),
         ];
         for err in &all {
@@ -622,6 +653,9 @@ mod tests {
                 | ApiError::BodyTimeout { .. }
                 | ApiError::Validation(_)
                 | ApiError::Unauthorized
+                | ApiError::SignInFailed
+                | ApiError::CsrfTokenInvalid
+                | ApiError::TokenExpired
                 | ApiError::InvalidSignature(_)
                 | ApiError::Forbidden(_)
                 | ApiError::NotFound(_)

@@ -24,10 +24,13 @@ pub mod openapi_json;
 pub mod ops;
 pub mod principals;
 pub mod routing_rules;
+pub mod session;
 pub mod sources;
 pub mod subscriptions;
 pub mod subscriptions_manage;
 pub mod teams;
+pub mod tokens;
+pub mod users;
 pub mod webhooks;
 
 /// Where a module registers its handlers: actix's `ServiceConfig`, also
@@ -84,6 +87,9 @@ pub fn configure(cfg: &mut Routes<'_>, metrics: bool) {
     leads::configure(cfg);
     merges::configure(cfg);
     principals::configure(cfg);
+    session::configure(cfg);
+    users::configure(cfg);
+    tokens::configure(cfg);
     routing_rules::configure(cfg);
     teams::configure(cfg);
     subscriptions::configure(cfg);

@@ -25,7 +25,9 @@ pub mod stats;
 pub mod subscriptions;
 pub mod tasks;
 pub mod teams;
+pub mod tokens;
 pub mod trace;
+pub mod users;
 pub mod versioned;
 
 #[cfg(test)]

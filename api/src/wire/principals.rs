@@ -2,7 +2,7 @@
 //! show and take, and what `leadpipe token list` prints.
 
 use chrono::{DateTime, Utc};
-use domain::auth::Role;
+use domain::auth::{Role, TokenRecord};
 use domain::routing::staff::StaffRecord;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -69,6 +69,11 @@ pub struct PrincipalListingOut {
     pub active: bool,
     /// RFC 3339, whole seconds.
     pub created_at: String,
+    /// When its token expires (the soonest, of several), RFC 3339; `never`;
+    /// `-`: it has no token.
+    pub expires_at: String,
+    /// When a token of it was last used, RFC 3339; `never`.
+    pub last_used_at: String,
     pub team: Option<String>,
     /// `available`, `away`, or `away until <RFC 3339>`.
     pub availability: String,
@@ -76,6 +81,30 @@ pub struct PrincipalListingOut {
     pub capacity: Option<i32>,
     /// As `GET /api/principals` has it (the `ETag` of a change).
     pub version: i64,
+}
+
+impl PrincipalListingOut {
+    /// With when its tokens expire (the soonest) and were last used.
+    pub fn with_tokens<'a>(mut self, tokens: impl Iterator<Item = &'a TokenRecord>) -> Self {
+        let seconds = |at: DateTime<Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let (mut expires, mut used, mut any) = (None, None, false);
+        for token in tokens {
+            any = true;
+            if let Some(at) = token.expires_at {
+                expires = Some(expires.map_or(at, |e: DateTime<Utc>| e.min(at)));
+            }
+            used = used.max(token.last_used_at);
+        }
+        if !any {
+            // A user without personal tokens.
+            self.expires_at = "-".to_owned();
+            self.last_used_at = "-".to_owned();
+            return self;
+        }
+        self.expires_at = expires.map_or_else(|| "never".to_owned(), seconds);
+        self.last_used_at = used.map_or_else(|| "never".to_owned(), seconds);
+        self
+    }
 }
 
 impl From<StaffRecord> for PrincipalListingOut {
@@ -94,6 +123,8 @@ impl From<StaffRecord> for PrincipalListingOut {
             state: if record.active { "active" } else { "revoked" }.to_owned(),
             active: record.active,
             created_at: seconds(record.created_at),
+            expires_at: "never".to_owned(),
+            last_used_at: "never".to_owned(),
             team: record.routing.team,
             availability,
             away_until: record.routing.away_until,

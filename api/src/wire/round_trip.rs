@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use crate::wire::{
     companies, contacts, convert, crm, deliveries, event_types, imports, inbox, lead_data,
     lead_processing, leads, principals, reconcile, reconcile_rejected, routing_rules, sources,
-    subscriptions, trace,
+    subscriptions, tokens, trace, users,
 };
 
 const DOCUMENT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json"));
@@ -125,6 +125,10 @@ fn every_answer_type_reads_back_what_it_writes() {
     round_trips::<domain::outbound::subscription::SubscriptionView>();
     round_trips::<trace::TraceOut>();
     round_trips::<domain::ops::series::Series>();
+    round_trips::<users::UserOut>();
+    round_trips::<users::SessionOut>();
+    round_trips::<tokens::TokenOut>();
+    round_trips::<tokens::IssuedTokenOut>();
 }
 
 /// Request bodies go the other way: what a client writes, the server reads.

@@ -1,6 +1,7 @@
 //! sea-orm entities, one file per table. The schema itself lives in `migration`.
 
 pub mod activity;
+pub mod api_token;
 pub mod assignment_cursor;
 pub mod company;
 pub mod contact;
@@ -31,3 +32,4 @@ pub mod source;
 pub mod subscription;
 pub mod task;
 pub mod team;
+pub mod user_session;

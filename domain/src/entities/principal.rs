@@ -21,6 +21,12 @@ pub struct Model {
     pub capacity: Option<i32>,
     /// Goes up with every change; the `ETag` is `"{version}"`.
     pub version: i64,
+    /// A user (a person who signs in): lower-case, unique.
+    pub email: Option<String>,
+    /// argon2id, as a PHC string; `None`: cannot sign in with a password.
+    pub password_hash: Option<String>,
+    /// When the user was disabled (its sessions ended, its token refused).
+    pub disabled_at: Option<ChronoDateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

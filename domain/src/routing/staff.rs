@@ -345,7 +345,7 @@ fn first_field(patch: &PrincipalPatch) -> &'static str {
     }
 }
 
-fn team(raw: &str) -> Result<String, Error> {
+pub(crate) fn team(raw: &str) -> Result<String, Error> {
     let team = raw.trim();
     if team.is_empty() || team.chars().count() > MAX_TEAM_LEN || team.chars().any(char::is_control)
     {
