@@ -7,7 +7,6 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, delete, get, post, web};
 use domain::session;
 use domain::users;
-use serde_json::json;
 
 use crate::http::body::{parse_json, read_json_bytes};
 use crate::http::error::ApiError;

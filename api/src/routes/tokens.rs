@@ -5,7 +5,6 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, delete, get, post, web};
 use domain::users;
-use serde_json::json;
 
 use crate::http::error::ApiError;
 use crate::http::idempotency::{KeyRule, Reply};

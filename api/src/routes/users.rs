@@ -10,7 +10,6 @@
 use actix_web::http::header;
 use actix_web::{HttpResponse, get, post, put, web};
 use domain::users::{self, NewUser, Password};
-use serde_json::json;
 
 use crate::http::auth::{AdminOnly, Caller};
 use crate::http::error::ApiError;
