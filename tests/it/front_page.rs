@@ -299,7 +299,8 @@ async fn everything_the_page_holds(browser: &Client) -> Option<String> {
         .execute(
             "const kept = typeof state === 'object' && state \
                ? JSON.stringify({me: state.me, leads: state.leads, lead: state.lead, \
-                   conversion: state.conversion || null, people: [...state.people.values()]}) \
+                   conversion: state.conversion || null, people: [...state.people.values()], \
+                   names: [...state.names], records: state.records, record: state.record}) \
                : ''; \
              return document.documentElement.outerHTML + '\\n' + kept;",
             vec![],
@@ -1379,8 +1380,8 @@ async fn sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk(
 }
 
 /// A converted lead (Ada Lovelace of Analytical Engines, with the deal
-/// "Difference Engine No. 2") and a second open deal of hers, owned by a
-/// sales rep; returns `(rep, lead id, first deal id, second deal id)`.
+/// "Difference Engine No. 2", and an overdue task about that deal) and a
+/// second open deal of hers, owned by a sales rep; returns `(rep, lead id, first deal id, second deal id)`.
 async fn a_customer_with_two_deals(app: &TestApp) -> (domain::auth::IssuedToken, i64, i64, i64) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let lead = app
@@ -1421,6 +1422,18 @@ async fn a_customer_with_two_deals(app: &TestApp) -> (domain::auth::IssuedToken,
         .await["id"]
         .as_i64()
         .unwrap();
+    // A task about the first deal, an hour overdue.
+    let due = (chrono::Utc::now() - chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    rep.post(
+        "/api/tasks",
+        &json!({"subject_type": "deal", "subject_id": first,
+                "title": "Send the engine contract", "due_at": due}),
+    )
+    .key("task-1")
+    .await
+    .expect(201)
+    .await;
     (grace, lead, first, second)
 }
 
@@ -1485,6 +1498,13 @@ async fn sales_browses_contacts_and_companies_and_moves_deals_on_the_board(backe
     browser.goto(&app.url("/")).await.unwrap();
     sign_in(&browser, &grace.token).await;
     wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+    // My day names what the overdue task is about: the deal.
+    wait_for_text(
+        &browser,
+        &format!("#my-tasks a[data-deal-id=\"{first}\"]"),
+        "Difference Engine No. 2",
+    )
+    .await;
 
     // Contacts: the list with each contact's company by name.
     click(&browser, "#tabs button[data-tab=\"contacts\"]").await;
@@ -1704,12 +1724,16 @@ async fn admin_reads_every_view_it_is_offered(backend: Backend) {
         ("contacts", "#contact-table", "Ada Lovelace"),
         ("companies", "#company-table", "Analytical Engines"),
         ("deals", "#deal-board", "Jacquard loom service"),
-        ("tasks", "#tasks-tab", "No tasks here."),
+        ("tasks", "#task-table", "Difference Engine No. 2"),
         ("reports", "#speed-table", "Source webform"),
         ("ops", "#dead-events", "none"),
     ];
     for (tab, css, text) in views {
         click(&browser, &format!("#tabs button[data-tab=\"{tab}\"]")).await;
+        if tab == "tasks" {
+            // Everyone's overdue tasks, each about its record by name.
+            click(&browser, ".due-choice button[data-due=\"overdue\"]").await;
+        }
         wait_for_text(&browser, css, text).await;
         look(&browser, &format!("admin-{tab}")).await;
     }
