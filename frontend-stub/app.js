@@ -65,6 +65,7 @@ const state = {
   records: { contact: [], company: [], deal: [] }, // the contact and company lists, the board's deals
   recordCursors: { contact: null, company: null },
   record: null, // {kind, body, etag}: the contact, company or deal shown
+  dragging: null, // the deal whose card is being dragged on the board
 };
 
 // ---------------------------------------------------------------- helpers
@@ -986,20 +987,21 @@ function money(cents, currency) {
   return `${(cents / 100).toLocaleString("en", { minimumFractionDigits: 2 })} ${currency || ""}`.trim();
 }
 
+/** What a lead became, each a link to its contact, company or deal by name. */
 function renderConversion() {
   const c = state.conversion;
   $("conversion").hidden = !c;
   if (!c) return;
+  for (const [kind, record] of [["contact", c.contact], ["company", c.company], ["deal", c.deal]]) {
+    if (record && record.version !== undefined) remember(kind, record);
+  }
+  const link = (kind, record, ...more) =>
+    record && el("span", {}, recordLink(kind, record.id), more.filter(Boolean).map((m) => ` · ${m}`).join(""));
+  const d = c.deal;
   const rows = [
-    ["contact", c.contact && [`#${c.contact.id}`, c.contact.name, c.contact.email].filter(Boolean).join(" · ")],
-    ["company", c.company && [`#${c.company.id}`, c.company.name].filter(Boolean).join(" · ")],
-    [
-      "deal",
-      c.deal &&
-        [`#${c.deal.id}`, c.deal.name, c.deal.amount_cents !== undefined ? money(c.deal.amount_cents, c.deal.currency) : null, c.deal.stage]
-          .filter(Boolean)
-          .join(" · "),
-    ],
+    ["contact", link("contact", c.contact, c.contact && c.contact.email)],
+    ["company", link("company", c.company, c.company && c.company.domain)],
+    ["deal", link("deal", d, d && d.amount_cents !== undefined ? money(d.amount_cents, d.currency) : null, d && d.stage)],
   ];
   $("conversion-fields").replaceChildren(
     ...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { dataset: { field: k } }, v || "—")]),
@@ -1052,7 +1054,14 @@ function describeActivity(a) {
     case "task_updated":
       return `task #${d.task_id} changed: ${(d.fields || []).join(", ")}`;
     case "converted":
-      return `converted into contact #${d.contact_id}${d.company_id ? `, company #${d.company_id}` : ""}${d.deal_id ? `, deal #${d.deal_id}` : ""}`;
+      return el(
+        "span",
+        {},
+        "converted into contact ",
+        recordLink("contact", d.contact_id),
+        d.company_id ? [", company ", recordLink("company", d.company_id)] : null,
+        d.deal_id ? [", deal ", recordLink("deal", d.deal_id)] : null,
+      );
     default:
       return a.detail ? Object.entries(a.detail).map(([k, v]) => `${k.replace(/_/g, " ")}: ${cell(v)}`).join(", ") : "";
   }
@@ -1062,6 +1071,14 @@ async function loadTimeline() {
   const id = state.lead.id;
   try {
     const { body } = await api("GET", `/api/leads/${id}/activities?limit=50`);
+    // What a converted lead became shows by name.
+    const converted = body.data.filter((a) => a.kind === "converted" && a.detail).map((a) => a.detail);
+    await Promise.all([
+      learnNames("contact", converted.map((d) => d.contact_id)),
+      learnNames("company", converted.map((d) => d.company_id)),
+      learnNames("deal", converted.map((d) => d.deal_id)),
+    ]);
+    if (!state.lead || state.lead.id !== id) return;
     // A merge undone already offers no Undo.
     const undone = new Set(body.data.filter((a) => a.kind === "unmerged" && a.detail).map((a) => a.detail.merge_id));
     $("timeline").replaceChildren(
@@ -1383,7 +1400,25 @@ async function loadBoard() {
         const column = pages[i].data;
         return el(
           "section",
-          { class: `stage stage-column-${stage}`, dataset: { stage }, "aria-labelledby": `stage-${stage}` },
+          {
+            class: `stage stage-column-${stage}`,
+            dataset: { stage },
+            "aria-labelledby": `stage-${stage}`,
+            // A card dropped here moves as its button would; only a legal move is taken.
+            ondragover: (e) => {
+              if (!state.dragging || !(NEXT_STAGE[state.dragging.stage] || []).includes(stage)) return;
+              e.preventDefault();
+              e.currentTarget.classList.add("drop-here");
+            },
+            ondragleave: (e) => e.currentTarget.classList.remove("drop-here"),
+            ondrop: (e) => {
+              e.preventDefault();
+              e.currentTarget.classList.remove("drop-here");
+              const deal = state.dragging;
+              state.dragging = null;
+              if (deal && (NEXT_STAGE[deal.stage] || []).includes(stage)) moveDeal(deal, stage, e.currentTarget);
+            },
+          },
           el("h3", { id: `stage-${stage}` }, el("span", { class: `status stage-${stage}` }, stage), " ", plural(column.length, "deal"), pages[i].next_cursor ? " and more" : ""),
           column.length ? el("p", { class: "muted sum" }, totals(column)) : null,
           el("ul", { class: "deal-cards" }, column.map(dealCard)),
@@ -1416,6 +1451,19 @@ function dealCard(d) {
       : null,
   );
   if (state.record && state.record.kind === "deal" && state.record.body.id === d.id) card.classList.add("selected");
+  // A mouse can drag an open deal to its new column; the buttons do the same by keyboard.
+  if ((NEXT_STAGE[d.stage] || []).length) {
+    card.draggable = true;
+    card.addEventListener("dragstart", (e) => {
+      state.dragging = d;
+      e.dataTransfer.setData("text/plain", label);
+      e.dataTransfer.effectAllowed = "move";
+    });
+    card.addEventListener("dragend", () => {
+      state.dragging = null;
+      for (const column of document.querySelectorAll("#deal-board .drop-here")) column.classList.remove("drop-here");
+    });
+  }
   return card;
 }
 

@@ -604,7 +604,13 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
             .await
             .is_ok()
     );
-    wait_for_text(&browser, "#timeline", "converted into contact #").await;
+    wait_for_text(
+        &browser,
+        "#timeline",
+        "converted into contact Ada Lovelace, company Analytical Engines, \
+         deal Difference Engine No. 2",
+    )
+    .await;
     look(&browser, "sales-converted").await;
     let stored = stored_lead(&app, id).await;
     assert_eq!(stored.status, "converted");
@@ -621,6 +627,12 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
     browser.refresh().await.unwrap();
     wait_for_text(&browser, "#lead-status", "converted").await;
     wait_for_conversion(&browser, &became).await;
+
+    // What it became is a link: the deal opens on the Deals tab.
+    click(&browser, "#conversion dd[data-field=\"deal\"] a").await;
+    wait_for(&browser, "#deals-tab:not([hidden])").await;
+    wait_for_text(&browser, "#deal-title", "Difference Engine No. 2").await;
+    wait_for_text(&browser, "#deal-stage", "open").await;
 
     browser.close().await.unwrap();
 }
@@ -1570,12 +1582,24 @@ async fn sales_browses_contacts_and_companies_and_moves_deals_on_the_board(backe
     wait_for_text(&browser, won, "0 deals").await;
     look(&browser, "sales-deals-board").await;
 
-    // A move on the board: the card goes to its column and the database agrees.
-    click(
-        &browser,
-        &format!("{open} li[data-deal-id=\"{first}\"] button[data-to=\"won\"]"),
-    )
-    .await;
+    // A card dragged to another column (the browser's own drag events):
+    // it moves there and the database agrees.
+    browser
+        .execute(
+            "const [card, column] = [document.querySelector(arguments[0]), \
+                                     document.querySelector(arguments[1])]; \
+             const dataTransfer = new DataTransfer(); \
+             const fire = (node, type) => node.dispatchEvent( \
+               new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer})); \
+             fire(card, 'dragstart'); fire(column, 'dragover'); fire(column, 'drop'); \
+             fire(card, 'dragend');",
+            vec![
+                json!(format!("{open} li[data-deal-id=\"{first}\"]")),
+                json!(won),
+            ],
+        )
+        .await
+        .unwrap();
     wait_for(&browser, &format!("{won} li[data-deal-id=\"{first}\"]")).await;
     wait_for_text(
         &browser,
