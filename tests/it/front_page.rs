@@ -1778,6 +1778,33 @@ async fn admin_reads_every_view_it_is_offered(backend: Backend) {
     // Admin reads the API: the deal's version shows.
     wait_for_text(&browser, "#deal-version", "version 1").await;
     look(&browser, "admin-deal-detail").await;
+
+    // Lost from the detail, with a reason: the board and the database agree.
+    fill(&browser, "#deal-reason", "budget moved to next year").await;
+    click(&browser, "#deal-moves button[data-to=\"lost\"]").await;
+    wait_for_text(&browser, "#deal-stage", "lost").await;
+    wait_for_text(
+        &browser,
+        "#deal-fields dd[data-field=\"why lost\"]",
+        "budget moved to next year",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#deal-timeline",
+        "stage open → lost (budget moved to next year)",
+    )
+    .await;
+    wait_for(
+        &browser,
+        &format!("#deal-board [data-stage=\"lost\"] li[data-deal-id=\"{first}\"]"),
+    )
+    .await;
+    let stored = stored_deal(&app, first).await;
+    assert_eq!(
+        (stored.stage.as_str(), stored.lost_reason.as_deref()),
+        ("lost", Some("budget moved to next year"))
+    );
     assert_nothing_refused(&browser, "/api/deals", "admin").await;
     browser.close().await.unwrap();
 }
