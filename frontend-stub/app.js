@@ -11,10 +11,24 @@ const NOTICE_KEY = "leadpipe.notice";
 // "Roles"). An intake token only posts leads, so it gets no tab at all.
 const TABS_BY_ROLE = {
   intake: [],
-  sales: ["my-day", "leads", "tasks", "reports"],
-  ops: ["leads", "tasks", "reports", "ops"],
-  admin: ["leads", "tasks", "reports", "ops"],
+  sales: ["my-day", "leads", "contacts", "companies", "deals", "tasks", "reports"],
+  ops: ["leads", "contacts", "companies", "deals", "tasks", "reports", "ops"],
+  admin: ["leads", "contacts", "companies", "deals", "tasks", "reports", "ops"],
 };
+
+// The records a page can open by address (`#deal/7`): the tab that shows
+// them, where the API keeps them, and what a person calls one.
+const KINDS = {
+  lead: { tab: "leads", path: "/api/leads", label: (l) => leadLabel(l) },
+  contact: { tab: "contacts", path: "/api/contacts", label: (c) => c.name || c.email || c.phone || `Contact ${c.id}` },
+  company: { tab: "companies", path: "/api/companies", label: (c) => c.name || c.domain || `Company ${c.id}` },
+  deal: { tab: "deals", path: "/api/deals", label: (d) => d.name || `Deal ${d.id}` },
+};
+
+// The deal stage machine (README "CRM"): an open deal is won or lost; a
+// closed deal stays closed. The board has a column per stage.
+const DEAL_STAGES = ["open", "won", "lost"];
+const NEXT_STAGE = { open: ["won", "lost"], won: [], lost: [] };
 
 // The lead status machine (README "Sales API"); the server enforces it, this
 // only decides which buttons to offer.
@@ -47,6 +61,11 @@ const state = {
   etag: null, // its ETag, sent back as If-Match
   taskDue: "today", // the Tasks tab's list: today, overdue, upcoming or done
   tasksCursor: null,
+  names: new Map(), // "lead/7", "deal/3", … -> what a person calls it (null: unreadable)
+  records: { contact: [], company: [], deal: [] }, // the contact and company lists, the board's deals
+  recordCursors: { contact: null, company: null },
+  record: null, // {kind, body, etag}: the contact, company or deal shown
+  dragging: null, // the deal whose card is being dragged on the board
 };
 
 // ---------------------------------------------------------------- helpers
@@ -290,7 +309,7 @@ async function optional(target, path, render) {
   target.replaceChildren(el("p", { class: "muted" }, "loading…"));
   try {
     const { body } = await api("GET", path);
-    target.replaceChildren(render(body));
+    target.replaceChildren(await render(body));
   } catch (err) {
     if (err.status === 404) target.replaceChildren(el("p", { class: "muted" }, "not available"));
     else target.replaceChildren(problemView(err));
@@ -347,8 +366,11 @@ async function showApp() {
     return;
   }
   filtersFromAddress();
-  // A lead's address opens the Leads view; otherwise the role's first view.
-  showTab(/^#lead\/\d+$/.test(location.hash) && shown.includes("leads") ? "leads" : shown[0]);
+  $("deal-owner").closest("label").hidden = state.me.role !== "sales";
+  // A record's address opens its view; otherwise the role's first view.
+  // Read before a view is shown: showing one writes its own address.
+  const named = addressed();
+  showTab(named && shown.includes(KINDS[named.kind].tab) ? KINDS[named.kind].tab : shown[0]);
   // Names arrive after the first list: show them once known, without
   // taking the user back from a tab they have moved to meanwhile.
   await loadPeople();
@@ -359,7 +381,7 @@ async function showApp() {
   if (state.lead) renderLead();
   if (!$("my-day-tab").hidden) loadMyDay();
   $("whoami").textContent = `${state.me.name} (${state.me.role})`;
-  openLeadFromHash();
+  if (named) go(named.kind, named.id, { focus: false });
 }
 
 /** The names behind principal ids (every role with a tab may list them). */
@@ -372,24 +394,44 @@ async function loadPeople() {
   }
 }
 
-function openLeadFromHash() {
-  const m = /^#lead\/(\d+)$/.exec(location.hash);
-  if (!m || !mayRead("leads")) return;
-  // A lead link on the Tasks tab opens the lead where leads are shown.
-  if ($("leads-tab").hidden) showTab("leads");
-  openLead(Number(m[1]));
+/** The record the page's address names (`#lead/7`, `#deal/3`), or null. */
+function addressed() {
+  const m = /^#(lead|contact|company|deal)\/(\d+)$/.exec(location.hash);
+  return m ? { kind: m[1], id: Number(m[2]) } : null;
+}
+
+function openFromAddress() {
+  const named = addressed();
+  if (named) go(named.kind, named.id, { focus: false });
+}
+
+/** Opens a record where its kind is shown (a lead link on Tasks opens Leads). */
+function go(kind, id, { focus } = { focus: true }) {
+  const tab = KINDS[kind].tab;
+  if (!mayRead(tab)) return;
+  if ($(`${tab}-tab`).hidden) showTab(tab);
+  if (kind === "lead") openLead(id, { focus });
+  else openRecord(kind, id, { focus });
+}
+
+/** The address of what a tab shows open, so a reload opens it again. */
+function addressOf(name) {
+  if (name === "leads" && state.lead) return `#lead/${state.lead.id}`;
+  const r = state.record;
+  if (r && KINDS[r.kind].tab === name) return `#${r.kind}/${r.body.id}`;
+  return "";
 }
 
 function showTab(name) {
   if (!mayRead(name)) return;
   for (const b of document.querySelectorAll("#tabs button")) b.classList.toggle("active", b.dataset.tab === name);
-  $("leads-tab").hidden = name !== "leads";
-  $("my-day-tab").hidden = name !== "my-day";
-  $("ops-tab").hidden = name !== "ops";
-  $("tasks-tab").hidden = name !== "tasks";
-  $("reports-tab").hidden = name !== "reports";
+  for (const section of document.querySelectorAll("main > section[id$='-tab']")) section.hidden = section.id !== `${name}-tab`;
+  history.replaceState(null, "", `${location.pathname}${location.search}${addressOf(name)}`);
   clearProblem();
   if (name === "leads") loadLeads(false);
+  else if (name === "contacts") loadRecords("contact", false);
+  else if (name === "companies") loadRecords("company", false);
+  else if (name === "deals") loadBoard();
   else if (name === "tasks") loadTasks(false);
   else if (name === "reports") loadSpeedToLead();
   else if (name === "my-day") loadMyDay();
@@ -434,6 +476,7 @@ async function loadLeads(more) {
   try {
     const { body } = await api("GET", `/api/leads?${leadQuery()}`);
     state.leads = more ? state.leads.concat(body.data) : body.data;
+    for (const lead of body.data) remember("lead", lead);
     const shown = new Set(state.leads.map((l) => l.id));
     for (const id of state.picked) if (!shown.has(id)) state.picked.delete(id);
     renderLeadRows();
@@ -494,9 +537,10 @@ function leadRow(lead) {
     },
   });
   pick.checked = state.picked.has(lead.id);
+  // By keyboard or mouse, the open lead takes the focus (its heading).
   const open = (e) => {
     e.preventDefault();
-    openLead(lead.id);
+    openLead(lead.id, { focus: true });
   };
   const row = el(
     "tr",
@@ -600,17 +644,19 @@ function bulkMove() {
   return bulk("Moved", (lead, headers) => api("POST", `/api/leads/${lead.id}/transitions`, { body, headers }));
 }
 
-async function openLead(id, { keepProblem } = {}) {
+async function openLead(id, { keepProblem, focus } = {}) {
   if (!keepProblem) clearProblem();
   try {
     // A merged lead answers 308: the browser follows it to the survivor.
     const { body, headers } = await api("GET", `/api/leads/${id}`);
     state.lead = body;
+    remember("lead", body);
     state.etag = headers.get("ETag");
     state.conversion = null;
     // The lead is addressable (#lead/ID): reload and duplicate links land here.
     if (location.hash !== `#lead/${body.id}`) history.replaceState(null, "", `${location.pathname}${location.search}#lead/${body.id}`);
     renderLead();
+    if (focus) $("lead-title").focus();
     await Promise.all([
       loadTimeline(),
       loadLeadTasks(),
@@ -941,20 +987,21 @@ function money(cents, currency) {
   return `${(cents / 100).toLocaleString("en", { minimumFractionDigits: 2 })} ${currency || ""}`.trim();
 }
 
+/** What a lead became, each a link to its contact, company or deal by name. */
 function renderConversion() {
   const c = state.conversion;
   $("conversion").hidden = !c;
   if (!c) return;
+  for (const [kind, record] of [["contact", c.contact], ["company", c.company], ["deal", c.deal]]) {
+    if (record && record.version !== undefined) remember(kind, record);
+  }
+  const link = (kind, record, ...more) =>
+    record && el("span", {}, recordLink(kind, record.id), more.filter(Boolean).map((m) => ` · ${m}`).join(""));
+  const d = c.deal;
   const rows = [
-    ["contact", c.contact && [`#${c.contact.id}`, c.contact.name, c.contact.email].filter(Boolean).join(" · ")],
-    ["company", c.company && [`#${c.company.id}`, c.company.name].filter(Boolean).join(" · ")],
-    [
-      "deal",
-      c.deal &&
-        [`#${c.deal.id}`, c.deal.name, c.deal.amount_cents !== undefined ? money(c.deal.amount_cents, c.deal.currency) : null, c.deal.stage]
-          .filter(Boolean)
-          .join(" · "),
-    ],
+    ["contact", link("contact", c.contact, c.contact && c.contact.email)],
+    ["company", link("company", c.company, c.company && c.company.domain)],
+    ["deal", link("deal", d, d && d.amount_cents !== undefined ? money(d.amount_cents, d.currency) : null, d && d.stage)],
   ];
   $("conversion-fields").replaceChildren(
     ...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { dataset: { field: k } }, v || "—")]),
@@ -1007,7 +1054,14 @@ function describeActivity(a) {
     case "task_updated":
       return `task #${d.task_id} changed: ${(d.fields || []).join(", ")}`;
     case "converted":
-      return `converted into contact #${d.contact_id}${d.company_id ? `, company #${d.company_id}` : ""}${d.deal_id ? `, deal #${d.deal_id}` : ""}`;
+      return el(
+        "span",
+        {},
+        "converted into contact ",
+        recordLink("contact", d.contact_id),
+        d.company_id ? [", company ", recordLink("company", d.company_id)] : null,
+        d.deal_id ? [", deal ", recordLink("deal", d.deal_id)] : null,
+      );
     default:
       return a.detail ? Object.entries(a.detail).map(([k, v]) => `${k.replace(/_/g, " ")}: ${cell(v)}`).join(", ") : "";
   }
@@ -1017,6 +1071,14 @@ async function loadTimeline() {
   const id = state.lead.id;
   try {
     const { body } = await api("GET", `/api/leads/${id}/activities?limit=50`);
+    // What a converted lead became shows by name.
+    const converted = body.data.filter((a) => a.kind === "converted" && a.detail).map((a) => a.detail);
+    await Promise.all([
+      learnNames("contact", converted.map((d) => d.contact_id)),
+      learnNames("company", converted.map((d) => d.company_id)),
+      learnNames("deal", converted.map((d) => d.deal_id)),
+    ]);
+    if (!state.lead || state.lead.id !== id) return;
     // A merge undone already offers no Undo.
     const undone = new Set(body.data.filter((a) => a.kind === "unmerged" && a.detail).map((a) => a.detail.merge_id));
     $("timeline").replaceChildren(
@@ -1038,6 +1100,405 @@ async function loadTimeline() {
     );
   } catch (err) {
     showProblem(err, $("timeline"));
+  }
+}
+
+// ---------------------------------------------------------------- names
+
+/** Keeps what a person calls a record, for links to it elsewhere. */
+function remember(kind, record, id) {
+  state.names.set(`${kind}/${id === undefined ? record.id : id}`, KINDS[kind].label(record));
+}
+
+/** A record by name (`lead #7` while its name is unknown or unreadable). */
+function nameOf(kind, id) {
+  return state.names.get(`${kind}/${id}`) || `${kind} #${id}`;
+}
+
+/**
+ * Reads the names of records not known yet, a few at a time; each is read
+ * once per page. A record the caller may not read keeps its `#id`.
+ */
+async function learnNames(kind, ids) {
+  const wanted = [...new Set(ids.filter((id) => id !== null && id !== undefined))].filter((id) => !state.names.has(`${kind}/${id}`));
+  for (let i = 0; i < wanted.length; i += 6) {
+    await Promise.all(
+      wanted.slice(i, i + 6).map((id) =>
+        api("GET", `${KINDS[kind].path}/${id}`).then(
+          (r) => remember(kind, r.body, id),
+          () => state.names.set(`${kind}/${id}`, null),
+        ),
+      ),
+    );
+  }
+}
+
+/** A link to a record by name; it opens the record where its kind is shown. */
+function recordLink(kind, id) {
+  if (id === null || id === undefined) return "—";
+  const open = (e) => {
+    e.preventDefault();
+    go(kind, id);
+  };
+  return el("a", { href: `#${kind}/${id}`, dataset: { [`${kind}Id`]: String(id) }, onclick: open }, nameOf(kind, id));
+}
+
+// ---------------------------------------------------------------- contacts, companies, deals
+
+/** Each kind's list: its table's columns, the names its rows need, its filters. */
+const LISTS = {
+  contact: {
+    plural: "contacts",
+    query: () => ({ q: $("contact-q").value.trim() }),
+    needs: (rows) => learnNames("company", rows.map((c) => c.company_id)),
+    cells: (c) => [
+      el("td", { class: "name", title: [c.name, c.email].filter(Boolean).join(" · ") }, recordLink("contact", c.id), c.name && c.email ? el("span", { class: "sub" }, c.email) : null),
+      el("td", { class: "wide" }, c.phone || ""),
+      el("td", {}, c.company_id ? recordLink("company", c.company_id) : ""),
+      el("td", { class: "wide", title: when(c.updated_at) }, shortWhen(c.updated_at)),
+    ],
+  },
+  company: {
+    plural: "companies",
+    query: () => ({ q: $("company-q").value.trim() }),
+    needs: async () => {},
+    cells: (c) => [
+      el("td", { class: "name" }, recordLink("company", c.id)),
+      el("td", {}, c.domain || ""),
+      el("td", { class: "wide", title: when(c.updated_at) }, shortWhen(c.updated_at)),
+    ],
+  },
+};
+
+async function loadRecords(kind, more) {
+  const list = LISTS[kind];
+  if (!more) state.recordCursors[kind] = null;
+  const q = new URLSearchParams({ limit: "50" });
+  for (const [k, v] of Object.entries(list.query())) if (v) q.set(k, v);
+  if (state.recordCursors[kind]) q.set("cursor", state.recordCursors[kind]);
+  try {
+    const { body } = await api("GET", `${KINDS[kind].path}?${q}`);
+    for (const r of body.data) remember(kind, r);
+    await list.needs(body.data);
+    state.records[kind] = more ? state.records[kind].concat(body.data) : body.data;
+    state.recordCursors[kind] = body.next_cursor;
+    renderRecordRows(kind);
+    $(`more-${list.plural}`).hidden = !body.next_cursor;
+  } catch (err) {
+    showProblem(err, $(`${kind}-list`));
+  }
+}
+
+function renderRecordRows(kind) {
+  const rows = state.records[kind].map((r) => {
+    const row = el("tr", { dataset: { id: String(r.id) } }, LISTS[kind].cells(r));
+    // A click anywhere on the row opens it; its links do their own thing.
+    row.addEventListener("click", (e) => {
+      if (!e.target.closest("a, button")) openRecord(kind, r.id, { focus: true });
+    });
+    if (state.record && state.record.kind === kind && state.record.body.id === r.id) row.classList.add("selected");
+    return row;
+  });
+  $(`${kind}-table`).querySelector("tbody").replaceChildren(...rows);
+  $(`${kind}-empty`).hidden = rows.length > 0;
+}
+
+/** Opens a contact, company or deal beside its list; its address is `#kind/ID`. */
+async function openRecord(kind, id, { keepProblem, focus } = {}) {
+  if (!keepProblem) clearProblem();
+  const detail = $(`${kind}-detail`);
+  try {
+    const { body, headers } = await api("GET", `${KINDS[kind].path}/${id}`);
+    remember(kind, body);
+    state.record = { kind, body, etag: headers.get("ETag") };
+    if (location.hash !== `#${kind}/${body.id}`) history.replaceState(null, "", `${location.pathname}${location.search}#${kind}/${body.id}`);
+    await DETAILS[kind](body);
+    detail.hidden = false;
+    $(`${kind}-columns`).classList.add("with-detail");
+    $(`${kind}-title`).textContent = KINDS[kind].label(body);
+    if (focus) $(`${kind}-title`).focus();
+    for (const row of document.querySelectorAll(`#${kind}-table tbody tr, #deal-board li[data-deal-id]`)) {
+      row.classList.toggle("selected", row.dataset.id === String(body.id) || row.dataset.dealId === String(body.id));
+    }
+    await loadRecordTimeline(kind, body.id);
+  } catch (err) {
+    showProblem(err, detail.hidden ? $(`${kind}-list`) : detail);
+  }
+}
+
+function closeRecord(kind) {
+  state.record = null;
+  $(`${kind}-detail`).hidden = true;
+  $(`${kind}-columns`).classList.remove("with-detail");
+  history.replaceState(null, "", `${location.pathname}${location.search}`);
+  for (const row of document.querySelectorAll(`#${kind}-table .selected, #deal-board .selected`)) row.classList.remove("selected");
+}
+
+/** A definition list's rows: [term, value] pairs (a missing value is "—"). */
+function facts(target, rows) {
+  $(target).replaceChildren(
+    ...rows.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { dataset: { field: k } }, v === null || v === undefined || v === "" ? "—" : v)]),
+  );
+}
+
+/** The version matters to those who read the API; sales sees none of it. */
+function versionFact(record) {
+  return state.me && state.me.role !== "sales" ? [["version", String(record.version)]] : [];
+}
+
+/** A related list (a company's contacts, a contact's deals): links by name. */
+async function relatedList(target, kind, path, describe) {
+  try {
+    const rows = (await api("GET", path)).body.data;
+    for (const r of rows) remember(kind, r);
+    $(target).replaceChildren(...rows.map((r) => el("li", {}, recordLink(kind, r.id), describe ? el("span", { class: "muted" }, ` ${describe(r)}`) : null)));
+    if (!rows.length) $(target).replaceChildren(el("li", { class: "muted" }, "none"));
+  } catch (err) {
+    $(target).replaceChildren(el("li", {}, problemView(err)));
+  }
+}
+
+const dealSummary = (d) => `· ${d.stage} · ${money(d.amount_cents, d.currency)}`;
+
+/** Each kind's detail: its fields and the records related to it. */
+const DETAILS = {
+  contact: async (c) => {
+    await learnNames("company", [c.company_id]);
+    facts("contact-fields", [
+      ["email", c.email],
+      ["phone", c.phone],
+      ["company", c.company_id ? recordLink("company", c.company_id) : null],
+      ["created", when(c.created_at)],
+      ["changed", when(c.updated_at)],
+      ...versionFact(c),
+    ]);
+    await relatedList("contact-deals", "deal", `/api/deals?contact_id=${c.id}&limit=50`, dealSummary);
+  },
+  company: async (c) => {
+    facts("company-fields", [
+      ["name", c.name],
+      ["domain", c.domain],
+      ["created", when(c.created_at)],
+      ["changed", when(c.updated_at)],
+      ...versionFact(c),
+    ]);
+    await Promise.all([
+      relatedList("company-contacts", "contact", `/api/contacts?company_id=${c.id}&limit=50`, (x) => (x.email ? `· ${x.email}` : "")),
+      relatedList("company-deals", "deal", `/api/deals?company_id=${c.id}&limit=50`, dealSummary),
+    ]);
+  },
+  deal: async (d) => {
+    await Promise.all([learnNames("contact", [d.contact_id]), learnNames("company", [d.company_id]), learnNames("lead", [d.lead_id])]);
+    facts("deal-fields", [
+      ["amount", money(d.amount_cents, d.currency)],
+      ["owner", person(d.owner_id)],
+      ["contact", d.contact_id ? recordLink("contact", d.contact_id) : null],
+      ["company", d.company_id ? recordLink("company", d.company_id) : null],
+      ["from lead", d.lead_id ? recordLink("lead", d.lead_id) : null],
+      ["created", when(d.created_at)],
+      ["changed", when(d.updated_at)],
+      ...(d.closed_at ? [["closed", when(d.closed_at)]] : []),
+      ...(d.lost_reason ? [["why lost", d.lost_reason]] : []),
+    ]);
+    const stage = $("deal-stage");
+    stage.textContent = d.stage;
+    stage.className = `status stage-${d.stage}`;
+    $("deal-version").textContent = state.me && state.me.role !== "sales" ? `version ${d.version}` : "";
+    const next = NEXT_STAGE[d.stage] || [];
+    $("deal-reason").hidden = next.length === 0;
+    document.querySelector("label[for=deal-reason]").hidden = next.length === 0;
+    $("deal-moves").replaceChildren(
+      ...(next.length
+        ? next.map((to) => el("button", { type: "button", dataset: { to }, onclick: () => moveDeal(d, to, $("deal-detail")) }, `→ ${to}`))
+        : [el("span", { class: "muted" }, "closed: a won or lost deal stays so")]),
+    );
+  },
+};
+
+/** What a contact's, company's or deal's timeline entry is, in words. */
+const CRM_KIND_WORDS = {
+  created: "Created",
+  updated: "Changed",
+  stage_changed: "Stage",
+  lead_converted: "From a lead",
+  task_created: "Task",
+  task_completed: "Task done",
+  task_reopened: "Task reopened",
+  task_updated: "Task changed",
+};
+
+function describeCrmActivity(kind, a) {
+  const d = a.detail || {};
+  switch (a.kind) {
+    case "created":
+      if (kind === "deal") return `deal opened at ${money(d.amount_cents || 0, d.currency)}${d.owner_id ? ` for ${person(d.owner_id)}` : ""}`;
+      if (kind === "company") return `company created: ${[d.name, d.domain].filter(Boolean).join(", ")}`;
+      return d.company_id ? el("span", {}, "contact created at ", recordLink("company", d.company_id)) : "contact created";
+    case "updated":
+      if (d.from && d.to) {
+        const changed = ["name", "domain"].filter((k) => d.from[k] !== d.to[k]);
+        return changed.map((k) => `${k} ${d.from[k] || "—"} → ${d.to[k] || "—"}`).join(", ") || "changed";
+      }
+      return `changed ${(d.fields || []).map((f) => f.replace(/_/g, " ")).join(", ")}`;
+    case "stage_changed":
+      return `stage ${d.from} → ${d.to}${d.reason ? ` (${d.reason})` : ""}`;
+    case "lead_converted":
+      return el("span", {}, "converted from ", recordLink("lead", d.lead_id));
+    default:
+      return describeActivity(a);
+  }
+}
+
+async function loadRecordTimeline(kind, id) {
+  try {
+    const { body } = await api("GET", `${KINDS[kind].path}/${id}/activities?limit=50`);
+    await learnNames("lead", body.data.filter((a) => a.kind === "lead_converted" && a.detail).map((a) => a.detail.lead_id));
+    if (!state.record || state.record.kind !== kind || state.record.body.id !== id) return;
+    $(`${kind}-timeline`).replaceChildren(
+      ...body.data.map((a) =>
+        el(
+          "li",
+          { dataset: { kind: a.kind } },
+          el("time", {}, when(a.created_at)),
+          " ",
+          el("span", { class: "kind" }, CRM_KIND_WORDS[a.kind] || a.kind.replace(/_/g, " ")),
+          " ",
+          describeCrmActivity(kind, a),
+          a.author_id ? el("span", { class: "muted" }, ` by ${person(a.author_id)}`) : null,
+        ),
+      ),
+    );
+    if (!body.data.length) $(`${kind}-timeline`).replaceChildren(el("li", { class: "muted" }, "nothing yet"));
+  } catch (err) {
+    showProblem(err, $(`${kind}-timeline`));
+  }
+}
+
+// ---------------------------------------------------------------- the deal board
+
+/** Amounts summed per currency: "12,500.00 EUR + 300.00 USD". */
+function totals(deals) {
+  const by = new Map();
+  for (const d of deals) by.set(d.currency, (by.get(d.currency) || 0) + d.amount_cents);
+  return [...by].map(([currency, cents]) => money(cents, currency)).join(" + ");
+}
+
+/** The board: one column per stage, the newest changed deals first in each. */
+async function loadBoard() {
+  const q = new URLSearchParams({ limit: "100" });
+  const text = $("deal-q").value.trim();
+  if (text) q.set("q", text);
+  if ($("deal-owner").value) q.set("owner", $("deal-owner").value);
+  try {
+    const pages = await Promise.all(DEAL_STAGES.map((stage) => api("GET", `/api/deals?${q}&stage=${stage}`).then((r) => r.body)));
+    const deals = pages.flatMap((p) => p.data);
+    for (const d of deals) remember("deal", d);
+    await Promise.all([learnNames("contact", deals.map((d) => d.contact_id)), learnNames("company", deals.map((d) => d.company_id))]);
+    state.records.deal = deals;
+    $("deal-board").replaceChildren(
+      ...DEAL_STAGES.map((stage, i) => {
+        const column = pages[i].data;
+        return el(
+          "section",
+          {
+            class: `stage stage-column-${stage}`,
+            dataset: { stage },
+            "aria-labelledby": `stage-${stage}`,
+            // A card dropped here moves as its button would; only a legal move is taken.
+            ondragover: (e) => {
+              if (!state.dragging || !(NEXT_STAGE[state.dragging.stage] || []).includes(stage)) return;
+              e.preventDefault();
+              e.currentTarget.classList.add("drop-here");
+            },
+            ondragleave: (e) => e.currentTarget.classList.remove("drop-here"),
+            ondrop: (e) => {
+              e.preventDefault();
+              e.currentTarget.classList.remove("drop-here");
+              const deal = state.dragging;
+              state.dragging = null;
+              if (deal && (NEXT_STAGE[deal.stage] || []).includes(stage)) moveDeal(deal, stage, e.currentTarget);
+            },
+          },
+          el("h3", { id: `stage-${stage}` }, el("span", { class: `status stage-${stage}` }, stage), " ", plural(column.length, "deal"), pages[i].next_cursor ? " and more" : ""),
+          column.length ? el("p", { class: "muted sum" }, totals(column)) : null,
+          el("ul", { class: "deal-cards" }, column.map(dealCard)),
+        );
+      }),
+    );
+  } catch (err) {
+    showProblem(err, $("deal-list"));
+  }
+}
+
+function dealCard(d) {
+  const who = [d.contact_id ? nameOf("contact", d.contact_id) : null, d.company_id ? nameOf("company", d.company_id) : null].filter(Boolean).join(", ");
+  const label = KINDS.deal.label(d);
+  const card = el(
+    "li",
+    { class: "deal-card", dataset: { dealId: String(d.id) } },
+    el("span", { class: "deal-name" }, recordLink("deal", d.id)),
+    el("span", { class: "deal-amount" }, money(d.amount_cents, d.currency)),
+    who ? el("span", { class: "sub" }, who) : null,
+    el("span", { class: "sub" }, d.owner_id ? person(d.owner_id) : "no owner"),
+    (NEXT_STAGE[d.stage] || []).length
+      ? el(
+          "span",
+          { class: "moves" },
+          NEXT_STAGE[d.stage].map((to) =>
+            el("button", { type: "button", class: "small", dataset: { to }, "aria-label": `Move ${label} to ${to}`, onclick: (e) => moveDeal(d, to, e.target) }, `→ ${to}`),
+          ),
+        )
+      : null,
+  );
+  if (state.record && state.record.kind === "deal" && state.record.body.id === d.id) card.classList.add("selected");
+  // A mouse can drag an open deal to its new column; the buttons do the same by keyboard.
+  if ((NEXT_STAGE[d.stage] || []).length) {
+    card.draggable = true;
+    card.addEventListener("dragstart", (e) => {
+      state.dragging = d;
+      e.dataTransfer.setData("text/plain", label);
+      e.dataTransfer.effectAllowed = "move";
+    });
+    card.addEventListener("dragend", () => {
+      state.dragging = null;
+      for (const column of document.querySelectorAll("#deal-board .drop-here")) column.classList.remove("drop-here");
+    });
+  }
+  return card;
+}
+
+/**
+ * Moves a deal to another stage with the version shown as If-Match. A stale
+ * `412` (someone changed the deal meanwhile) reads the board and the deal
+ * again, so what is shown is what is stored, and says so.
+ */
+async function moveDeal(deal, to, where) {
+  clearProblem();
+  $("deal-result").hidden = true;
+  const shown = state.record && state.record.kind === "deal" && state.record.body.id === deal.id;
+  const fromDetail = where === $("deal-detail");
+  const reason = fromDetail ? $("deal-reason").value.trim() : "";
+  const body = reason ? { to, reason } : { to };
+  const ifMatch = fromDetail && state.record.etag ? state.record.etag : `"${deal.version}"`;
+  for (const b of document.querySelectorAll(`#deal-board li[data-deal-id="${deal.id}"] button, #deal-moves button`)) b.disabled = true;
+  try {
+    await api("POST", `/api/deals/${deal.id}/transitions`, { body, headers: { "Idempotency-Key": uuid(), "If-Match": ifMatch } });
+    if (fromDetail) $("deal-reason").value = "";
+    const result = $("deal-result");
+    result.textContent = `Moved ${KINDS.deal.label(deal)} to ${to}.`;
+    result.hidden = false;
+    await loadBoard();
+    if (shown) await openRecord("deal", deal.id, { keepProblem: true });
+  } catch (err) {
+    if (err.status === 412) {
+      await loadBoard();
+      if (shown) await openRecord("deal", deal.id, { keepProblem: true });
+      showProblem(err, shown && fromDetail ? $("deal-detail") : $("deal-list"), "The board now shows what is stored; look at the deal and try again.");
+    } else {
+      showProblem(err, fromDetail ? $("deal-detail") : $("deal-list"));
+      await loadBoard();
+      if (shown) await openRecord("deal", deal.id, { keepProblem: true });
+    }
   }
 }
 
@@ -1093,6 +1554,8 @@ async function loadMyDay() {
       tasks("today"),
       api("GET", "/api/leads?owner=me&limit=200").then((r) => r.body.data),
     ]);
+    for (const lead of leads) remember("lead", lead);
+    await learnSubjects(overdue.concat(today));
     const taskRow = (task, late) =>
       el(
         "tr",
@@ -1111,7 +1574,7 @@ async function loadMyDay() {
         el(
           "tr",
           { dataset: { leadId: String(lead.id) } },
-          el("td", { class: "name" }, el("a", { href: `#lead/${lead.id}` }, leadLabel(lead)), lead.company ? el("span", { class: "sub" }, lead.company) : null),
+          el("td", { class: "name" }, recordLink("lead", lead.id), lead.company ? el("span", { class: "sub" }, lead.company) : null),
           el("td", {}, el("span", { class: `status status-${lead.status}` }, lead.status)),
           el("td", { title: when(lead.updated_at) }, shortWhen(lead.updated_at)),
         ),
@@ -1143,17 +1606,14 @@ function taskQuery() {
   return q;
 }
 
+/** What a task is about, as a link by name. */
 function subjectLink(task) {
-  if (task.subject_type === "lead") {
-    // Opened here, not by the hash alone: the hash may already name this lead.
-    const open = (e) => {
-      e.preventDefault();
-      showTab("leads");
-      openLead(task.subject_id);
-    };
-    return el("a", { href: `#lead/${task.subject_id}`, dataset: { leadId: String(task.subject_id) }, onclick: open }, `lead #${task.subject_id}`);
-  }
-  return `${task.subject_type} #${task.subject_id}`;
+  return KINDS[task.subject_type] ? recordLink(task.subject_type, task.subject_id) : `${task.subject_type} #${task.subject_id}`;
+}
+
+/** The names of the records the tasks are about, read before the rows are drawn. */
+function learnSubjects(tasks) {
+  return Promise.all(Object.keys(KINDS).map((kind) => learnNames(kind, tasks.filter((t) => t.subject_type === kind).map((t) => t.subject_id))));
 }
 
 function doneButton(task, reload) {
@@ -1167,6 +1627,7 @@ async function loadTasks(more) {
   for (const b of document.querySelectorAll(".due-choice button")) b.classList.toggle("active", b.dataset.due === state.taskDue);
   try {
     const { body } = await api("GET", `/api/tasks?${taskQuery()}`);
+    await learnSubjects(body.data);
     const rows = body.data.map((task) =>
       el(
         "tr",
@@ -1453,7 +1914,7 @@ function dataTable(id, rows, cols, rowAttrs) {
 }
 
 function leadLink(id) {
-  return id === null || id === undefined ? "—" : el("a", { href: `#lead/${id}` }, `lead #${id}`);
+  return recordLink("lead", id);
 }
 
 function viewButton(label, onclick) {
@@ -1508,7 +1969,8 @@ async function loadDeadDeliveries() {
   } catch (err) {
     if (err.status === 401) return showProblem(err);
   }
-  return optional($("dead-deliveries"), "/api/ops/deliveries?state=dead&limit=50", (body) => {
+  return optional($("dead-deliveries"), "/api/ops/deliveries?state=dead&limit=50", async (body) => {
+    await learnNames("lead", body.data.map((d) => d.lead_id));
     if (!body.data.length) return el("p", { class: "muted" }, "none");
     const count = el("p", { class: "alert" }, "⚠ ", plural(body.data.length, "dead delivery", "dead deliveries"), body.next_cursor ? " or more" : "");
     const receiver = (d) => {
@@ -1533,7 +1995,8 @@ async function loadDeadDeliveries() {
 }
 
 function loadInbox() {
-  return optional($("inbox"), "/api/ops/inbox?limit=20", (body) => {
+  return optional($("inbox"), "/api/ops/inbox?limit=20", async (body) => {
+    await learnNames("lead", body.data.map((e) => e.lead_id));
     if (!body.data.length) return el("p", { class: "muted" }, "no events yet");
     return el(
       "div",
@@ -1558,6 +2021,7 @@ async function showInboxEvent(id) {
   viewer.replaceChildren(el("p", { class: "muted" }, "loading…"));
   try {
     const e = (await api("GET", `/api/ops/inbox/${id}`)).body;
+    await learnNames("lead", [e.lead_id]);
     const facts = [
       ["source", e.source],
       ["event id", `${e.event_id} (from ${e.event_id_from})`],
@@ -1696,6 +2160,20 @@ document.addEventListener("DOMContentLoaded", () => {
     loadLeads(false);
   });
   $("more-leads").addEventListener("click", () => loadLeads(true));
+  for (const kind of ["contact", "company"]) {
+    $(`${kind}-filters`).addEventListener("submit", (e) => {
+      e.preventDefault();
+      loadRecords(kind, false);
+    });
+    $(`more-${LISTS[kind].plural}`).addEventListener("click", () => loadRecords(kind, true));
+  }
+  $("deal-filters").addEventListener("submit", (e) => {
+    e.preventDefault();
+    loadBoard();
+  });
+  for (const kind of ["contact", "company", "deal"]) {
+    $(`${kind}-detail`).querySelector(".close-record").addEventListener("click", () => closeRecord(kind));
+  }
   $("close-lead").addEventListener("click", closeLead);
   for (const b of document.querySelectorAll("#lead-table button.sort")) b.addEventListener("click", () => sortBy(b.dataset.sort));
   $("pick-all").addEventListener("change", (e) => {
@@ -1736,7 +2214,7 @@ document.addEventListener("DOMContentLoaded", () => {
     e.preventDefault();
     if (state.lead) convertLead();
   });
-  window.addEventListener("hashchange", openLeadFromHash);
+  window.addEventListener("hashchange", openFromAddress);
   for (const b of document.querySelectorAll(".window-choice button")) {
     b.addEventListener("click", () => {
       state.seriesWindow = b.dataset.window;

@@ -31,7 +31,7 @@ pub enum Error {
     #[error("{0}")]
     IllegalTransition(#[from] crate::lifecycle::lead_status::TransitionError),
     /// `If-Match` named another version than the stored one.
-    #[error("the lead is at version {current}, not the one given in If-Match")]
+    #[error("this record is at version {current}, not the one given in If-Match")]
     PreconditionFailed { current: i64 },
     #[error("{0}")]
     IllegalStageMove(#[from] crate::lifecycle::deal_stage::IllegalStageMove),

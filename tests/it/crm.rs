@@ -306,6 +306,11 @@ async fn deal_stages_move_open_to_won_or_lost_only(backend: Backend) {
         .await;
     let problem = assert_problem(stale, 412, "/problems/precondition-failed").await;
     assert_eq!(problem["current_version"], 1);
+    // A deal's problem speaks of the record, not of a lead.
+    assert_eq!(
+        problem["detail"],
+        "this record is at version 1; fetch it again and retry with its ETag"
+    );
 
     let won: DealOut = t
         .sales

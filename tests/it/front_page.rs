@@ -17,7 +17,9 @@ use domain::entities::{
     activity, deal, idempotency_key, inbox_event, lead, lead_conversion, lead_merge,
     outbox_delivery, task,
 };
+use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::{Client, ClientBuilder, Locator};
+use leadpipe_tests::client::Answer;
 use leadpipe_tests::{Backend, TestApp, eventually, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{Value, json};
@@ -284,6 +286,9 @@ on_both_backends!(
     sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab,
     sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline,
     sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk,
+    sales_browses_contacts_and_companies_and_moves_deals_on_the_board,
+    a_keyboard_alone_signs_in_opens_a_lead_and_changes_its_status,
+    admin_reads_every_view_it_is_offered,
 );
 
 /// Everything the page holds, hidden or not: the document's markup and its
@@ -294,7 +299,8 @@ async fn everything_the_page_holds(browser: &Client) -> Option<String> {
         .execute(
             "const kept = typeof state === 'object' && state \
                ? JSON.stringify({me: state.me, leads: state.leads, lead: state.lead, \
-                   conversion: state.conversion || null, people: [...state.people.values()]}) \
+                   conversion: state.conversion || null, people: [...state.people.values()], \
+                   names: [...state.names], records: state.records, record: state.record}) \
                : ''; \
              return document.documentElement.outerHTML + '\\n' + kept;",
             vec![],
@@ -598,7 +604,13 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
             .await
             .is_ok()
     );
-    wait_for_text(&browser, "#timeline", "converted into contact #").await;
+    wait_for_text(
+        &browser,
+        "#timeline",
+        "converted into contact Ada Lovelace, company Analytical Engines, \
+         deal Difference Engine No. 2",
+    )
+    .await;
     look(&browser, "sales-converted").await;
     let stored = stored_lead(&app, id).await;
     assert_eq!(stored.status, "converted");
@@ -615,6 +627,12 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
     browser.refresh().await.unwrap();
     wait_for_text(&browser, "#lead-status", "converted").await;
     wait_for_conversion(&browser, &became).await;
+
+    // What it became is a link: the deal opens on the Deals tab.
+    click(&browser, "#conversion dd[data-field=\"deal\"] a").await;
+    wait_for(&browser, "#deals-tab:not([hidden])").await;
+    wait_for_text(&browser, "#deal-title", "Difference Engine No. 2").await;
+    wait_for_text(&browser, "#deal-stage", "open").await;
 
     browser.close().await.unwrap();
 }
@@ -714,7 +732,13 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
         "500 Internal Server Error — with an empty body",
     )
     .await;
-    wait_for_text(&browser, delivery, &format!("lead #{lead_id}")).await;
+    // The lead it was about, by name.
+    wait_for_text(
+        &browser,
+        &format!("{delivery} a[data-lead-id=\"{lead_id}\"]"),
+        "Ada Lovelace",
+    )
+    .await;
     assert!(
         !text_of(&browser, "#dead-deliveries")
             .await
@@ -1033,13 +1057,26 @@ async fn sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab(backend
         (id, grace.principal.id, "open")
     );
 
-    // My day lists it among the tasks due.
+    // My day lists it among the tasks due, with the lead by name.
     click(&browser, "#tabs button[data-tab=\"my-day\"]").await;
     wait_for_text(&browser, "#my-tasks", "Call Ada back about the engine").await;
+    wait_for_text(
+        &browser,
+        &format!("#my-tasks a[data-lead-id=\"{id}\"]"),
+        "Ada Lovelace",
+    )
+    .await;
     look(&browser, "sales-my-day").await;
 
     click(&browser, "#tabs button[data-tab=\"tasks\"]").await;
     wait_for_text(&browser, "#task-table", "Call Ada back about the engine").await;
+    wait_for_text(
+        &browser,
+        &format!("#task-table a[data-lead-id=\"{id}\"]"),
+        "Ada Lovelace",
+    )
+    .await;
+    assert!(!text_of(&browser, "#task-table").await.contains("lead #"));
     look(&browser, "tasks-today").await;
     click(&browser, "#task-table button").await;
     wait_for(&browser, "#task-empty:not([hidden])").await;
@@ -1099,7 +1136,15 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     wait_for_text(&browser, "#whoami", "(sales)").await;
     assert_eq!(
         visible_tabs(&browser).await,
-        ["my-day", "leads", "tasks", "reports"],
+        [
+            "my-day",
+            "leads",
+            "contacts",
+            "companies",
+            "deals",
+            "tasks",
+            "reports"
+        ],
         "sales"
     );
     click(&browser, "#tabs button[data-tab=\"leads\"]").await;
@@ -1119,7 +1164,15 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
         wait_for_text(&browser, "#whoami", &format!("({role})")).await;
         assert_eq!(
             visible_tabs(&browser).await,
-            ["leads", "tasks", "reports", "ops"],
+            [
+                "leads",
+                "contacts",
+                "companies",
+                "deals",
+                "tasks",
+                "reports",
+                "ops"
+            ],
             "{role}"
         );
         click(&browser, "#tabs button[data-tab=\"ops\"]").await;
@@ -1335,5 +1388,423 @@ async fn sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk(
     // The saved filter (status new) now matches nothing.
     wait_for(&browser, "#lead-empty:not([hidden])").await;
     look(&browser, "sales-bulk-done").await;
+    browser.close().await.unwrap();
+}
+
+/// A converted lead (Ada Lovelace of Analytical Engines, with the deal
+/// "Difference Engine No. 2", and an overdue task about that deal) and a
+/// second open deal of hers, owned by a sales rep; returns `(rep, lead id, first deal id, second deal id)`.
+async fn a_customer_with_two_deals(app: &TestApp) -> (domain::auth::IssuedToken, i64, i64, i64) {
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let lead = app
+        .api(&intake)
+        .new_lead(
+            &json!({"source": "webform", "source_ref": "form-12", "name": "Ada Lovelace",
+                    "email": "ada@example.com", "company": "Analytical Engines"}),
+        )
+        .await;
+    let grace = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
+        .await
+        .unwrap();
+    let rep = app.api(&grace.token);
+    for to in ["contacted", "qualified"] {
+        rep.move_lead(lead, to, None).await.expect(200).await;
+    }
+    let converted = rep
+        .convert_lead(
+            lead,
+            &json!({"deal": {"name": "Difference Engine No. 2", "amount_cents": 1_250_000,
+                             "currency": "EUR"}}),
+        )
+        .key("convert-12")
+        .await
+        .expect(201)
+        .await;
+    let first = converted["deal"]["id"].as_i64().unwrap();
+    let second = rep
+        .create_crm(
+            "deals",
+            &json!({"name": "Jacquard loom service", "amount_cents": 30_000, "currency": "EUR",
+                    "contact_id": converted["contact"]["id"],
+                    "company_id": converted["company"]["id"]}),
+        )
+        .key("deal-2")
+        .await
+        .expect(201)
+        .await["id"]
+        .as_i64()
+        .unwrap();
+    // A task about the first deal, an hour overdue.
+    let due = (chrono::Utc::now() - chrono::Duration::hours(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    rep.post(
+        "/api/tasks",
+        &json!({"subject_type": "deal", "subject_id": first,
+                "title": "Send the engine contract", "due_at": due}),
+    )
+    .key("task-1")
+    .await
+    .expect(201)
+    .await;
+    (grace, lead, first, second)
+}
+
+async fn stored_deal(app: &TestApp, id: i64) -> deal::Model {
+    deal::Entity::find_by_id(id)
+        .one(&app.db)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// The id of the element that has the keyboard focus.
+async fn focused_id(browser: &Client) -> String {
+    browser
+        .execute("return document.activeElement.id;", vec![])
+        .await
+        .unwrap()
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn press(browser: &Client, key: char) {
+    let keys = KeyActions::new("keyboard".to_owned())
+        .then(KeyAction::Down { value: key })
+        .then(KeyAction::Up { value: key });
+    browser.perform_actions(keys).await.unwrap();
+}
+
+const TAB: char = '\u{e004}';
+const ENTER: char = '\u{e007}';
+
+/// Presses Tab until the element matching `css` has the focus.
+async fn tab_to(browser: &Client, css: &str) {
+    for _ in 0..120 {
+        let there = browser
+            .execute(
+                "return !!document.activeElement && document.activeElement.matches(arguments[0]);",
+                vec![json!(css)],
+            )
+            .await
+            .unwrap();
+        if there == Value::Bool(true) {
+            return;
+        }
+        press(browser, TAB).await;
+    }
+    panic!("Tab never reached `{css}`");
+}
+
+async fn sales_browses_contacts_and_companies_and_moves_deals_on_the_board(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let (grace, lead, first, second) = a_customer_with_two_deals(&app).await;
+    let contact = stored_deal(&app, first).await.contact_id.unwrap();
+    let company = stored_deal(&app, first).await.company_id.unwrap();
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+    sign_in(&browser, &grace.token).await;
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+    // My day names what the overdue task is about: the deal.
+    wait_for_text(
+        &browser,
+        &format!("#my-tasks a[data-deal-id=\"{first}\"]"),
+        "Difference Engine No. 2",
+    )
+    .await;
+
+    // Contacts: the list with each contact's company by name.
+    click(&browser, "#tabs button[data-tab=\"contacts\"]").await;
+    let row = format!("#contact-table tbody tr[data-id=\"{contact}\"]");
+    wait_for_text(&browser, &row, "Ada Lovelace").await;
+    wait_for_text(&browser, &row, "ada@example.com").await;
+    wait_for_text(
+        &browser,
+        &format!("{row} a[data-company-id=\"{company}\"]"),
+        "Analytical Engines",
+    )
+    .await;
+    look(&browser, "sales-contacts").await;
+
+    // The contact's detail: its heading takes the focus, its deals by name,
+    // its timeline in words with the lead it came from.
+    click(&browser, &format!("{row} a[data-contact-id=\"{contact}\"]")).await;
+    wait_for_text(&browser, "#contact-title", "Ada Lovelace").await;
+    assert_eq!(focused_id(&browser).await, "contact-title");
+    wait_for_text(&browser, "#contact-deals", "Difference Engine No. 2").await;
+    wait_for_text(&browser, "#contact-deals", "open · 12,500.00 EUR").await;
+    wait_for_text(&browser, "#contact-deals", "Jacquard loom service").await;
+    wait_for_text(&browser, "#contact-timeline", "converted from Ada Lovelace").await;
+    wait_for_text(&browser, "#contact-timeline", "by Grace Hopper").await;
+    look(&browser, "sales-contact-detail").await;
+
+    // Its company, from the link: the company's contacts and deals.
+    click(
+        &browser,
+        &format!("#contact-fields a[data-company-id=\"{company}\"]"),
+    )
+    .await;
+    wait_for(&browser, "#companies-tab:not([hidden])").await;
+    wait_for_text(&browser, "#company-title", "Analytical Engines").await;
+    wait_for_text(&browser, "#company-contacts", "Ada Lovelace").await;
+    wait_for_text(&browser, "#company-deals", "Jacquard loom service").await;
+    wait_for_text(&browser, "#company-timeline", "company created").await;
+    wait_for_text(&browser, "#company-timeline", "From a lead").await;
+    assert!(
+        browser
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .ends_with(&format!("#company/{company}"))
+    );
+    wait_for(
+        &browser,
+        &format!("#company-table tbody tr[data-id=\"{company}\"]"),
+    )
+    .await;
+    look(&browser, "sales-company-detail").await;
+
+    // Deals by stage: both open, with who they are for and the column's sum.
+    click(&browser, "#tabs button[data-tab=\"deals\"]").await;
+    let open = "#deal-board [data-stage=\"open\"]";
+    let won = "#deal-board [data-stage=\"won\"]";
+    let lost = "#deal-board [data-stage=\"lost\"]";
+    wait_for_count(&browser, &format!("{open} li.deal-card"), 2).await;
+    wait_for_text(&browser, open, "2 deals").await;
+    wait_for_text(&browser, open, "12,800.00 EUR").await;
+    wait_for_text(&browser, open, "Ada Lovelace, Analytical Engines").await;
+    wait_for_text(&browser, won, "0 deals").await;
+    look(&browser, "sales-deals-board").await;
+
+    // A card dragged to another column (the browser's own drag events):
+    // it moves there and the database agrees.
+    browser
+        .execute(
+            "const [card, column] = [document.querySelector(arguments[0]), \
+                                     document.querySelector(arguments[1])]; \
+             const dataTransfer = new DataTransfer(); \
+             const fire = (node, type) => node.dispatchEvent( \
+               new DragEvent(type, {bubbles: true, cancelable: true, dataTransfer})); \
+             fire(card, 'dragstart'); fire(column, 'dragover'); fire(column, 'drop'); \
+             fire(card, 'dragend');",
+            vec![
+                json!(format!("{open} li[data-deal-id=\"{first}\"]")),
+                json!(won),
+            ],
+        )
+        .await
+        .unwrap();
+    wait_for(&browser, &format!("{won} li[data-deal-id=\"{first}\"]")).await;
+    wait_for_text(
+        &browser,
+        "#deal-result",
+        "Moved Difference Engine No. 2 to won",
+    )
+    .await;
+    let stored = stored_deal(&app, first).await;
+    assert_eq!((stored.stage.as_str(), stored.version), ("won", 2));
+
+    // Someone else closes the other deal meanwhile: the board's If-Match is
+    // stale. The problem shows on the board, in words, and the board is
+    // read again.
+    app.api(&grace.token)
+        .move_deal(second, "lost", Some("went with a rival"))
+        .key("lost-2")
+        .await
+        .expect(200)
+        .await;
+    click(
+        &browser,
+        &format!("{open} li[data-deal-id=\"{second}\"] button[data-to=\"won\"]"),
+    )
+    .await;
+    let problem = "#deal-list > .problem";
+    wait_for_text(&browser, problem, "Someone else changed this meanwhile").await;
+    wait_for_text(&browser, problem, "board now shows what is stored").await;
+    wait_for(&browser, &format!("{lost} li[data-deal-id=\"{second}\"]")).await;
+    wait_for_text(&browser, open, "0 deals").await;
+    look(&browser, "sales-deals-stale-412").await;
+    let stored = stored_deal(&app, second).await;
+    assert_eq!(
+        (stored.stage.as_str(), stored.version),
+        ("lost", 2),
+        "the stale click changed nothing"
+    );
+
+    // The won deal's detail: its stage, where it came from, its timeline.
+    click(&browser, &format!("{won} a[data-deal-id=\"{first}\"]")).await;
+    wait_for_text(&browser, "#deal-title", "Difference Engine No. 2").await;
+    assert_eq!(focused_id(&browser).await, "deal-title");
+    wait_for_text(&browser, "#deal-stage", "won").await;
+    wait_for_text(&browser, "#deal-moves", "stays so").await;
+    wait_for_text(
+        &browser,
+        &format!("#deal-fields a[data-lead-id=\"{lead}\"]"),
+        "Ada Lovelace",
+    )
+    .await;
+    wait_for_text(&browser, "#deal-timeline", "stage open → won").await;
+    wait_for_text(&browser, "#deal-timeline", "deal opened at 12,500.00 EUR").await;
+    assert_eq!(
+        text_of(&browser, "#deal-version").await,
+        "",
+        "sales sees no version"
+    );
+    look(&browser, "sales-deal-detail").await;
+
+    // Reloaded, the page opens the deal from its address.
+    browser.refresh().await.unwrap();
+    wait_for_text(&browser, "#deal-title", "Difference Engine No. 2").await;
+    wait_for(
+        &browser,
+        &format!("{won} li[data-deal-id=\"{first}\"].selected"),
+    )
+    .await;
+    assert_nothing_refused(&browser, "/api/deals", "sales").await;
+    browser.close().await.unwrap();
+}
+
+async fn a_keyboard_alone_signs_in_opens_a_lead_and_changes_its_status(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let id = app
+        .api(&intake)
+        .new_lead(&json!({"source": "webform", "source_ref": "form-5", "name": "Ada Lovelace"}))
+        .await;
+    let sales = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
+        .await
+        .unwrap()
+        .token;
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+
+    // Sign in: Tab to the token, type it, Enter.
+    tab_to(&browser, "#token").await;
+    let keys = sales
+        .chars()
+        .fold(KeyActions::new("typing".to_owned()), |keys, c| {
+            keys.then(KeyAction::Down { value: c })
+                .then(KeyAction::Up { value: c })
+        });
+    browser.perform_actions(keys).await.unwrap();
+    press(&browser, ENTER).await;
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+
+    // To the Leads tab, and the lead by its name.
+    tab_to(&browser, "#tabs button[data-tab=\"leads\"]").await;
+    press(&browser, ENTER).await;
+    let link = format!("#lead-table tr[data-lead-id=\"{id}\"] td.name a");
+    wait_for(&browser, &link).await;
+    tab_to(&browser, &link).await;
+    press(&browser, ENTER).await;
+
+    // The lead opens with its heading focused; on to a status move.
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+    eventually(
+        "the lead's heading to take the focus",
+        WAIT,
+        async || match focused_id(&browser).await.as_str() {
+            "lead-title" => Ok(()),
+            other => Err(format!("focus on #{other}")),
+        },
+    )
+    .await;
+    tab_to(&browser, "#transitions button[data-to=\"contacted\"]").await;
+    press(&browser, ENTER).await;
+    wait_for_text(&browser, "#lead-status", "contacted").await;
+    wait_for_text(&browser, "#timeline", "new → contacted").await;
+    assert_eq!(stored_lead(&app, id).await.status, "contacted");
+    browser.close().await.unwrap();
+}
+
+async fn admin_reads_every_view_it_is_offered(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let (_, lead, first, _) = a_customer_with_two_deals(&app).await;
+    let admin = app.token(Role::Admin, None).await;
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+    sign_in(&browser, &admin).await;
+    wait_for_text(&browser, "#whoami", "(admin)").await;
+
+    // Each view, loaded, checked and pictured; then one record of each kind.
+    let views = [
+        ("leads", "#lead-table", "Ada Lovelace"),
+        ("contacts", "#contact-table", "Ada Lovelace"),
+        ("companies", "#company-table", "Analytical Engines"),
+        ("deals", "#deal-board", "Jacquard loom service"),
+        ("tasks", "#task-table", "Difference Engine No. 2"),
+        ("reports", "#speed-table", "Source webform"),
+        ("ops", "#dead-events", "none"),
+    ];
+    for (tab, css, text) in views {
+        click(&browser, &format!("#tabs button[data-tab=\"{tab}\"]")).await;
+        if tab == "tasks" {
+            // Everyone's overdue tasks, each about its record by name.
+            click(&browser, ".due-choice button[data-due=\"overdue\"]").await;
+        }
+        wait_for_text(&browser, css, text).await;
+        look(&browser, &format!("admin-{tab}")).await;
+    }
+    for (address, title, text) in [
+        (format!("#lead/{lead}"), "#lead-title", "Ada Lovelace"),
+        (
+            format!("#deal/{first}"),
+            "#deal-title",
+            "Difference Engine No. 2",
+        ),
+    ] {
+        browser
+            .goto(&app.url(&format!("/{address}")))
+            .await
+            .unwrap();
+        wait_for_text(&browser, title, text).await;
+    }
+    // Admin reads the API: the deal's version shows.
+    wait_for_text(&browser, "#deal-version", "version 1").await;
+    look(&browser, "admin-deal-detail").await;
+
+    // Lost from the detail, with a reason: the board and the database agree.
+    fill(&browser, "#deal-reason", "budget moved to next year").await;
+    click(&browser, "#deal-moves button[data-to=\"lost\"]").await;
+    wait_for_text(&browser, "#deal-stage", "lost").await;
+    wait_for_text(
+        &browser,
+        "#deal-fields dd[data-field=\"why lost\"]",
+        "budget moved to next year",
+    )
+    .await;
+    wait_for_text(
+        &browser,
+        "#deal-timeline",
+        "stage open → lost (budget moved to next year)",
+    )
+    .await;
+    wait_for(
+        &browser,
+        &format!("#deal-board [data-stage=\"lost\"] li[data-deal-id=\"{first}\"]"),
+    )
+    .await;
+    let stored = stored_deal(&app, first).await;
+    assert_eq!(
+        (stored.stage.as_str(), stored.lost_reason.as_deref()),
+        ("lost", Some("budget moved to next year"))
+    );
+    assert_nothing_refused(&browser, "/api/deals", "admin").await;
     browser.close().await.unwrap();
 }

@@ -399,7 +399,7 @@ pub enum ApiError {
     ReconcileRunning { run_id: i64, message: String },
     #[error("expected Content-Type: text/csv or application/x-ndjson")]
     UnsupportedImportType,
-    #[error("the lead is at version {current}; fetch it again and retry with its ETag")]
+    #[error("this record is at version {current}; fetch it again and retry with its ETag")]
     PreconditionFailed { current: i64 },
     #[error("this request needs an Idempotency-Key header")]
     IdempotencyKeyMissing,
