@@ -6,6 +6,10 @@
 const TOKEN_KEY = "leadpipe.token";
 // Why the last session ended, shown once by the fresh page (a 401).
 const NOTICE_KEY = "leadpipe.notice";
+// That this browser signed in with a password (the cookie itself is
+// HttpOnly): only then does a fresh page ask for the session, so a page
+// that never signed in makes no refused call.
+const SESSION_HINT_KEY = "leadpipe.cookie-session";
 
 // The tabs each role may read: the roles their endpoints answer (README
 // "Roles"). An intake token only posts leads, so it gets no tab at all.
@@ -50,6 +54,7 @@ const BACKLOG_ALERT_SECONDS = 300;
 const state = {
   me: null, // GET /api/me: who is signed in
   token: null, // the token this page signed in with
+  csrf: null, // a cookie session's CSRF token, sent with its writes
   leads: [], // the rows of the list, as loaded
   people: new Map(), // principal id -> {name, role, team, active, label}
   picked: new Set(), // lead ids ticked in the list, for bulk actions
@@ -258,7 +263,7 @@ function problemView(err, note) {
  */
 function showProblem(err, where, note) {
   if (err.status === 401) {
-    signOut("Your token was not accepted; sign in again.");
+    signOut(token() ? "Your token was not accepted; sign in again." : "Your session has ended; sign in again.");
     return;
   }
   const scope = (where && (where.closest(".card") || where)) || activeCard();
@@ -324,12 +329,58 @@ function signIn(t) {
 }
 
 /**
+ * Signs in with email and password: the server sets its session cookie
+ * (HttpOnly: this page never sees it) and answers the CSRF token that the
+ * session's writes carry.
+ */
+async function signInWithPassword(email, password) {
+  clearProblem();
+  try {
+    const { body } = await api("POST", "/api/session", { body: { email, password } });
+    state.csrf = body.csrf_token;
+    localStorage.setItem(SESSION_HINT_KEY, "1");
+  } catch (err) {
+    const words = err.status === 401 ? "That email and password do not match a user who may sign in" : headline(err.status);
+    showLoginProblem(words, err);
+    return;
+  }
+  showApp();
+}
+
+/** A sign-in problem, in the sign-in card. */
+function showLoginProblem(words, err) {
+  const box = $("problem");
+  const p = (err && err.problem) || {};
+  box.replaceChildren(el("strong", {}, words), p.detail ? el("p", {}, p.detail) : null);
+  box.hidden = false;
+}
+
+/**
+ * A session the browser still holds from before (its cookie): signed in
+ * without asking again. False when there is none.
+ */
+async function resumeSession() {
+  if (!localStorage.getItem(SESSION_HINT_KEY)) return false;
+  try {
+    const { body } = await api("GET", "/api/session");
+    state.csrf = body.csrf_token;
+    return true;
+  } catch (err) {
+    localStorage.removeItem(SESSION_HINT_KEY);
+    return false;
+  }
+}
+
+/**
  * Ends the session: forgets the token and loads the page afresh, without
  * the lead's address. The lists, the lead, every answer held in memory and
  * every request still under way go with the old page; clearing them one by
  * one would miss the next thing added to `state`.
  */
-function signOut(message) {
+async function signOut(message) {
+  // A cookie session ends on the server too, so the cookie opens nothing.
+  if (!token() && state.csrf) await api("DELETE", "/api/session").catch(() => {});
+  localStorage.removeItem(SESSION_HINT_KEY);
   sessionStorage.removeItem(TOKEN_KEY);
   if (message) sessionStorage.setItem(NOTICE_KEY, message);
   location.replace(location.pathname);
@@ -2145,12 +2196,19 @@ async function startReconcile(source) {
 
 // ---------------------------------------------------------------- wiring
 
-document.addEventListener("DOMContentLoaded", () => {
+document.addEventListener("DOMContentLoaded", async () => {
   $("login-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const t = $("token").value.trim();
     $("token").value = "";
     if (t) signIn(t);
+  });
+  $("password-form").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const email = $("login-email").value.trim();
+    const password = $("login-password").value;
+    $("login-password").value = "";
+    if (email && password) signInWithPassword(email, password);
   });
   $("sign-out").addEventListener("click", () => signOut());
   for (const b of document.querySelectorAll("#tabs button")) b.addEventListener("click", () => showTab(b.dataset.tab));
@@ -2234,6 +2292,7 @@ document.addEventListener("DOMContentLoaded", () => {
     $("problem").hidden = false;
   }
   if (token()) showApp();
+  else if (await resumeSession()) showApp();
 });
 
 // Back or Forward may restore a page from memory: one of another session

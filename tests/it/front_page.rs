@@ -15,7 +15,7 @@ use std::time::Duration;
 use domain::auth::Role;
 use domain::entities::{
     activity, deal, idempotency_key, inbox_event, lead, lead_conversion, lead_merge,
-    outbox_delivery, task,
+    outbox_delivery, task, user_session,
 };
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -289,6 +289,7 @@ on_both_backends!(
     sales_browses_contacts_and_companies_and_moves_deals_on_the_board,
     a_keyboard_alone_signs_in_opens_a_lead_and_changes_its_status,
     admin_reads_every_view_it_is_offered,
+    a_user_signs_in_with_email_and_password_writes_and_signs_out,
 );
 
 /// Everything the page holds, hidden or not: the document's markup and its
@@ -1806,5 +1807,113 @@ async fn admin_reads_every_view_it_is_offered(backend: Backend) {
         ("lost", Some("budget moved to next year"))
     );
     assert_nothing_refused(&browser, "/api/deals", "admin").await;
+    browser.close().await.unwrap();
+}
+
+/// A user signs in with email and password (no token anywhere): the page
+/// works by the session cookie, a write carries the session's CSRF token
+/// (the note is stored), a reload keeps the session, a wrong password says
+/// so in the sign-in card, and signing out ends the session on the server.
+async fn a_user_signs_in_with_email_and_password_writes_and_signs_out(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let password = domain::users::hash_password(
+        domain::users::Password::new("correct horse battery staple".into()).unwrap(),
+    )
+    .await
+    .unwrap();
+    domain::users::add(
+        &app.db,
+        domain::users::NewUser {
+            name: "Grace Hopper".into(),
+            email: "grace@example.com".into(),
+            role: Role::Sales,
+            team: None,
+            password,
+        },
+    )
+    .await
+    .unwrap();
+    let intake = app.token(Role::Intake, Some("webform")).await;
+    let created = app
+        .api(&intake)
+        .create_lead(&json!({"source": "webform", "source_ref": "pw-1", "name": "Ada Lovelace"}))
+        .await;
+    assert_eq!(created.status(), 201);
+    let id = created.json::<Value>().await.unwrap()["id"]
+        .as_i64()
+        .unwrap();
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+    look(&browser, "sign-in").await;
+    fill(&browser, "#login-email", "grace@example.com").await;
+    fill(&browser, "#login-password", "not her password at all").await;
+    click(&browser, "#sign-in-password").await;
+    wait_for_text(&browser, "#problem", "do not match").await;
+
+    fill(&browser, "#login-email", "Grace@Example.com").await;
+    fill(&browser, "#login-password", "correct horse battery staple").await;
+    click(&browser, "#sign-in-password").await;
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+    let stored_token = browser
+        .execute("return sessionStorage.getItem('leadpipe.token');", vec![])
+        .await
+        .unwrap();
+    assert_eq!(
+        stored_token,
+        Value::Null,
+        "no token is kept for a cookie session"
+    );
+
+    // A write by cookie: the page sends the CSRF token, the note is stored.
+    browser
+        .goto(&app.url(&format!("/#lead/{id}")))
+        .await
+        .unwrap();
+    wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
+    wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
+    fill(&browser, "#note-text", "Signed in with a password").await;
+    click(&browser, "#add-note").await;
+    wait_for_text(
+        &browser,
+        "#timeline li[data-kind=\"note\"]",
+        "note: Signed in with a password",
+    )
+    .await;
+    let notes = activity::Entity::find()
+        .filter(activity::Column::LeadId.eq(id))
+        .filter(activity::Column::Kind.eq("note"))
+        .all(&app.db)
+        .await
+        .unwrap();
+    assert_eq!(notes.len(), 1);
+    assert_eq!(app.count(user_session::Entity).await, 1);
+
+    click(&browser, "#sign-out").await;
+    wait_until_forgotten(&browser, &["Grace Hopper", "Ada Lovelace"]).await;
+    eventually("the session to end on the server", WAIT, async || match app
+        .count(user_session::Entity)
+        .await
+    {
+        0 => Ok(()),
+        n => Err(format!("{n} sessions left")),
+    })
+    .await;
+    // A fresh page finds no session to resume.
+    browser.goto(&app.url("/")).await.unwrap();
+    wait_for(&browser, "#login-email").await;
+    assert!(
+        browser
+            .find(Locator::Css("#login"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap()
+    );
     browser.close().await.unwrap();
 }
