@@ -60,9 +60,31 @@ impl std::fmt::Debug for PasswordDigest {
 /// Hashes `password` with argon2id (the crate's defaults: 19 MiB, two
 /// passes) on a blocking thread: it takes tens of milliseconds of CPU.
 pub async fn hash_password(password: Password) -> Result<PasswordDigest, Error> {
-    tokio::task::spawn_blocking(move || hash_now(&password.0))
+    on_hashing_thread(move || hash_now(&password.0)).await?
+}
+
+/// Argon2 computations at once, at most: one a core. Each takes 19 MiB and
+/// a core for tens of milliseconds, so sign-ins from many addresses at once
+/// queue here, in order, rather than fill the blocking pool (hundreds of
+/// threads) and take every core and that memory from the rest of the
+/// server.
+static HASHING: LazyLock<tokio::sync::Semaphore> = LazyLock::new(|| {
+    tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
+});
+
+/// Runs `work` on a blocking thread once a [`HASHING`] permit is free.
+async fn on_hashing_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, Error> {
+    let permit = HASHING
+        .acquire()
         .await
-        .map_err(|e| Error::Db(sea_orm::DbErr::Custom(format!("hashing stopped: {e}"))))?
+        .map_err(|e| Error::Db(sea_orm::DbErr::Custom(format!("hashing stopped: {e}"))))?;
+    let done = tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| Error::Db(sea_orm::DbErr::Custom(format!("hashing stopped: {e}"))));
+    drop(permit);
+    done
 }
 
 fn hash_now(password: &str) -> Result<PasswordDigest, Error> {
@@ -369,11 +391,9 @@ pub async fn check_password<C: ConnectionTrait>(
         .and_then(|user| user.password_hash.clone())
         .or_else(|| STAND_IN.clone());
     let password = password.to_owned();
-    let matches = tokio::task::spawn_blocking(move || {
-        stored.is_some_and(|stored| verify_now(&password, &stored))
-    })
-    .await
-    .map_err(|e| Error::Db(sea_orm::DbErr::Custom(format!("checking stopped: {e}"))))?;
+    let matches =
+        on_hashing_thread(move || stored.is_some_and(|stored| verify_now(&password, &stored)))
+            .await?;
     match found {
         Some(user)
             if matches
@@ -391,6 +411,28 @@ pub async fn check_password<C: ConnectionTrait>(
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn no_more_hashing_runs_at_once_than_there_are_cores() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let jobs = (0..cores * 4).map(|_| {
+            let (running, most) = (running.clone(), most.clone());
+            tokio::spawn(on_hashing_thread(move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                running.fetch_sub(1, Ordering::SeqCst);
+            }))
+        });
+        for job in jobs.collect::<Vec<_>>() {
+            job.await.unwrap().unwrap();
+        }
+        assert_eq!(most.load(Ordering::SeqCst), cores);
+    }
 
     #[test]
     fn passwords_hash_to_argon2id_and_verify() {
