@@ -17,21 +17,32 @@ use crate::wire::{
 
 const DOCUMENT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json"));
 
-/// A value of `schema` with every property set and no `null`s.
+/// A value of `schema` with every property set and no `null`s; a schema
+/// that holds itself (a subject export's merged leads) holds an empty list
+/// of itself, not an endless one.
 fn sample(schemas: &Value, schema: &Value) -> Value {
+    sample_within(schemas, schema, &mut Vec::new())
+}
+
+fn sample_within(schemas: &Value, schema: &Value, within: &mut Vec<String>) -> Value {
     if let Some(reference) = schema["$ref"].as_str() {
         let name = reference.trim_start_matches("#/components/schemas/");
-        return sample(schemas, &schemas[name]);
+        within.push(name.to_owned());
+        let value = sample_within(schemas, &schemas[name], within);
+        within.pop();
+        return value;
     }
     // The first variant that is not `null` (an `Option`'s schema is one).
     if let Some(variants) = schema["oneOf"].as_array() {
         let first = variants.iter().find(|v| v["type"] != "null");
-        return first.map_or(Value::Null, |variant| sample(schemas, variant));
+        return first.map_or(Value::Null, |variant| {
+            sample_within(schemas, variant, within)
+        });
     }
     if let Some(parts) = schema["allOf"].as_array() {
         let mut merged = Map::new();
         for part in parts {
-            if let Value::Object(fields) = sample(schemas, part) {
+            if let Value::Object(fields) = sample_within(schemas, part, within) {
                 merged.extend(fields);
             }
         }
@@ -50,16 +61,26 @@ fn sample(schemas: &Value, schema: &Value) -> Value {
         Some("integer") => json!(7),
         Some("number") => json!(0.5),
         Some("boolean") => json!(true),
-        Some("array") => json!([sample(schemas, &schema["items"])]),
+        Some("array") => {
+            let itself = schema["items"]["$ref"]
+                .as_str()
+                .map(|r| r.trim_start_matches("#/components/schemas/"))
+                .is_some_and(|name| within.iter().any(|w| w == name));
+            if itself {
+                json!([])
+            } else {
+                json!([sample_within(schemas, &schema["items"], within)])
+            }
+        }
         _ => match schema["properties"].as_object() {
             Some(properties) => Value::Object(
                 properties
                     .iter()
-                    .map(|(key, property)| (key.clone(), sample(schemas, property)))
+                    .map(|(key, property)| (key.clone(), sample_within(schemas, property, within)))
                     .collect(),
             ),
             None if schema["additionalProperties"].is_object() => {
-                json!({ "key": sample(schemas, &schema["additionalProperties"]) })
+                json!({ "key": sample_within(schemas, &schema["additionalProperties"], within) })
             }
             None => json!({ "key": "value" }),
         },
