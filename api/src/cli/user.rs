@@ -25,6 +25,7 @@ pub enum UserCommand {
         /// The address it signs in with (unique, whatever its case).
         #[arg(long)]
         email: String,
+        /// What the user may do: `sales` (owns leads), `ops` or `admin`.
         #[arg(long, value_parser = super::one_of(USER_ROLES.map(Role::as_str)).try_map(|s| s.parse::<Role>()))]
         role: Role,
         /// Routing (sales only): the team whose rules send it leads.
