@@ -278,6 +278,61 @@ async fn sign_in(browser: &Client, token: &str) {
     click(browser, "#sign-in").await;
 }
 
+/// Every person's password in these tests.
+const PASSWORD: &str = "correct horse battery staple";
+
+/// A user who signs in to the page with email and password, and a
+/// personal token of theirs for setting things up through the API.
+struct Person {
+    id: i64,
+    email: String,
+    token: String,
+}
+
+/// Adds a user `name` with `email`, `role` and [`PASSWORD`].
+async fn person(app: &TestApp, name: &str, email: &str, role: Role) -> Person {
+    // Hashed once per test process: argon2 is slow on purpose.
+    static DIGEST: tokio::sync::OnceCell<domain::users::PasswordDigest> =
+        tokio::sync::OnceCell::const_new();
+    let password = DIGEST
+        .get_or_init(async || {
+            domain::users::hash_password(domain::users::Password::new(PASSWORD.into()).unwrap())
+                .await
+                .unwrap()
+        })
+        .await
+        .clone();
+    let user = domain::users::add(
+        &app.db,
+        domain::users::NewUser {
+            name: name.into(),
+            email: email.into(),
+            role,
+            team: None,
+            password,
+        },
+    )
+    .await
+    .unwrap();
+    let id = user.principal.id;
+    let token = domain::users::create_token(&app.db, id, "set-up", None)
+        .await
+        .unwrap()
+        .token;
+    Person {
+        id,
+        email: email.into(),
+        token,
+    }
+}
+
+/// Signs in on the page's form with `person`'s email and password.
+async fn sign_in_as(browser: &Client, person: &Person) {
+    fill(browser, "#login-email", &person.email).await;
+    fill(browser, "#login-password", PASSWORD).await;
+    click(browser, "#sign-in-password").await;
+}
+
 on_both_backends!(
     sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead,
     ops_sees_figures_alerts_and_charts_and_retries_a_dead_event,
@@ -445,15 +500,13 @@ async fn sales_moves_assigns_notes_follows_a_duplicate_and_converts_a_lead(backe
         > 0
     {}
     // Created after processing, so routing had nobody to give the leads to.
-    let grace = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
-        .await
-        .unwrap();
-    let (sales, grace_id) = (grace.token, grace.principal.id);
+    let grace = person(&app, "Grace Hopper", "grace@example.com", Role::Sales).await;
+    let (sales, grace_id) = (grace.token.clone(), grace.id);
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
-    sign_in(&browser, &sales).await;
+    sign_in_as(&browser, &grace).await;
     wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
     // A rep starts on My day: nothing of theirs yet.
     wait_for(
@@ -683,7 +736,8 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
         waiting["id"]
     ))
     .await;
-    let ops = app.token(Role::Ops, None).await;
+    let olive = person(&app, "Olive Ops", "olive@example.com", Role::Ops).await;
+    let ops = olive.token.clone();
 
     // A receiver that answers 500 with an empty body, until its delivery dies.
     let admin = app.token(Role::Admin, None).await;
@@ -717,8 +771,8 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
-    sign_in(&browser, &ops).await;
-    wait_for_text(&browser, "#whoami", "(ops)").await;
+    sign_in_as(&browser, &olive).await;
+    wait_for_text(&browser, "#whoami", "Olive Ops (ops)").await;
     click(&browser, "#tabs button[data-tab=\"ops\"]").await;
 
     wait_for_text(&browser, "#dead-events", "no record at /data").await;
@@ -950,10 +1004,7 @@ async fn sign_out_forgets_the_previous_session(backend: Backend) {
     let id = response.json::<Value>().await.unwrap()["id"]
         .as_i64()
         .unwrap();
-    let sales = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
-        .await
-        .unwrap()
-        .token;
+    let sales = person(&app, "Grace Hopper", "grace@example.com", Role::Sales).await;
     // What the sales session read: the lead, its timeline, who was signed in.
     let previous = [
         "ada.private@example.com",
@@ -966,7 +1017,7 @@ async fn sign_out_forgets_the_previous_session(backend: Backend) {
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
-    sign_in(&browser, &sales).await;
+    sign_in_as(&browser, &sales).await;
     wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
     click(&browser, "#tabs button[data-tab=\"leads\"]").await;
     let row = format!("#lead-table tbody tr[data-lead-id=\"{id}\"]");
@@ -1020,9 +1071,7 @@ async fn sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab(backend
                           "email": "ada@example.com"}),
         )
         .await;
-    let grace = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
-        .await
-        .unwrap();
+    let grace = person(&app, "Grace Hopper", "grace@example.com", Role::Sales).await;
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
@@ -1030,7 +1079,7 @@ async fn sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab(backend
         .goto(&app.url(&format!("/#lead/{id}")))
         .await
         .unwrap();
-    sign_in(&browser, &grace.token).await;
+    sign_in_as(&browser, &grace).await;
     wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
 
     // Due later today in the browser's own day: the Tasks tab's "today".
@@ -1055,7 +1104,7 @@ async fn sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab(backend
             stored[0].owner_id,
             stored[0].status.as_str()
         ),
-        (id, grace.principal.id, "open")
+        (id, grace.id, "open")
     );
 
     // My day lists it among the tasks due, with the lead by name.
@@ -1089,7 +1138,7 @@ async fn sales_adds_a_task_to_a_lead_and_completes_it_from_the_tasks_tab(backend
         .unwrap()
         .unwrap();
     assert_eq!(done.status, "done");
-    assert_eq!(done.completed_by, Some(grace.principal.id));
+    assert_eq!(done.completed_by, Some(grace.id));
     assert_nothing_refused(&browser, "/api/tasks", "sales").await;
 
     // The lead link on the task opens the lead on the Leads tab.
@@ -1112,9 +1161,9 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
         )
         .await;
     assert_eq!(response.status(), 201);
-    let sales = app.token(Role::Sales, None).await;
-    let ops = app.token(Role::Ops, None).await;
-    let admin = app.token(Role::Admin, None).await;
+    let sales = person(&app, "Sam Sales", "sam@example.com", Role::Sales).await;
+    let ops = person(&app, "Olive Ops", "olive@example.com", Role::Ops).await;
+    let admin = person(&app, "Ada Admin", "ada@example.com", Role::Admin).await;
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
@@ -1133,8 +1182,8 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     wait_for(&browser, "#login:not([hidden])").await;
 
     // Sales reads leads and tasks, not the ops figures: no Ops tab.
-    sign_in(&browser, &sales).await;
-    wait_for_text(&browser, "#whoami", "(sales)").await;
+    sign_in_as(&browser, &sales).await;
+    wait_for_text(&browser, "#whoami", "Sam Sales (sales)").await;
     assert_eq!(
         visible_tabs(&browser).await,
         [
@@ -1160,8 +1209,8 @@ async fn each_role_sees_only_the_tabs_it_may_read(backend: Backend) {
     wait_for(&browser, "#login:not([hidden])").await;
 
     // Ops and admin read both.
-    for (token, role) in [(&ops, "ops"), (&admin, "admin")] {
-        sign_in(&browser, token).await;
+    for (person, role) in [(&ops, "ops"), (&admin, "admin")] {
+        sign_in_as(&browser, person).await;
         wait_for_text(&browser, "#whoami", &format!("({role})")).await;
         assert_eq!(
             visible_tabs(&browser).await,
@@ -1209,7 +1258,7 @@ async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(
         .unwrap()
         > 0
     {}
-    let sales = app.token(Role::Sales, None).await;
+    let sales = person(&app, "Sam Sales", "sam@example.com", Role::Sales).await;
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
@@ -1217,7 +1266,7 @@ async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(
         .goto(&app.url(&format!("/#lead/{ada}")))
         .await
         .unwrap();
-    sign_in(&browser, &sales).await;
+    sign_in_as(&browser, &sales).await;
     wait_for_text(&browser, "#lead-title", "Ada Lovelace").await;
     wait_for_text(&browser, "#duplicate-links", "A. Lovelace").await;
     click(
@@ -1296,13 +1345,9 @@ async fn sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk(
         ids.push(admin.new_lead(&body).await);
     }
     // Two reps with one name: the page tells them apart.
-    let alice = domain::auth::create_principal(&app.db, "alice", Role::Sales, None)
-        .await
-        .unwrap();
-    let other_alice = domain::auth::create_principal(&app.db, "alice", Role::Sales, None)
-        .await
-        .unwrap();
-    let (alice_id, other_id) = (alice.principal.id, other_alice.principal.id);
+    let alice = person(&app, "alice", "alice@example.com", Role::Sales).await;
+    let other_alice = person(&app, "alice", "alice.b@example.com", Role::Sales).await;
+    let (alice_id, other_id) = (alice.id, other_alice.id);
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
@@ -1311,7 +1356,7 @@ async fn sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk(
         .goto(&app.url("/?status=new&order=name:asc"))
         .await
         .unwrap();
-    sign_in(&browser, &alice.token).await;
+    sign_in_as(&browser, &alice).await;
     wait_for_text(&browser, "#whoami", "alice (sales").await;
     click(&browser, "#tabs button[data-tab=\"leads\"]").await;
     wait_for_count(&browser, "#lead-table tbody tr", 3).await;
@@ -1395,7 +1440,7 @@ async fn sales_sorts_keeps_filters_in_the_address_and_moves_and_assigns_in_bulk(
 /// A converted lead (Ada Lovelace of Analytical Engines, with the deal
 /// "Difference Engine No. 2", and an overdue task about that deal) and a
 /// second open deal of hers, owned by a sales rep; returns `(rep, lead id, first deal id, second deal id)`.
-async fn a_customer_with_two_deals(app: &TestApp) -> (domain::auth::IssuedToken, i64, i64, i64) {
+async fn a_customer_with_two_deals(app: &TestApp) -> (Person, i64, i64, i64) {
     let intake = app.token(Role::Intake, Some("webform")).await;
     let lead = app
         .api(&intake)
@@ -1404,9 +1449,7 @@ async fn a_customer_with_two_deals(app: &TestApp) -> (domain::auth::IssuedToken,
                     "email": "ada@example.com", "company": "Analytical Engines"}),
         )
         .await;
-    let grace = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
-        .await
-        .unwrap();
+    let grace = person(app, "Grace Hopper", "grace@example.com", Role::Sales).await;
     let rep = app.api(&grace.token);
     for to in ["contacted", "qualified"] {
         rep.move_lead(lead, to, None).await.expect(200).await;
@@ -1476,6 +1519,17 @@ async fn press(browser: &Client, key: char) {
     browser.perform_actions(keys).await.unwrap();
 }
 
+/// Types `text` into whatever has the focus, key by key.
+async fn type_keys(browser: &Client, text: &str) {
+    let keys = text
+        .chars()
+        .fold(KeyActions::new("typing".to_owned()), |keys, c| {
+            keys.then(KeyAction::Down { value: c })
+                .then(KeyAction::Up { value: c })
+        });
+    browser.perform_actions(keys).await.unwrap();
+}
+
 const TAB: char = '\u{e004}';
 const ENTER: char = '\u{e007}';
 
@@ -1509,7 +1563,7 @@ async fn sales_browses_contacts_and_companies_and_moves_deals_on_the_board(backe
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
-    sign_in(&browser, &grace.token).await;
+    sign_in_as(&browser, &grace).await;
     wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
     // My day names what the overdue task is about: the deal.
     wait_for_text(
@@ -1681,24 +1735,17 @@ async fn a_keyboard_alone_signs_in_opens_a_lead_and_changes_its_status(backend: 
         .api(&intake)
         .new_lead(&json!({"source": "webform", "source_ref": "form-5", "name": "Ada Lovelace"}))
         .await;
-    let sales = domain::auth::create_principal(&app.db, "Grace Hopper", Role::Sales, None)
-        .await
-        .unwrap()
-        .token;
+    let grace = person(&app, "Grace Hopper", "grace@example.com", Role::Sales).await;
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
 
-    // Sign in: Tab to the token, type it, Enter.
-    tab_to(&browser, "#token").await;
-    let keys = sales
-        .chars()
-        .fold(KeyActions::new("typing".to_owned()), |keys, c| {
-            keys.then(KeyAction::Down { value: c })
-                .then(KeyAction::Up { value: c })
-        });
-    browser.perform_actions(keys).await.unwrap();
+    // Sign in: Tab to the email, type it, on to the password, Enter.
+    tab_to(&browser, "#login-email").await;
+    type_keys(&browser, &grace.email).await;
+    tab_to(&browser, "#login-password").await;
+    type_keys(&browser, PASSWORD).await;
     press(&browser, ENTER).await;
     wait_for_text(&browser, "#whoami", "Grace Hopper (sales)").await;
 
@@ -1735,13 +1782,13 @@ async fn admin_reads_every_view_it_is_offered(backend: Backend) {
     };
     let app = TestApp::spawn(backend).await;
     let (_, lead, first, _) = a_customer_with_two_deals(&app).await;
-    let admin = app.token(Role::Admin, None).await;
+    let admin = person(&app, "Ada Admin", "ada.admin@example.com", Role::Admin).await;
 
     let driver = Driver::start(&chromedriver).await;
     let browser = driver.browser(&chromium).await;
     browser.goto(&app.url("/")).await.unwrap();
-    sign_in(&browser, &admin).await;
-    wait_for_text(&browser, "#whoami", "(admin)").await;
+    sign_in_as(&browser, &admin).await;
+    wait_for_text(&browser, "#whoami", "Ada Admin (admin)").await;
 
     // Each view, loaded, checked and pictured; then one record of each kind.
     let views = [
