@@ -1083,19 +1083,21 @@ function describeActivity(a) {
     case "status_changed":
       return `status ${d.from} → ${d.to}${d.reason ? ` (${d.reason})` : ""}`;
     case "ingest":
-      return `${a.origin || "intake"}: ${a.outcome || ""}${d.via_lead_id ? ` (key of merged lead #${d.via_lead_id})` : ""}`;
+      return el("span", {}, `${a.origin || "intake"}: ${a.outcome || ""}`, d.via_lead_id ? [" (key of merged ", timelineLead(d.via_lead_id), ")"] : null);
     case "merged":
-      return `merged lead${(d.merged_ids || []).length === 1 ? "" : "s"} ${(d.merged_ids || []).map((id) => `#${id}`).join(", ")} into this one`;
+      return el("span", {}, "merged ", leadList(d.merged_ids), " into this one");
     case "merged_into":
-      return `merged into lead #${d.survivor_id}`;
+      return el("span", {}, "merged into ", recordLink("lead", d.survivor_id));
     case "unmerged":
-      return d.survivor_id ? `merge into lead #${d.survivor_id} undone` : `merge of ${(d.merged_ids || []).map((id) => `#${id}`).join(", ")} undone`;
+      return d.survivor_id
+        ? el("span", {}, "merge into ", recordLink("lead", d.survivor_id), " undone")
+        : el("span", {}, "merge of ", leadList(d.merged_ids), " undone");
     case "note":
       return `note: ${d.text || ""}`;
     case "assigned":
       return `owner → ${d.to === null || d.to === undefined ? "nobody" : person(d.to)}${d.by ? ` (${d.by})` : ""}`;
     case "duplicate_hint":
-      return `possible duplicate of lead #${d.other_lead_id} (same ${d.reason})`;
+      return el("span", {}, "possible duplicate of ", recordLink("lead", d.other_lead_id), ` (same ${d.reason})`);
     case "task_created":
       return `task for ${person(d.owner_id)}: ${d.title || ""} (due ${when(d.due_at)})`;
     case "task_completed":
@@ -1118,13 +1120,35 @@ function describeActivity(a) {
   }
 }
 
+/**
+ * A lead a timeline entry is about: one merged into this lead by its name
+ * and source (it has no page of its own), any other as a link by name.
+ */
+function timelineLead(id) {
+  const merged = (state.lead.merged_leads || []).find((m) => m.id === id);
+  if (!merged) return recordLink("lead", id);
+  return el("span", { class: "merged-lead", dataset: { leadId: String(id) } }, `${leadLabel(merged)} from ${merged.source}`);
+}
+
+/** Leads by name, comma-separated. */
+function leadList(ids) {
+  return (ids || []).flatMap((id, i) => (i === 0 ? [timelineLead(id)] : [", ", timelineLead(id)]));
+}
+
 async function loadTimeline() {
   const id = state.lead.id;
   try {
     const { body } = await api("GET", `/api/leads/${id}/activities?limit=50`);
-    // What a converted lead became shows by name.
+    // What a converted lead became, and the other leads entries are about,
+    // show by name.
     const converted = body.data.filter((a) => a.kind === "converted" && a.detail).map((a) => a.detail);
+    const merged = new Set((state.lead.merged_leads || []).map((m) => m.id));
+    const leads = body.data
+      .filter((a) => a.detail)
+      .flatMap((a) => [a.detail.survivor_id, a.detail.other_lead_id, a.detail.via_lead_id, ...(a.detail.merged_ids || [])])
+      .filter((lead) => lead !== undefined && lead !== null && lead !== id && !merged.has(lead));
     await Promise.all([
+      learnNames("lead", leads),
       learnNames("contact", converted.map((d) => d.contact_id)),
       learnNames("company", converted.map((d) => d.company_id)),
       learnNames("deal", converted.map((d) => d.deal_id)),
@@ -1176,7 +1200,8 @@ async function learnNames(kind, ids) {
     await Promise.all(
       wanted.slice(i, i + 6).map((id) =>
         api("GET", `${KINDS[kind].path}/${id}`).then(
-          (r) => remember(kind, r.body, id),
+          // A merged lead's address answers with its survivor: not its name.
+          (r) => (r.body.id === id ? remember(kind, r.body, id) : state.names.set(`${kind}/${id}`, null)),
           () => state.names.set(`${kind}/${id}`, null),
         ),
       ),

@@ -1274,10 +1274,11 @@ async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(
         &format!("#duplicate-links button[data-merge-lead=\"{twin}\"]"),
     )
     .await;
+    // The timeline names the merged lead and where it came from.
     wait_for_text(
         &browser,
         "#timeline",
-        &format!("merged lead #{twin} into this one"),
+        "merged A. Lovelace from partner into this one",
     )
     .await;
     // The survivor took the newer lead's name and phone; the twin is gone
@@ -1315,7 +1316,7 @@ async fn sales_merges_a_duplicate_from_the_lead_and_undoes_it_from_the_timeline(
     .await;
 
     click(&browser, "#timeline button.undo-merge").await;
-    wait_for_text(&browser, "#timeline", &format!("merge of #{twin} undone")).await;
+    wait_for_text(&browser, "#timeline", "merge of A. Lovelace undone").await;
     wait_for(&browser, &twin_row).await;
     let restored = lead::Entity::find_by_id(twin)
         .one(&app.db)

@@ -482,6 +482,13 @@ async fn undo_gives_back_the_leads_their_keys_values_and_what_moved(backend: Bac
         .merge(survivor, &json!({"lead_ids": [merged]}), "merge-1")
         .await;
     assert_eq!(done.lead.lead.email.as_deref(), Some("new@example.com"));
+    // The survivor's page names the lead merged into it, with its key.
+    let view = t.sales.lead(survivor).await.expect(200).await;
+    assert_eq!(
+        view["merged_leads"],
+        json!([{"id": merged, "source": "webform", "source_ref": "w-1",
+                "name": "Ada Lovelace", "email": "new@example.com"}])
+    );
 
     // While merged: a note on the survivor, and the alias's sender sends
     // a new name (the survivor takes it).
@@ -514,6 +521,8 @@ async fn undo_gives_back_the_leads_their_keys_values_and_what_moved(backend: Bac
     assert_eq!(restored.name.as_deref(), Some("Countess Lovelace"));
     assert_eq!(restored.email.as_deref(), Some("new@example.com"));
     t.sales.lead(merged).await.expect(200).await;
+    let view = t.sales.lead(survivor).await.expect(200).await;
+    assert_eq!(view["merged_leads"], json!([]));
 
     // What moved went back; what the survivor gained stays.
     let back = t.timeline(merged).await;

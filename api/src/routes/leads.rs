@@ -171,8 +171,14 @@ async fn get_lead(
         .into_iter()
         .map(|hint| wire::DuplicateOut::of(lead.id, hint))
         .collect();
+    let merged_leads = domain::lead::merge::merged_leads(&state.db, lead.id)
+        .await?
+        .into_iter()
+        .map(wire::MergedLeadOut::from)
+        .collect();
     let detail = LeadDetail {
         speed_to_lead: crate::wire::teams::ClockOut::of(&lead, domain::clock::now()),
+        merged_leads,
         lead: LeadOut::from(lead),
         possible_duplicates,
     };

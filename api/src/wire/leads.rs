@@ -326,6 +326,32 @@ pub struct LeadDetail {
     /// When it got its owner, when someone first acted on it, when that
     /// was due.
     pub speed_to_lead: crate::wire::teams::ClockOut,
+    /// The leads merged into this one (the first 1,000), each still holding
+    /// its sender's key: what the timeline's merge entries are about.
+    pub merged_leads: Vec<MergedLeadOut>,
+}
+
+/// A lead merged into another: who it was and where it came from.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[schema(as = MergedLead)]
+pub struct MergedLeadOut {
+    pub id: i64,
+    pub source: String,
+    pub source_ref: String,
+    pub name: Option<String>,
+    pub email: Option<String>,
+}
+
+impl From<lead::Model> for MergedLeadOut {
+    fn from(lead: lead::Model) -> Self {
+        Self {
+            id: lead.id,
+            source: lead.source,
+            source_ref: lead.source_ref,
+            name: lead.name,
+            email: lead.email,
+        }
+    }
 }
 
 /// Which leads to merge into the one in the path, and which lead's value

@@ -672,6 +672,20 @@ pub async fn find_merge<C: ConnectionTrait>(conn: &C, id: i64) -> Result<lead_me
         .ok_or(Error::NotFound)
 }
 
+/// The leads merged straight into `lead_id` (not those merged into them),
+/// oldest first, the first 1,000: what its page names on its timeline.
+pub async fn merged_leads<C: ConnectionTrait>(
+    conn: &C,
+    lead_id: i64,
+) -> Result<Vec<lead::Model>, Error> {
+    Ok(lead::Entity::find()
+        .filter(lead::Column::MergedIntoId.eq(lead_id))
+        .order_by_asc(lead::Column::Id)
+        .limit(1_000)
+        .all(conn)
+        .await?)
+}
+
 /// The merge's merged lead ids.
 pub fn merged_ids(merge: &lead_merge::Model) -> Vec<i64> {
     serde_json::from_value(merge.merged_ids.clone()).unwrap_or_default()
