@@ -48,6 +48,7 @@ mod source_update;
 mod sources_and_ops;
 mod speed_to_lead;
 mod ssrf;
+mod subscription_health;
 mod subscriptions_parity;
 mod tasks;
 mod tokens;

@@ -152,6 +152,10 @@ impl Publisher {
     /// request went out is always recorded, so a graceful shutdown sends
     /// nothing twice.
     pub async fn run(self, idle: Duration, stop: watch::Receiver<bool>) {
+        // At zero from the start: the alert on it sees the first disabling
+        // as an increase, not as a series appearing.
+        metrics::counter!("leadpipe_subscriptions_disabled_total", "reason" => "failing")
+            .increment(0);
         let batch = self.claim_size();
         let (settle_tx, settle_rx) = mpsc::channel::<ToSettle>(SETTLE_BATCH);
         let settled = Arc::new(Notify::new());
@@ -328,7 +332,13 @@ impl Publisher {
         attempts: impl Iterator<Item = (&'a Claimed, &'a AttemptResult, Duration)>,
     ) -> Vec<Option<Settlement>> {
         let attempts: Vec<(&Claimed, &AttemptResult, Duration)> = attempts.collect();
-        match delivery::record_attempts(&self.db, &attempts, &self.settings.retry).await {
+        let recorded = delivery::record_attempts(
+            &self.db,
+            &attempts,
+            &self.settings.retry,
+            self.settings.disable_after,
+        );
+        match recorded.await {
             Ok(settlements) => attempts
                 .iter()
                 .zip(settlements)

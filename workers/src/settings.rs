@@ -342,6 +342,18 @@ pub struct PublisherSettings {
     /// `--delivery-max-attempts` and the shared backoff.
     #[command(flatten)]
     pub retry: Retry<DeliveryAttempts>,
+    /// A subscription whose deliveries have failed this long with no
+    /// success in between is disabled (its deliveries are held, not lost,
+    /// until `POST /api/subscriptions/{id}/enable`).
+    #[arg(
+        id = "subscription_disable_after",
+        value_name = "SUBSCRIPTION_DISABLE_AFTER",
+        long = "subscription-disable-after",
+        env = "LEADPIPE_SUBSCRIPTION_DISABLE_AFTER",
+        default_value = "5d",
+        value_parser = parse_duration
+    )]
+    pub disable_after: Duration,
     /// The global `--outbound-allow` (`WorkerSettings::with_outbound`).
     #[arg(skip)]
     pub outbound: OutboundPolicy,

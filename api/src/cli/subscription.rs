@@ -1,9 +1,12 @@
 //! `leadpipe subscription …`: the same operations as `/api/subscriptions`,
 //! straight on the database.
 
+use chrono::{DateTime, Utc};
 use clap::Subcommand;
 use domain::net_guard::OutboundPolicy;
-use domain::outbound::subscription::{self, NewSubscription};
+use domain::outbound::delivery;
+use domain::outbound::subscription::{self, NewSubscription, SubscriptionView};
+use domain::precondition::IfMatch;
 use domain::sealed::Keyring;
 use domain::store::Store;
 
@@ -30,12 +33,44 @@ pub enum SubscriptionCommand {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// Show one subscription: its state, why it is disabled, since when it fails.
+    Show {
+        /// The subscription's id (`leadpipe subscription list`).
+        id: i64,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Enable a disabled subscription again; its held deliveries go out.
+    Enable {
+        /// The subscription's id (`leadpipe subscription list`).
+        id: i64,
+    },
+    /// Send again every delivery since a moment that failed or died.
+    Recover {
+        /// The subscription's id (`leadpipe subscription list`).
+        id: i64,
+        /// Deliveries created at or after this instant (RFC 3339, e.g.
+        /// 2026-12-01T00:00:00Z).
+        #[arg(long)]
+        since: DateTime<Utc>,
+    },
     /// Stop delivering to a subscription.
     Remove {
         /// The subscription's id (`leadpipe subscription list`).
         id: i64,
     },
 }
+
+/// The columns `list` and `show` print.
+const COLUMNS: &[&str] = &[
+    "id",
+    "state",
+    "url",
+    "event_types",
+    "description",
+    "disabled_reason",
+    "failing_since",
+];
 
 pub async fn run_subscription(
     db: &Store,
@@ -71,10 +106,28 @@ pub async fn run_subscription(
             println!("{}", created.secret);
         }
         SubscriptionCommand::List { output } => {
-            output.print(
-                &subscription::list(db).await?,
-                &["id", "state", "url", "event_types", "description"],
-            )?;
+            output.print(&subscription::list(db).await?, COLUMNS)?;
+        }
+        SubscriptionCommand::Show { id, output } => {
+            let found = subscription::find(db, id)
+                .await
+                .map_err(describe_missing("subscription"))?;
+            output.print(&[SubscriptionView::from(found)], COLUMNS)?;
+        }
+        SubscriptionCommand::Enable { id } => {
+            let enabled = subscription::enable(db, outbound, id, &IfMatch::Any)
+                .await
+                .map_err(describe_missing("subscription"))?;
+            println!("subscription {} is {}", enabled.id, enabled.state);
+        }
+        SubscriptionCommand::Recover { id, since } => {
+            let recovered = delivery::recover(db, id, since)
+                .await
+                .map_err(describe_missing("subscription"))?;
+            println!(
+                "subscription {id}: {} dead and {} failed deliveries sent again",
+                recovered.dead, recovered.failed
+            );
         }
         SubscriptionCommand::Remove { id } => {
             subscription::delete(db, id)

@@ -91,6 +91,10 @@ fn describe() {
         "leadpipe_subscription_attempts_total",
         "Outgoing webhook attempts by subscription_id and outcome (success: a 2xx; failure)"
     );
+    describe_counter!(
+        "leadpipe_subscriptions_disabled_total",
+        "Subscriptions disabled because their deliveries failed for LEADPIPE_SUBSCRIPTION_DISABLE_AFTER"
+    );
     describe_histogram!(
         "leadpipe_subscription_attempt_duration_seconds",
         "Outgoing webhook attempt latency by subscription_id, request to answer or failure"

@@ -84,4 +84,25 @@ pub struct TestOut {
     pub event_id: String,
 }
 
-crate::wire::about::about_nobody!(CreatedOut, SubscriptionView, RotatedOut);
+crate::wire::about::about_nobody!(
+    CreatedOut,
+    SubscriptionView,
+    RotatedOut,
+    domain::outbound::delivery::Recovery,
+);
+
+/// Enabling takes no body (an empty object is accepted).
+#[derive(Default, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = EnableSubscriptionIn)]
+pub struct EnableIn {}
+
+/// From when to send again what failed.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = RecoverSubscriptionIn)]
+pub struct RecoverIn {
+    /// Deliveries created at or after this instant (RFC 3339) that failed
+    /// or died are sent again.
+    pub since: chrono::DateTime<chrono::Utc>,
+}

@@ -17,6 +17,8 @@ pub struct Model {
     pub previous_secret_until: Option<ChronoDateTimeUtc>,
     /// Goes up with every change of the subscription's fields or state.
     pub version: i64,
+    /// Since when its deliveries have failed with no success in between.
+    pub failing_since: Option<ChronoDateTimeUtc>,
     pub created_at: ChronoDateTimeUtc,
     pub updated_at: ChronoDateTimeUtc,
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::sea_query::{Asterisk, Expr, ExprTrait, Func};
+use sea_orm::sea_query::{Asterisk, Expr, ExprTrait, Func, Query};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, Select,
     TransactionSession, TransactionTrait,
@@ -13,8 +13,9 @@ use sea_orm::{
 use serde::Serialize;
 
 use crate::clock;
-use crate::entities::{inbox_event, lead, outbox_delivery, outbox_event};
+use crate::entities::{inbox_event, lead, outbox_delivery, outbox_event, subscription};
 use crate::inbound::inbox::InboxState;
+use crate::outbound::subscription as subscriptions;
 use crate::store::Dialect;
 
 const UNPROCESSED: [InboxState; 3] = [
@@ -67,8 +68,10 @@ pub struct SourceStats {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct OutboxStats {
     pub events_pending: i64,
-    /// Deliveries not yet delivered, by state.
+    /// Deliveries not yet delivered, by state; `held`: those of disabled
+    /// subscriptions, waiting until they are enabled (not in the others).
     pub deliveries: BTreeMap<&'static str, i64>,
+    /// Of the active subscriptions' deliveries.
     pub oldest_undelivered_age_seconds: Option<f64>,
 }
 
@@ -306,6 +309,9 @@ async fn collect_with<C: ConnectionTrait>(
     })
 }
 
+/// Deliveries of a disabled subscription, waiting until it is enabled.
+pub const HELD: &str = "held";
+
 async fn outbox<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<OutboxStats, DbErr> {
     use crate::outbound::delivery::{DEAD, DELIVERED, DELIVERING, FAILED, PENDING};
     let events_pending = outbox_event::Entity::find()
@@ -325,18 +331,41 @@ async fn outbox<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<Outb
         .into_tuple()
         .all(conn)
         .await?;
-    let deliveries = [PENDING, DELIVERING, FAILED, DEAD]
+    // A disabled subscription's waiting deliveries are held, not behind:
+    // counted apart, so no alert about a slow or failing receiver fires
+    // for one nobody sends to.
+    let not_active = || {
+        outbox_delivery::Column::SubscriptionId.in_subquery(
+            Query::select()
+                .column(subscription::Column::Id)
+                .from(subscription::Entity)
+                .and_where(subscription::Column::State.ne(subscriptions::ACTIVE))
+                .to_owned(),
+        )
+    };
+    let held_by_state: Vec<(String, i64)> = outbox_delivery::Entity::find()
+        .select_only()
+        .column(outbox_delivery::Column::State)
+        .column_as(Expr::col(outbox_delivery::Column::Id).count(), "n")
+        .filter(outbox_delivery::Column::State.is_in([PENDING, FAILED, DELIVERING]))
+        .filter(not_active())
+        .group_by(outbox_delivery::Column::State)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    let count = |rows: &[(String, i64)], state: &str| {
+        rows.iter().find(|(s, _)| s == state).map_or(0, |(_, n)| *n)
+    };
+    let mut deliveries: BTreeMap<&'static str, i64> = [PENDING, DELIVERING, FAILED, DEAD]
         .into_iter()
         .map(|state| {
             (
                 state,
-                by_state
-                    .iter()
-                    .find(|(s, _)| s == state)
-                    .map_or(0, |(_, n)| *n),
+                count(&by_state, state) - count(&held_by_state, state),
             )
         })
         .collect();
+    deliveries.insert(HELD, held_by_state.iter().map(|(_, n)| n).sum());
     let oldest: Option<Option<DateTime<Utc>>> = outbox_delivery::Entity::find()
         .select_only()
         .column_as(
@@ -344,6 +373,7 @@ async fn outbox<C: ConnectionTrait>(conn: &C, now: DateTime<Utc>) -> Result<Outb
             "oldest",
         )
         .filter(outbox_delivery::Column::State.is_in([PENDING, FAILED, DELIVERING]))
+        .filter(not_active().not())
         .into_tuple()
         .one(conn)
         .await?;

@@ -35,9 +35,10 @@ pub const DEAD: &str = "dead";
 /// the receiver is mid-deploy, before the delivery is dead.
 const PERMANENT_ATTEMPTS: u32 = 3;
 
-/// Copies pending outbox events into one delivery per matching active
-/// subscription. Safe to run on several workers at once: events are claimed
-/// with `SKIP LOCKED` and deliveries are unique per (event, subscription).
+/// Copies pending outbox events into one delivery per matching subscription
+/// that is not deleted (a disabled one's wait, held, until it is enabled).
+/// Safe to run on several workers at once: events are claimed with `SKIP
+/// LOCKED` and deliveries are unique per (event, subscription).
 pub async fn fan_out(db: &Store, limit: u64) -> Result<usize, Error> {
     let txn = db.begin_write().await?;
     let events = outbox_event::Entity::find()
@@ -52,7 +53,7 @@ pub async fn fan_out(db: &Store, limit: u64) -> Result<usize, Error> {
         return Ok(0);
     }
     let subs = subscription::Entity::find()
-        .filter(subscription::Column::State.eq(subscriptions::ACTIVE))
+        .filter(subscription::Column::State.ne(subscriptions::DELETED))
         .all(&txn)
         .await?;
     let now = clock::now();
@@ -463,8 +464,10 @@ pub async fn record_attempt(
     result: &AttemptResult,
     took: Duration,
     policy: &RetryPolicy,
+    disable_after: Duration,
 ) -> Result<Settlement, Error> {
-    let mut settled = record_attempts(db, &[(claimed, result, took)], policy).await?;
+    let mut settled =
+        record_attempts(db, &[(claimed, result, took)], policy, disable_after).await?;
     Ok(settled
         .pop()
         .ok_or_else(|| DbErr::Custom("no settlement recorded".into()))?)
@@ -474,11 +477,13 @@ pub async fn record_attempt(
 /// `record_attempt`, with how long each took; settlements in the order
 /// given. Deliveries that succeeded under the same lease go in one
 /// statement: a publisher settles hundreds a second, and one commit per
-/// delivery would bound it.
+/// delivery would bound it. A subscription whose deliveries have failed
+/// for `disable_after` with no success is disabled in the same transaction.
 pub async fn record_attempts(
     db: &Store,
     attempts: &[(&Claimed, &AttemptResult, Duration)],
     policy: &RetryPolicy,
+    disable_after: Duration,
 ) -> Result<Vec<Settlement>, Error> {
     let now = clock::now();
     let settlements: Vec<Settlement> = attempts
@@ -490,6 +495,7 @@ pub async fn record_attempts(
         .collect();
     // Delivered, grouped by (lease, status): one UPDATE per group.
     let mut delivered: HashMap<DeliveredGroup, Vec<(i64, i32)>> = HashMap::new();
+    let mut outcomes = subscriptions::Outcomes::default();
     let txn = db.begin_write().await?;
     for ((claimed, result, took), settlement) in attempts.iter().zip(&settlements) {
         let (last_status, last_error) = describe(result);
@@ -499,6 +505,7 @@ pub async fn record_attempts(
                 .entry((claimed.delivery.locked_until, last_status))
                 .or_default()
                 .push((claimed.delivery.id, took_ms));
+            outcomes.succeeded.push(claimed.subscription.id);
             continue;
         }
         let (state, next_attempt_at) = match settlement {
@@ -514,6 +521,9 @@ pub async fn record_attempts(
         let result = fenced(update, claimed.delivery.locked_until)
             .exec(&txn)
             .await?;
+        if result.rows_affected == 1 {
+            outcomes.failed.push(claimed.subscription.id);
+        }
         if result.rows_affected == 1 && *settlement == Settlement::Gone {
             subscriptions::disable(
                 &txn,
@@ -536,7 +546,18 @@ pub async fn record_attempts(
             .filter(outbox_delivery::Column::Id.is_in(ids));
         fenced(update, locked_until).exec(&txn).await?;
     }
+    let disable_after = chrono::Duration::from_std(disable_after).unwrap_or(chrono::Duration::MAX);
+    let disabled = subscriptions::note_outcomes(&txn, outcomes, disable_after, now).await?;
     txn.commit().await?;
+    for sub in disabled {
+        metrics::counter!("leadpipe_subscriptions_disabled_total", "reason" => "failing")
+            .increment(1);
+        tracing::warn!(
+            subscription_id = sub.id,
+            failing_since = ?sub.failing_since,
+            "subscription disabled: its deliveries kept failing"
+        );
+    }
     Ok(settlements)
 }
 
@@ -660,6 +681,51 @@ pub async fn retry_dead<C: ConnectionTrait>(
         retried,
         dry_run,
     })
+}
+
+/// What a recovery sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[schema(as = RecoveryReport)]
+pub struct Recovery {
+    /// Dead deliveries put back in line.
+    pub dead: u64,
+    /// Failed deliveries waiting for a retry, now due at once.
+    pub failed: u64,
+}
+
+/// Sends subscription `id` again every delivery created since `since` that
+/// failed or died (as Svix's recover): same deliveries, same `webhook-id`s,
+/// claimed in per-lead order as any. A disabled subscription's wait until
+/// it is enabled.
+pub async fn recover<C: ConnectionTrait>(
+    conn: &C,
+    id: i64,
+    since: DateTime<Utc>,
+) -> Result<Recovery, Error> {
+    subscriptions::find(conn, id).await?;
+    let now = clock::now();
+    let scope = |update: sea_orm::UpdateMany<outbox_delivery::Entity>, state: &str| {
+        update
+            .col_expr(outbox_delivery::Column::NextAttemptAt, Expr::val(now))
+            .col_expr(outbox_delivery::Column::UpdatedAt, Expr::val(now))
+            .filter(outbox_delivery::Column::SubscriptionId.eq(id))
+            .filter(outbox_delivery::Column::CreatedAt.gte(since))
+            .filter(outbox_delivery::Column::State.eq(state))
+    };
+    let dead = scope(
+        outbox_delivery::Entity::update_many()
+            .col_expr(outbox_delivery::Column::State, Expr::val(PENDING))
+            .col_expr(outbox_delivery::Column::Attempts, Expr::val(0)),
+        DEAD,
+    )
+    .exec(conn)
+    .await?
+    .rows_affected;
+    let failed = scope(outbox_delivery::Entity::update_many(), FAILED)
+        .exec(conn)
+        .await?
+        .rows_affected;
+    Ok(Recovery { dead, failed })
 }
 
 #[cfg(test)]

@@ -122,6 +122,19 @@ pub struct LeadErased {
     pub erased_at: chrono::DateTime<chrono::Utc>,
 }
 
+/// An operational event: a subscription's deliveries failed with no success
+/// for `LEADPIPE_SUBSCRIPTION_DISABLE_AFTER`, so it was disabled (its
+/// deliveries are held until it is enabled again). Sent only to the
+/// subscriptions that list `subscription.disabled` by name.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct SubscriptionDisabled {
+    pub subscription_id: i64,
+    pub url: String,
+    pub reason: String,
+    /// The first failure with no success after it.
+    pub failing_since: chrono::DateTime<chrono::Utc>,
+}
+
 /// Sent by `POST /api/subscriptions/{id}/test` to that subscription only.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct Ping {
@@ -281,6 +294,11 @@ event!(
     "A lead was erased; erase your copy (no personal data in the event)."
 );
 event!(
+    SubscriptionDisabled,
+    "subscription.disabled",
+    "A subscription kept failing and was disabled (operational: sent only to subscriptions that name it)."
+);
+event!(
     Ping,
     "ping",
     "A test event, sent only by POST /api/subscriptions/{id}/test."
@@ -345,6 +363,7 @@ pub fn catalogue() -> Vec<EventTypeInfo> {
         info::<TaskCreated>(),
         info::<TaskCompleted>(),
         info::<LeadErased>(),
+        info::<SubscriptionDisabled>(),
         info::<Ping>(),
     ]
 }

@@ -19,7 +19,13 @@ pub const DEAL_STAGE_CHANGED: &str = events::DealStageChanged::TYPE;
 pub const TASK_CREATED: &str = events::TaskCreated::TYPE;
 pub const TASK_COMPLETED: &str = events::TaskCompleted::TYPE;
 pub const LEAD_ERASED: &str = events::LeadErased::TYPE;
+pub const SUBSCRIPTION_DISABLED: &str = events::SubscriptionDisabled::TYPE;
 pub const PING: &str = events::Ping::TYPE;
+
+/// Events about leadpipe itself rather than the CRM's records: a
+/// subscription receives them only when it names them (one that asks for
+/// every event does not get them).
+pub const OPERATIONAL_EVENT_TYPES: &[&str] = &[SUBSCRIPTION_DISABLED];
 
 /// Every event type a subscription may ask for (`ping` reaches a
 /// subscription whatever it asks for, and only when sent to it).
@@ -36,6 +42,7 @@ pub const EVENT_TYPES: &[&str] = &[
     TASK_CREATED,
     TASK_COMPLETED,
     LEAD_ERASED,
+    SUBSCRIPTION_DISABLED,
     PING,
 ];
 

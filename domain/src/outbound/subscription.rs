@@ -31,6 +31,9 @@ pub struct SubscriptionView {
     pub disabled_reason: Option<String>,
     /// Goes up with every change; the `ETag` of PATCH is `"{version}"`.
     pub version: i64,
+    /// Since when its deliveries have failed with no success in between;
+    /// `null` while they succeed.
+    pub failing_since: Option<chrono::DateTime<chrono::Utc>>,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -44,6 +47,7 @@ impl From<subscription::Model> for SubscriptionView {
             state: m.state,
             disabled_reason: m.disabled_reason,
             version: m.version,
+            failing_since: m.failing_since,
             created_at: m.created_at,
         }
     }
@@ -60,7 +64,8 @@ pub fn wants(m: &subscription::Model, event_type: &str, target: Option<i64>) -> 
         return target == m.id;
     }
     let types = event_types(m);
-    types.is_empty() || types.iter().any(|t| t == event_type)
+    let named = types.iter().any(|t| t == event_type);
+    named || (types.is_empty() && !outbox::OPERATIONAL_EVENT_TYPES.contains(&event_type))
 }
 
 pub struct NewSubscription {
@@ -216,9 +221,14 @@ async fn apply<C: ConnectionTrait>(
     }
     match patch.enabled {
         Some(true) if current.state != ACTIVE => {
+            // A fresh start: the failures before it no longer count.
             update = update
                 .col_expr(Column::State, Expr::value(ACTIVE))
-                .col_expr(Column::DisabledReason, Expr::value(Option::<String>::None));
+                .col_expr(Column::DisabledReason, Expr::value(Option::<String>::None))
+                .col_expr(
+                    Column::FailingSince,
+                    Expr::value(Option::<chrono::DateTime<chrono::Utc>>::None),
+                );
         }
         Some(false) if current.state != DISABLED => {
             update = update
@@ -332,6 +342,7 @@ pub async fn create<C: ConnectionTrait>(
         previous_secret: Set(None),
         previous_secret_until: Set(None),
         version: Set(1),
+        failing_since: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
         ..Default::default()
@@ -397,4 +408,107 @@ pub async fn disable<C: ConnectionTrait>(conn: &C, id: i64, reason: &str) -> Res
         .exec(conn)
         .await?;
     Ok(())
+}
+
+/// What one settled batch of deliveries said about their subscriptions.
+#[derive(Debug, Default)]
+pub struct Outcomes {
+    /// Subscriptions with a delivery that succeeded.
+    pub succeeded: Vec<i64>,
+    /// Subscriptions with a delivery that failed (to retry, or dead).
+    pub failed: Vec<i64>,
+}
+
+/// Keeps each subscription's failure streak (a success ends it, a failure
+/// starts it) and disables the active ones failing for `disable_after` or
+/// longer, each with a `subscription.disabled` event for the subscriptions
+/// that ask for it. Returns those disabled now. Call in the transaction that
+/// settles the deliveries.
+pub async fn note_outcomes<C: ConnectionTrait>(
+    conn: &C,
+    mut outcomes: Outcomes,
+    disable_after: chrono::Duration,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<subscription::Model>, Error> {
+    outcomes.succeeded.sort_unstable();
+    outcomes.succeeded.dedup();
+    outcomes.failed.sort_unstable();
+    outcomes.failed.dedup();
+    // A subscription that had a success in the batch is not failing.
+    outcomes
+        .failed
+        .retain(|id| outcomes.succeeded.binary_search(id).is_err());
+    // Each update touches only rows whose streak changes: a healthy
+    // subscription's row is not rewritten with every delivery.
+    if !outcomes.succeeded.is_empty() {
+        Entity::update_many()
+            .col_expr(
+                Column::FailingSince,
+                Expr::value(Option::<chrono::DateTime<chrono::Utc>>::None),
+            )
+            .filter(Column::Id.is_in(outcomes.succeeded))
+            .filter(Column::FailingSince.is_not_null())
+            .exec(conn)
+            .await?;
+    }
+    if outcomes.failed.is_empty() {
+        return Ok(Vec::new());
+    }
+    Entity::update_many()
+        .col_expr(Column::FailingSince, Expr::value(now))
+        .filter(Column::Id.is_in(outcomes.failed.clone()))
+        .filter(Column::FailingSince.is_null())
+        .exec(conn)
+        .await?;
+    let overdue = Entity::find()
+        .filter(Column::Id.is_in(outcomes.failed))
+        .filter(Column::State.eq(ACTIVE))
+        .filter(Column::FailingSince.lte(now - disable_after))
+        .order_by_asc(Column::Id)
+        .all(conn)
+        .await?;
+    let mut disabled = Vec::new();
+    for sub in overdue {
+        let since = sub.failing_since.unwrap_or(now);
+        let reason = format!(
+            "no delivery succeeded since {} (LEADPIPE_SUBSCRIPTION_DISABLE_AFTER)",
+            since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        );
+        let changed = Entity::update_many()
+            .col_expr(Column::State, Expr::value(DISABLED))
+            .col_expr(Column::DisabledReason, Expr::value(reason.clone()))
+            .col_expr(Column::UpdatedAt, Expr::value(now))
+            .col_expr(Column::Version, Expr::col(Column::Version).add(1))
+            .filter(Column::Id.eq(sub.id))
+            .filter(Column::State.eq(ACTIVE))
+            .exec(conn)
+            .await?;
+        if changed.rows_affected == 0 {
+            continue;
+        }
+        let event = crate::outbound::events::SubscriptionDisabled {
+            subscription_id: sub.id,
+            url: sub.url.clone(),
+            reason,
+            failing_since: since,
+        };
+        outbox::enqueue_event(conn, None, &event, None).await?;
+        disabled.push(sub);
+    }
+    Ok(disabled)
+}
+
+/// Turns a subscription back on (`POST /api/subscriptions/{id}/enable`): its
+/// held deliveries go out again, and its failure streak starts afresh.
+pub async fn enable<C: ConnectionTrait>(
+    conn: &C,
+    policy: &OutboundPolicy,
+    id: i64,
+    if_match: &IfMatch,
+) -> Result<SubscriptionView, Error> {
+    let patch = SubscriptionPatch {
+        enabled: Some(true),
+        ..SubscriptionPatch::default()
+    };
+    update(conn, policy, id, patch, if_match).await
 }
