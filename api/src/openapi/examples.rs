@@ -250,6 +250,24 @@ pub fn company() -> Value {
     })
 }
 
+/// The answer to a create that made the company.
+pub fn company_created() -> Value {
+    with(company(), json!({"outcome": "created"}))
+}
+
+/// The answer to a create that found it by its domain.
+pub fn company_matched() -> Value {
+    with(company(), json!({"outcome": "matched"}))
+}
+
+/// The company after `PATCH` renamed it.
+pub fn company_renamed() -> Value {
+    with(
+        company(),
+        json!({"name": "Acme Logistics SE", "version": 2, "updated_at": "2026-12-07T11:20:02Z"}),
+    )
+}
+
 pub fn contact() -> Value {
     json!({
         "id": 31,
@@ -261,6 +279,23 @@ pub fn contact() -> Value {
         "created_at": "2026-12-03T09:12:44Z",
         "updated_at": "2026-12-03T09:12:44Z"
     })
+}
+
+pub fn contact_created() -> Value {
+    with(contact(), json!({"outcome": "created"}))
+}
+
+/// The answer to a create that found the contact by its email.
+pub fn contact_matched() -> Value {
+    with(contact(), json!({"outcome": "matched"}))
+}
+
+/// The contact after `PATCH` changed the phone.
+pub fn contact_changed() -> Value {
+    with(
+        contact(),
+        json!({"phone": "+49 30 7654321", "version": 2, "updated_at": "2026-12-05T10:11:00Z"}),
+    )
 }
 
 pub fn deal() -> Value {
@@ -282,36 +317,118 @@ pub fn deal() -> Value {
     })
 }
 
-/// The deal, won.
+/// The deal, won (after the change below).
 pub fn deal_won() -> Value {
     with(
-        deal(),
-        json!({"stage": "won", "closed_at": "2026-12-18T14:03:27Z", "version": 2,
-               "updated_at": "2026-12-18T14:03:27Z"}),
+        deal_changed(),
+        json!({"stage": "won", "closed_at": DEAL_WON.0, "version": 3,
+               "updated_at": DEAL_WON.0}),
     )
 }
 
-/// A contact's, company's or deal's timeline: the deal won, and created.
-pub fn crm_activity_page() -> Value {
+/// The deal, after `PATCH` gave it a bigger amount and another owner.
+pub fn deal_changed() -> Value {
+    with(
+        deal(),
+        json!({"amount_cents": 2100000, "owner_id": 9, "version": 2,
+               "updated_at": "2026-12-07T11:26:18Z"}),
+    )
+}
+
+pub fn company_page() -> Value {
+    page(
+        json!([company()]),
+        "eyJzIjoidXBkYXRlZF9hdCIsInQiOiIyMDI2LTEyLTAzVDA5OjEyOjQ0WiIsImkiOjEyfQ",
+    )
+}
+
+pub fn contact_page() -> Value {
+    page(
+        json!([contact()]),
+        "eyJzIjoidXBkYXRlZF9hdCIsInQiOiIyMDI2LTEyLTAzVDA5OjEyOjQ0WiIsImkiOjMxfQ",
+    )
+}
+
+pub fn deal_page() -> Value {
+    page(
+        json!([deal()]),
+        "eyJzIjoidXBkYXRlZF9hdCIsInQiOiIyMDI2LTEyLTAzVDA5OjEyOjQ0WiIsImkiOjQ1fQ",
+    )
+}
+
+/// When a request was made, and its correlation id.
+type Request = (&'static str, &'static str);
+const CONVERSION: Request = ("2026-12-03T09:12:44Z", CONVERSION_REQUEST);
+const DEAL_WON: Request = ("2026-12-18T14:03:27Z", "01a28976ff987a52b4d06c8e1f3a5b7d");
+
+/// A timeline entry of a contact, company or deal, written by Alice Martin.
+fn crm_activity(id: i64, subject: (&str, i64), kind: &str, detail: Value, at: Request) -> Value {
+    json!({
+        "id": id, "subject_type": subject.0, "subject_id": subject.1, "kind": kind,
+        "author_id": 7, "detail": detail, "correlation_id": at.1, "created_at": at.0
+    })
+}
+
+/// What a conversion writes on each record it touched.
+fn converted_ids() -> Value {
+    json!({"lead_id": 118, "contact_id": 31, "company_id": 12, "deal_id": 45})
+}
+
+pub fn company_activity_page() -> Value {
+    let at = CONVERSION;
     page(
         json!([
-            {
-                "id": 904, "subject_type": "deal", "subject_id": 45, "kind": "stage_changed",
-                "author_id": 7,
-                "detail": {"from": "open", "to": "won", "reason": "Signed the annual contract"},
-                "correlation_id": "01a28976ff987a52b4d06c8e1f3a5b7d",
-                "created_at": "2026-12-18T14:03:27Z"
-            },
-            {
-                "id": 871, "subject_type": "deal", "subject_id": 45, "kind": "created",
-                "author_id": 7,
-                "detail": {"amount_cents": 1850000, "currency": "EUR", "owner_id": 7,
-                           "contact_id": 31, "company_id": 12, "lead_id": 118},
-                "correlation_id": CONVERSION_REQUEST,
-                "created_at": "2026-12-03T09:12:44Z"
-            }
+            crm_activity(873, ("company", 12), "lead_converted", converted_ids(), at),
+            crm_activity(
+                869,
+                ("company", 12),
+                "created",
+                json!({"name": "Acme Logistics GmbH", "domain": "example.com"}),
+                at
+            )
         ]),
-        "eyJpIjo4NzF9",
+        "eyJpIjo4Njl9",
+    )
+}
+
+pub fn contact_activity_page() -> Value {
+    let at = CONVERSION;
+    page(
+        json!([
+            crm_activity(872, ("contact", 31), "lead_converted", converted_ids(), at),
+            crm_activity(
+                870,
+                ("contact", 31),
+                "created",
+                json!({"company_id": 12}),
+                at
+            )
+        ]),
+        "eyJpIjo4NzB9",
+    )
+}
+
+/// The deal won, and the conversion that created it.
+pub fn deal_activity_page() -> Value {
+    page(
+        json!([
+            crm_activity(
+                904,
+                ("deal", 45),
+                "stage_changed",
+                json!({"from": "open", "to": "won",
+                                "reason": "Signed the annual contract"}),
+                DEAL_WON
+            ),
+            crm_activity(
+                874,
+                ("deal", 45),
+                "lead_converted",
+                converted_ids(),
+                CONVERSION
+            )
+        ]),
+        "eyJpIjo4NzR9",
     )
 }
 
@@ -358,6 +475,13 @@ pub fn task() -> Value {
         "created_at": "2026-11-30T10:29:12Z",
         "updated_at": "2026-11-30T10:29:12Z"
     })
+}
+
+pub fn task_page() -> Value {
+    page(
+        json!([task()]),
+        "eyJkIjoiMjAyNi0xMi0wNFQxNjowMDowMFoiLCJpIjo1N30",
+    )
 }
 
 /// The task, done.
@@ -668,6 +792,78 @@ pub fn subscription() -> Value {
     })
 }
 
+pub fn source_list() -> Value {
+    json!({"data": [source()]})
+}
+
+/// The source after `PATCH` allowed one more event type and a wider clock skew.
+pub fn source_changed() -> Value {
+    with(
+        source(),
+        json!({"allowed_event_types": ["lead.created", "lead.updated", "lead.deleted"],
+               "tolerance_secs": 600, "version": 2, "updated_at": "2026-11-20T10:03:44Z"}),
+    )
+}
+
+/// The answer to a create: the only one that shows the signing secret.
+pub fn subscription_created() -> Value {
+    with(subscription(), json!({"secret": SIGNING_SECRET}))
+}
+
+pub fn subscription_list() -> Value {
+    json!({"data": [subscription()]})
+}
+
+/// The subscription after `PATCH` added an event type.
+pub fn subscription_changed() -> Value {
+    with(
+        subscription(),
+        json!({"event_types": ["lead.created", "lead.updated", "deal.stage_changed"],
+               "version": 2}),
+    )
+}
+
+/// A new secret; the old one is still accepted for a day.
+pub fn rotated_secret() -> Value {
+    json!({
+        "secret": "whsec_ZXhhbXBsZS1vbmx5LWEtcm90YXRlZC1zZWNyZXQtMDA=",
+        "previous_secret_valid_until": "2026-12-16T09:00:00Z"
+    })
+}
+
+/// The id of the `ping` event queued for one subscription.
+pub fn test_event() -> Value {
+    json!({"event_id": "evt_01a278ee1a807e15b9c2d4f60a8e3b51"})
+}
+
+/// The partner's webhook, stored and queued.
+pub fn webhook_queued() -> Value {
+    json!({"id": 5120, "event_id": "5f0c8e9a-3d1b-4c7e-9a2f-6b8d0e1c4a73",
+           "state": "received", "duplicate": false})
+}
+
+/// The same webhook sent again, after the first was processed.
+pub fn webhook_duplicate() -> Value {
+    json!({"id": 5120, "event_id": "5f0c8e9a-3d1b-4c7e-9a2f-6b8d0e1c4a73",
+           "state": "processed", "duplicate": true})
+}
+
+/// The start of the document this server serves (`/openapi.json`).
+pub fn openapi_document() -> Value {
+    json!({
+        "openapi": "3.1.0",
+        "info": {"title": "leadpipe", "version": env!("CARGO_PKG_VERSION"),
+                 "license": {"name": "MIT"}},
+        "paths": {"/healthz": {"get": {
+            "tags": ["meta"],
+            "summary": "Liveness: the process is up.",
+            "description": "**Roles:** anyone (no token).",
+            "operationId": "healthz",
+            "responses": {"200": {"description": "Up"}}
+        }}}
+    })
+}
+
 /// A webhook signing secret in its real shape (`whsec_` and base64 of 32
 /// bytes); these bytes spell out that it is an example.
 pub const SIGNING_SECRET: &str = "whsec_ZXhhbXBsZS1vbmx5LW5vdC1hLXJlYWwtc2VjcmV0MDA=";
@@ -687,6 +883,23 @@ pub fn team() -> Value {
         "version": 2,
         "updated_at": "2026-11-02T15:02:48Z"
     })
+}
+
+/// The teams, by name: the enterprise team escalates to its lead.
+pub fn team_list() -> Value {
+    json!({"data": [
+        {"name": "enterprise", "time_zone": "Europe/Berlin",
+         "work_days": ["mon", "tue", "wed", "thu", "fri"], "work_start": "08:00",
+         "work_end": "18:00", "response_target_minutes": 30,
+         "escalation": {"to": "principal", "principal_id": 12}, "version": 1,
+         "updated_at": "2026-11-02T15:00:12Z"},
+        team()
+    ]})
+}
+
+/// The same team, just created.
+pub fn team_created() -> Value {
+    with(team(), json!({"version": 1}))
 }
 
 pub fn routing_rules() -> Value {
@@ -717,6 +930,28 @@ pub fn principal() -> Value {
     })
 }
 
+/// A web form lead from a company of 120 people: the enterprise team's
+/// next turn passes Bob Okafor (away) and falls on principal 12.
+pub fn routing_preview() -> Value {
+    json!({
+        "rule": 0,
+        "team": "enterprise",
+        "pool": "team:enterprise",
+        "candidates": [9, 12],
+        "owner_id": 12,
+        "skipped": [{"principal_id": 9, "reason": "away"}],
+        "routed": true
+    })
+}
+
+/// Alice Martin after `PATCH` marked her away.
+pub fn principal_away() -> Value {
+    with(
+        principal(),
+        json!({"availability": "away", "away_until": "2026-12-14T08:00:00Z", "version": 4}),
+    )
+}
+
 /// The web form's intake token's principal: it writes for its source only.
 pub fn intake_principal() -> Value {
     json!({
@@ -733,6 +968,10 @@ pub fn intake_principal() -> Value {
     })
 }
 
+pub fn principals() -> Value {
+    json!([intake_principal(), principal()])
+}
+
 pub fn user() -> Value {
     json!({
         "id": 7,
@@ -746,6 +985,23 @@ pub fn user() -> Value {
     })
 }
 
+/// Alice Martin as first added, in team `east`.
+pub fn user_added() -> Value {
+    with(user(), json!({"team": "east"}))
+}
+
+pub fn users() -> Value {
+    json!([user()])
+}
+
+/// Alice Martin, disabled: she can no longer sign in.
+pub fn user_disabled() -> Value {
+    with(
+        user(),
+        json!({"active": false, "disabled_at": "2026-12-20T17:45:12Z"}),
+    )
+}
+
 pub fn issued_token() -> Value {
     json!({
         "id": 16,
@@ -754,6 +1010,25 @@ pub fn issued_token() -> Value {
         "created_at": "2026-12-01T08:30:00Z",
         "expires_at": "2026-12-31T08:30:00Z"
     })
+}
+
+/// The same token after a rotation: a new secret under its id and name.
+pub fn rotated_token() -> Value {
+    with(
+        issued_token(),
+        json!({"token": "lp_ZXhhbXBsZS1vbmx5LWEtcm90YXRlZC10b2tlbi0wMDA",
+               "created_at": "2026-12-15T09:00:00Z", "expires_at": "2027-01-14T09:00:00Z"}),
+    )
+}
+
+pub fn tokens() -> Value {
+    json!([{
+        "id": 16,
+        "name": "laptop script",
+        "created_at": "2026-12-01T08:30:00Z",
+        "expires_at": "2026-12-31T08:30:00Z",
+        "last_used_at": "2026-12-01T09:02:57Z"
+    }])
 }
 
 pub fn session() -> Value {
