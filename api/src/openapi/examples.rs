@@ -46,7 +46,7 @@ pub fn lead() -> Value {
         "phone": "+49 30 1234567",
         "name": "Ada Lovelace",
         "company": "Acme Logistics GmbH",
-        "payload": {"country": "DE", "employees": 120, "message": "Fleet tracking for 40 vans?"},
+        "payload": {"country": "DE", "employees": 35, "message": "Fleet tracking for 40 vans?"},
         "source_updated_at": "2026-11-30T10:15:00Z",
         "status": "contacted",
         "owner_id": 7,
@@ -69,7 +69,7 @@ pub fn partner_lead() -> Value {
         "payload": {"campaign": "winter-fleet"},
         "source_updated_at": "2026-12-01T08:02:09Z",
         "status": "new",
-        "owner_id": 9,
+        "owner_id": 8,
         "version": 2,
         "created_at": "2026-12-01T08:02:10Z",
         "updated_at": "2026-12-01T08:02:11Z"
@@ -435,7 +435,7 @@ pub fn deal_activity_page() -> Value {
 /// Lead 118 converted into contact 31, company 12 and deal 45.
 pub fn conversion() -> Value {
     json!({
-        "lead": with(lead(), json!({"status": "converted", "version": 5,
+        "lead": with(lead(), json!({"status": "converted", "version": 7,
                                     "updated_at": "2026-12-03T09:12:44Z"})),
         "contact": contact(),
         "contact_created": true,
@@ -571,6 +571,12 @@ pub fn inbox_event_requeued() -> Value {
     )
 }
 
+/// A dry run of a bulk retry: what matched, by state; nothing retried.
+pub fn inbox_retry_counted() -> Value {
+    json!({"dry_run": true, "matched": 3, "skipped_erased": 0, "by_state": {"dead": 3},
+           "retried": 0, "results": {}})
+}
+
 /// The `lead.created` event of lead 131.
 pub fn outbox_event() -> Value {
     json!({
@@ -623,6 +629,16 @@ pub fn delivery_page() -> Value {
     page(json!([dead_delivery(), delivery()]), "8841")
 }
 
+/// One dead delivery put back in line.
+pub fn delivery_retried() -> Value {
+    json!({"matched": 1, "retried": 1, "dry_run": false})
+}
+
+/// A dry run: the dead deliveries to one subscription, counted.
+pub fn deliveries_counted() -> Value {
+    json!({"matched": 4, "retried": 0, "dry_run": true})
+}
+
 pub fn lead_processing_failure_page() -> Value {
     page(
         json!([{
@@ -636,6 +652,11 @@ pub fn lead_processing_failure_page() -> Value {
         }]),
         "140",
     )
+}
+
+/// A dry run: the dead leads a retry would take, counted.
+pub fn lead_processing_retry_counted() -> Value {
+    json!({"dry_run": true, "matched": 1, "retried": 0, "results": {}})
 }
 
 /// A reconcile run of the partner source, finished.
@@ -699,6 +720,11 @@ pub fn reconcile_rejected_page() -> Value {
         }]),
         "77",
     )
+}
+
+/// The partner's rejected records, retried after its mapping was fixed.
+pub fn reconcile_rejected_retried() -> Value {
+    json!({"retried": 2, "resolved": 1, "still_rejected": 1})
 }
 
 /// An import of a CSV file, finished.
