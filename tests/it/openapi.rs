@@ -788,3 +788,62 @@ fn every_json_request_body_has_a_realistic_example_that_fits_its_schema() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// `/docs` shows each JSON success answer with a realistic example too: one
+/// an author wrote, that fits the schema, so a reader sees what comes back.
+#[test]
+fn every_json_success_response_has_a_realistic_example_that_fits_its_schema() {
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(COMMITTED).unwrap()).unwrap();
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for (path, operations) in doc["paths"].as_object().unwrap() {
+        for method in METHODS {
+            let Some(responses) = operations
+                .get(*method)
+                .and_then(|op| op["responses"].as_object())
+            else {
+                continue;
+            };
+            for (status, response) in responses {
+                if !status.starts_with('2') {
+                    continue;
+                }
+                let at = format!("{} {path} {status}", method.to_uppercase());
+                let response = match response["$ref"].as_str() {
+                    Some(reference) => doc.pointer(&reference[1..]).unwrap(),
+                    None => response,
+                };
+                let Some(media) = response.pointer("/content/application~1json") else {
+                    continue;
+                };
+                checked += 1;
+                let Some(example) = media.get("example") else {
+                    problems.push(format!("{at}: no example"));
+                    continue;
+                };
+                let mut found = Vec::new();
+                placeholders(example, "", &mut found);
+                if !found.is_empty() {
+                    problems.push(format!("{at}: \"string\" at {found:?}"));
+                }
+                let Value::Object(mut schema) = media["schema"].clone() else {
+                    problems.push(format!("{at}: no schema"));
+                    continue;
+                };
+                schema.insert("components".into(), doc["components"].clone());
+                let validator = jsonschema::draft202012::options()
+                    .should_validate_formats(true)
+                    .build(&Value::Object(schema))
+                    .unwrap();
+                for error in validator.iter_errors(example) {
+                    problems.push(format!(
+                        "{at}: the example does not fit: {error} (at \"{}\")",
+                        error.instance_path()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(checked > 80, "found only {checked} JSON success answers");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -11,6 +11,8 @@
 //! document lacks; `LEADPIPE_UPDATE_OPENAPI=1 cargo test -p leadpipe-tests
 //! --test it openapi::` rewrites the file.
 
+pub mod examples;
+
 use std::sync::OnceLock;
 
 use utoipa::OpenApi as _;

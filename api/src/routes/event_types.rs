@@ -7,6 +7,7 @@ use domain::outbound::events::{self};
 
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::event_types::EventTypeList;
 
@@ -20,7 +21,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[utoipa::path(
     operation_id = "list_event_types",
     tag = "subscriptions",
-    responses((status = 200, description = "Every event type", body = EventTypeList)),
+    responses((status = 200, description = "Every event type", body = EventTypeList, example = json!(examples::event_types()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/event-types")]

@@ -23,6 +23,7 @@ use crate::http::body::declared_length;
 use crate::http::error::ApiError;
 use crate::http::list::{ListParams, listed};
 use crate::http::state::AppState;
+use crate::openapi::examples;
 use wire::{RunOut, StartParams};
 
 /// Report rows fetched per query while streaming the CSV.
@@ -80,7 +81,7 @@ async fn spool(
     request_body(description = "The file: CSV with a header row, or NDJSON (one object per line)",
         content((inline(crate::http::params::Binary) = "text/csv"), (inline(crate::http::params::Binary) = "application/x-ndjson"))),
     responses(
-        (status = 202, description = "Accepted; the run is `running`", body = RunOut, headers(("Location" = String))),
+        (status = 202, description = "Accepted; the run is `running`", body = RunOut, headers(("Location" = String)), example = json!(examples::import_started())),
         (status = 400, description = "`/problems/malformed-body`: the body could not be read"),
         (status = 413, description = "`/problems/payload-too-large`: the file is over `LEADPIPE_IMPORT_MAX_BYTES`"),
         (status = 415, description = "`/problems/unsupported-media-type`: `Content-Type` is not `text/csv` or `application/x-ndjson`"),
@@ -153,7 +154,7 @@ async fn start(
     tag = "imports",
     params(("id" = i64, Path, description = "The run's id")),
     responses(
-        (status = 200, description = "The run", body = RunOut),
+        (status = 200, description = "The run", body = RunOut, example = json!(examples::import_run())),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -177,7 +178,7 @@ listed! {
     operation_id = "list_imports",
     tag = "imports",
     params(ListParams),
-    responses((status = 200, description = "A page of runs", body = ImportRunPage)),
+    responses((status = 200, description = "A page of runs", body = ImportRunPage, example = json!(examples::import_run_page()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/imports")]

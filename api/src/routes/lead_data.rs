@@ -16,6 +16,7 @@ use crate::http::error::ApiError;
 use crate::http::list::WindowParams;
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::deliveries::{OutboxDeliveryOut, OutboxEventOut};
 use crate::wire::inbox::InboxEventOut;
@@ -55,7 +56,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), EraseParams),
     responses(
-        (status = 200, description = "Erased (now or earlier)", body = ErasureOut),
+        (status = 200, description = "Erased (now or earlier)", body = ErasureOut, example = json!(examples::erasure())),
         (status = 404, description = "`/problems/not-found`: no such lead, and none erased under this id"),
         (status = 422, description = "`/problems/validation`: no `reason`"),
     ),
@@ -118,7 +119,7 @@ async fn lift_tombstone(
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id")),
     responses(
-        (status = 200, description = "The lead's data", body = SubjectExportOut),
+        (status = 200, description = "The lead's data", body = SubjectExportOut, example = json!(examples::subject_export())),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
     security(("bearer" = ["admin"])),

@@ -22,6 +22,7 @@ use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::merges::MergedOut;
 use wire::ActivityOut;
@@ -78,10 +79,10 @@ fn lead_reply(lead: lead::Model) -> Result<Reply, ApiError> {
     request_body(content = LeadRecord, example = json!({"source": "webform", "source_ref": "form-2026-11-30-0042", "email": "ada.lovelace@acme-logistics.de", "phone": "+49 30 1234567", "name": "Ada Lovelace", "company": "Acme Logistics GmbH", "source_updated_at": "2026-11-30T10:15:00Z", "payload": {"country": "DE", "employees": 120, "message": "Fleet tracking for 40 vans?"}})),
     responses(
         (status = 201, description = "A new lead (`outcome: created`)", body = IngestOut,
-            headers(("Location" = String), ("ETag" = String))),
+            headers(("Location" = String), ("ETag" = String)), example = json!(examples::lead_created())),
         (status = 200, description = "An existing lead: `updated`, `unchanged` or `stale`; or \
             `{\"outcome\": \"suppressed\"}` alone when the key was erased (nothing written)",
-            body = IngestOrSuppressed, headers(("ETag" = String))),
+            body = IngestOrSuppressed, headers(("ETag" = String)), example = json!(examples::lead_updated())),
     ),
     security(("bearer" = ["intake", "sales", "admin"])),
 )]
@@ -149,7 +150,7 @@ fn ingest_reply(done: ingest::Ingested) -> Result<Reply, ApiError> {
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id")),
     responses(
-        (status = 200, description = "The lead", body = LeadDetail, headers(("ETag" = String))),
+        (status = 200, description = "The lead", body = LeadDetail, headers(("ETag" = String)), example = json!(examples::lead_detail())),
         (status = 308, description = "The lead was merged into another: `Location` is the survivor", body = MergedOut,
             headers(("Location" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),
@@ -199,7 +200,7 @@ async fn get_lead(
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKey, IfMatch),
     request_body(content = TransitionIn, example = json!({"to": "contacted", "reason": "Called back, demo booked for Friday"})),
     responses(
-        (status = 200, description = "The lead after the move", body = LeadOut, headers(("ETag" = String))),
+        (status = 200, description = "The lead after the move", body = LeadOut, headers(("ETag" = String)), example = json!(examples::lead())),
         (status = 404, description = "`/problems/not-found`: no such lead"),
         (status = 409, description = "`/problems/illegal-transition`: the status machine forbids the move; `allowed` lists the legal targets."),
     ),
@@ -233,7 +234,7 @@ async fn transition(
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKey, IfMatch),
     request_body(content = LeadPatch, example = json!({"owner_id": 7})),
     responses(
-        (status = 200, description = "The lead after the change", body = LeadOut, headers(("ETag" = String))),
+        (status = 200, description = "The lead after the change", body = LeadOut, headers(("ETag" = String)), example = json!(examples::lead())),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -272,7 +273,7 @@ async fn patch_lead(
     params(("id" = i64, Path, description = "The lead's id"), IdempotencyKeyRequired),
     request_body(content = NoteIn, example = json!({"text": "Wants a quote for 40 vans by Friday", "kind": "call"})),
     responses(
-        (status = 201, description = "The timeline entry of the note", body = ActivityOut),
+        (status = 201, description = "The timeline entry of the note", body = ActivityOut, example = json!(examples::call_logged())),
         (status = 404, description = "`/problems/not-found`: no such lead"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -342,7 +343,7 @@ listed! {
     operation_id = "list_leads",
     tag = "leads",
     params(Filter, WindowParams, ListParams),
-    responses((status = 200, description = "A page of leads", body = LeadPage)),
+    responses((status = 200, description = "A page of leads", body = LeadPage, example = json!(examples::lead_page()))),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/leads")]
@@ -373,7 +374,7 @@ async fn list_leads(
     tag = "leads",
     params(("id" = i64, Path, description = "The lead's id"), ListParams),
     responses(
-        (status = 200, description = "A page of the timeline", body = LeadActivityPage),
+        (status = 200, description = "A page of the timeline", body = LeadActivityPage, example = json!(examples::lead_activity_page())),
         (status = 308, description = "The lead was merged into another: `Location` is the survivor's timeline", body = MergedOut,
             headers(("Location" = String))),
         (status = 404, description = "`/problems/not-found`: no such lead"),

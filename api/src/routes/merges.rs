@@ -13,6 +13,7 @@ use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::merges::{MergeIn, MergeOut, MergeRecordOut, UndoIn, UndoOut};
 
@@ -44,7 +45,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     request_body(content = MergeIn, example = json!({"lead_ids": [118, 131], "fields": {"phone": 131}})),
     responses(
         (status = 200, description = "Merged; `ETag` is the survivor's new version", body = MergeOut,
-            headers(("Location" = String, description = "The merge"), ("ETag" = String))),
+            headers(("Location" = String, description = "The merge"), ("ETag" = String)), example = json!(examples::merge_result())),
         (status = 404, description = "`/problems/not-found`: no such survivor"),
         (status = 409, description = "`/problems/lead-merged` (one of the leads was merged already; `survivor_id` names where) or `/problems/conflict` (more than one of the leads was converted)"),
         (status = 412, description = "`/problems/precondition-failed`: `If-Match` is not the survivor's version"),
@@ -80,7 +81,7 @@ async fn merge_leads(
     tag = "leads",
     params(("id" = i64, Path, description = "The merge's id")),
     responses(
-        (status = 200, description = "The merge", body = MergeRecordOut),
+        (status = 200, description = "The merge", body = MergeRecordOut, example = json!(examples::merge())),
         (status = 404, description = "`/problems/not-found`: no such merge"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -111,7 +112,7 @@ async fn get_merge(
     params(("id" = i64, Path, description = "The merge's id"), IdempotencyKeyRequired),
     responses(
         (status = 200, description = "Undone; `ETag` is the survivor's new version", body = UndoOut,
-            headers(("ETag" = String))),
+            headers(("ETag" = String)), example = json!(examples::undo_result())),
         (status = 404, description = "`/problems/not-found`: no such merge"),
         (status = 409, description = "`/problems/conflict`: undone already, the survivor erased, or the survivor merged again"),
     ),

@@ -3,6 +3,7 @@
 
 use actix_web::{HttpResponse, get};
 
+use crate::openapi::examples;
 use crate::routes::Routes;
 
 pub fn configure(cfg: &mut Routes<'_>) {
@@ -17,7 +18,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[utoipa::path(
     operation_id = "openapi",
     tag = "meta",
-    responses((status = 200, description = "The OpenAPI document", content_type = "application/json", body = Object)),
+    responses((status = 200, description = "The OpenAPI document", content_type = "application/json", body = Object, example = json!(examples::openapi_document()))),
 )]
 #[get("/openapi.json")]
 async fn serve() -> HttpResponse {

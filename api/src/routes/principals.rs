@@ -15,6 +15,7 @@ use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::principals::{PrincipalOut, PrincipalPatch};
 
@@ -29,7 +30,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     operation_id = "get_me",
     tag = "meta",
     responses((status = 200, description = "The principal the token belongs to", body = PrincipalOut,
-        headers(("ETag" = String)))),
+        headers(("ETag" = String)), example = json!(examples::principal()))),
     security(("bearer" = ["intake", "sales", "ops", "admin"])),
 )]
 #[get("/api/me")]
@@ -43,7 +44,7 @@ async fn me(caller: Caller<AnyRole>, state: web::Data<AppState>) -> Result<HttpR
 #[utoipa::path(
     operation_id = "list_principals",
     tag = "meta",
-    responses((status = 200, description = "Every principal", body = Vec<PrincipalOut>)),
+    responses((status = 200, description = "Every principal", body = Vec<PrincipalOut>, example = json!(examples::principals()))),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/principals")]
@@ -69,7 +70,7 @@ async fn list(_: Caller<SalesUp>, state: web::Data<AppState>) -> Result<HttpResp
     params(("id" = i64, Path, description = "The principal's id"), IdempotencyKey, IfMatch),
     request_body(content = PrincipalPatch, example = json!({"team": "inside-sales", "availability": "away", "away_until": "2026-12-14T08:00:00Z", "capacity": 25})),
     responses(
-        (status = 200, description = "The principal after the change", body = PrincipalOut, headers(("ETag" = String))),
+        (status = 200, description = "The principal after the change", body = PrincipalOut, headers(("ETag" = String)), example = json!(examples::principal_away())),
         (status = 403, description = "`/problems/forbidden`: a sales principal changing another principal, or its team or capacity"),
         (status = 404, description = "`/problems/not-found`: no such principal"),
         (status = 412, description = "`/problems/precondition-failed`: `If-Match` names another version"),

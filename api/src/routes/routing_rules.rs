@@ -12,6 +12,7 @@ use crate::http::idempotency::{KeyRule, Reply, ok_tagged};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::routing_rules::{PreviewIn, PreviewOut, RoutingRulesIn, RoutingRulesOut};
 
@@ -23,7 +24,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[utoipa::path(
     operation_id = "get_routing_rules",
     tag = "crm",
-    responses((status = 200, description = "The rules", body = RoutingRulesOut, headers(("ETag" = String)))),
+    responses((status = 200, description = "The rules", body = RoutingRulesOut, headers(("ETag" = String)), example = json!(examples::routing_rules()))),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/routing-rules")]
@@ -46,7 +47,7 @@ async fn get(_: Caller<SalesUp>, state: web::Data<AppState>) -> Result<HttpRespo
     params(IdempotencyKey, IfMatch),
     request_body(content = RoutingRulesIn, example = json!({"rules": [{"source": "webform", "conditions": [{"pointer": "/employees", "gte": 100}], "team": "enterprise", "strategy": "round_robin"}, {"team": "inside-sales", "strategy": "round_robin"}]})),
     responses(
-        (status = 200, description = "The rules after the change", body = RoutingRulesOut, headers(("ETag" = String))),
+        (status = 200, description = "The rules after the change", body = RoutingRulesOut, headers(("ETag" = String)), example = json!(examples::routing_rules())),
         (status = 412, description = "`/problems/precondition-failed`: `If-Match` names another version"),
         (status = 422, description = "`/problems/validation`: every bad field, named like `rules[2].team`"),
     ),
@@ -76,7 +77,7 @@ async fn replace(caller: Caller<AdminOnly>, write: Write<RoutingRulesIn>) -> Wri
     tag = "crm",
     request_body(content = PreviewIn, example = json!({"source": "webform", "payload": {"country": "DE", "employees": 120}})),
     responses(
-        (status = 200, description = "Who would get it", body = PreviewOut),
+        (status = 200, description = "Who would get it", body = PreviewOut, example = json!(examples::routing_preview())),
         (status = 404, description = "`/problems/not-found`: no such lead"),
         (status = 422, description = "`/problems/validation`: neither or both of `lead_id` and `source`"),
     ),

@@ -13,6 +13,7 @@ use crate::http::error::ApiError;
 use crate::http::rate_limit::client_address;
 use crate::http::session::{clear_cookie, over_tls, set_cookie, signed_in};
 use crate::http::state::AppState;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::users::{SessionIn, SessionOut};
 
@@ -42,7 +43,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     request_body(content = SessionIn, example = json!({"email": "alice.martin@example.com", "password": "correct horse battery staple"})),
     responses(
         (status = 201, description = "Signed in; the session cookie is set", body = SessionOut,
-            headers(("Set-Cookie" = String, description = "`leadpipe_session=…; Path=/; Max-Age=…; HttpOnly; SameSite=Strict[; Secure]`"))),
+            headers(("Set-Cookie" = String, description = "`leadpipe_session=…; Path=/; Max-Age=…; HttpOnly; SameSite=Strict[; Secure]`")), example = json!(examples::session())),
         (status = 401, description = "`/problems/unauthorized`: wrong email or password, or the user is disabled"),
         (status = 429, description = "`/problems/too-many-requests`: too many sign-in attempts or failed authentications from this address; the password was not checked"),
     ),
@@ -90,7 +91,7 @@ async fn sign_in(
     operation_id = "get_session",
     tag = "meta",
     responses(
-        (status = 200, description = "The session", body = SessionOut),
+        (status = 200, description = "The session", body = SessionOut, example = json!(examples::session())),
     ),
     security(("session" = ["sales", "ops", "admin"])),
 )]

@@ -20,6 +20,7 @@ use crate::http::state::AppState;
 use crate::http::write::Write;
 use crate::routes::Routes;
 
+use crate::openapi::examples;
 use crate::wire::sources as wire;
 
 use wire::SourceList;
@@ -36,7 +37,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[utoipa::path(
     operation_id = "list_sources",
     tag = "sources",
-    responses((status = 200, description = "Every source", body = SourceList)),
+    responses((status = 200, description = "Every source", body = SourceList, example = json!(examples::source_list()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/sources")]
@@ -55,7 +56,7 @@ async fn list_sources(
     tag = "sources",
     params(("name" = String, Path, description = "The source's name")),
     responses(
-        (status = 200, description = "The source", body = SourceOut, headers(("ETag" = String))),
+        (status = 200, description = "The source", body = SourceOut, headers(("ETag" = String)), example = json!(examples::source())),
         (status = 404, description = "`/problems/not-found`: no such source"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -84,7 +85,7 @@ async fn get_source(
     tag = "sources",
     request_body(content = SourceConfig, example = json!({"name": "partner", "scheme": "github", "secrets": ["f3c1b7a94e2d4c0a9b8e7d6c5b4a3921"], "event_type_header": "x-github-event", "allowed_event_types": ["lead.created", "lead.updated"], "record_pointer": "/lead", "source_ref_pointer": "/id", "email_pointer": "/contact/email", "name_pointer": "/contact/name", "updated_at_pointer": "/updated_at", "pull_url": "https://api.partner.example/v1/leads", "pull_auth_header": "authorization", "pull_auth_secret": "Bearer pk_test_partner_example", "pull_page_size": 200, "cron": "0 */15 * * * *"})),
     responses(
-        (status = 201, description = "Created", body = SourceOut, headers(("Location" = String), ("ETag" = String))),
+        (status = 201, description = "Created", body = SourceOut, headers(("Location" = String), ("ETag" = String)), example = json!(examples::source())),
         (status = 409, description = "`/problems/conflict`: a source of this name exists (change it with `PATCH`)"),
     ),
     security(("bearer" = ["admin"])),
@@ -128,7 +129,7 @@ async fn create_source(
     params(("name" = String, Path, description = "The source's name"), IfMatch),
     request_body(content = SourcePatch, example = json!({"allowed_event_types": ["lead.created", "lead.updated", "lead.deleted"], "tolerance_secs": 600})),
     responses(
-        (status = 200, description = "The source after the change", body = SourceOut, headers(("ETag" = String))),
+        (status = 200, description = "The source after the change", body = SourceOut, headers(("ETag" = String)), example = json!(examples::source_changed())),
         (status = 404, description = "`/problems/not-found`: no such source"),
         (status = 412, description = "`/problems/precondition-failed`: the source changed since the `ETag` given"),
         (status = 422, description = "`/problems/validation`: a field does not fit, or a new `scheme` without `secrets`"),

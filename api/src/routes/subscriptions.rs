@@ -12,6 +12,7 @@ use crate::http::params::IdempotencyKey;
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::subscriptions::{CreatedOut, SubscriptionIn, SubscriptionList};
 
@@ -36,7 +37,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     request_body(content = SubscriptionIn, example = json!({"url": "https://crm.example.com/hooks/leadpipe", "event_types": ["lead.created", "lead.updated"], "description": "Sales CRM sync"})),
     responses(
         (status = 201, description = "Created; the only response that shows the `secret`", body = CreatedOut,
-            headers(("Location" = String))),
+            headers(("Location" = String)), example = json!(examples::subscription_created())),
     ),
     security(("bearer" = ["admin"])),
 )]
@@ -75,7 +76,7 @@ async fn create(
 #[utoipa::path(
     operation_id = "list_subscriptions",
     tag = "subscriptions",
-    responses((status = 200, description = "Every subscription", body = SubscriptionList)),
+    responses((status = 200, description = "Every subscription", body = SubscriptionList, example = json!(examples::subscription_list()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/subscriptions")]

@@ -16,6 +16,7 @@ use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::subscriptions::{EnableIn, PatchIn, RecoverIn, RotateIn, RotatedOut, TestOut};
 
@@ -127,7 +128,7 @@ async fn recover(
     params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey, IfMatch),
     request_body(content = PatchIn, example = json!({"event_types": ["lead.created", "lead.updated", "deal.stage_changed"], "enabled": true})),
     responses(
-        (status = 200, description = "The subscription after the change", body = SubscriptionView, headers(("ETag" = String))),
+        (status = 200, description = "The subscription after the change", body = SubscriptionView, headers(("ETag" = String)), example = json!(examples::subscription_changed())),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
         (status = 422, description = "`/problems/validation`: an internal URL or an unknown event type"),
     ),
@@ -171,7 +172,7 @@ async fn patch(
     params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey),
     request_body(content = RotateIn, description = "`{}` for the defaults", example = json!({"overlap_seconds": 86400})),
     responses(
-        (status = 200, description = "The new secret", body = RotatedOut),
+        (status = 200, description = "The new secret", body = RotatedOut, example = json!(examples::rotated_secret())),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
         (status = 409, description = "`/problems/conflict`: rotated concurrently"),
     ),
@@ -211,7 +212,7 @@ async fn rotate_secret(
     tag = "subscriptions",
     params(("id" = i64, Path, description = "The subscription's id")),
     responses(
-        (status = 202, description = "Queued", body = TestOut),
+        (status = 202, description = "Queued", body = TestOut, example = json!(examples::test_event())),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
         (status = 409, description = "`/problems/conflict`: the subscription is disabled"),
     ),

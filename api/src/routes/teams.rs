@@ -12,6 +12,7 @@ use crate::http::idempotency::{KeyRule, Reply};
 use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::teams::{ReportParams, TeamIn, TeamList, TeamOut};
 
@@ -30,7 +31,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[utoipa::path(
     operation_id = "list_teams",
     tag = "crm",
-    responses((status = 200, description = "The teams", body = TeamList)),
+    responses((status = 200, description = "The teams", body = TeamList, example = json!(examples::team_list()))),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/teams")]
@@ -59,8 +60,8 @@ async fn list_teams(
     params(("name" = String, Path, description = "The team's name (`default` for principals without one)"), IdempotencyKey, IfMatch),
     request_body(content = TeamIn, example = json!({"time_zone": "Europe/Berlin", "work_days": ["mon", "tue", "wed", "thu", "fri"], "work_start": "09:00", "work_end": "17:30", "response_target_minutes": 15, "escalation": {"to": "next_available"}})),
     responses(
-        (status = 200, description = "Replaced", body = TeamOut, headers(("ETag" = String))),
-        (status = 201, description = "Created", body = TeamOut, headers(("ETag" = String))),
+        (status = 200, description = "Replaced", body = TeamOut, headers(("ETag" = String)), example = json!(examples::team())),
+        (status = 201, description = "Created", body = TeamOut, headers(("ETag" = String)), example = json!(examples::team_created())),
         (status = 412, description = "`/problems/precondition-failed`: `If-Match` names another version"),
         (status = 422, description = "`/problems/validation`: an unknown time zone or day, a malformed or empty working day, a target out of range, an escalation to a principal who is not active sales"),
     ),
@@ -100,7 +101,7 @@ async fn put_team(
     tag = "crm",
     params(ReportParams),
     responses(
-        (status = 200, description = "The report", body = Report),
+        (status = 200, description = "The report", body = Report, example = json!(examples::speed_to_lead_report())),
         (status = 422, description = "`/problems/validation`: `window` is not 24h, 7d or 30d"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),

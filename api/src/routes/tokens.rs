@@ -13,6 +13,7 @@ use crate::http::path_id::PathId;
 use crate::http::session::signed_in;
 use crate::http::state::AppState;
 use crate::http::write::Write;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::tokens::{IssuedTokenOut, TokenIn, TokenOut};
 
@@ -45,7 +46,7 @@ fn missing(err: domain::Error) -> ApiError {
 #[utoipa::path(
     operation_id = "list_tokens",
     tag = "meta",
-    responses((status = 200, description = "Your tokens, oldest first", body = Vec<TokenOut>)),
+    responses((status = 200, description = "Your tokens, oldest first", body = Vec<TokenOut>, example = json!(examples::tokens()))),
     security(("session" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/tokens")]
@@ -69,7 +70,7 @@ async fn list(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRespon
     tag = "meta",
     params(IdempotencyKey),
     request_body(content = TokenIn, example = json!({"name": "laptop script", "expires_in_days": 30})),
-    responses((status = 201, description = "Created; the token is shown this once", body = IssuedTokenOut)),
+    responses((status = 201, description = "Created; the token is shown this once", body = IssuedTokenOut, example = json!(examples::issued_token()))),
     security(("session" = ["sales", "ops", "admin"])),
 )]
 #[post("/api/tokens")]
@@ -104,7 +105,7 @@ async fn create(
     tag = "meta",
     params(("id" = i64, Path, description = "The token's id"), IdempotencyKey),
     responses(
-        (status = 200, description = "The new token, shown this once", body = IssuedTokenOut),
+        (status = 200, description = "The new token, shown this once", body = IssuedTokenOut, example = json!(examples::rotated_token())),
         (status = 404, description = "`/problems/not-found`: no such token of yours"),
     ),
     security(("session" = ["sales", "ops", "admin"])),

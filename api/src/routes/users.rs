@@ -16,6 +16,7 @@ use crate::http::error::ApiError;
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::Write;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::users::{PasswordIn, UserIn, UserOut};
 
@@ -30,7 +31,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[utoipa::path(
     operation_id = "list_users",
     tag = "meta",
-    responses((status = 200, description = "Every user", body = Vec<UserOut>)),
+    responses((status = 200, description = "Every user", body = Vec<UserOut>, example = json!(examples::users()))),
     security(("bearer" = ["admin"])),
 )]
 #[get("/api/users")]
@@ -52,7 +53,7 @@ async fn list(_: Caller<AdminOnly>, state: web::Data<AppState>) -> Result<HttpRe
     tag = "meta",
     request_body(content = UserIn, example = json!({"name": "Alice Martin", "email": "alice.martin@example.com", "role": "sales", "team": "east", "password": "correct horse battery staple"})),
     responses(
-        (status = 201, description = "Added", body = UserOut, headers(("Location" = String))),
+        (status = 201, description = "Added", body = UserOut, headers(("Location" = String)), example = json!(examples::user_added())),
         (status = 409, description = "`/problems/conflict`: a user with this email exists"),
     ),
     security(("bearer" = ["admin"])),
@@ -91,7 +92,7 @@ async fn add(
     tag = "meta",
     params(("id" = i64, Path, description = "The user's principal id")),
     responses(
-        (status = 200, description = "The user, disabled", body = UserOut),
+        (status = 200, description = "The user, disabled", body = UserOut, example = json!(examples::user_disabled())),
         (status = 404, description = "`/problems/not-found`: no such user"),
     ),
     security(("bearer" = ["admin"])),

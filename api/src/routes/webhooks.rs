@@ -20,6 +20,7 @@ use crate::http::correlation::CorrelationId;
 use crate::http::error::ApiError;
 use crate::http::rate_limit::client_address;
 use crate::http::state::AppState;
+use crate::openapi::examples;
 use crate::routes::Routes;
 
 pub fn configure(cfg: &mut Routes<'_>) {
@@ -93,9 +94,9 @@ struct Acknowledged {
         content((inline(crate::http::params::Binary) = "application/octet-stream"))),
     responses(
         (status = 202, description = "A new event, queued for processing", body = Acknowledged,
-            headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),
+            headers(("Location" = String, description = "`/api/ops/inbox/{id}`")), example = json!(examples::webhook_queued())),
         (status = 200, description = "A duplicate of a stored event (the original's `id` and current `state`, `duplicate: true`), or an event type the source does not allow (`state: skipped`)",
-            body = Acknowledged, headers(("Location" = String, description = "`/api/ops/inbox/{id}`"))),
+            body = Acknowledged, headers(("Location" = String, description = "`/api/ops/inbox/{id}`")), example = json!(examples::webhook_duplicate())),
         (status = 401, description = "`/problems/invalid-signature`: no such source, or the signature is missing, malformed, outside the time tolerance or wrong — one answer for all, so that source names cannot be probed; the reason is logged and counted (`leadpipe_webhook_deliveries_total{result=\"rejected\",reason}`). Nothing is stored"),
         (status = 408, description = "`/problems/body-timeout`: the body came too slowly (`LEADPIPE_BODY_TIMEOUT_SECS`, then `LEADPIPE_BODY_MIN_RATE` bytes a second); nothing is stored and the connection closes"),
         (status = 413, description = "`/problems/payload-too-large`: the body is over `LEADPIPE_MAX_BODY_BYTES`"),

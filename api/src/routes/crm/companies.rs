@@ -17,6 +17,7 @@ use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::companies::{CompanyIn, CompanyOut, CompanyPatch, Filter};
 
@@ -40,9 +41,9 @@ pub fn configure(cfg: &mut Routes<'_>) {
     request_body(content = CompanyIn, example = json!({"name": "Acme Logistics GmbH", "domain": "acme-logistics.de", "website": "https://acme-logistics.de"})),
     responses(
         (status = 201, description = "Created (`outcome: created`)", body = CompanyOut,
-            headers(("Location" = String), ("ETag" = String))),
+            headers(("Location" = String), ("ETag" = String)), example = json!(examples::company_created())),
         (status = 200, description = "An existing company matched (`outcome: matched`), unchanged", body = CompanyOut,
-            headers(("Location" = String), ("ETag" = String))),
+            headers(("Location" = String), ("ETag" = String)), example = json!(examples::company_matched())),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
@@ -75,7 +76,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<CompanyIn>) -> WriteResult
     tag = "crm",
     params(("id" = i64, Path, description = "The company's id")),
     responses(
-        (status = 200, description = "The company", body = CompanyOut, headers(("ETag" = String))),
+        (status = 200, description = "The company", body = CompanyOut, headers(("ETag" = String)), example = json!(examples::company())),
         (status = 404, description = "`/problems/not-found`: no such company"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -97,7 +98,7 @@ async fn get(
     params(("id" = i64, Path, description = "The company's id"), IdempotencyKey, IfMatch),
     request_body(content = CompanyPatch, example = json!({"name": "Acme Logistics SE"})),
     responses(
-        (status = 200, description = "The company after the change", body = CompanyOut, headers(("ETag" = String))),
+        (status = 200, description = "The company after the change", body = CompanyOut, headers(("ETag" = String)), example = json!(examples::company_renamed())),
         (status = 404, description = "`/problems/not-found`: no such company"),
         (status = 409, description = "`/problems/conflict`: another company has this domain"),
     ),
@@ -125,7 +126,7 @@ async fn patch(
     operation_id = "list_companies",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
-    responses((status = 200, description = "A page of companies", body = super::CompanyPage)),
+    responses((status = 200, description = "A page of companies", body = super::CompanyPage, example = json!(examples::company_page()))),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/companies")]
@@ -148,7 +149,7 @@ async fn list(
     tag = "crm",
     params(("id" = i64, Path, description = "The company's id"), ListParams),
     responses(
-        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
+        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage, example = json!(examples::company_activity_page())),
         (status = 404, description = "`/problems/not-found`: no such company"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),

@@ -17,6 +17,7 @@ use crate::http::params::{IdempotencyKey, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::contacts::{ContactIn, ContactOut, ContactPatch, Filter};
 
@@ -40,9 +41,9 @@ pub fn configure(cfg: &mut Routes<'_>) {
     request_body(content = ContactIn, example = json!({"email": "ada.lovelace@acme-logistics.de", "name": "Ada Lovelace", "phone": "+49 30 1234567", "company_id": 12})),
     responses(
         (status = 201, description = "Created (`outcome: created`)", body = ContactOut,
-            headers(("Location" = String), ("ETag" = String))),
+            headers(("Location" = String), ("ETag" = String)), example = json!(examples::contact_created())),
         (status = 200, description = "An existing contact matched (`outcome: matched`), unchanged", body = ContactOut,
-            headers(("Location" = String), ("ETag" = String))),
+            headers(("Location" = String), ("ETag" = String)), example = json!(examples::contact_matched())),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
@@ -90,7 +91,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<ContactIn>) -> WriteResult
     tag = "crm",
     params(("id" = i64, Path, description = "The contact's id")),
     responses(
-        (status = 200, description = "The contact", body = ContactOut, headers(("ETag" = String))),
+        (status = 200, description = "The contact", body = ContactOut, headers(("ETag" = String)), example = json!(examples::contact())),
         (status = 404, description = "`/problems/not-found`: no such contact"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -112,7 +113,7 @@ async fn get(
     params(("id" = i64, Path, description = "The contact's id"), IdempotencyKey, IfMatch),
     request_body(content = ContactPatch, example = json!({"phone": "+49 30 7654321"})),
     responses(
-        (status = 200, description = "The contact after the change", body = ContactOut, headers(("ETag" = String))),
+        (status = 200, description = "The contact after the change", body = ContactOut, headers(("ETag" = String)), example = json!(examples::contact_changed())),
         (status = 404, description = "`/problems/not-found`: no such contact"),
         (status = 409, description = "`/problems/conflict`: another contact has this email"),
     ),
@@ -140,7 +141,7 @@ async fn patch(
     operation_id = "list_contacts",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
-    responses((status = 200, description = "A page of contacts", body = super::ContactPage)),
+    responses((status = 200, description = "A page of contacts", body = super::ContactPage, example = json!(examples::contact_page()))),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/contacts")]
@@ -172,7 +173,7 @@ async fn list(
     tag = "crm",
     params(("id" = i64, Path, description = "The contact's id"), ListParams),
     responses(
-        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
+        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage, example = json!(examples::contact_activity_page())),
         (status = 404, description = "`/problems/not-found`: no such contact"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),

@@ -13,6 +13,7 @@ use crate::http::params::{IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::convert::{ConvertIn, ConvertOut, Ids};
 use crate::wire::deals::DealIn;
@@ -38,7 +39,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     request_body(content = ConvertIn, example = json!({"deal": {"name": "Acme: fleet tracking, 40 vans", "amount_cents": 1850000, "currency": "EUR"}})),
     responses(
         (status = 201, description = "Converted; `ETag` is the lead's new version", body = ConvertOut,
-            headers(("Location" = String), ("ETag" = String))),
+            headers(("Location" = String), ("ETag" = String)), example = json!(examples::conversion())),
         (status = 404, description = "`/problems/not-found`: no such lead"),
         (status = 409, description = "`/problems/illegal-transition` (the lead is not `qualified`; `allowed` lists its legal moves) or `/problems/already-converted` (`conversion` names the earlier conversion's ids)."),
     ),
@@ -83,7 +84,7 @@ async fn convert(
     tag = "crm",
     params(("id" = i64, Path, description = "The lead's id")),
     responses(
-        (status = 200, description = "The conversion's ids", body = LeadConversionOut),
+        (status = 200, description = "The conversion's ids", body = LeadConversionOut, example = json!(examples::lead_conversion())),
         (status = 404, description = "`/problems/not-found`: no such lead, or it was not converted"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),

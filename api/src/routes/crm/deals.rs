@@ -18,6 +18,7 @@ use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::deals::{DealIn, DealPatch, Filter, TransitionIn};
 
@@ -42,7 +43,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     request_body(content = DealIn, example = json!({"name": "Acme: fleet tracking, 40 vans", "amount_cents": 1850000, "currency": "EUR", "owner_id": 7, "contact_id": 31, "company_id": 12})),
     responses(
         (status = 201, description = "The new deal", body = DealOut,
-            headers(("Location" = String), ("ETag" = String))),
+            headers(("Location" = String), ("ETag" = String)), example = json!(examples::deal())),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
@@ -79,7 +80,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<DealIn>) -> WriteResult {
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id")),
     responses(
-        (status = 200, description = "The deal", body = DealOut, headers(("ETag" = String))),
+        (status = 200, description = "The deal", body = DealOut, headers(("ETag" = String)), example = json!(examples::deal())),
         (status = 404, description = "`/problems/not-found`: no such deal"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -101,7 +102,7 @@ async fn get(
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
     request_body(content = DealPatch, example = json!({"amount_cents": 2100000, "owner_id": 9})),
     responses(
-        (status = 200, description = "The deal after the change", body = DealOut, headers(("ETag" = String))),
+        (status = 200, description = "The deal after the change", body = DealOut, headers(("ETag" = String)), example = json!(examples::deal_changed())),
         (status = 404, description = "`/problems/not-found`: no such deal"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -133,7 +134,7 @@ async fn patch(
     params(("id" = i64, Path, description = "The deal's id"), IdempotencyKey, IfMatch),
     request_body(content = TransitionIn, example = json!({"to": "won", "reason": "Signed the annual contract"})),
     responses(
-        (status = 200, description = "The deal after the move", body = DealOut, headers(("ETag" = String))),
+        (status = 200, description = "The deal after the move", body = DealOut, headers(("ETag" = String)), example = json!(examples::deal_won())),
         (status = 404, description = "`/problems/not-found`: no such deal"),
         (status = 409, description = "`/problems/illegal-transition`: the stage machine forbids the move; `allowed` lists the legal targets."),
     ),
@@ -162,7 +163,7 @@ async fn transition(
     operation_id = "list_deals",
     tag = "crm",
     params(Filter, WindowParams, ListParams),
-    responses((status = 200, description = "A page of deals", body = super::DealPage)),
+    responses((status = 200, description = "A page of deals", body = super::DealPage, example = json!(examples::deal_page()))),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/deals")]
@@ -201,7 +202,7 @@ async fn list(
     tag = "crm",
     params(("id" = i64, Path, description = "The deal's id"), ListParams),
     responses(
-        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage),
+        (status = 200, description = "A page of the timeline", body = super::CrmActivityPage, example = json!(examples::deal_activity_page())),
         (status = 404, description = "`/problems/not-found`: no such deal"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),

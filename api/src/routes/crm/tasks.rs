@@ -16,6 +16,7 @@ use crate::http::params::{IdempotencyKey, IdempotencyKeyRequired, IfMatch};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::tasks::{Filter, TaskIn, TaskOut, TaskPatch};
 
@@ -43,7 +44,7 @@ crate::http::list::listed! {
     request_body(content = TaskIn, example = json!({"subject_type": "lead", "subject_id": 118, "title": "Send the quote for 40 vans", "description": "Pricing from the fleet sheet", "owner_id": 7, "due_at": "2026-12-04T16:00:00Z"})),
     responses(
         (status = 201, description = "The new task", body = TaskOut,
-            headers(("Location" = String), ("ETag" = String))),
+            headers(("Location" = String), ("ETag" = String)), example = json!(examples::task())),
         (status = 422, description = "`/problems/validation`: no such record, an empty title, or an owner who is not an active sales principal"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -80,7 +81,7 @@ async fn create(caller: Caller<SalesUp>, write: Write<TaskIn>) -> WriteResult {
     tag = "crm",
     params(("id" = i64, Path, description = "The task's id")),
     responses(
-        (status = 200, description = "The task", body = TaskOut, headers(("ETag" = String))),
+        (status = 200, description = "The task", body = TaskOut, headers(("ETag" = String)), example = json!(examples::task())),
         (status = 404, description = "`/problems/not-found`: no such task"),
     ),
     security(("bearer" = ["sales", "ops", "admin"])),
@@ -105,7 +106,7 @@ async fn get(
     params(("id" = i64, Path, description = "The task's id"), IdempotencyKey, IfMatch),
     request_body(content = TaskPatch, example = json!({"status": "done"})),
     responses(
-        (status = 200, description = "The task after the change", body = TaskOut, headers(("ETag" = String))),
+        (status = 200, description = "The task after the change", body = TaskOut, headers(("ETag" = String)), example = json!(examples::task_done())),
         (status = 404, description = "`/problems/not-found`: no such task"),
         (status = 412, description = "`/problems/precondition-failed`: `If-Match` names another version"),
     ),
@@ -137,7 +138,7 @@ async fn patch(
     operation_id = "list_tasks",
     tag = "crm",
     params(Filter, ListParams),
-    responses((status = 200, description = "A page of tasks", body = TaskPage)),
+    responses((status = 200, description = "A page of tasks", body = TaskPage, example = json!(examples::task_page()))),
     security(("bearer" = ["sales", "ops", "admin"])),
 )]
 #[get("/api/tasks")]

@@ -15,6 +15,7 @@ use crate::http::params::IdempotencyKey;
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::{Write, WriteResult};
+use crate::openapi::examples;
 use crate::routes::Routes;
 use wire::OutboxDeliveryOut;
 use wire::{Filter, RetryManyIn};
@@ -40,7 +41,7 @@ listed! {
     operation_id = "list_deliveries",
     tag = "ops",
     params(Filter, ListParams),
-    responses((status = 200, description = "A page of deliveries", body = DeliveryPage)),
+    responses((status = 200, description = "A page of deliveries", body = DeliveryPage, example = json!(examples::delivery_page()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/deliveries")]
@@ -70,7 +71,7 @@ async fn list(
     tag = "ops",
     params(("id" = i64, Path, description = "The delivery's id"), IdempotencyKey),
     responses(
-        (status = 200, description = "Retried (`retried: 1`)", body = domain::outbound::delivery::RetryReport),
+        (status = 200, description = "Retried (`retried: 1`)", body = domain::outbound::delivery::RetryReport, example = json!(examples::delivery_retried())),
         (status = 409, description = "`/problems/conflict`: no such delivery, or it is not `dead`"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -106,7 +107,7 @@ async fn retry_one(
     tag = "ops",
     params(IdempotencyKey),
     request_body(content = RetryManyIn, example = json!({"subscription_id": 3, "dry_run": true})),
-    responses((status = 200, description = "How many matched and were retried", body = domain::outbound::delivery::RetryReport)),
+    responses((status = 200, description = "How many matched and were retried", body = domain::outbound::delivery::RetryReport, example = json!(examples::deliveries_counted()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/deliveries/retry")]

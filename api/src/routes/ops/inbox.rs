@@ -13,6 +13,7 @@ use crate::http::list::{ListParams, listed};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::Write;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::inbox::{BulkRetryIn, BulkRetryOut, InboxEventOut, ListQuery};
 
@@ -38,7 +39,7 @@ fn parse_state(state: Option<&str>) -> Result<Option<InboxState>, ApiError> {
     operation_id = "list_inbox_events",
     tag = "ops",
     params(ListQuery, ListParams),
-    responses((status = 200, description = "A page of events", body = InboxPage)),
+    responses((status = 200, description = "A page of events", body = InboxPage, example = json!(examples::inbox_page()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/inbox")]
@@ -65,7 +66,7 @@ async fn list_events(
     tag = "ops",
     params(("id" = i64, Path, description = "The event's id")),
     responses(
-        (status = 200, description = "The event", body = InboxEventOut),
+        (status = 200, description = "The event", body = InboxEventOut, example = json!(examples::inbox_event_detail())),
         (status = 404, description = "`/problems/not-found`: no such event"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -95,7 +96,7 @@ async fn get_event(
     tag = "ops",
     params(("id" = i64, Path, description = "The event's id")),
     responses(
-        (status = 202, description = "Queued again", body = InboxEventOut),
+        (status = 202, description = "Queued again", body = InboxEventOut, example = json!(examples::inbox_event_requeued())),
         (status = 404, description = "`/problems/not-found`: no such event"),
         (status = 409, description = "`/problems/conflict`: the event is already waiting or being processed; `/problems/inbox-event-erased`: its body was erased, nothing is left to process"),
     ),
@@ -136,7 +137,7 @@ async fn retry_event(
     tag = "ops",
     request_body(content = BulkRetryIn, example = json!({"source": "partner", "state": "dead", "received_since": "2026-11-30T00:00:00Z", "received_until": "2026-12-01T00:00:00Z", "include_processed": false, "dry_run": true})),
     responses(
-        (status = 200, description = "What matched and what re-applying it came to", body = BulkRetryOut),
+        (status = 200, description = "What matched and what re-applying it came to", body = BulkRetryOut, example = json!(examples::inbox_retry_counted())),
         (status = 422, description = "`/problems/validation`: a state that cannot be retried, or `processed` without `include_processed`"),
     ),
     security(("bearer" = ["ops", "admin"])),

@@ -12,6 +12,7 @@ use crate::http::error::ApiError;
 use crate::http::list::{ListParams, listed};
 use crate::http::state::AppState;
 use crate::http::write::Write;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::lead_processing::{FailureOut, ListQuery, RetryIn, RetryOut};
 
@@ -35,7 +36,7 @@ fn parse_state(state: Option<&str>) -> Result<Option<&'static str>, ApiError> {
     tag = "ops",
     params(ListQuery, ListParams),
     responses(
-        (status = 200, description = "A page of failures", body = LeadProcessingFailurePage),
+        (status = 200, description = "A page of failures", body = LeadProcessingFailurePage, example = json!(examples::lead_processing_failure_page())),
         (status = 422, description = "`/problems/validation`: an unknown state or cursor"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -80,7 +81,7 @@ impl RetryOut {
     tag = "ops",
     request_body(content = RetryIn, example = json!({"state": "dead", "limit": 100, "dry_run": true})),
     responses(
-        (status = 200, description = "What matched and what processing it came to", body = RetryOut),
+        (status = 200, description = "What matched and what processing it came to", body = RetryOut, example = json!(examples::lead_processing_retry_counted())),
         (status = 404, description = "`/problems/not-found`: no such lead"),
         (status = 409, description = "`/problems/conflict`: the lead has no failure to retry (processed, or being processed now)"),
         (status = 422, description = "`/problems/validation`: an unknown state, a limit out of range, or `lead_id` with bulk fields"),

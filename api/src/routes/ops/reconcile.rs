@@ -20,6 +20,7 @@ use crate::http::list::{ListParams, listed, one_of};
 use crate::http::path_id::PathId;
 use crate::http::state::AppState;
 use crate::http::write::Write;
+use crate::openapi::examples;
 use crate::routes::Routes;
 
 pub use wire::ReconcileRunOut;
@@ -59,7 +60,7 @@ fn location(id: i64) -> String {
     params(("source" = String, Path, description = "The source's name")),
     request_body(content = Option<StartIn>, content_type = "application/json", example = json!({"dry_run": true})),
     responses(
-        (status = 202, description = "The run, started; `Location` names it", body = ReconcileRunOut),
+        (status = 202, description = "The run, started; `Location` names it", body = ReconcileRunOut, example = json!(examples::reconcile_run_started())),
         (status = 404, description = "`/problems/not-found`: no such source"),
         (status = 409, description = "`/problems/reconcile-running`: one is running; `run_id` names it"),
     ),
@@ -141,7 +142,7 @@ fn start_error(err: StartError) -> ApiError {
     tag = "ops",
     params(("id" = i64, Path, description = "The run's id")),
     responses(
-        (status = 200, description = "The run", body = ReconcileRunOut),
+        (status = 200, description = "The run", body = ReconcileRunOut, example = json!(examples::reconcile_run())),
         (status = 404, description = "`/problems/not-found`: no such run"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -168,7 +169,7 @@ listed! {
     operation_id = "list_reconcile_runs",
     tag = "ops",
     params(Filter, ListParams),
-    responses((status = 200, description = "A page of runs", body = RunPage)),
+    responses((status = 200, description = "A page of runs", body = RunPage, example = json!(examples::reconcile_run_page()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/reconcile-runs")]

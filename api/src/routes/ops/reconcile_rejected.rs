@@ -10,6 +10,7 @@ use crate::http::error::ApiError;
 use crate::http::list::{ListParams, listed, one_of};
 use crate::http::state::AppState;
 use crate::http::write::Write;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::reconcile::ReconcileRejectedOut;
 use crate::wire::reconcile_rejected::{Filter, RetryIn, RetryOut};
@@ -35,7 +36,7 @@ listed! {
     tag = "ops",
     params(Filter, ListParams),
     responses(
-        (status = 200, description = "A page of records", body = ReconcileRejectedPage),
+        (status = 200, description = "A page of records", body = ReconcileRejectedPage, example = json!(examples::reconcile_rejected_page())),
         (status = 422, description = "`/problems/validation`: a bad state or cursor"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -75,7 +76,7 @@ async fn list(
     operation_id = "retry_reconcile_rejected",
     tag = "ops",
     request_body(content = RetryIn, example = json!({"source": "partner"})),
-    responses((status = 200, description = "What the retry came to", body = RetryOut)),
+    responses((status = 200, description = "What the retry came to", body = RetryOut, example = json!(examples::reconcile_rejected_retried()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[post("/api/ops/reconcile/rejected/retry")]

@@ -6,6 +6,7 @@ use actix_web::{HttpResponse, web};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::openapi::examples;
 use crate::routes::Routes;
 
 pub fn configure(cfg: &mut Routes<'_>) {
@@ -20,7 +21,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
 #[utoipa::path(
     operation_id = "ops_stats",
     tag = "ops",
-    responses((status = 200, description = "Per-source stats", body = domain::ops::stats::Stats)),
+    responses((status = 200, description = "Per-source stats", body = domain::ops::stats::Stats, example = json!(examples::stats()))),
     security(("bearer" = ["ops", "admin"])),
 )]
 #[get("/api/ops/stats")]

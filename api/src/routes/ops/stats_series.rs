@@ -7,6 +7,7 @@ use domain::ops::series::{self, SeriesWindow};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::stats::SeriesQuery;
 
@@ -24,7 +25,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     tag = "ops",
     params(SeriesQuery),
     responses(
-        (status = 200, description = "The series, oldest bucket first", body = series::Series),
+        (status = 200, description = "The series, oldest bucket first", body = series::Series, example = json!(examples::stats_series())),
         (status = 422, description = "`/problems/validation`: `window` is not `1h` or `24h`"),
     ),
     security(("bearer" = ["ops", "admin"])),

@@ -6,6 +6,7 @@ use actix_web::{HttpResponse, web};
 use crate::http::auth::{Caller, OpsUp};
 use crate::http::error::ApiError;
 use crate::http::state::AppState;
+use crate::openapi::examples;
 use crate::routes::Routes;
 use crate::wire::trace::TraceOut;
 
@@ -22,7 +23,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     tag = "ops",
     params(("correlation_id" = String, Path, description = "An `X-Request-Id`")),
     responses(
-        (status = 200, description = "The trace", body = TraceOut),
+        (status = 200, description = "The trace", body = TraceOut, example = json!(examples::trace())),
         (status = 404, description = "`/problems/not-found`: nothing carries this correlation id"),
     ),
     security(("bearer" = ["ops", "admin"])),
