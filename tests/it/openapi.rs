@@ -847,3 +847,56 @@ fn every_json_success_response_has_a_realistic_example_that_fits_its_schema() {
     assert!(checked > 80, "found only {checked} JSON success answers");
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Two types published under one schema name: utoipa keeps one of them
+/// silently, and every `$ref` to the other then describes the wrong shape.
+#[test]
+fn no_two_answer_types_share_a_schema_name() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    let mut clashes = Vec::new();
+    for crate_dir in ["api/src", "domain/src"] {
+        for path in rust_files(&std::path::Path::new(root).join(crate_dir)) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut deriving = false;
+            let mut renamed: Option<String> = None;
+            for line in text.lines().map(str::trim) {
+                if line.starts_with("#[derive(") && line.contains("ToSchema") {
+                    deriving = true;
+                    renamed = None;
+                } else if deriving && let Some(rest) = line.strip_prefix("#[schema(as = ") {
+                    renamed = rest.split([')', ',']).next().map(str::to_owned);
+                } else if deriving
+                    && let Some(rest) = ["pub struct ", "pub enum ", "struct ", "enum "]
+                        .iter()
+                        .find_map(|p| line.strip_prefix(p))
+                {
+                    let own: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    let name = renamed.take().unwrap_or_else(|| own.clone());
+                    let at = format!("{} ({own})", path.display());
+                    if let Some(before) = seen.insert(name.clone(), at.clone()) {
+                        clashes.push(format!("{name}: {before} and {at}"));
+                    }
+                    deriving = false;
+                }
+            }
+        }
+    }
+    assert!(clashes.is_empty(), "{}", clashes.join("\n"));
+}
+
+fn rust_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files
+}

@@ -114,7 +114,14 @@ pub fn lead_detail() -> Value {
                 "first_response_at": "2026-11-30T10:27:41Z",
                 "response_due_at": "2026-11-30T10:30:03Z",
                 "overdue": false
-            }
+            },
+            "merged_leads": [{
+                "id": 109,
+                "source": "import",
+                "source_ref": "trade-fair-2026-0042",
+                "name": "A. Lovelace",
+                "email": "ada@example.com"
+            }]
         }),
     )
 }
@@ -814,8 +821,19 @@ pub fn subscription() -> Value {
         "state": "active",
         "disabled_reason": null,
         "version": 1,
+        "failing_since": null,
         "created_at": "2026-11-02T14:25:10Z"
     })
+}
+
+/// A subscription its failures disabled, then enabled again.
+pub fn subscription_enabled() -> Value {
+    with(subscription(), json!({"version": 3}))
+}
+
+/// What `recover` sent again.
+pub fn recovery() -> Value {
+    json!({"dead": 12, "failed": 3})
 }
 
 pub fn source_list() -> Value {
@@ -1116,7 +1134,7 @@ pub fn stats() -> Value {
             "oldest_unprocessed_age_seconds": 9860.4,
             "leads": 1512
         }],
-        "outbox": {"events_pending": 0, "deliveries": {"dead": 1, "failed": 2},
+        "outbox": {"events_pending": 0, "deliveries": {"dead": 1, "failed": 2, "held": 0},
                    "oldest_undelivered_age_seconds": 41033.2},
         "subscriptions": [{"subscription_id": 3, "delivered": 611, "dead": 1, "attempts": 640,
                            "success_rate": 0.9547, "avg_latency_ms": 91.5}],

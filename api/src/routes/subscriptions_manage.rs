@@ -35,7 +35,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     tag = "subscriptions",
     params(("id" = i64, Path, description = "The subscription's id")),
     responses(
-        (status = 200, description = "The subscription", body = SubscriptionView, headers(("ETag" = String))),
+        (status = 200, description = "The subscription", body = SubscriptionView, headers(("ETag" = String)), example = json!(examples::subscription())),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
     ),
     security(("bearer" = ["ops", "admin"])),
@@ -62,7 +62,7 @@ async fn get_one(
     params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey, IfMatch),
     request_body(content = EnableIn, description = "`{}`", example = json!({})),
     responses(
-        (status = 200, description = "The subscription, active", body = SubscriptionView, headers(("ETag" = String))),
+        (status = 200, description = "The subscription, active", body = SubscriptionView, headers(("ETag" = String)), example = json!(examples::subscription_enabled())),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
     ),
     security(("bearer" = ["admin"])),
@@ -99,7 +99,7 @@ async fn enable(
     params(("id" = i64, Path, description = "The subscription's id"), IdempotencyKey),
     request_body(content = RecoverIn, example = json!({"since": "2026-12-01T00:00:00Z"})),
     responses(
-        (status = 200, description = "How many deliveries go out again", body = Recovery),
+        (status = 200, description = "How many deliveries go out again", body = Recovery, example = json!(examples::recovery())),
         (status = 404, description = "`/problems/not-found`: no such subscription"),
     ),
     security(("bearer" = ["admin"])),

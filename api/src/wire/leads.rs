@@ -333,7 +333,7 @@ pub struct LeadDetail {
 
 /// A lead merged into another: who it was and where it came from.
 #[derive(Serialize, Deserialize, ToSchema)]
-#[schema(as = MergedLead)]
+#[schema(as = MergedLeadSummary)]
 pub struct MergedLeadOut {
     pub id: i64,
     pub source: String,
