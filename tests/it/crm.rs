@@ -67,6 +67,7 @@ on_both_backends!(
     concurrent_conversions_with_different_keys_convert_once,
     concurrent_patches_without_if_match_each_get_their_own_version,
     a_caller_without_the_role_is_refused_before_its_body_is_read,
+    contacts_companies_and_deals_send_events_with_ids_not_personal_data,
 );
 
 async fn converting_twice_with_one_key_creates_one_contact_company_and_deal(backend: Backend) {
@@ -725,4 +726,158 @@ async fn a_caller_without_the_role_is_refused_before_its_body_is_read(backend: B
             .await;
         assert_problem(malformed, 400, "/problems/malformed-body").await;
     }
+}
+
+/// The CRM events of one kind or another, oldest first: (type, lead, data).
+async fn crm_events(t: &Crm) -> Vec<(String, Option<i64>, Value)> {
+    use sea_orm::{ExprTrait, QueryOrder};
+    outbox_event::Entity::find()
+        .filter(
+            outbox_event::Column::EventType
+                .like("contact.%")
+                .or(outbox_event::Column::EventType.like("company.%"))
+                .or(outbox_event::Column::EventType.eq("deal.created")),
+        )
+        .order_by_asc(outbox_event::Column::Id)
+        .all(&t.app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.event_type, e.lead_id, e.payload))
+        .collect()
+}
+
+async fn contacts_companies_and_deals_send_events_with_ids_not_personal_data(backend: Backend) {
+    let t = Crm::new(backend).await;
+    let company: Value = t
+        .sales
+        .create_crm(
+            "companies",
+            &json!({"name": "Acme", "domain": "acme.example"}),
+        )
+        .await
+        .expect(201)
+        .await;
+    let company_id = company["id"].as_i64().unwrap();
+    // A match creates nothing, so it sends nothing.
+    t.sales
+        .create_crm(
+            "companies",
+            &json!({"name": "ACME", "domain": "acme.example"}),
+        )
+        .await
+        .expect(200)
+        .await;
+    let contact: Value = t
+        .sales
+        .create_crm(
+            "contacts",
+            &json!({"email": "zed@acme.example", "name": "Zed", "company_id": company_id}),
+        )
+        .await
+        .expect(201)
+        .await;
+    let contact_id = contact["id"].as_i64().unwrap();
+    let deal: Value = t
+        .sales
+        .create_crm(
+            "deals",
+            &json!({"name": "Acme: 40 vans", "amount_cents": 480_000, "currency": "EUR",
+                    "contact_id": contact_id, "company_id": company_id}),
+        )
+        .key("deal-events-1")
+        .await
+        .expect(201)
+        .await;
+    let deal_id = deal["id"].as_i64().unwrap();
+    t.sales
+        .patch_crm(
+            "contacts",
+            contact_id,
+            &json!({"name": "Zed Shaw", "phone": "+4930111"}),
+        )
+        .await
+        .expect(200)
+        .await;
+    t.sales
+        .patch_crm("companies", company_id, &json!({"name": "Acme GmbH"}))
+        .await
+        .expect(200)
+        .await;
+
+    let events = crm_events(&t).await;
+    let types: Vec<&str> = events.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "company.created",
+            "contact.created",
+            "deal.created",
+            "contact.updated",
+            "company.updated"
+        ]
+    );
+    assert_eq!(events[0].2, json!({"company_id": company_id, "version": 1}));
+    assert_eq!(
+        events[1].2,
+        json!({"contact_id": contact_id, "company_id": company_id, "version": 1})
+    );
+    assert_eq!(
+        events[2].2,
+        json!({"deal_id": deal_id, "stage": "open", "amount_cents": 480_000, "currency": "EUR",
+               "owner_id": deal["owner_id"], "contact_id": contact_id, "company_id": company_id,
+               "lead_id": null, "version": 1})
+    );
+    assert_eq!(
+        events[3].2,
+        json!({"contact_id": contact_id, "fields": ["name", "phone"], "version": 2})
+    );
+    assert_eq!(
+        events[4].2,
+        json!({"company_id": company_id, "fields": ["name"], "version": 2})
+    );
+    let all = serde_json::to_string(&events).unwrap();
+    for private in ["Zed", "zed@acme.example", "Acme", "40 vans", "+4930111"] {
+        assert!(!all.contains(private), "{private} in an event: {all}");
+    }
+
+    // A conversion's deal is on its lead's stream.
+    let lead = t.qualified_lead("e-1", "ada@engines.example", None).await;
+    t.sales
+        .convert_lead(
+            lead,
+            &json!({"deal": {"name": "Engine", "amount_cents": 100, "currency": "EUR"}}),
+        )
+        .key("convert-events-1")
+        .await
+        .expect(201)
+        .await;
+    let events = crm_events(&t).await;
+    let (kind, lead_id, data) = events.last().unwrap();
+    assert_eq!((kind.as_str(), *lead_id), ("deal.created", Some(lead)));
+    assert_eq!(data["lead_id"], lead);
+
+    // Listed, and a subscription may name them.
+    let admin = t.app.api_as(Role::Admin, None).await;
+    let listed = admin.get("/api/event-types").await.expect(200).await;
+    let names: Vec<&str> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    let crm = [
+        "contact.created",
+        "contact.updated",
+        "company.created",
+        "company.updated",
+        "deal.created",
+        "deal.stage_changed",
+    ];
+    for name in crm {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    admin
+        .new_subscription("https://crm.example.com/hooks", json!(crm))
+        .await;
 }

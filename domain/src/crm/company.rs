@@ -1,6 +1,8 @@
 //! Companies, matched by normalised domain or, lacking one, normalised name.
 
 use crate::actor::Actor;
+use crate::outbound::events::{CompanyCreated, CompanyUpdated};
+use crate::outbound::outbox;
 use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde::{Deserialize, Serialize};
@@ -100,6 +102,11 @@ pub async fn match_or_create<C: ConnectionTrait>(
             author,
         )
         .await?;
+        let event = CompanyCreated {
+            company_id: created.id,
+            version: created.version,
+        };
+        outbox::enqueue_event(conn, None, &event, author.correlation_id.clone()).await?;
     }
     Ok(found)
 }
@@ -166,6 +173,20 @@ pub async fn update<C: ConnectionTrait>(
         author,
     )
     .await?;
+    let fields = [
+        ("name", current.name != updated.name),
+        ("domain", current.domain != updated.domain),
+    ];
+    let event = CompanyUpdated {
+        company_id: id,
+        fields: fields
+            .iter()
+            .filter(|(_, changed)| *changed)
+            .map(|(field, _)| (*field).to_owned())
+            .collect(),
+        version: updated.version,
+    };
+    outbox::enqueue_event(conn, None, &event, author.correlation_id.clone()).await?;
     Ok(updated)
 }
 

@@ -3,6 +3,8 @@
 //! Idempotency-Key for those).
 
 use crate::actor::Actor;
+use crate::outbound::events::{ContactCreated, ContactUpdated};
+use crate::outbound::outbox;
 use sea_orm::sea_query::{OnConflict, Query};
 use sea_orm::{ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde::{Deserialize, Serialize};
@@ -123,6 +125,12 @@ pub async fn match_or_create<C: ConnectionTrait>(
             author,
         )
         .await?;
+        let event = ContactCreated {
+            contact_id: created.id,
+            company_id: created.company_id,
+            version: created.version,
+        };
+        outbox::enqueue_event(conn, None, &event, author.correlation_id.clone()).await?;
     }
     Ok(found)
 }
@@ -197,6 +205,12 @@ pub async fn update<C: ConnectionTrait>(
         author,
     )
     .await?;
+    let event = ContactUpdated {
+        contact_id: id,
+        fields: changed.iter().map(|f| (*f).to_owned()).collect(),
+        version: updated.version,
+    };
+    outbox::enqueue_event(conn, None, &event, author.correlation_id.clone()).await?;
     Ok(updated)
 }
 

@@ -122,6 +122,56 @@ pub struct LeadErased {
     pub erased_at: chrono::DateTime<chrono::Utc>,
 }
 
+/// A contact was created (by hand or by a conversion). Ids only: read the
+/// contact by id for its name and email, so an erasure leaves no copy in
+/// the outbox.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ContactCreated {
+    pub contact_id: i64,
+    pub company_id: Option<i64>,
+    pub version: i64,
+}
+
+/// A contact's fields changed: which ones, not their values.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ContactUpdated {
+    pub contact_id: i64,
+    /// Of `email`, `name`, `phone`, `company_id`.
+    pub fields: Vec<String>,
+    pub version: i64,
+}
+
+/// A company was created (by hand or by a conversion).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CompanyCreated {
+    pub company_id: i64,
+    pub version: i64,
+}
+
+/// A company's fields changed: which ones, not their values.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct CompanyUpdated {
+    pub company_id: i64,
+    /// Of `name`, `domain`.
+    pub fields: Vec<String>,
+    pub version: i64,
+}
+
+/// A deal was created, `open` (by hand or by a conversion; `lead_id` then
+/// names the lead). No name: it is free text; read the deal by id.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct DealCreated {
+    pub deal_id: i64,
+    pub stage: DealStage,
+    pub amount_cents: i64,
+    pub currency: String,
+    pub owner_id: Option<i64>,
+    pub contact_id: Option<i64>,
+    pub company_id: Option<i64>,
+    pub lead_id: Option<i64>,
+    pub version: i64,
+}
+
 /// An operational event: a subscription's deliveries failed with no success
 /// for `LEADPIPE_SUBSCRIPTION_DISABLE_AFTER`, so it was disabled (its
 /// deliveries are held until it is enabled again). Sent only to the
@@ -293,6 +343,19 @@ event!(
     "lead.erased",
     "A lead was erased; erase your copy (no personal data in the event)."
 );
+event!(ContactCreated, "contact.created", "A contact was created.");
+event!(
+    ContactUpdated,
+    "contact.updated",
+    "A contact's fields changed (which ones, not their values)."
+);
+event!(CompanyCreated, "company.created", "A company was created.");
+event!(
+    CompanyUpdated,
+    "company.updated",
+    "A company's fields changed (which ones, not their values)."
+);
+event!(DealCreated, "deal.created", "A deal was created, open.");
 event!(
     SubscriptionDisabled,
     "subscription.disabled",
@@ -359,6 +422,11 @@ pub fn catalogue() -> Vec<EventTypeInfo> {
         info::<LeadConverted>(),
         info::<LeadMerged>(),
         info::<LeadUnmerged>(),
+        info::<ContactCreated>(),
+        info::<ContactUpdated>(),
+        info::<CompanyCreated>(),
+        info::<CompanyUpdated>(),
+        info::<DealCreated>(),
         info::<DealStageChanged>(),
         info::<TaskCreated>(),
         info::<TaskCompleted>(),

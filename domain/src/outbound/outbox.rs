@@ -15,6 +15,11 @@ pub const LEAD_NOTE_ADDED: &str = events::LeadNoteAdded::TYPE;
 pub const LEAD_CONVERTED: &str = events::LeadConverted::TYPE;
 pub const LEAD_MERGED: &str = events::LeadMerged::TYPE;
 pub const LEAD_UNMERGED: &str = events::LeadUnmerged::TYPE;
+pub const CONTACT_CREATED: &str = events::ContactCreated::TYPE;
+pub const CONTACT_UPDATED: &str = events::ContactUpdated::TYPE;
+pub const COMPANY_CREATED: &str = events::CompanyCreated::TYPE;
+pub const COMPANY_UPDATED: &str = events::CompanyUpdated::TYPE;
+pub const DEAL_CREATED: &str = events::DealCreated::TYPE;
 pub const DEAL_STAGE_CHANGED: &str = events::DealStageChanged::TYPE;
 pub const TASK_CREATED: &str = events::TaskCreated::TYPE;
 pub const TASK_COMPLETED: &str = events::TaskCompleted::TYPE;
@@ -38,6 +43,11 @@ pub const EVENT_TYPES: &[&str] = &[
     LEAD_CONVERTED,
     LEAD_MERGED,
     LEAD_UNMERGED,
+    CONTACT_CREATED,
+    CONTACT_UPDATED,
+    COMPANY_CREATED,
+    COMPANY_UPDATED,
+    DEAL_CREATED,
     DEAL_STAGE_CHANGED,
     TASK_CREATED,
     TASK_COMPLETED,

@@ -14,7 +14,7 @@ use crate::entities::deal::{self, Column, Entity};
 use crate::entities::{company, contact};
 use crate::error::Error;
 use crate::field_presence::Patch;
-use crate::outbound::events::DealStageChanged;
+use crate::outbound::events::{DealCreated, DealStageChanged};
 use crate::outbound::outbox;
 use crate::page::{self, Page, Window};
 use crate::precondition::IfMatch;
@@ -138,6 +138,19 @@ pub async fn create<C: ConnectionTrait>(
         author,
     )
     .await?;
+    let event = DealCreated {
+        deal_id: created.id,
+        stage: created.stage,
+        amount_cents: created.amount_cents,
+        currency: created.currency.clone(),
+        owner_id: created.owner_id,
+        contact_id: created.contact_id,
+        company_id: created.company_id,
+        lead_id: created.lead_id,
+        version: created.version,
+    };
+    // On the lead's stream when a conversion made it: after its lead's events.
+    outbox::enqueue_event(conn, created.lead_id, &event, author.correlation_id.clone()).await?;
     Ok(created)
 }
 
