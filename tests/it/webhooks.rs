@@ -23,7 +23,93 @@ on_both_backends!(
     webhook_update_leaves_the_human_owned_status_alone,
     event_type_outside_the_allow_list_is_skipped_with_200,
     unknown_source_answers_like_a_forged_signature_and_oversized_body_is_413,
+    svix_header_names_are_one_event_with_the_webhook_names,
 );
+
+/// Signs as Svix's libraries do (`svix` `Webhook.sign`): the secret after
+/// `whsec_` is base64 of the key; `v1,` + base64 HMAC-SHA256 of
+/// `{svix-id}.{svix-timestamp}.{body}`, sent as `svix-id`,
+/// `svix-timestamp` and `svix-signature`.
+fn svix_headers(secret: &str, msg_id: &str, timestamp: i64, body: &[u8]) -> Headers {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use hmac::{Hmac, KeyInit, Mac};
+    let key = STANDARD
+        .decode(secret.strip_prefix("whsec_").unwrap())
+        .unwrap();
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&key).unwrap();
+    mac.update(format!("{msg_id}.{timestamp}.").as_bytes());
+    mac.update(body);
+    let signature = STANDARD.encode(mac.finalize().into_bytes());
+    vec![
+        ("svix-id".into(), msg_id.into()),
+        ("svix-timestamp".into(), timestamp.to_string()),
+        ("svix-signature".into(), format!("v1,{signature}")),
+        ("content-type".into(), "application/json".into()),
+    ]
+}
+
+async fn svix_header_names_are_one_event_with_the_webhook_names(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let key = app.standard_source("webform").await;
+    let secret = standard_secret(&key);
+    let body = lead_event("form-1", "ada@example.com", "2026-11-30T10:00:00Z");
+
+    let svix = svix_headers(&secret, "msg_svix_1", now(), &body);
+    let response = app.post_webhook("webform", &svix, &body).await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert_eq!(ack["event_id"], "msg_svix_1", "svix-id is the event id");
+    let id = ack["id"].as_i64().unwrap();
+
+    // The same message under the webhook-* names is the same event.
+    let again = standard_headers(&key, "msg_svix_1", now(), &body);
+    let response = app.post_webhook("webform", &again, &body).await;
+    assert_eq!(response.status(), 200);
+    let ack = body_of(response).await;
+    assert_eq!(
+        (ack["id"].as_i64(), &ack["duplicate"]),
+        (Some(id), &json!(true))
+    );
+
+    // Forged or stale under Svix's names: 401, as under the others.
+    let mut tampered = body.clone();
+    tampered[20] ^= 1;
+    let stale = svix_headers(&secret, "msg_svix_2", now() - 600, &body);
+    for (case, headers, body) in [
+        ("tampered", svix.clone(), tampered),
+        ("stale", stale, body.clone()),
+    ] {
+        let response = app.post_webhook("webform", &headers, &body).await;
+        assert_eq!(response.status(), 401, "{case}");
+    }
+
+    // Both sets: the webhook-* set counts; a right svix-signature does not
+    // rescue a wrong webhook-signature.
+    let other = lead_event("form-2", "bob@example.com", "2026-11-30T10:00:00Z");
+    let mut both = svix_headers(&secret, "msg_svix_3", now(), &other);
+    both.extend(standard_headers(
+        b"not-the-key-at-all-000",
+        "msg_std_3",
+        now(),
+        &other,
+    ));
+    let response = app.post_webhook("webform", &both, &other).await;
+    assert_eq!(response.status(), 401);
+    let mut both = svix_headers(&secret, "msg_svix_3", now(), &other);
+    both.extend(standard_headers(&key, "msg_std_3", now(), &other));
+    let response = app.post_webhook("webform", &both, &other).await;
+    assert_eq!(response.status(), 202);
+    assert_eq!(body_of(response).await["event_id"], "msg_std_3");
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.deliveries, 2);
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    assert_eq!(app.count(inbox_event::Entity).await, 2);
+    // An unknown name answers Svix's names as it answers any others.
+    let response = app.post_webhook("nobody", &svix, &body).await;
+    assert_eq!(response.status(), 401);
+}
 
 async fn body_of(response: reqwest::Response) -> Value {
     response.json().await.unwrap()

@@ -44,6 +44,16 @@ struct SignatureHeaders {
     /// signatures for `whpk_` keys); any may match.
     #[param(rename = "webhook-signature")]
     webhook_signature: Option<String>,
+    /// `standard-webhooks`, as Svix names it: `webhook-id`'s value, read
+    /// when the request carries no `webhook-*` header.
+    #[param(rename = "svix-id")]
+    svix_id: Option<String>,
+    /// `standard-webhooks`, as Svix names it: `webhook-timestamp`'s value.
+    #[param(rename = "svix-timestamp")]
+    svix_timestamp: Option<String>,
+    /// `standard-webhooks`, as Svix names it: `webhook-signature`'s value.
+    #[param(rename = "svix-signature")]
+    svix_signature: Option<String>,
     /// `stripe`: `t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">[,v1=…]`.
     #[param(rename = "Stripe-Signature")]
     stripe_signature: Option<String>,

@@ -12,7 +12,8 @@ use chrono::{DateTime, Utc};
 use crate::Error;
 use crate::inbound::inbox::InboxState;
 use crate::inbound::inbox::receive::{Delivery, Received, receive};
-use crate::inbound::signature::{self, VerifyRequest};
+use crate::inbound::signature::standard_webhooks::SvixNames;
+use crate::inbound::signature::{self, Scheme, VerifyRequest};
 use crate::inbound::source::{self, Source, StandIn};
 use crate::sealed::Keyring;
 use crate::source_name::is_valid_source_name;
@@ -85,6 +86,19 @@ impl Door {
             return Err(Refused::Failed(Error::Db(sea_orm::DbErr::Custom(
                 "the stand-in source did not open".into(),
             ))));
+        };
+        // Svix's header names stand for the Standard Webhooks ones, for the
+        // event's identity as for its signature.
+        let svix_names = SvixNames::new(delivery.headers);
+        let standard = Delivery {
+            headers: &svix_names,
+            body: delivery.body,
+            correlation_id: delivery.correlation_id.clone(),
+        };
+        let delivery = if source.scheme.scheme == Scheme::StandardWebhooks {
+            &standard
+        } else {
+            delivery
         };
         let verified = signature::verify_evenly(
             &source.scheme,

@@ -12,7 +12,7 @@ use rand::RngCore;
 
 use super::{Source, to_source};
 use crate::entities::source;
-use crate::inbound::signature::{HeaderLookup, Scheme, github, hmac_header};
+use crate::inbound::signature::{HeaderLookup, Scheme, github, hmac_header, standard_webhooks};
 use crate::sealed::{Keyring, Place};
 
 /// Built once at start; see the module docs.
@@ -39,6 +39,11 @@ impl StandIn {
         let scheme = Scheme::ALL
             .into_iter()
             .find(|scheme| headers.header(signature_header(*scheme)).is_some())
+            .or_else(|| {
+                headers
+                    .header(standard_webhooks::SVIX_SIGNATURE_HEADER)
+                    .map(|_| Scheme::StandardWebhooks)
+            })
             .unwrap_or(Scheme::HmacSha256);
         let (_, model) = self.models.iter().find(|(s, _)| *s == scheme)?;
         to_source(model, Some(keys)).ok()
@@ -118,6 +123,7 @@ mod tests {
             ("X-Hub-Signature-256", Scheme::Github),
             ("Stripe-Signature", Scheme::Stripe),
             ("webhook-signature", Scheme::StandardWebhooks),
+            ("svix-signature", Scheme::StandardWebhooks),
             ("x-signature", Scheme::HmacSha256),
             ("x-other", Scheme::HmacSha256),
         ] {
