@@ -44,6 +44,7 @@ mod sales;
 mod secrets;
 mod security;
 mod sessions;
+mod source_lifecycle;
 mod source_update;
 mod sources_and_ops;
 mod speed_to_lead;

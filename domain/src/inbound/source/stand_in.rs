@@ -99,6 +99,7 @@ fn model(scheme: Scheme, keys: &Keyring) -> source::Model {
         reconcile_cron: None,
         reconcile_cursor: None,
         version: 1,
+        state: "active".into(),
     }
 }
 

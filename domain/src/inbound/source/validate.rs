@@ -89,6 +89,7 @@ impl NewSource {
             reconcile_cron: Set(self.pull.cron.clone()),
             reconcile_cursor: NotSet,
             version: NotSet,
+            state: NotSet,
         }
     }
 }
