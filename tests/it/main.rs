@@ -19,6 +19,7 @@ mod import;
 mod import_abandoned;
 mod inbox_batching;
 mod inbox_processing;
+mod inbox_show;
 mod intake;
 mod json_numbers;
 mod lead_failures_ops;
