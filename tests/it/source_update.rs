@@ -524,8 +524,16 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
     assert_eq!(changed.status(), 200);
     let changed: Value = changed.json().await.unwrap();
     assert_eq!(
-        (&changed["scheme"], &changed["event_id_header"], &changed["signature_header"]),
-        (&json!("standard-webhooks"), &json!("webhook-id"), &Value::Null)
+        (
+            &changed["scheme"],
+            &changed["event_id_header"],
+            &changed["signature_header"]
+        ),
+        (
+            &json!("standard-webhooks"),
+            &json!("webhook-id"),
+            &Value::Null
+        )
     );
     assert_eq!(changed["tolerance_secs"], 60, "set above, kept");
     assert_eq!(changed["record_pointer"], before.record_pointer.as_str());
@@ -534,7 +542,11 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
                                           "lead": {"id": "r-3", "email": "grace@example.com"}}))
     .unwrap();
     let response = app
-        .post_webhook("partner", &standard_headers(key, "msg_r3", now(), &body), &body)
+        .post_webhook(
+            "partner",
+            &standard_headers(key, "msg_r3", now(), &body),
+            &body,
+        )
         .await;
     assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
     // The tag it was changed under is stale now.

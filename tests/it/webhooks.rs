@@ -24,7 +24,193 @@ on_both_backends!(
     event_type_outside_the_allow_list_is_skipped_with_200,
     unknown_source_answers_like_a_forged_signature_and_oversized_body_is_413,
     svix_header_names_are_one_event_with_the_webhook_names,
+    typeform_response_signed_as_typeform_signs_becomes_a_lead_once,
+    calendly_invitee_signed_as_calendly_signs_becomes_a_lead_once,
 );
+
+/// HMAC-SHA256 of the parts, keyed with the secret's text.
+fn hmac_of(secret: &str, parts: &[&[u8]]) -> Vec<u8> {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// As Typeform signs (its "secure your webhooks" guide): `sha256=` and the
+/// base64 of the HMAC-SHA256 of the body, keyed with the webhook's secret.
+fn typeform_headers(secret: &str, body: &[u8]) -> Headers {
+    use base64::Engine;
+    let signature = base64::engine::general_purpose::STANDARD.encode(hmac_of(secret, &[body]));
+    vec![
+        ("Typeform-Signature".into(), format!("sha256={signature}")),
+        ("content-type".into(), "application/json".into()),
+    ]
+}
+
+/// As Calendly signs (its webhook signatures guide): `t=<unix>,v1=<hex>`,
+/// the hex HMAC-SHA256 of `{t}.{body}` keyed with the signing key.
+fn calendly_headers(key: &str, t: i64, body: &[u8]) -> Headers {
+    let signature = hex::encode(hmac_of(key, &[t.to_string().as_bytes(), b".", body]));
+    vec![
+        (
+            "Calendly-Webhook-Signature".into(),
+            format!("t={t},v1={signature}"),
+        ),
+        ("content-type".into(), "application/json".into()),
+    ]
+}
+
+async fn typeform_response_signed_as_typeform_signs_becomes_a_lead_once(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let admin = app.admin_token().await;
+    let secret = "typeform-webhook-secret-0123";
+    let created = app
+        .api(&admin)
+        .create_source(
+            &json!({"name": "contact-form", "scheme": "typeform", "secrets": [secret],
+            "record_pointer": "/form_response", "source_ref_pointer": "/token",
+            "email_pointer": "/answers/0/email", "name_pointer": "/answers/1/text",
+            "updated_at_pointer": "/submitted_at"}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let created = body_of(created).await;
+    assert_eq!(
+        (&created["event_id_pointer"], &created["event_type_pointer"]),
+        (&json!("/event_id"), &json!("/event_type"))
+    );
+    // A form response as Typeform sends it.
+    let body = serde_json::to_vec(&json!({
+        "event_id": "01HQZ8K9X4R2B7T3M5N6P8Q9R0",
+        "event_type": "form_response",
+        "form_response": {
+            "form_id": "lT4Z3j",
+            "token": "a3a12ec67a1365927098a606107fac15",
+            "submitted_at": "2026-11-30T10:00:00Z",
+            "answers": [
+                {"type": "email", "email": "Ada@Example.com", "field": {"id": "f1", "type": "email"}},
+                {"type": "text", "text": "Ada Lovelace", "field": {"id": "f2", "type": "short_text"}}
+            ]
+        }
+    }))
+    .unwrap();
+    let headers = typeform_headers(secret, &body);
+    let response = app.post_webhook("contact-form", &headers, &body).await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert_eq!(ack["event_id"], "01HQZ8K9X4R2B7T3M5N6P8Q9R0");
+    let id = ack["id"].as_i64().unwrap();
+
+    // Typeform retries the same body: one event.
+    let again = app.post_webhook("contact-form", &headers, &body).await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(body_of(again).await["duplicate"], true);
+    // Tampered, unsigned or signed with another secret: 401.
+    let mut tampered = body.clone();
+    tampered[30] ^= 1;
+    let cases = [
+        (headers.clone(), tampered),
+        (
+            typeform_headers("another-secret-entirely-0", &body),
+            body.clone(),
+        ),
+        (vec![], body.clone()),
+    ];
+    for (headers, body) in cases {
+        let response = app.post_webhook("contact-form", &headers, &body).await;
+        assert_eq!(response.status(), 401);
+    }
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    assert_eq!(event.event_type.as_deref(), Some("form_response"));
+    let lead = app.lead_by_ref("a3a12ec67a1365927098a606107fac15").await;
+    assert_eq!(lead.source, "contact-form");
+    assert_eq!(lead.email.as_deref(), Some("ada@example.com"));
+    assert_eq!(lead.name.as_deref(), Some("Ada Lovelace"));
+    assert_eq!(app.count(inbox_event::Entity).await, 1);
+}
+
+async fn calendly_invitee_signed_as_calendly_signs_becomes_a_lead_once(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let admin = app.admin_token().await;
+    let key = "calendly-signing-key-0123456";
+    let created = app
+        .api(&admin)
+        .create_source(
+            &json!({"name": "meetings", "scheme": "calendly", "secrets": [key],
+            "record_pointer": "/payload", "source_ref_pointer": "/uri",
+            "allowed_event_types": ["invitee.created"]}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    // An invitee.created event as Calendly sends it.
+    let invitee = |event: &str| {
+        serde_json::to_vec(&json!({
+            "created_at": "2026-11-30T10:00:00.000000Z",
+            "created_by": "https://api.calendly.com/users/AAAAAAAAAAAAAAAA",
+            "event": event,
+            "payload": {
+                "uri": "https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/AAAAAAAAAAAAAAAA",
+                "email": "grace@example.com",
+                "name": "Grace Hopper",
+                "updated_at": "2026-11-30T10:00:00.000000Z",
+                "status": "active"
+            }
+        }))
+        .unwrap()
+    };
+    let body = invitee("invitee.created");
+    let response = app
+        .post_webhook("meetings", &calendly_headers(key, now(), &body), &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert!(
+        ack["event_id"].as_str().unwrap().starts_with("sha256:"),
+        "{ack}"
+    );
+    let id = ack["id"].as_i64().unwrap();
+
+    // A retry, signed again later, is the same event: the signed body is its identity.
+    let again = app
+        .post_webhook("meetings", &calendly_headers(key, now() + 1, &body), &body)
+        .await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(body_of(again).await["id"], id);
+    // Stale, from the future, or under another key: 401.
+    for headers in [
+        calendly_headers(key, now() - 600, &body),
+        calendly_headers(key, now() + 600, &body),
+        calendly_headers("another-signing-key-000000", now(), &body),
+    ] {
+        let response = app.post_webhook("meetings", &headers, &body).await;
+        assert_eq!(response.status(), 401);
+    }
+    // Another event type is stored and skipped.
+    let canceled = invitee("invitee.canceled");
+    let response = app
+        .post_webhook(
+            "meetings",
+            &calendly_headers(key, now(), &canceled),
+            &canceled,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(body_of(response).await["state"], "skipped");
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    let lead = app
+        .lead_by_ref(
+            "https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/AAAAAAAAAAAAAAAA",
+        )
+        .await;
+    assert_eq!(lead.email.as_deref(), Some("grace@example.com"));
+    assert_eq!(lead.name.as_deref(), Some("Grace Hopper"));
+}
 
 /// Signs as Svix's libraries do (`svix` `Webhook.sign`): the secret after
 /// `whsec_` is base64 of the key; `v1,` + base64 HMAC-SHA256 of

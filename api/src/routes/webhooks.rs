@@ -26,7 +26,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(receive_webhook);
 }
 
-/// The signature headers of the four schemes; which ones a delivery needs
+/// The signature headers of the schemes; which ones a delivery needs
 /// depends on its source's `scheme`.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
@@ -71,6 +71,12 @@ struct SignatureHeaders {
     /// `signature_header` (default `X-Signature`).
     #[param(rename = "X-Signature")]
     x_signature: Option<String>,
+    /// `typeform`: `sha256=<base64 HMAC-SHA256 of the body>`.
+    #[param(rename = "Typeform-Signature")]
+    typeform_signature: Option<String>,
+    /// `calendly`: `t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">`.
+    #[param(rename = "Calendly-Webhook-Signature")]
+    calendly_webhook_signature: Option<String>,
 }
 
 /// The answer to a sender.

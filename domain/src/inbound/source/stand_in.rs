@@ -12,7 +12,9 @@ use rand::RngCore;
 
 use super::{Source, to_source};
 use crate::entities::source;
-use crate::inbound::signature::{HeaderLookup, Scheme, github, hmac_header, standard_webhooks};
+use crate::inbound::signature::{
+    HeaderLookup, Scheme, calendly, github, hmac_header, standard_webhooks, typeform,
+};
 use crate::sealed::{Keyring, Place};
 
 /// Built once at start; see the module docs.
@@ -56,6 +58,8 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Stripe => "stripe-signature",
         Scheme::Github => github::SIGNATURE_HEADER,
         Scheme::HmacSha256 => hmac_header::DEFAULT_SIGNATURE_HEADER,
+        Scheme::Typeform => typeform::SIGNATURE_HEADER,
+        Scheme::Calendly => calendly::SIGNATURE_HEADER,
     }
 }
 
@@ -126,6 +130,8 @@ mod tests {
             ("webhook-signature", Scheme::StandardWebhooks),
             ("svix-signature", Scheme::StandardWebhooks),
             ("x-signature", Scheme::HmacSha256),
+            ("Typeform-Signature", Scheme::Typeform),
+            ("Calendly-Webhook-Signature", Scheme::Calendly),
             ("x-other", Scheme::HmacSha256),
         ] {
             let headers = [(header, "v")];
