@@ -26,7 +26,21 @@ on_both_backends!(
     svix_header_names_are_one_event_with_the_webhook_names,
     typeform_response_signed_as_typeform_signs_becomes_a_lead_once,
     calendly_invitee_signed_as_calendly_signs_becomes_a_lead_once,
+    slack_event_signed_as_slack_signs_becomes_a_lead_once_and_the_handshake_is_answered,
 );
+
+/// As Slack signs ("Verifying requests from Slack"): `v0=` and the hex
+/// HMAC-SHA256 of `v0:{timestamp}:{body}` keyed with the signing secret,
+/// the timestamp in `X-Slack-Request-Timestamp`.
+fn slack_headers(secret: &str, timestamp: i64, body: &[u8]) -> Headers {
+    let basestring = format!("v0:{timestamp}:");
+    let signature = hex::encode(hmac_of(secret, &[basestring.as_bytes(), body]));
+    vec![
+        ("X-Slack-Request-Timestamp".into(), timestamp.to_string()),
+        ("X-Slack-Signature".into(), format!("v0={signature}")),
+        ("content-type".into(), "application/json".into()),
+    ]
+}
 
 /// HMAC-SHA256 of the parts, keyed with the secret's text.
 fn hmac_of(secret: &str, parts: &[&[u8]]) -> Vec<u8> {
@@ -689,4 +703,102 @@ async fn unknown_source_answers_like_a_forged_signature_and_oversized_body_is_41
         assert_problem(response, 413, "/problems/payload-too-large").await;
     }
     assert_eq!(app.count(inbox_event::Entity).await, 0);
+}
+
+async fn slack_event_signed_as_slack_signs_becomes_a_lead_once_and_the_handshake_is_answered(
+    backend: Backend,
+) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let admin = app.admin_token().await;
+    let secret = "8f742231b10e8888abcd99yyyzzz85a5";
+    let created = app
+        .api(&admin)
+        .create_source(
+            &json!({"name": "slack-leads", "scheme": "slack", "secrets": [secret],
+            "record_pointer": "/event/metadata/event_payload", "source_ref_pointer": "/id"}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+
+    // Saving the Events API request URL: Slack's signed handshake.
+    let handshake = br#"{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
+    let response = app
+        .post_webhook(
+            "slack-leads",
+            &slack_headers(secret, now(), handshake),
+            handshake,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        body_of(response).await,
+        json!({"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"})
+    );
+    // Unsigned, or to a name nobody configured: no challenge answered.
+    for (name, headers) in [
+        (
+            "slack-leads",
+            slack_headers("not-the-signing-secret-00", now(), handshake),
+        ),
+        ("nobody", slack_headers(secret, now(), handshake)),
+    ] {
+        let response = app.post_webhook(name, &headers, handshake).await;
+        assert_eq!(response.status(), 401, "{name}");
+    }
+    assert_eq!(
+        app.count(inbox_event::Entity).await,
+        0,
+        "a handshake is not stored"
+    );
+
+    // An event callback, as Slack sends it.
+    let body = serde_json::to_vec(&json!({
+        "token": "XXYYZZ",
+        "team_id": "T123ABC456",
+        "api_app_id": "A123ABC456",
+        "type": "event_callback",
+        "event_id": "Ev08MFMKH6",
+        "event_time": 1_764_500_000,
+        "event": {
+            "type": "message",
+            "channel": "C2147483705",
+            "ts": "1764500000.000100",
+            "text": "New lead",
+            "metadata": {
+                "event_type": "lead_created",
+                "event_payload": {"id": "slack-lead-1", "email": "Grace@Example.com", "name": "Grace Hopper"}
+            }
+        }
+    }))
+    .unwrap();
+    let response = app
+        .post_webhook("slack-leads", &slack_headers(secret, now(), &body), &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert_eq!(ack["event_id"], "Ev08MFMKH6");
+    let id = ack["id"].as_i64().unwrap();
+    // Slack's retry (X-Slack-Retry-Num), signed again: the same event.
+    let mut retry = slack_headers(secret, now() + 1, &body);
+    retry.push(("X-Slack-Retry-Num".into(), "1".into()));
+    let response = app.post_webhook("slack-leads", &retry, &body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(body_of(response).await["id"], id);
+    // Stale or tampered: 401.
+    let mut tampered = body.clone();
+    tampered[12] ^= 1;
+    for (headers, body) in [
+        (slack_headers(secret, now() - 600, &body), body.clone()),
+        (slack_headers(secret, now(), &body), tampered),
+    ] {
+        let response = app.post_webhook("slack-leads", &headers, &body).await;
+        assert_eq!(response.status(), 401);
+    }
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.event_type.as_deref(), Some("message"));
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    let lead = app.lead_by_ref("slack-lead-1").await;
+    assert_eq!(lead.email.as_deref(), Some("grace@example.com"));
+    assert_eq!(app.count(inbox_event::Entity).await, 1);
 }

@@ -9,6 +9,7 @@
 pub mod calendly;
 pub mod github;
 pub mod hmac_header;
+pub mod slack;
 pub mod standard_webhooks;
 pub mod stripe;
 pub mod typeform;
@@ -52,16 +53,19 @@ pub enum Scheme {
     Typeform,
     /// Calendly `Calendly-Webhook-Signature: t=..,v1=..`.
     Calendly,
+    /// Slack v0: `X-Slack-Signature`, `X-Slack-Request-Timestamp`.
+    Slack,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 6] = [
+    pub const ALL: [Scheme; 7] = [
         Scheme::StandardWebhooks,
         Scheme::Github,
         Scheme::Stripe,
         Scheme::HmacSha256,
         Scheme::Typeform,
         Scheme::Calendly,
+        Scheme::Slack,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -72,6 +76,7 @@ impl Scheme {
             Scheme::HmacSha256 => "hmac-sha256",
             Scheme::Typeform => "typeform",
             Scheme::Calendly => "calendly",
+            Scheme::Slack => "slack",
         }
     }
 
@@ -82,7 +87,11 @@ impl Scheme {
         match self {
             Scheme::StandardWebhooks => Some(standard_webhooks::ID_HEADER),
             Scheme::Github => Some(github::DELIVERY_HEADER),
-            Scheme::Stripe | Scheme::HmacSha256 | Scheme::Typeform | Scheme::Calendly => None,
+            Scheme::Stripe
+            | Scheme::HmacSha256
+            | Scheme::Typeform
+            | Scheme::Calendly
+            | Scheme::Slack => None,
         }
     }
 
@@ -96,7 +105,8 @@ impl Scheme {
             | Scheme::Stripe
             | Scheme::HmacSha256
             | Scheme::Typeform
-            | Scheme::Calendly => None,
+            | Scheme::Calendly
+            | Scheme::Slack => None,
         }
     }
 
@@ -104,7 +114,7 @@ impl Scheme {
     pub const fn is_timestamped(self) -> bool {
         matches!(
             self,
-            Scheme::StandardWebhooks | Scheme::Stripe | Scheme::Calendly
+            Scheme::StandardWebhooks | Scheme::Stripe | Scheme::Calendly | Scheme::Slack
         )
     }
 }
@@ -117,7 +127,7 @@ impl fmt::Display for Scheme {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown webhook signature scheme {0:?} (expected standard-webhooks, github, stripe, hmac-sha256, typeform or calendly)"
+    "unknown webhook signature scheme {0:?} (expected standard-webhooks, github, stripe, hmac-sha256, typeform, calendly or slack)"
 )]
 pub struct ParseSchemeError(pub String);
 
@@ -237,6 +247,7 @@ impl SchemeConfig {
             Scheme::Stripe => stripe::SIGNATURE_HEADER,
             Scheme::Typeform => typeform::SIGNATURE_HEADER,
             Scheme::Calendly => calendly::SIGNATURE_HEADER,
+            Scheme::Slack => slack::SIGNATURE_HEADER,
             Scheme::HmacSha256 => non_blank(self.signature_header.as_deref())
                 .unwrap_or(hmac_header::DEFAULT_SIGNATURE_HEADER),
         }
@@ -278,7 +289,8 @@ pub fn secret_problem(scheme: Scheme, secret: &str) -> Option<&'static str> {
         | Scheme::Stripe
         | Scheme::HmacSha256
         | Scheme::Typeform
-        | Scheme::Calendly => {
+        | Scheme::Calendly
+        | Scheme::Slack => {
             if is_ed25519_key(secret) {
                 Some(
                     "whpk_/whsk_ values are ed25519 keys, not HMAC secrets; a public key \
@@ -378,6 +390,7 @@ pub fn verify(cfg: &SchemeConfig, req: &VerifyRequest<'_>) -> Result<Verified, S
         Scheme::HmacSha256 => hmac_header::verify(cfg, req),
         Scheme::Typeform => typeform::verify(cfg, req),
         Scheme::Calendly => calendly::verify(cfg, req),
+        Scheme::Slack => slack::verify(cfg, req),
     }
 }
 

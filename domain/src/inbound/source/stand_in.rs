@@ -13,7 +13,7 @@ use rand::RngCore;
 use super::{Source, to_source};
 use crate::entities::source;
 use crate::inbound::signature::{
-    HeaderLookup, Scheme, calendly, github, hmac_header, standard_webhooks, typeform,
+    HeaderLookup, Scheme, calendly, github, hmac_header, slack, standard_webhooks, typeform,
 };
 use crate::sealed::{Keyring, Place};
 
@@ -60,6 +60,7 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::HmacSha256 => hmac_header::DEFAULT_SIGNATURE_HEADER,
         Scheme::Typeform => typeform::SIGNATURE_HEADER,
         Scheme::Calendly => calendly::SIGNATURE_HEADER,
+        Scheme::Slack => slack::SIGNATURE_HEADER,
     }
 }
 
@@ -132,6 +133,7 @@ mod tests {
             ("x-signature", Scheme::HmacSha256),
             ("Typeform-Signature", Scheme::Typeform),
             ("Calendly-Webhook-Signature", Scheme::Calendly),
+            ("X-Slack-Signature", Scheme::Slack),
             ("x-other", Scheme::HmacSha256),
         ] {
             let headers = [(header, "v")];

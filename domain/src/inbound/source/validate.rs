@@ -116,7 +116,7 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
         Err(_) => {
             errors.push(FieldError::new(
                 "scheme",
-                "must be one of standard-webhooks, github, stripe, hmac-sha256, typeform, calendly",
+                "must be one of standard-webhooks, github, stripe, hmac-sha256, typeform, calendly, slack",
             ));
             None
         }
@@ -276,9 +276,8 @@ fn secret_rule(scheme: Scheme) -> &'static str {
         | Scheme::Stripe
         | Scheme::HmacSha256
         | Scheme::Typeform
-        | Scheme::Calendly => {
-            "must be 1 to 8 secrets of at least 16 bytes (never whpk_/whsk_ keys)"
-        }
+        | Scheme::Calendly
+        | Scheme::Slack => "must be 1 to 8 secrets of at least 16 bytes (never whpk_/whsk_ keys)",
     }
 }
 
@@ -291,8 +290,8 @@ fn default_event_id(scheme: Scheme) -> Option<Locator> {
         )),
         // Stripe's event object carries its id (`evt_…`) at the top.
         Scheme::Stripe => Some(Locator::Pointer("/id".into())),
-        // Typeform's payload carries its event's id at the top.
-        Scheme::Typeform => Some(Locator::Pointer("/event_id".into())),
+        // So do Typeform's payloads and Slack's event callbacks.
+        Scheme::Typeform | Scheme::Slack => Some(Locator::Pointer("/event_id".into())),
         // Calendly's events have none: the signed body's hash stands in.
         Scheme::HmacSha256 | Scheme::Calendly => None,
     }
@@ -304,6 +303,7 @@ fn default_event_type(scheme: Scheme) -> Option<Locator> {
         Scheme::Github => Some(Locator::Header("x-github-event".into())),
         Scheme::Typeform => Some(Locator::Pointer("/event_type".into())),
         Scheme::Calendly => Some(Locator::Pointer("/event".into())),
+        Scheme::Slack => Some(Locator::Pointer("/event/type".into())),
         Scheme::HmacSha256 => None,
     }
 }
