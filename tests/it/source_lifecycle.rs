@@ -10,6 +10,7 @@ use domain::auth::Role;
 use domain::entities::{inbox_event, lead};
 use leadpipe_tests::cli::output_text;
 use leadpipe_tests::client::Answer;
+use leadpipe_tests::prometheus::series_value;
 use leadpipe_tests::webhooks::{lead_event, now, standard_headers};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use reqwest::Method;
@@ -122,6 +123,30 @@ async fn a_paused_source_holds_its_events_while_others_flow_and_resume_applies_t
     assert_eq!(stats_of(&stats, "webform")["state"], "paused");
     assert_eq!(stats_of(&stats, "webform")["inbox"]["received"], 3);
     assert_eq!(stats_of(&stats, "ads")["state"], "active");
+    // Metrics: the pause shows, and held events are not the workers' lag.
+    let scrape = app
+        .metrics_until("webform paused in the gauges", |text| {
+            series_value(text, "leadpipe_source_paused{source=\"webform\"}") == Some(1.0)
+        })
+        .await;
+    assert_eq!(
+        series_value(&scrape, "leadpipe_source_paused{source=\"ads\"}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        series_value(
+            &scrape,
+            "leadpipe_inbox_oldest_unprocessed_age_seconds{source=\"webform\"}"
+        ),
+        Some(0.0)
+    );
+    assert_eq!(
+        series_value(
+            &scrape,
+            "leadpipe_inbox_events{source=\"webform\",state=\"received\"}"
+        ),
+        Some(3.0)
+    );
 
     // Resumed: applied in the order they arrived, so the last one wins.
     let resumed = resume(&app, &ops, "webform").await.expect(200).await;
