@@ -1818,6 +1818,7 @@ function deadCount(n, one, many) {
 function renderAlerts(stats) {
   const alerts = [];
   for (const s of stats.sources) {
+    if (s.state === "paused") alerts.push(`${s.source}: paused, its events wait until it is resumed (leadpipe source resume ${s.source})`);
     if (s.inbox.dead > 0) alerts.push(`${s.source}: ${plural(s.inbox.dead, "dead inbox event")}`);
     const age = s.oldest_unprocessed_age_seconds;
     if (age !== null && age > BACKLOG_ALERT_SECONDS) alerts.push(`${s.source}: oldest unprocessed event waiting ${duration(age)}`);
@@ -1839,7 +1840,7 @@ function loadStats() {
       return el(
         "tr",
         { dataset: { source: s.source } },
-        el("td", {}, s.source),
+        el("td", {}, s.source, s.state === "paused" ? el("span", { class: "muted source-state" }, " (paused)") : ""),
         el("td", {}, plural(s.last_hour.events, "event")),
         el("td", {}, plural(s.last_day.events, "event")),
         el("td", { class: "duplicate-rate" }, percent(s.last_day.duplicate_rate), el("span", { class: "muted" }, ` (${s.last_day.duplicates} of ${plural(s.last_day.deliveries, "delivery", "deliveries")})`)),

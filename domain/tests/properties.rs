@@ -21,7 +21,10 @@ fn schemes() -> impl Strategy<Value = Scheme> {
         Just(Scheme::StandardWebhooks),
         Just(Scheme::Github),
         Just(Scheme::Stripe),
-        Just(Scheme::HmacSha256)
+        Just(Scheme::HmacSha256),
+        Just(Scheme::Typeform),
+        Just(Scheme::Calendly),
+        Just(Scheme::Slack)
     ]
 }
 
@@ -34,6 +37,10 @@ fn header_names() -> impl Strategy<Value = String> {
         Just("x-hub-signature-256".to_owned()),
         Just("x-github-delivery".to_owned()),
         Just("x-signature".to_owned()),
+        Just("typeform-signature".to_owned()),
+        Just("calendly-webhook-signature".to_owned()),
+        Just("x-slack-signature".to_owned()),
+        Just("x-slack-request-timestamp".to_owned()),
         "[a-z-]{1,20}",
     ]
 }
@@ -45,8 +52,31 @@ fn header_values() -> impl Strategy<Value = String> {
         "(v1a?,[A-Za-z0-9+/=]{0,60} ?){0,20}",
         "t=[0-9]{0,12}(,v[01]=[0-9a-f]{0,64}){0,20}",
         "sha256=[0-9a-fA-F]{0,70}",
+        "sha256=[A-Za-z0-9+/=]{0,48}",
+        "v0=[0-9a-f]{0,64}",
         "[0-9]{0,14}",
     ]
+}
+
+/// `sha256=` + base64 of the HMAC-SHA256 of the body, as Typeform signs.
+fn typeform_signature(body: &[u8]) -> String {
+    use base64::Engine as _;
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(body);
+    format!(
+        "sha256={}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    )
+}
+
+/// `v0=` + hex of the HMAC-SHA256 of `v0:{ts}:{body}`, as Slack signs.
+fn slack_signature(ts: i64, body: &[u8]) -> String {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(format!("v0:{ts}:").as_bytes());
+    mac.update(body);
+    format!("v0={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 fn config(scheme: Scheme) -> SchemeConfig {
@@ -84,6 +114,13 @@ proptest! {
                 ("x-github-delivery".into(), msg_id.clone()),
             ]),
             (Scheme::HmacSha256, vec![("x-signature".into(), hmac_header::sign(SECRET, &body))]),
+            // Calendly signs as Stripe does, under its own header.
+            (Scheme::Calendly, vec![("calendly-webhook-signature".into(), stripe::sign(SECRET, ts, &body))]),
+            (Scheme::Typeform, vec![("typeform-signature".into(), typeform_signature(&body))]),
+            (Scheme::Slack, vec![
+                ("x-slack-request-timestamp".into(), ts.to_string()),
+                ("x-slack-signature".into(), slack_signature(ts, &body)),
+            ]),
         ];
         let mut tampered = body.clone();
         let at = flip.index(tampered.len());

@@ -47,6 +47,7 @@ mod m20261207_000970_routing_rules;
 mod m20261207_000980_speed_to_lead;
 mod m20261207_000990_users_and_sessions;
 mod m20261207_001000_api_tokens;
+mod m20261207_001010_source_state;
 mod m20261207_001020_subscription_failing_since;
 
 pub struct Migrator;
@@ -95,6 +96,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000980_speed_to_lead::Migration),
             Box::new(m20261207_000990_users_and_sessions::Migration),
             Box::new(m20261207_001000_api_tokens::Migration),
+            Box::new(m20261207_001010_source_state::Migration),
             Box::new(m20261207_001020_subscription_failing_since::Migration),
         ]
     }

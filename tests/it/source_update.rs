@@ -507,6 +507,55 @@ async fn patch_refuses_a_scheme_change_without_secrets_naming_the_field(backend:
     assert_eq!(problem["errors"][0]["field"], "secrets", "{problem}");
     assert!(!problem.to_string().contains("%%%not-base64%%%"));
     assert!(hmac_verifies(&app, "partner", HEX_SECRET, "r-1").await);
+
+    // With its secrets, under If-Match, the scheme changes: the fields of
+    // the scheme follow it, the others stay, and only the new scheme's
+    // deliveries verify.
+    let tag = etag_of(&app.api(&admin), "partner").await;
+    let key = b"partner-standard-key-02";
+    let changed = app
+        .api(&admin)
+        .patch_source(
+            "partner",
+            &json!({"scheme": "standard-webhooks", "secrets": [standard_secret(key)]}),
+        )
+        .header("if-match", &tag)
+        .await;
+    assert_eq!(changed.status(), 200);
+    let changed: Value = changed.json().await.unwrap();
+    assert_eq!(
+        (
+            &changed["scheme"],
+            &changed["event_id_header"],
+            &changed["signature_header"]
+        ),
+        (
+            &json!("standard-webhooks"),
+            &json!("webhook-id"),
+            &Value::Null
+        )
+    );
+    assert_eq!(changed["tolerance_secs"], 60, "set above, kept");
+    assert_eq!(changed["record_pointer"], before.record_pointer.as_str());
+    assert!(!hmac_verifies(&app, "partner", HEX_SECRET, "r-2").await);
+    let body = serde_json::to_vec(&json!({"type": "lead.created",
+                                          "lead": {"id": "r-3", "email": "grace@example.com"}}))
+    .unwrap();
+    let response = app
+        .post_webhook(
+            "partner",
+            &standard_headers(key, "msg_r3", now(), &body),
+            &body,
+        )
+        .await;
+    assert_eq!(response.status(), 202, "{}", response.text().await.unwrap());
+    // The tag it was changed under is stale now.
+    let stale = app
+        .api(&admin)
+        .patch_source("partner", &json!({"tolerance_secs": 30}))
+        .header("if-match", &tag)
+        .await;
+    assert_problem(stale, 412, "/problems/precondition-failed").await;
 }
 
 async fn post_on_an_existing_name_is_409(backend: Backend) {

@@ -23,7 +23,293 @@ on_both_backends!(
     webhook_update_leaves_the_human_owned_status_alone,
     event_type_outside_the_allow_list_is_skipped_with_200,
     unknown_source_answers_like_a_forged_signature_and_oversized_body_is_413,
+    svix_header_names_are_one_event_with_the_webhook_names,
+    typeform_response_signed_as_typeform_signs_becomes_a_lead_once,
+    calendly_invitee_signed_as_calendly_signs_becomes_a_lead_once,
+    slack_event_signed_as_slack_signs_becomes_a_lead_once_and_the_handshake_is_answered,
 );
+
+/// As Slack signs ("Verifying requests from Slack"): `v0=` and the hex
+/// HMAC-SHA256 of `v0:{timestamp}:{body}` keyed with the signing secret,
+/// the timestamp in `X-Slack-Request-Timestamp`.
+fn slack_headers(secret: &str, timestamp: i64, body: &[u8]) -> Headers {
+    let basestring = format!("v0:{timestamp}:");
+    let signature = hex::encode(hmac_of(secret, &[basestring.as_bytes(), body]));
+    vec![
+        ("X-Slack-Request-Timestamp".into(), timestamp.to_string()),
+        ("X-Slack-Signature".into(), format!("v0={signature}")),
+        ("content-type".into(), "application/json".into()),
+    ]
+}
+
+/// HMAC-SHA256 of the parts, keyed with the secret's text.
+fn hmac_of(secret: &str, parts: &[&[u8]]) -> Vec<u8> {
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(secret.as_bytes()).unwrap();
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().to_vec()
+}
+
+/// As Typeform signs (its "secure your webhooks" guide): `sha256=` and the
+/// base64 of the HMAC-SHA256 of the body, keyed with the webhook's secret.
+fn typeform_headers(secret: &str, body: &[u8]) -> Headers {
+    use base64::Engine;
+    let signature = base64::engine::general_purpose::STANDARD.encode(hmac_of(secret, &[body]));
+    vec![
+        ("Typeform-Signature".into(), format!("sha256={signature}")),
+        ("content-type".into(), "application/json".into()),
+    ]
+}
+
+/// As Calendly signs (its webhook signatures guide): `t=<unix>,v1=<hex>`,
+/// the hex HMAC-SHA256 of `{t}.{body}` keyed with the signing key.
+fn calendly_headers(key: &str, t: i64, body: &[u8]) -> Headers {
+    let signature = hex::encode(hmac_of(key, &[t.to_string().as_bytes(), b".", body]));
+    vec![
+        (
+            "Calendly-Webhook-Signature".into(),
+            format!("t={t},v1={signature}"),
+        ),
+        ("content-type".into(), "application/json".into()),
+    ]
+}
+
+async fn typeform_response_signed_as_typeform_signs_becomes_a_lead_once(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let admin = app.admin_token().await;
+    let secret = "typeform-webhook-secret-0123";
+    let created = app
+        .api(&admin)
+        .create_source(
+            &json!({"name": "contact-form", "scheme": "typeform", "secrets": [secret],
+            "record_pointer": "/form_response", "source_ref_pointer": "/token",
+            "email_pointer": "/answers/0/email", "name_pointer": "/answers/1/text",
+            "updated_at_pointer": "/submitted_at"}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    let created = body_of(created).await;
+    assert_eq!(
+        (&created["event_id_pointer"], &created["event_type_pointer"]),
+        (&json!("/event_id"), &json!("/event_type"))
+    );
+    // A form response as Typeform sends it.
+    let body = serde_json::to_vec(&json!({
+        "event_id": "01HQZ8K9X4R2B7T3M5N6P8Q9R0",
+        "event_type": "form_response",
+        "form_response": {
+            "form_id": "lT4Z3j",
+            "token": "a3a12ec67a1365927098a606107fac15",
+            "submitted_at": "2026-11-30T10:00:00Z",
+            "answers": [
+                {"type": "email", "email": "Ada@Example.com", "field": {"id": "f1", "type": "email"}},
+                {"type": "text", "text": "Ada Lovelace", "field": {"id": "f2", "type": "short_text"}}
+            ]
+        }
+    }))
+    .unwrap();
+    let headers = typeform_headers(secret, &body);
+    let response = app.post_webhook("contact-form", &headers, &body).await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert_eq!(ack["event_id"], "01HQZ8K9X4R2B7T3M5N6P8Q9R0");
+    let id = ack["id"].as_i64().unwrap();
+
+    // Typeform retries the same body: one event.
+    let again = app.post_webhook("contact-form", &headers, &body).await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(body_of(again).await["duplicate"], true);
+    // Tampered, unsigned or signed with another secret: 401.
+    let mut tampered = body.clone();
+    tampered[30] ^= 1;
+    let cases = [
+        (headers.clone(), tampered),
+        (
+            typeform_headers("another-secret-entirely-0", &body),
+            body.clone(),
+        ),
+        (vec![], body.clone()),
+    ];
+    for (headers, body) in cases {
+        let response = app.post_webhook("contact-form", &headers, &body).await;
+        assert_eq!(response.status(), 401);
+    }
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    assert_eq!(event.event_type.as_deref(), Some("form_response"));
+    let lead = app.lead_by_ref("a3a12ec67a1365927098a606107fac15").await;
+    assert_eq!(lead.source, "contact-form");
+    assert_eq!(lead.email.as_deref(), Some("ada@example.com"));
+    assert_eq!(lead.name.as_deref(), Some("Ada Lovelace"));
+    assert_eq!(app.count(inbox_event::Entity).await, 1);
+}
+
+async fn calendly_invitee_signed_as_calendly_signs_becomes_a_lead_once(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let admin = app.admin_token().await;
+    let key = "calendly-signing-key-0123456";
+    let created = app
+        .api(&admin)
+        .create_source(
+            &json!({"name": "meetings", "scheme": "calendly", "secrets": [key],
+            "record_pointer": "/payload", "source_ref_pointer": "/uri",
+            "allowed_event_types": ["invitee.created"]}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+    // An invitee.created event as Calendly sends it.
+    let invitee = |event: &str| {
+        serde_json::to_vec(&json!({
+            "created_at": "2026-11-30T10:00:00.000000Z",
+            "created_by": "https://api.calendly.com/users/AAAAAAAAAAAAAAAA",
+            "event": event,
+            "payload": {
+                "uri": "https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/AAAAAAAAAAAAAAAA",
+                "email": "grace@example.com",
+                "name": "Grace Hopper",
+                "updated_at": "2026-11-30T10:00:00.000000Z",
+                "status": "active"
+            }
+        }))
+        .unwrap()
+    };
+    let body = invitee("invitee.created");
+    let response = app
+        .post_webhook("meetings", &calendly_headers(key, now(), &body), &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert!(
+        ack["event_id"].as_str().unwrap().starts_with("sha256:"),
+        "{ack}"
+    );
+    let id = ack["id"].as_i64().unwrap();
+
+    // A retry, signed again later, is the same event: the signed body is its identity.
+    let again = app
+        .post_webhook("meetings", &calendly_headers(key, now() + 1, &body), &body)
+        .await;
+    assert_eq!(again.status(), 200);
+    assert_eq!(body_of(again).await["id"], id);
+    // Stale, from the future, or under another key: 401.
+    for headers in [
+        calendly_headers(key, now() - 600, &body),
+        calendly_headers(key, now() + 600, &body),
+        calendly_headers("another-signing-key-000000", now(), &body),
+    ] {
+        let response = app.post_webhook("meetings", &headers, &body).await;
+        assert_eq!(response.status(), 401);
+    }
+    // Another event type is stored and skipped.
+    let canceled = invitee("invitee.canceled");
+    let response = app
+        .post_webhook(
+            "meetings",
+            &calendly_headers(key, now(), &canceled),
+            &canceled,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(body_of(response).await["state"], "skipped");
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    let lead = app
+        .lead_by_ref(
+            "https://api.calendly.com/scheduled_events/GBGBDCAADAEDCRZ2/invitees/AAAAAAAAAAAAAAAA",
+        )
+        .await;
+    assert_eq!(lead.email.as_deref(), Some("grace@example.com"));
+    assert_eq!(lead.name.as_deref(), Some("Grace Hopper"));
+}
+
+/// Signs as Svix's libraries do (`svix` `Webhook.sign`): the secret after
+/// `whsec_` is base64 of the key; `v1,` + base64 HMAC-SHA256 of
+/// `{svix-id}.{svix-timestamp}.{body}`, sent as `svix-id`,
+/// `svix-timestamp` and `svix-signature`.
+fn svix_headers(secret: &str, msg_id: &str, timestamp: i64, body: &[u8]) -> Headers {
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use hmac::{Hmac, KeyInit, Mac};
+    let key = STANDARD
+        .decode(secret.strip_prefix("whsec_").unwrap())
+        .unwrap();
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&key).unwrap();
+    mac.update(format!("{msg_id}.{timestamp}.").as_bytes());
+    mac.update(body);
+    let signature = STANDARD.encode(mac.finalize().into_bytes());
+    vec![
+        ("svix-id".into(), msg_id.into()),
+        ("svix-timestamp".into(), timestamp.to_string()),
+        ("svix-signature".into(), format!("v1,{signature}")),
+        ("content-type".into(), "application/json".into()),
+    ]
+}
+
+async fn svix_header_names_are_one_event_with_the_webhook_names(backend: Backend) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let key = app.standard_source("webform").await;
+    let secret = standard_secret(&key);
+    let body = lead_event("form-1", "ada@example.com", "2026-11-30T10:00:00Z");
+
+    let svix = svix_headers(&secret, "msg_svix_1", now(), &body);
+    let response = app.post_webhook("webform", &svix, &body).await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert_eq!(ack["event_id"], "msg_svix_1", "svix-id is the event id");
+    let id = ack["id"].as_i64().unwrap();
+
+    // The same message under the webhook-* names is the same event.
+    let again = standard_headers(&key, "msg_svix_1", now(), &body);
+    let response = app.post_webhook("webform", &again, &body).await;
+    assert_eq!(response.status(), 200);
+    let ack = body_of(response).await;
+    assert_eq!(
+        (ack["id"].as_i64(), &ack["duplicate"]),
+        (Some(id), &json!(true))
+    );
+
+    // Forged or stale under Svix's names: 401, as under the others.
+    let mut tampered = body.clone();
+    tampered[20] ^= 1;
+    let stale = svix_headers(&secret, "msg_svix_2", now() - 600, &body);
+    for (case, headers, body) in [
+        ("tampered", svix.clone(), tampered),
+        ("stale", stale, body.clone()),
+    ] {
+        let response = app.post_webhook("webform", &headers, &body).await;
+        assert_eq!(response.status(), 401, "{case}");
+    }
+
+    // Both sets: the webhook-* set counts; a right svix-signature does not
+    // rescue a wrong webhook-signature.
+    let other = lead_event("form-2", "bob@example.com", "2026-11-30T10:00:00Z");
+    let mut both = svix_headers(&secret, "msg_svix_3", now(), &other);
+    both.extend(standard_headers(
+        b"not-the-key-at-all-000",
+        "msg_std_3",
+        now(),
+        &other,
+    ));
+    let response = app.post_webhook("webform", &both, &other).await;
+    assert_eq!(response.status(), 401);
+    let mut both = svix_headers(&secret, "msg_svix_3", now(), &other);
+    both.extend(standard_headers(&key, "msg_std_3", now(), &other));
+    let response = app.post_webhook("webform", &both, &other).await;
+    assert_eq!(response.status(), 202);
+    assert_eq!(body_of(response).await["event_id"], "msg_std_3");
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.deliveries, 2);
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    assert_eq!(app.count(inbox_event::Entity).await, 2);
+    // An unknown name answers Svix's names as it answers any others.
+    let response = app.post_webhook("nobody", &svix, &body).await;
+    assert_eq!(response.status(), 401);
+}
 
 async fn body_of(response: reqwest::Response) -> Value {
     response.json().await.unwrap()
@@ -417,4 +703,102 @@ async fn unknown_source_answers_like_a_forged_signature_and_oversized_body_is_41
         assert_problem(response, 413, "/problems/payload-too-large").await;
     }
     assert_eq!(app.count(inbox_event::Entity).await, 0);
+}
+
+async fn slack_event_signed_as_slack_signs_becomes_a_lead_once_and_the_handshake_is_answered(
+    backend: Backend,
+) {
+    let app = TestApp::spawn_with_workers(backend).await;
+    let admin = app.admin_token().await;
+    let secret = "8f742231b10e8888abcd99yyyzzz85a5";
+    let created = app
+        .api(&admin)
+        .create_source(
+            &json!({"name": "slack-leads", "scheme": "slack", "secrets": [secret],
+            "record_pointer": "/event/metadata/event_payload", "source_ref_pointer": "/id"}),
+        )
+        .await;
+    assert_eq!(created.status(), 201);
+
+    // Saving the Events API request URL: Slack's signed handshake.
+    let handshake = br#"{"token":"Jhj5dZrVaK7ZwHHjRyZWjbDl","challenge":"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P","type":"url_verification"}"#;
+    let response = app
+        .post_webhook(
+            "slack-leads",
+            &slack_headers(secret, now(), handshake),
+            handshake,
+        )
+        .await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        body_of(response).await,
+        json!({"challenge": "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P"})
+    );
+    // Unsigned, or to a name nobody configured: no challenge answered.
+    for (name, headers) in [
+        (
+            "slack-leads",
+            slack_headers("not-the-signing-secret-00", now(), handshake),
+        ),
+        ("nobody", slack_headers(secret, now(), handshake)),
+    ] {
+        let response = app.post_webhook(name, &headers, handshake).await;
+        assert_eq!(response.status(), 401, "{name}");
+    }
+    assert_eq!(
+        app.count(inbox_event::Entity).await,
+        0,
+        "a handshake is not stored"
+    );
+
+    // An event callback, as Slack sends it.
+    let body = serde_json::to_vec(&json!({
+        "token": "XXYYZZ",
+        "team_id": "T123ABC456",
+        "api_app_id": "A123ABC456",
+        "type": "event_callback",
+        "event_id": "Ev08MFMKH6",
+        "event_time": 1_764_500_000,
+        "event": {
+            "type": "message",
+            "channel": "C2147483705",
+            "ts": "1764500000.000100",
+            "text": "New lead",
+            "metadata": {
+                "event_type": "lead_created",
+                "event_payload": {"id": "slack-lead-1", "email": "Grace@Example.com", "name": "Grace Hopper"}
+            }
+        }
+    }))
+    .unwrap();
+    let response = app
+        .post_webhook("slack-leads", &slack_headers(secret, now(), &body), &body)
+        .await;
+    assert_eq!(response.status(), 202);
+    let ack = body_of(response).await;
+    assert_eq!(ack["event_id"], "Ev08MFMKH6");
+    let id = ack["id"].as_i64().unwrap();
+    // Slack's retry (X-Slack-Retry-Num), signed again: the same event.
+    let mut retry = slack_headers(secret, now() + 1, &body);
+    retry.push(("X-Slack-Retry-Num".into(), "1".into()));
+    let response = app.post_webhook("slack-leads", &retry, &body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(body_of(response).await["id"], id);
+    // Stale or tampered: 401.
+    let mut tampered = body.clone();
+    tampered[12] ^= 1;
+    for (headers, body) in [
+        (slack_headers(secret, now() - 600, &body), body.clone()),
+        (slack_headers(secret, now(), &body), tampered),
+    ] {
+        let response = app.post_webhook("slack-leads", &headers, &body).await;
+        assert_eq!(response.status(), 401);
+    }
+
+    let event = app.wait_for_state(id, "processed").await;
+    assert_eq!(event.event_type.as_deref(), Some("message"));
+    assert_eq!(event.outcome.as_deref(), Some("created"));
+    let lead = app.lead_by_ref("slack-lead-1").await;
+    assert_eq!(lead.email.as_deref(), Some("grace@example.com"));
+    assert_eq!(app.count(inbox_event::Entity).await, 1);
 }

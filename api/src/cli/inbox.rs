@@ -9,7 +9,7 @@ use domain::page::IdWindow;
 use domain::retry::RetryPolicy;
 use domain::store::Store;
 
-use super::output::OutputArgs;
+use super::output::{Format, OutputArgs};
 use super::{describe, describe_missing};
 use crate::wire::inbox::InboxEventOut;
 
@@ -24,6 +24,16 @@ pub enum InboxCommand {
         limit: u64,
         #[command(flatten)]
         output: OutputArgs,
+    },
+    /// Show one event: its payload and headers (masked as log lines are),
+    /// how it was verified, and what it became (state, outcome, lead).
+    Show {
+        /// The event's id (`leadpipe inbox list`).
+        id: i64,
+        /// table: the event's fields, then its payload; json: the event as
+        /// one JSON object, as `GET /api/ops/inbox/{id}` answers it.
+        #[arg(long, short = 'o', value_enum, default_value_t = Format::Table)]
+        output: Format,
     },
     /// Send an event (by id) or every event matching a filter back for
     /// processing. The same event is reprocessed, so no lead is duplicated.
@@ -115,6 +125,12 @@ pub async fn run_inbox(db: &Store, command: InboxCommand) -> anyhow::Result<()> 
                 ],
             )?;
         }
+        InboxCommand::Show { id, output } => {
+            let event = ops::get(db, id)
+                .await?
+                .ok_or_else(|| describe_missing("inbox event")(domain::Error::NotFound))?;
+            show(&InboxEventOut::shown(event), output)?;
+        }
         InboxCommand::Retry {
             id,
             filter,
@@ -171,6 +187,62 @@ pub async fn run_inbox(db: &Store, command: InboxCommand) -> anyhow::Result<()> 
                 }
             }
         },
+    }
+    Ok(())
+}
+
+/// One event: as JSON, or its fields one a line, then its payload.
+fn show(event: &InboxEventOut, output: Format) -> anyhow::Result<()> {
+    if output == Format::Json {
+        println!("{}", serde_json::to_string(event)?);
+        return Ok(());
+    }
+    let or_none = |value: Option<String>| value.unwrap_or_else(|| "-".into());
+    let verification = event.verification.as_ref().map(|v| {
+        format!(
+            "{}; event id {} ({})",
+            v.signature,
+            if v.event_id_signed {
+                "signed"
+            } else {
+                "not signed: the body's hash backs it"
+            },
+            event.event_id_from
+        )
+    });
+    let lines = [
+        ("id", event.id.to_string()),
+        ("source", event.source.clone()),
+        ("event_id", event.event_id.clone()),
+        ("event_type", or_none(event.event_type.clone())),
+        ("received_at", event.received_at.to_rfc3339()),
+        ("deliveries", event.deliveries.to_string()),
+        ("verification", or_none(verification)),
+        ("state", event.state.clone()),
+        ("outcome", or_none(event.outcome.clone())),
+        ("lead_id", or_none(event.lead_id.map(|id| id.to_string()))),
+        ("attempts", event.attempts.to_string()),
+        ("last_error", or_none(event.last_error.clone())),
+        (
+            "processed_at",
+            or_none(event.processed_at.map(|t| t.to_rfc3339())),
+        ),
+        ("correlation_id", or_none(event.correlation_id.clone())),
+    ];
+    for (name, value) in lines {
+        println!("{name:<15} {value}");
+    }
+    if let Some(headers) = event.headers.as_ref().and_then(|h| h.as_object()) {
+        println!("headers");
+        for (name, value) in headers {
+            println!("  {name}: {}", value.as_str().unwrap_or_default());
+        }
+    }
+    println!("payload");
+    match (&event.body, &event.body_text) {
+        (Some(body), _) => println!("{}", serde_json::to_string_pretty(body)?),
+        (None, Some(text)) if !text.is_empty() => println!("{text}"),
+        _ => println!("  (none: erased, or past its retention)"),
     }
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 use domain::inbound::signature::{Scheme, generate_standard_secret};
+use domain::inbound::source::state::{self, SourceState};
 use domain::inbound::source::{self, NewSource, SourceConfig, SourcePatch};
 use domain::net_guard::OutboundPolicy;
 use domain::precondition::IfMatch;
@@ -33,6 +34,25 @@ pub enum SourceCommand {
     List {
         #[command(flatten)]
         output: OutputArgs,
+    },
+    /// Remove a webhook source: its secrets go, deliveries to its name are
+    /// refused as to an unknown name, the intake tokens bound to it are
+    /// revoked and its waiting events end dead; its events and leads stay.
+    Remove {
+        /// The source to remove.
+        name: String,
+    },
+    /// Pause a webhook source: its deliveries are still verified, stored
+    /// and answered, but not processed until it is resumed.
+    Pause {
+        /// The source to pause.
+        name: String,
+    },
+    /// Resume a paused webhook source: its held events are processed in
+    /// the order they arrived.
+    Resume {
+        /// The source to resume.
+        name: String,
     },
 }
 
@@ -281,11 +301,53 @@ pub async fn run_source(
                 .collect();
             output.print(
                 &sources,
-                &["name", "scheme", "secret_count", "allowed_event_types"],
+                &[
+                    "name",
+                    "scheme",
+                    "state",
+                    "secret_count",
+                    "allowed_event_types",
+                ],
             )?;
+        }
+        SourceCommand::Remove { name } => {
+            let txn = db.begin_write().await?;
+            let removal = state::remove(&*txn, &name, &IfMatch::Any)
+                .await
+                .map_err(missing(&name))?;
+            txn.commit().await?;
+            println!(
+                "source '{name}' removed; {} intake principal(s) revoked, {} waiting event(s) \
+                 now dead; its events and leads stay",
+                removal.revoked_intake_principals, removal.abandoned_events
+            );
+        }
+        SourceCommand::Pause { name } => {
+            let paused = state::set_state(db, &name, SourceState::Paused, &IfMatch::Any)
+                .await
+                .map_err(missing(&name))?;
+            show("paused", &SourceOut::from(paused))?;
+        }
+        SourceCommand::Resume { name } => {
+            let resumed = state::set_state(db, &name, SourceState::Active, &IfMatch::Any)
+                .await
+                .map_err(missing(&name))?;
+            workers::wake::announce_once(db, domain::store::Work::Inbox).await;
+            show("resumed", &SourceOut::from(resumed))?;
         }
     }
     Ok(())
+}
+
+/// An unknown source is exit code 3, naming it.
+fn missing(name: &str) -> impl FnOnce(domain::Error) -> anyhow::Error + '_ {
+    move |err| match err {
+        domain::Error::NotFound => Failure::error(
+            Exit::NotFound,
+            format!("no source '{name}' (`leadpipe source list` shows them)"),
+        ),
+        other => describe(other),
+    }
 }
 
 async fn add(

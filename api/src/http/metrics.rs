@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use actix_web::HttpResponse;
+use domain::inbound::source::SourceState;
 use domain::ops::stats::Stats;
 use metrics_exporter_prometheus::formatting::sanitize_label_value;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -206,17 +207,27 @@ impl Gauges {
         let mut inbox = Vec::new();
         let mut oldest = Vec::new();
         let mut leads = Vec::new();
+        let mut paused = Vec::new();
         for source in &stats.sources {
             let name = sanitize_label_value(&source.source);
+            let held = source.state == Some(SourceState::Paused.as_str());
+            if matches!(source.state, Some(state) if state != SourceState::Removed.as_str()) {
+                paused.push((format!("{{source=\"{name}\"}}"), f64::from(u8::from(held))));
+            }
             for (state, n) in &source.inbox {
                 inbox.push((
                     format!("{{source=\"{name}\",state=\"{state}\"}}"),
                     *n as f64,
                 ));
             }
+            // A paused source's events wait for it, not for the workers.
             oldest.push((
                 format!("{{source=\"{name}\"}}"),
-                aged(source.oldest_unprocessed_age_seconds),
+                if held {
+                    0.0
+                } else {
+                    aged(source.oldest_unprocessed_age_seconds)
+                },
             ));
             leads.push((format!("{{source=\"{name}\"}}"), source.leads as f64));
         }
@@ -235,6 +246,13 @@ impl Gauges {
             oldest,
         );
         family(out, "leadpipe_leads", "gauge", "Leads by source", leads);
+        family(
+            out,
+            "leadpipe_source_paused",
+            "gauge",
+            "1 while a webhook source is paused (its events wait), else 0",
+            paused,
+        );
         family(
             out,
             "leadpipe_outbox_events_pending",

@@ -8,8 +8,9 @@
 //! and changes nothing; a repeated `PATCH` sets the same fields again.
 
 use actix_web::http::header;
+use actix_web::{HttpRequest, delete, get, patch, post};
 use actix_web::{HttpResponse, web};
-use actix_web::{get, patch, post};
+use domain::inbound::source::state::{self as source_state, SourceState};
 use domain::inbound::source::{self, NewSource, SourceConfig, SourcePatch};
 
 use crate::http::auth::{AdminOnly, Caller, OpsUp};
@@ -25,12 +26,16 @@ use crate::wire::sources as wire;
 
 use wire::SourceList;
 use wire::SourceOut;
+use wire::SourceRemovedOut;
 
 pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(list_sources)
         .service(create_source)
         .service(get_source)
-        .service(patch_source);
+        .service(patch_source)
+        .service(delete_source)
+        .service(pause_source)
+        .service(resume_source);
 }
 
 /// List webhook sources, without secrets.
@@ -162,4 +167,145 @@ async fn patch_source(
     let changed = SourceOut::from(changed);
     tracing::info!(source = %changed.name, scheme = %changed.scheme, version = changed.version, "source changed");
     Ok(ok_tagged(&changed))
+}
+
+/// Remove a webhook source.
+///
+/// Its secrets and pull settings are deleted; later deliveries to
+/// `/webhooks/{name}` get the same `401` as any unknown name. Its inbox
+/// events and leads stay (under retention); those of its events still
+/// waiting end `dead` (`last_error`: "the source was removed"), and the
+/// intake tokens bound to it are revoked (servers that remember a token
+/// accept it for at most `LEADPIPE_AUTH_CACHE_SECS` more). A source created
+/// later under the same name starts afresh. `If-Match` with its `ETag`
+/// removes it only at that version (`412` otherwise).
+#[utoipa::path(
+    operation_id = "delete_source",
+    tag = "sources",
+    params(("name" = String, Path, description = "The source's name"), IfMatch),
+    responses(
+        (status = 200, description = "Removed, and what went with it", body = SourceRemovedOut),
+        (status = 404, description = "`/problems/not-found`: no such source"),
+        (status = 412, description = "`/problems/precondition-failed`: the source changed since the `ETag` given"),
+    ),
+    security(("bearer" = ["admin"])),
+)]
+#[delete("/api/sources/{name}")]
+async fn delete_source(
+    caller: Caller<AdminOnly>,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let name = name.into_inner();
+    let if_match = if_match_version(&req);
+    let txn = state.db.begin_write().await?;
+    let removal = source_state::remove(&*txn, &name, &if_match)
+        .await
+        .map_err(|err| not_found(err, &name))?;
+    txn.commit().await?;
+    tracing::info!(
+        source = %name,
+        principal = caller.id,
+        revoked_intake_principals = removal.revoked_intake_principals,
+        abandoned_events = removal.abandoned_events,
+        "source removed"
+    );
+    Ok(HttpResponse::Ok().json(SourceRemovedOut {
+        name,
+        revoked_intake_principals: removal.revoked_intake_principals,
+        abandoned_events: removal.abandoned_events,
+    }))
+}
+
+/// Pause a webhook source: its deliveries are held, not processed.
+///
+/// While paused, deliveries are verified, stored and answered as ever
+/// (`202`), but the inbox workers leave its events (other sources' events
+/// go on); they do not count towards `LEADPIPE_INBOX_BACKLOG_LIMIT`.
+/// Resuming processes them in the order they arrived. Pausing a paused
+/// source changes nothing. `If-Match` as for `PATCH`.
+#[utoipa::path(
+    operation_id = "pause_source",
+    tag = "sources",
+    params(("name" = String, Path, description = "The source's name"), IfMatch),
+    responses(
+        (status = 200, description = "The source, `state: paused`", body = SourceOut, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such source"),
+        (status = 412, description = "`/problems/precondition-failed`: the source changed since the `ETag` given"),
+    ),
+    security(("bearer" = ["ops", "admin"])),
+)]
+#[post("/api/sources/{name}/pause")]
+async fn pause_source(
+    caller: Caller<OpsUp>,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    set_state(
+        caller.id,
+        &state,
+        &req,
+        name.into_inner(),
+        SourceState::Paused,
+    )
+    .await
+}
+
+/// Resume a paused webhook source: its held events are processed, in the
+/// order they arrived.
+///
+/// Resuming an active source changes nothing. `If-Match` as for `PATCH`.
+#[utoipa::path(
+    operation_id = "resume_source",
+    tag = "sources",
+    params(("name" = String, Path, description = "The source's name"), IfMatch),
+    responses(
+        (status = 200, description = "The source, `state: active`", body = SourceOut, headers(("ETag" = String))),
+        (status = 404, description = "`/problems/not-found`: no such source"),
+        (status = 412, description = "`/problems/precondition-failed`: the source changed since the `ETag` given"),
+    ),
+    security(("bearer" = ["ops", "admin"])),
+)]
+#[post("/api/sources/{name}/resume")]
+async fn resume_source(
+    caller: Caller<OpsUp>,
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    set_state(
+        caller.id,
+        &state,
+        &req,
+        name.into_inner(),
+        SourceState::Active,
+    )
+    .await
+}
+
+async fn set_state(
+    principal: i64,
+    state: &AppState,
+    req: &HttpRequest,
+    name: String,
+    to: SourceState,
+) -> Result<HttpResponse, ApiError> {
+    let changed = source_state::set_state(&state.db, &name, to, &if_match_version(req))
+        .await
+        .map_err(|err| not_found(err, &name))?;
+    if to == SourceState::Active {
+        // Its held events are claimable now.
+        state.db.enqueued(domain::store::Work::Inbox);
+    }
+    tracing::info!(source = %name, principal, state = %to, "source state set");
+    Ok(ok_tagged(&SourceOut::from(changed)))
+}
+
+fn not_found(err: domain::Error, name: &str) -> ApiError {
+    match err {
+        domain::Error::NotFound => ApiError::NotFound(format!("no source '{name}'")),
+        other => other.into(),
+    }
 }

@@ -7,7 +7,7 @@ use actix_web::http::header;
 use actix_web::post;
 use actix_web::{HttpRequest, HttpResponse, web};
 use chrono::Utc;
-use domain::inbound::accept::{self, Refused};
+use domain::inbound::accept::{self, Accepted, Refused};
 use domain::inbound::inbox::InboxState;
 use domain::inbound::inbox::receive::{Delivery, Received};
 use domain::inbound::signature::HeaderFn;
@@ -27,7 +27,7 @@ pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(receive_webhook);
 }
 
-/// The signature headers of the four schemes; which ones a delivery needs
+/// The signature headers of the schemes; which ones a delivery needs
 /// depends on its source's `scheme`.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Header)]
@@ -45,6 +45,16 @@ struct SignatureHeaders {
     /// signatures for `whpk_` keys); any may match.
     #[param(rename = "webhook-signature")]
     webhook_signature: Option<String>,
+    /// `standard-webhooks`, as Svix names it: `webhook-id`'s value, read
+    /// when the request carries no `webhook-*` header.
+    #[param(rename = "svix-id")]
+    svix_id: Option<String>,
+    /// `standard-webhooks`, as Svix names it: `webhook-timestamp`'s value.
+    #[param(rename = "svix-timestamp")]
+    svix_timestamp: Option<String>,
+    /// `standard-webhooks`, as Svix names it: `webhook-signature`'s value.
+    #[param(rename = "svix-signature")]
+    svix_signature: Option<String>,
     /// `stripe`: `t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">[,v1=…]`.
     #[param(rename = "Stripe-Signature")]
     stripe_signature: Option<String>,
@@ -62,6 +72,18 @@ struct SignatureHeaders {
     /// `signature_header` (default `X-Signature`).
     #[param(rename = "X-Signature")]
     x_signature: Option<String>,
+    /// `typeform`: `sha256=<base64 HMAC-SHA256 of the body>`.
+    #[param(rename = "Typeform-Signature")]
+    typeform_signature: Option<String>,
+    /// `calendly`: `t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{body}">`.
+    #[param(rename = "Calendly-Webhook-Signature")]
+    calendly_webhook_signature: Option<String>,
+    /// `slack`: `v0=<hex HMAC-SHA256 of "v0:{X-Slack-Request-Timestamp}:{body}">`.
+    #[param(rename = "X-Slack-Signature")]
+    x_slack_signature: Option<String>,
+    /// `slack`: unix seconds, within the source's `tolerance_secs`.
+    #[param(rename = "X-Slack-Request-Timestamp")]
+    x_slack_request_timestamp: Option<String>,
 }
 
 /// The answer to a sender.
@@ -95,7 +117,7 @@ struct Acknowledged {
     responses(
         (status = 202, description = "A new event, queued for processing", body = Acknowledged,
             headers(("Location" = String, description = "`/api/ops/inbox/{id}`")), example = json!(examples::webhook_queued())),
-        (status = 200, description = "A duplicate of a stored event (the original's `id` and current `state`, `duplicate: true`), or an event type the source does not allow (`state: skipped`)",
+        (status = 200, description = "A duplicate of a stored event (the original's `id` and current `state`, `duplicate: true`), or an event type the source does not allow (`state: skipped`). A `slack` source's signed `url_verification` request is answered `{\"challenge\": …}` instead, and not stored",
             body = Acknowledged, headers(("Location" = String, description = "`/api/ops/inbox/{id}`")), example = json!(examples::webhook_duplicate())),
         (status = 401, description = "`/problems/invalid-signature`: no such source, or the signature is missing, malformed, outside the time tolerance or wrong — one answer for all, so that source names cannot be probed; the reason is logged and counted (`leadpipe_webhook_deliveries_total{result=\"rejected\",reason}`). Nothing is stored"),
         (status = 408, description = "`/problems/body-timeout`: the body came too slowly (`LEADPIPE_BODY_TIMEOUT_SECS`, then `LEADPIPE_BODY_MIN_RATE` bytes a second); nothing is stored and the connection closes"),
@@ -150,11 +172,14 @@ async fn receive_webhook(
         )
         .await;
     match accepted {
-        Ok(received) => {
+        Ok(Accepted::Stored(received)) => {
             if received.needs_processing() {
                 state.admission.admitted();
             }
             Ok(acknowledge(received))
+        }
+        Ok(Accepted::Challenge(challenge)) => {
+            Ok(HttpResponse::Ok().json(serde_json::json!({ "challenge": challenge })))
         }
         Err(Refused::Unverified(reason)) => {
             // An unverified attempt counts against its client's address,

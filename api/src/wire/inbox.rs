@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use domain::entities::inbox_event;
 use domain::inbound::inbox::InboxState;
+use domain::redact::{mask, mask_json};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -48,6 +49,23 @@ pub struct InboxEventOut {
     pub body: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub body_text: Option<String>,
+    /// `GET /api/ops/inbox/{id}` only: how its delivery was verified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<VerificationOut>,
+}
+
+/// How a stored event's delivery was verified.
+#[derive(Serialize, Deserialize, ToSchema)]
+#[schema(as = InboxVerification)]
+pub struct VerificationOut {
+    /// Always `verified`: a delivery whose signature does not verify is
+    /// refused (`401`) and never stored.
+    pub signature: String,
+    /// Whether the signature covers the event id: a header the scheme signs
+    /// or a pointer into the signed body. When it does not (`false`), the
+    /// body's SHA-256 is kept too, so a replay under a new id is still a
+    /// repeat.
+    pub event_id_signed: bool,
 }
 
 impl InboxEventOut {
@@ -75,6 +93,7 @@ impl InboxEventOut {
             headers: None,
             body: None,
             body_text: None,
+            verification: None,
         }
     }
 
@@ -89,6 +108,24 @@ impl InboxEventOut {
             body: parsed,
             body_text,
             ..Self::summary(e)
+        }
+    }
+
+    /// One event as ops see it: [`InboxEventOut::detail`] with every string
+    /// of its headers and body masked as log lines are (tokens, secrets,
+    /// signatures, email addresses, phone numbers), and how it was verified.
+    pub fn shown(e: inbox_event::Model) -> Self {
+        let verification = VerificationOut {
+            signature: "verified".into(),
+            event_id_signed: e.body_sha256.is_none(),
+        };
+        let detail = Self::detail(e);
+        Self {
+            headers: detail.headers.map(mask_json),
+            body: detail.body.map(mask_json),
+            body_text: detail.body_text.map(|text| mask(&text).into_owned()),
+            verification: Some(verification),
+            ..detail
         }
     }
 }

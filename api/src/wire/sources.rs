@@ -46,6 +46,21 @@ pub struct SourceOut {
     /// The configuration's version, also its `ETag` (`"3"`): send it as
     /// `If-Match` with a change. Moving the reconcile cursor leaves it.
     pub version: i64,
+    /// `active`, or `paused`: its deliveries are stored and answered, not
+    /// processed until it is resumed.
+    #[schema(value_type = domain::inbound::source::SourceState)]
+    pub state: String,
+}
+
+/// What removing a source did.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = SourceRemoved)]
+pub struct SourceRemovedOut {
+    pub name: String,
+    /// Intake principals bound to the source, revoked with it.
+    pub revoked_intake_principals: u64,
+    /// Its events that still waited, now `dead`.
+    pub abandoned_events: u64,
 }
 
 impl Versioned for SourceOut {
@@ -83,6 +98,7 @@ impl From<source::Model> for SourceOut {
             cron: m.reconcile_cron,
             reconcile_cursor: m.reconcile_cursor,
             version: m.version,
+            state: m.state,
         }
     }
 }
@@ -126,6 +142,7 @@ mod tests {
             reconcile_cron: Some("0 */5 * * * *".into()),
             reconcile_cursor: Some("cursor-1".into()),
             version: 1,
+            state: "active".into(),
         }
     }
 

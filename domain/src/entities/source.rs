@@ -38,6 +38,8 @@ pub struct Model {
     /// The configuration's version, its `ETag`: every change moves it (the
     /// reconcile cursor and a re-sealing of the secrets do not).
     pub version: i64,
+    /// `active`, `paused` or `removed` ([`crate::inbound::source::SourceState`]).
+    pub state: String,
 }
 
 // Hand-written so the secrets never reach logs through `{:?}`.

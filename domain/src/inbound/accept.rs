@@ -12,7 +12,8 @@ use chrono::{DateTime, Utc};
 use crate::Error;
 use crate::inbound::inbox::InboxState;
 use crate::inbound::inbox::receive::{Delivery, Received, receive};
-use crate::inbound::signature::{self, VerifyRequest};
+use crate::inbound::signature::standard_webhooks::SvixNames;
+use crate::inbound::signature::{self, Scheme, VerifyRequest, slack};
 use crate::inbound::source::{self, Source, StandIn};
 use crate::sealed::Keyring;
 use crate::source_name::is_valid_source_name;
@@ -25,6 +26,16 @@ pub const UNKNOWN_SOURCE: &str = "(unknown)";
 /// A delivery's source, looked up by the name it was posted to.
 pub struct Door {
     found: Option<Source>,
+}
+
+/// What a verified delivery came to.
+#[derive(Debug)]
+pub enum Accepted {
+    /// Stored in the inbox (or found there: a repeat).
+    Stored(Received),
+    /// A sender's handshake, answered with this challenge and not stored:
+    /// a `slack` source's `url_verification`.
+    Challenge(String),
 }
 
 /// Why a delivery was not stored.
@@ -74,7 +85,7 @@ impl Door {
         delivery: &Delivery<'_>,
         now: DateTime<Utc>,
         allowance: impl FnOnce(&str) -> Result<(), E>,
-    ) -> Result<Received, Refused<E>> {
+    ) -> Result<Accepted, Refused<E>> {
         // A name nobody configured is verified against a stand-in: the same
         // work, so the answer's timing does not tell the names apart.
         let known = self.found.is_some();
@@ -85,6 +96,19 @@ impl Door {
             return Err(Refused::Failed(Error::Db(sea_orm::DbErr::Custom(
                 "the stand-in source did not open".into(),
             ))));
+        };
+        // Svix's header names stand for the Standard Webhooks ones, for the
+        // event's identity as for its signature.
+        let svix_names = SvixNames::new(delivery.headers);
+        let standard = Delivery {
+            headers: &svix_names,
+            body: delivery.body,
+            correlation_id: delivery.correlation_id.clone(),
+        };
+        let delivery = if source.scheme.scheme == Scheme::StandardWebhooks {
+            &standard
+        } else {
+            delivery
         };
         let verified = signature::verify_evenly(
             &source.scheme,
@@ -109,6 +133,13 @@ impl Door {
             count(&source.name, "rejected", "rate_limited");
             return Err(Refused::OverAllowance(over));
         }
+        if source.scheme.scheme == Scheme::Slack
+            && let Some(challenge) = slack::url_verification_challenge(delivery.body)
+        {
+            count(&source.name, "challenge", "");
+            tracing::info!(source = %source.name, "webhook handshake answered");
+            return Ok(Accepted::Challenge(challenge));
+        }
         // One statement on the pool: the store takes SQLite's write turn.
         let received = receive(store, store.hasher(), &source, delivery, now)
             .await
@@ -131,7 +162,7 @@ impl Door {
         if received.needs_processing() {
             store.enqueued(Work::Inbox);
         }
-        Ok(received)
+        Ok(Accepted::Stored(received))
     }
 }
 

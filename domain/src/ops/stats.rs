@@ -13,8 +13,9 @@ use sea_orm::{
 use serde::Serialize;
 
 use crate::clock;
-use crate::entities::{inbox_event, lead, outbox_delivery, outbox_event, subscription};
+use crate::entities::{inbox_event, lead, outbox_delivery, outbox_event, source, subscription};
 use crate::inbound::inbox::InboxState;
+use crate::inbound::source::SourceState;
 use crate::outbound::subscription as subscriptions;
 use crate::store::Dialect;
 
@@ -54,6 +55,10 @@ impl Window {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct SourceStats {
     pub source: String,
+    /// The webhook source's state (`active`, `paused`: its events wait
+    /// until it is resumed, `removed`); `null` for a name no webhook source
+    /// was configured under (leads from the intake API or imports).
+    pub state: Option<&'static str>,
     /// Inbox events by state (`received`, `processing`, `processed`, `failed`, `dead`, `skipped`).
     pub inbox: BTreeMap<&'static str, i64>,
     pub all_time: Window,
@@ -285,6 +290,27 @@ async fn collect_with<C: ConnectionTrait>(
     for (source, n) in merged {
         if let Some(stats) = sources.get_mut(&source) {
             stats.leads -= n;
+        }
+    }
+
+    // Configured sources show even before anything arrived; a removed
+    // one only with what it left.
+    let configured: Vec<(String, String)> = source::Entity::find()
+        .select_only()
+        .column(source::Column::Name)
+        .column(source::Column::State)
+        .into_tuple()
+        .all(conn)
+        .await?;
+    for (name, state) in configured {
+        let Ok(state) = state.parse::<SourceState>() else {
+            continue;
+        };
+        if state != SourceState::Removed {
+            entry(&mut sources, &name);
+        }
+        if let Some(stats) = sources.get_mut(&name) {
+            stats.state = Some(state.as_str());
         }
     }
 

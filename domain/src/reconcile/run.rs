@@ -85,6 +85,7 @@ impl From<DbErr> for StartError {
 /// index and the tick key): no check-then-insert race.
 pub async fn start<C: ConnectionTrait>(conn: &C, start: &StartRun) -> Result<Model, StartError> {
     let found = source::Entity::find_by_id(start.source.clone())
+        .filter(source::Column::State.ne(crate::inbound::source::SourceState::Removed.as_str()))
         .one(conn)
         .await?
         .ok_or_else(|| StartError::NoSuchSource(start.source.clone()))?;

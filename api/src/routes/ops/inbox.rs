@@ -61,6 +61,12 @@ async fn list_events(
 }
 
 /// One inbox event, with its kept headers and its body.
+///
+/// Every string of the headers and the body is masked as log lines are
+/// (tokens, secrets, signatures, email addresses, phone numbers:
+/// `***@example.com`); `verification` says how its delivery was verified,
+/// `state`, `outcome` and `lead_id` what it became. The lead's export
+/// (`GET /api/leads/{id}/export`) has the bodies unmasked.
 #[utoipa::path(
     operation_id = "get_inbox_event",
     tag = "ops",
@@ -81,7 +87,7 @@ async fn get_event(
     let event = ops::get(&state.db, id)
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no inbox event {id}")))?;
-    Ok(HttpResponse::Ok().json(InboxEventOut::detail(event)))
+    Ok(HttpResponse::Ok().json(InboxEventOut::shown(event)))
 }
 
 /// Send one event back for processing.

@@ -28,6 +28,7 @@ use super::process::{
     finish_ingested, prepare, record_failure,
 };
 use crate::entities::inbox_event::{self, Column, Model};
+use crate::inbound::source::state::held_source_names;
 use crate::inbound::source::{self, Source};
 use crate::lead::ingest::{IngestItem, Origin, Outcome, ingest_counted_in, ingest_in};
 use crate::retry::RetryPolicy;
@@ -64,6 +65,8 @@ pub async fn claim_batch(
         // Implies the partial index's predicate, so the planner can use it.
         .and_where(Column::State.is_in(UNFINISHED.map(InboxState::as_str)))
         .cond_where(claimable(now, lease))
+        // A paused source's events wait (and do not block the others').
+        .and_where(Column::Source.not_in_subquery(held_source_names()))
         .order_by(Column::Id, sea_orm::Order::Asc)
         .limit(limit);
     let dialect = db.dialect();
@@ -96,11 +99,13 @@ pub const UNFINISHED: [InboxState; 3] = [
     InboxState::Processing,
 ];
 
-/// Events not yet finished: the backlog the workers have to work through.
+/// Events not yet finished: the backlog the workers have to work through
+/// (a paused source's events wait for it, not for the workers).
 pub async fn backlog_size(db: &Store) -> Result<u64, crate::Error> {
     use sea_orm::PaginatorTrait;
     Ok(inbox_event::Entity::find()
         .filter(Column::State.is_in(UNFINISHED.map(InboxState::as_str)))
+        .filter(Column::Source.not_in_subquery(held_source_names()))
         .count(db)
         .await?)
 }

@@ -6,10 +6,13 @@
 //! Errors never carry secrets or signature values, so they are safe to log and to use as
 //! metric labels via [`SignatureError::reason`].
 
+pub mod calendly;
 pub mod github;
 pub mod hmac_header;
+pub mod slack;
 pub mod standard_webhooks;
 pub mod stripe;
+pub mod typeform;
 
 pub use crate::crypto::generate_standard_secret;
 
@@ -46,14 +49,23 @@ pub enum Scheme {
     Stripe,
     /// Plain HMAC-SHA256 of the body in a configurable header.
     HmacSha256,
+    /// Typeform `Typeform-Signature: sha256=<base64>`.
+    Typeform,
+    /// Calendly `Calendly-Webhook-Signature: t=..,v1=..`.
+    Calendly,
+    /// Slack v0: `X-Slack-Signature`, `X-Slack-Request-Timestamp`.
+    Slack,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 4] = [
+    pub const ALL: [Scheme; 7] = [
         Scheme::StandardWebhooks,
         Scheme::Github,
         Scheme::Stripe,
         Scheme::HmacSha256,
+        Scheme::Typeform,
+        Scheme::Calendly,
+        Scheme::Slack,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -62,6 +74,9 @@ impl Scheme {
             Scheme::Github => "github",
             Scheme::Stripe => "stripe",
             Scheme::HmacSha256 => "hmac-sha256",
+            Scheme::Typeform => "typeform",
+            Scheme::Calendly => "calendly",
+            Scheme::Slack => "slack",
         }
     }
 
@@ -72,7 +87,11 @@ impl Scheme {
         match self {
             Scheme::StandardWebhooks => Some(standard_webhooks::ID_HEADER),
             Scheme::Github => Some(github::DELIVERY_HEADER),
-            Scheme::Stripe | Scheme::HmacSha256 => None,
+            Scheme::Stripe
+            | Scheme::HmacSha256
+            | Scheme::Typeform
+            | Scheme::Calendly
+            | Scheme::Slack => None,
         }
     }
 
@@ -82,13 +101,21 @@ impl Scheme {
     pub const fn signed_id_header(self) -> Option<&'static str> {
         match self {
             Scheme::StandardWebhooks => Some(standard_webhooks::ID_HEADER),
-            Scheme::Github | Scheme::Stripe | Scheme::HmacSha256 => None,
+            Scheme::Github
+            | Scheme::Stripe
+            | Scheme::HmacSha256
+            | Scheme::Typeform
+            | Scheme::Calendly
+            | Scheme::Slack => None,
         }
     }
 
     /// Whether the signature covers a timestamp (and so the tolerance applies).
     pub const fn is_timestamped(self) -> bool {
-        matches!(self, Scheme::StandardWebhooks | Scheme::Stripe)
+        matches!(
+            self,
+            Scheme::StandardWebhooks | Scheme::Stripe | Scheme::Calendly | Scheme::Slack
+        )
     }
 }
 
@@ -100,7 +127,7 @@ impl fmt::Display for Scheme {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown webhook signature scheme {0:?} (expected standard-webhooks, github, stripe or hmac-sha256)"
+    "unknown webhook signature scheme {0:?} (expected standard-webhooks, github, stripe, hmac-sha256, typeform, calendly or slack)"
 )]
 pub struct ParseSchemeError(pub String);
 
@@ -218,6 +245,9 @@ impl SchemeConfig {
             Scheme::StandardWebhooks => standard_webhooks::SIGNATURE_HEADER,
             Scheme::Github => github::SIGNATURE_HEADER,
             Scheme::Stripe => stripe::SIGNATURE_HEADER,
+            Scheme::Typeform => typeform::SIGNATURE_HEADER,
+            Scheme::Calendly => calendly::SIGNATURE_HEADER,
+            Scheme::Slack => slack::SIGNATURE_HEADER,
             Scheme::HmacSha256 => non_blank(self.signature_header.as_deref())
                 .unwrap_or(hmac_header::DEFAULT_SIGNATURE_HEADER),
         }
@@ -255,7 +285,12 @@ pub const MIN_HMAC_SECRET_BYTES: usize = 16;
 pub fn secret_problem(scheme: Scheme, secret: &str) -> Option<&'static str> {
     match scheme {
         Scheme::StandardWebhooks => standard_webhooks::secret_problem(secret),
-        Scheme::Github | Scheme::Stripe | Scheme::HmacSha256 => {
+        Scheme::Github
+        | Scheme::Stripe
+        | Scheme::HmacSha256
+        | Scheme::Typeform
+        | Scheme::Calendly
+        | Scheme::Slack => {
             if is_ed25519_key(secret) {
                 Some(
                     "whpk_/whsk_ values are ed25519 keys, not HMAC secrets; a public key \
@@ -353,6 +388,9 @@ pub fn verify(cfg: &SchemeConfig, req: &VerifyRequest<'_>) -> Result<Verified, S
         Scheme::Github => github::verify(cfg, req),
         Scheme::Stripe => stripe::verify(cfg, req),
         Scheme::HmacSha256 => hmac_header::verify(cfg, req),
+        Scheme::Typeform => typeform::verify(cfg, req),
+        Scheme::Calendly => calendly::verify(cfg, req),
+        Scheme::Slack => slack::verify(cfg, req),
     }
 }
 

@@ -1,5 +1,9 @@
 //! Standard Webhooks (<https://www.standardwebhooks.com>): `v1` HMAC-SHA256 and `v1a` ed25519
-//! over `{webhook-id}.{webhook-timestamp}.{body}`.
+//! over `{webhook-id}.{webhook-timestamp}.{body}`. Svix sends the same three
+//! headers as `svix-id`, `svix-timestamp` and `svix-signature`; both names
+//! are read ([`SvixNames`]).
+
+use std::borrow::Cow;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -7,14 +11,63 @@ use ed25519_dalek::{Signature, VerifyingKey};
 use hmac::Mac;
 
 use super::{
-    BASE64_STANDARD_ANY_PAD, MAC_LEN, MAX_SIGNATURES, SchemeConfig, SignatureError, Verified,
-    VerifyRequest, check_tolerance, mac_matches_any, mac_sha256, parse_unix_timestamp,
+    BASE64_STANDARD_ANY_PAD, HeaderLookup, MAC_LEN, MAX_SIGNATURES, SchemeConfig, SignatureError,
+    Verified, VerifyRequest, check_tolerance, mac_matches_any, mac_sha256, parse_unix_timestamp,
     required_header,
 };
 
 pub const ID_HEADER: &str = "webhook-id";
 pub const TIMESTAMP_HEADER: &str = "webhook-timestamp";
 pub const SIGNATURE_HEADER: &str = "webhook-signature";
+
+/// Svix's names for the same headers, with the same meaning.
+pub const SVIX_ID_HEADER: &str = "svix-id";
+pub const SVIX_TIMESTAMP_HEADER: &str = "svix-timestamp";
+pub const SVIX_SIGNATURE_HEADER: &str = "svix-signature";
+
+/// Each Standard Webhooks header with its Svix name.
+const SVIX_NAMES: [(&str, &str); 3] = [
+    (ID_HEADER, SVIX_ID_HEADER),
+    (TIMESTAMP_HEADER, SVIX_TIMESTAMP_HEADER),
+    (SIGNATURE_HEADER, SVIX_SIGNATURE_HEADER),
+];
+
+/// A request's headers, where `webhook-*` names read Svix's `svix-*` ones
+/// when the request uses Svix's names. A request uses one set whole, never
+/// a mix: `webhook-*` if it carries any of the three, else `svix-*`. So a
+/// request carrying both sets is verified, identified and deduplicated by
+/// its `webhook-*` headers alone, as a Standard Webhooks receiver would.
+pub struct SvixNames<'a> {
+    headers: &'a dyn HeaderLookup,
+    svix: bool,
+}
+
+impl<'a> SvixNames<'a> {
+    pub fn new(headers: &'a dyn HeaderLookup) -> Self {
+        let svix = SVIX_NAMES
+            .iter()
+            .all(|(standard, _)| headers.header(standard).is_none());
+        Self { headers, svix }
+    }
+
+    /// Whether the request uses Svix's names.
+    pub fn uses_svix_names(&self) -> bool {
+        self.svix
+    }
+}
+
+impl HeaderLookup for SvixNames<'_> {
+    fn header(&self, name: &str) -> Option<Cow<'_, str>> {
+        let name = match SVIX_NAMES
+            .iter()
+            .find(|(standard, _)| self.svix && standard.eq_ignore_ascii_case(name))
+        {
+            Some((_, svix)) => svix,
+            None => name,
+        };
+        self.headers.header(name)
+    }
+}
 
 const SECRET_PREFIX: &str = crate::crypto::STANDARD_SECRET_PREFIX;
 pub(super) const PUBLIC_KEY_PREFIX: &str = "whpk_";
@@ -112,9 +165,10 @@ pub(super) fn verify(
         return Err(SignatureError::NoUsableSecret);
     }
 
-    let msg_id = required_header(req.headers, ID_HEADER)?;
-    let timestamp_raw = required_header(req.headers, TIMESTAMP_HEADER)?;
-    let signature_raw = required_header(req.headers, SIGNATURE_HEADER)?;
+    let headers = SvixNames::new(req.headers);
+    let msg_id = required_header(&headers, ID_HEADER)?;
+    let timestamp_raw = required_header(&headers, TIMESTAMP_HEADER)?;
+    let signature_raw = required_header(&headers, SIGNATURE_HEADER)?;
 
     let timestamp = parse_unix_timestamp(TIMESTAMP_HEADER, &timestamp_raw)?;
     let candidates = parse_signatures(&signature_raw)?;
@@ -271,6 +325,61 @@ mod tests {
                 timestamp: Some(SPEC_TS),
                 secret_index: 0,
             }
+        );
+    }
+
+    /// Svix's own names for the three headers, signed as Svix signs: the
+    /// same spec vector.
+    #[test]
+    fn svix_header_names_verify_the_same() {
+        let h = [
+            ("svix-id", SPEC_MSG_ID.to_owned()),
+            ("svix-timestamp", SPEC_TS.to_string()),
+            ("svix-signature", SPEC_SIG.to_owned()),
+        ];
+        let v = run(&cfg(&[SPEC_SECRET]), &h, SPEC_BODY, SPEC_TS).unwrap();
+        assert_eq!(v.event_id.as_deref(), Some(SPEC_MSG_ID));
+        let mut tampered = h.clone();
+        tampered[0].1 = "msg_other".into();
+        assert_eq!(
+            run(&cfg(&[SPEC_SECRET]), &tampered, SPEC_BODY, SPEC_TS),
+            Err(SignatureError::NoMatchingSignature)
+        );
+    }
+
+    /// With both sets, the `webhook-*` set alone counts: a wrong
+    /// `webhook-signature` is not rescued by a right `svix-signature`, and
+    /// the sets never mix.
+    #[test]
+    fn with_both_sets_the_webhook_set_counts() {
+        let ts = SPEC_TS.to_string();
+        let both = |webhook_sig: &str| {
+            vec![
+                ("webhook-id", SPEC_MSG_ID.to_owned()),
+                ("webhook-timestamp", ts.clone()),
+                ("webhook-signature", webhook_sig.to_owned()),
+                ("svix-id", "msg_svix".to_owned()),
+                ("svix-timestamp", ts.clone()),
+                ("svix-signature", SPEC_SIG.to_owned()),
+            ]
+        };
+        let v = run(&cfg(&[SPEC_SECRET]), &both(SPEC_SIG), SPEC_BODY, SPEC_TS).unwrap();
+        assert_eq!(v.event_id.as_deref(), Some(SPEC_MSG_ID));
+        let wrong = "v1,AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        assert_eq!(
+            run(&cfg(&[SPEC_SECRET]), &both(wrong), SPEC_BODY, SPEC_TS),
+            Err(SignatureError::NoMatchingSignature)
+        );
+        // One webhook-* header is enough to choose its set: the others are
+        // then missing, not read from svix-*.
+        let mixed = [
+            ("webhook-id", SPEC_MSG_ID.to_owned()),
+            ("svix-timestamp", ts.clone()),
+            ("svix-signature", SPEC_SIG.to_owned()),
+        ];
+        assert_eq!(
+            run(&cfg(&[SPEC_SECRET]), &mixed, SPEC_BODY, SPEC_TS),
+            Err(SignatureError::MissingHeader(TIMESTAMP_HEADER.into()))
         );
     }
 

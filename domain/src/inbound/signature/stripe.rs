@@ -1,5 +1,6 @@
 //! Stripe: `Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…]` over `{t}.{body}`, keyed with the
-//! endpoint secret's UTF-8 bytes (the `whsec_…` string as-is, not base64-decoded).
+//! endpoint secret's UTF-8 bytes (the `whsec_…` string as-is, not base64-decoded). Calendly
+//! signs the same way under another header ([`verify_t_v1`]).
 
 use super::{
     MAC_LEN, MAX_SIGNATURES, SchemeConfig, SignatureError, Verified, VerifyRequest,
@@ -14,7 +15,7 @@ struct ParsedHeader {
     signatures: Vec<Vec<u8>>,
 }
 
-fn parse_header(value: &str) -> Result<ParsedHeader, SignatureError> {
+fn parse_header(name: &str, value: &str) -> Result<ParsedHeader, SignatureError> {
     let mut timestamp = None;
     let mut signatures = Vec::new();
     // Other schemes (v0, future ones) are ignored, as Stripe's libraries do.
@@ -24,7 +25,7 @@ fn parse_header(value: &str) -> Result<ParsedHeader, SignatureError> {
         };
         match key.trim() {
             "t" if timestamp.is_none() => {
-                timestamp = Some(parse_unix_timestamp(SIGNATURE_HEADER, val.trim())?);
+                timestamp = Some(parse_unix_timestamp(name, val.trim())?);
             }
             "v1" if signatures.len() < MAX_SIGNATURES => {
                 if let Ok(sig) = hex::decode(val.trim())
@@ -36,13 +37,9 @@ fn parse_header(value: &str) -> Result<ParsedHeader, SignatureError> {
             _ => {}
         }
     }
-    let timestamp =
-        timestamp.ok_or_else(|| SignatureError::malformed(SIGNATURE_HEADER, "missing t="))?;
+    let timestamp = timestamp.ok_or_else(|| SignatureError::malformed(name, "missing t="))?;
     if signatures.is_empty() {
-        return Err(SignatureError::malformed(
-            SIGNATURE_HEADER,
-            "no valid v1 signature",
-        ));
+        return Err(SignatureError::malformed(name, "no valid v1 signature"));
     }
     Ok(ParsedHeader {
         timestamp,
@@ -54,9 +51,18 @@ pub(super) fn verify(
     cfg: &SchemeConfig,
     req: &VerifyRequest<'_>,
 ) -> Result<Verified, SignatureError> {
+    verify_t_v1(SIGNATURE_HEADER, cfg, req)
+}
+
+/// Verifies `t=<unix>,v1=<hex>[,v1=…]` in header `name` over `{t}.{body}`.
+pub(super) fn verify_t_v1(
+    name: &str,
+    cfg: &SchemeConfig,
+    req: &VerifyRequest<'_>,
+) -> Result<Verified, SignatureError> {
     let keys = utf8_keys(&cfg.secrets)?;
-    let header = required_header(req.headers, SIGNATURE_HEADER)?;
-    let parsed = parse_header(&header)?;
+    let header = required_header(req.headers, name)?;
+    let parsed = parse_header(name, &header)?;
     check_tolerance(parsed.timestamp, req.now_unix, cfg.tolerance_secs)?;
 
     let t = parsed.timestamp.to_string();

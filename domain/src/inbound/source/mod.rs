@@ -18,6 +18,7 @@ mod patch;
 pub mod pull;
 pub mod schedule;
 mod stand_in;
+pub mod state;
 mod validate;
 
 use std::fmt;
@@ -38,6 +39,7 @@ use crate::precondition::IfMatch;
 use crate::sealed::{Keyring, Place};
 pub use patch::SourcePatch;
 pub use stand_in::StandIn;
+pub use state::SourceState;
 pub use validate::{NewSource, is_valid_pointer};
 
 pub const DEFAULT_RECORD_POINTER: &str = "/data";
@@ -167,10 +169,28 @@ pub async fn create<C: ConnectionTrait>(
     let mut model = valid.active_model(Utc::now());
     model.secrets = Set(seal_secrets(&valid.name, secrets, keys)?);
     model.version = Set(1);
+    model.state = Set(SourceState::Active.as_str().to_owned());
     if let SecretChange::Set(secret) = &valid.pull.auth_secret {
         model.pull_auth_secret = Set(Some(
             keys.seal(secret, &Place::pull_auth_secret(&valid.name))?,
         ));
+    }
+    // A removed source's row still holds the name: the new source takes it
+    // over, from the start of reconcile, its version moving on.
+    let removed = source::Entity::find_by_id(valid.name.clone())
+        .filter(Column::State.eq(SourceState::Removed.as_str()))
+        .one(conn)
+        .await?;
+    if let Some(removed) = removed {
+        model.version = Set(removed.version + 1);
+        model.reconcile_cursor = Set(None);
+        let saved = source::Entity::update_many()
+            .set(model)
+            .filter(Column::Name.eq(valid.name.as_str()))
+            .filter(Column::Version.eq(removed.version))
+            .exec_with_returning(conn)
+            .await?;
+        return saved.into_iter().next().ok_or_else(taken);
     }
     // A create racing this one for the name: the unique key decides.
     source::Entity::insert(model)
@@ -285,6 +305,7 @@ pub async fn find<C: ConnectionTrait>(
     keys: &Keyring,
 ) -> Result<Option<Source>, Error> {
     Ok(source::Entity::find_by_id(name.to_owned())
+        .filter(not_removed())
         .one(conn)
         .await?
         .map(|m| to_source(&m, Some(keys)))
@@ -298,6 +319,7 @@ pub async fn find_without_secrets<C: ConnectionTrait>(
     name: &str,
 ) -> Result<Option<Source>, Error> {
     Ok(source::Entity::find_by_id(name.to_owned())
+        .filter(not_removed())
         .one(conn)
         .await?
         .map(|m| to_source(&m, None))
@@ -310,6 +332,7 @@ pub async fn find_stored<C: ConnectionTrait>(
     name: &str,
 ) -> Result<Option<source::Model>, Error> {
     Ok(source::Entity::find_by_id(name.to_owned())
+        .filter(not_removed())
         .one(conn)
         .await?)
 }
@@ -317,9 +340,16 @@ pub async fn find_stored<C: ConnectionTrait>(
 /// Every stored row, by name; see [`find_stored`].
 pub async fn list<C: ConnectionTrait>(conn: &C) -> Result<Vec<source::Model>, Error> {
     Ok(source::Entity::find()
+        .filter(not_removed())
         .order_by_asc(Column::Name)
         .all(conn)
         .await?)
+}
+
+/// A removed source is kept only for the name its events carry: every
+/// look-up passes it by.
+fn not_removed() -> sea_orm::Condition {
+    sea_orm::Condition::all().add(Column::State.ne(SourceState::Removed.as_str()))
 }
 
 /// The stored secrets, opened (legacy plaintext ones as they are).
@@ -585,6 +615,7 @@ mod tests {
             reconcile_cron: None,
             reconcile_cursor: None,
             version: 1,
+            state: "active".into(),
         }
     }
 

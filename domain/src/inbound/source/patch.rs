@@ -263,6 +263,7 @@ mod tests {
             reconcile_cron: Some("0 */15 * * * *".into()),
             reconcile_cursor: None,
             version: 3,
+            state: "active".into(),
         }
     }
 

@@ -12,7 +12,9 @@ use rand::RngCore;
 
 use super::{Source, to_source};
 use crate::entities::source;
-use crate::inbound::signature::{HeaderLookup, Scheme, github, hmac_header};
+use crate::inbound::signature::{
+    HeaderLookup, Scheme, calendly, github, hmac_header, slack, standard_webhooks, typeform,
+};
 use crate::sealed::{Keyring, Place};
 
 /// Built once at start; see the module docs.
@@ -39,6 +41,11 @@ impl StandIn {
         let scheme = Scheme::ALL
             .into_iter()
             .find(|scheme| headers.header(signature_header(*scheme)).is_some())
+            .or_else(|| {
+                headers
+                    .header(standard_webhooks::SVIX_SIGNATURE_HEADER)
+                    .map(|_| Scheme::StandardWebhooks)
+            })
             .unwrap_or(Scheme::HmacSha256);
         let (_, model) = self.models.iter().find(|(s, _)| *s == scheme)?;
         to_source(model, Some(keys)).ok()
@@ -51,6 +58,9 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Stripe => "stripe-signature",
         Scheme::Github => github::SIGNATURE_HEADER,
         Scheme::HmacSha256 => hmac_header::DEFAULT_SIGNATURE_HEADER,
+        Scheme::Typeform => typeform::SIGNATURE_HEADER,
+        Scheme::Calendly => calendly::SIGNATURE_HEADER,
+        Scheme::Slack => slack::SIGNATURE_HEADER,
     }
 }
 
@@ -94,6 +104,7 @@ fn model(scheme: Scheme, keys: &Keyring) -> source::Model {
         reconcile_cron: None,
         reconcile_cursor: None,
         version: 1,
+        state: "active".into(),
     }
 }
 
@@ -118,7 +129,11 @@ mod tests {
             ("X-Hub-Signature-256", Scheme::Github),
             ("Stripe-Signature", Scheme::Stripe),
             ("webhook-signature", Scheme::StandardWebhooks),
+            ("svix-signature", Scheme::StandardWebhooks),
             ("x-signature", Scheme::HmacSha256),
+            ("Typeform-Signature", Scheme::Typeform),
+            ("Calendly-Webhook-Signature", Scheme::Calendly),
+            ("X-Slack-Signature", Scheme::Slack),
             ("x-other", Scheme::HmacSha256),
         ] {
             let headers = [(header, "v")];

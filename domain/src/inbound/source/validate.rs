@@ -89,6 +89,7 @@ impl NewSource {
             reconcile_cron: Set(self.pull.cron.clone()),
             reconcile_cursor: NotSet,
             version: NotSet,
+            state: NotSet,
         }
     }
 }
@@ -115,7 +116,7 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
         Err(_) => {
             errors.push(FieldError::new(
                 "scheme",
-                "must be one of standard-webhooks, github, stripe, hmac-sha256",
+                "must be one of standard-webhooks, github, stripe, hmac-sha256, typeform, calendly, slack",
             ));
             None
         }
@@ -271,9 +272,12 @@ fn secret_rule(scheme: Scheme) -> &'static str {
         Scheme::StandardWebhooks => {
             "must be 1 to 8 secrets, each whsec_<base64> (HMAC) or whpk_<base64> (ed25519 public key)"
         }
-        Scheme::Github | Scheme::Stripe | Scheme::HmacSha256 => {
-            "must be 1 to 8 secrets of at least 16 bytes (never whpk_/whsk_ keys)"
-        }
+        Scheme::Github
+        | Scheme::Stripe
+        | Scheme::HmacSha256
+        | Scheme::Typeform
+        | Scheme::Calendly
+        | Scheme::Slack => "must be 1 to 8 secrets of at least 16 bytes (never whpk_/whsk_ keys)",
     }
 }
 
@@ -286,7 +290,10 @@ fn default_event_id(scheme: Scheme) -> Option<Locator> {
         )),
         // Stripe's event object carries its id (`evt_…`) at the top.
         Scheme::Stripe => Some(Locator::Pointer("/id".into())),
-        Scheme::HmacSha256 => None,
+        // So do Typeform's payloads and Slack's event callbacks.
+        Scheme::Typeform | Scheme::Slack => Some(Locator::Pointer("/event_id".into())),
+        // Calendly's events have none: the signed body's hash stands in.
+        Scheme::HmacSha256 | Scheme::Calendly => None,
     }
 }
 
@@ -294,6 +301,9 @@ fn default_event_type(scheme: Scheme) -> Option<Locator> {
     match scheme {
         Scheme::StandardWebhooks | Scheme::Stripe => Some(Locator::Pointer("/type".into())),
         Scheme::Github => Some(Locator::Header("x-github-event".into())),
+        Scheme::Typeform => Some(Locator::Pointer("/event_type".into())),
+        Scheme::Calendly => Some(Locator::Pointer("/event".into())),
+        Scheme::Slack => Some(Locator::Pointer("/event/type".into())),
         Scheme::HmacSha256 => None,
     }
 }
