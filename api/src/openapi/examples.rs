@@ -808,8 +808,19 @@ pub fn source() -> Value {
         "pull_page_size": 200,
         "cron": "0 */15 * * * *",
         "reconcile_cursor": "2026-12-01T08:00:00Z",
-        "version": 1
+        "version": 1,
+        "state": "active"
     })
+}
+
+/// The source while paused: its deliveries are answered and kept, not processed.
+pub fn source_paused() -> Value {
+    with(source(), json!({"state": "paused"}))
+}
+
+/// What removing a source took with it.
+pub fn source_removed() -> Value {
+    json!({"name": "partner", "revoked_intake_principals": 1, "abandoned_events": 0})
 }
 
 pub fn subscription() -> Value {

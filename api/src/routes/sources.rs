@@ -184,7 +184,7 @@ async fn patch_source(
     tag = "sources",
     params(("name" = String, Path, description = "The source's name"), IfMatch),
     responses(
-        (status = 200, description = "Removed, and what went with it", body = SourceRemovedOut),
+        (status = 200, description = "Removed, and what went with it", body = SourceRemovedOut, example = json!(examples::source_removed())),
         (status = 404, description = "`/problems/not-found`: no such source"),
         (status = 412, description = "`/problems/precondition-failed`: the source changed since the `ETag` given"),
     ),
@@ -230,7 +230,7 @@ async fn delete_source(
     tag = "sources",
     params(("name" = String, Path, description = "The source's name"), IfMatch),
     responses(
-        (status = 200, description = "The source, `state: paused`", body = SourceOut, headers(("ETag" = String))),
+        (status = 200, description = "The source, `state: paused`", body = SourceOut, headers(("ETag" = String)), example = json!(examples::source_paused())),
         (status = 404, description = "`/problems/not-found`: no such source"),
         (status = 412, description = "`/problems/precondition-failed`: the source changed since the `ETag` given"),
     ),
@@ -262,7 +262,7 @@ async fn pause_source(
     tag = "sources",
     params(("name" = String, Path, description = "The source's name"), IfMatch),
     responses(
-        (status = 200, description = "The source, `state: active`", body = SourceOut, headers(("ETag" = String))),
+        (status = 200, description = "The source, `state: active`", body = SourceOut, headers(("ETag" = String)), example = json!(examples::source())),
         (status = 404, description = "`/problems/not-found`: no such source"),
         (status = 412, description = "`/problems/precondition-failed`: the source changed since the `ETag` given"),
     ),
