@@ -49,6 +49,7 @@ mod m20261207_000990_users_and_sessions;
 mod m20261207_001000_api_tokens;
 mod m20261207_001010_source_state;
 mod m20261207_001020_subscription_failing_since;
+mod m20261207_001030_subscription_rate_limit;
 
 pub struct Migrator;
 
@@ -98,6 +99,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_001000_api_tokens::Migration),
             Box::new(m20261207_001010_source_state::Migration),
             Box::new(m20261207_001020_subscription_failing_since::Migration),
+            Box::new(m20261207_001030_subscription_rate_limit::Migration),
         ]
     }
 }

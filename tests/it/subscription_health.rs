@@ -24,6 +24,7 @@ on_both_backends!(
     a_subscription_failing_for_days_is_disabled_announced_held_and_enabled_again,
     recover_sends_again_what_failed_since_a_moment,
     one_subscription_reads_with_its_health_and_needs_ops,
+    a_rate_limit_holds_across_publishers_for_its_subscription_only,
 );
 
 struct Desk {
@@ -358,4 +359,72 @@ async fn one_subscription_reads_with_its_health_and_needs_ops(backend: Backend) 
     assert_eq!(t.subscription(sub).await.state, "active");
     let missing = t.app.run_cli(&["subscription", "show", "999999"], &[]);
     assert_eq!(missing.status.code(), Some(3), "{}", output_text(&missing));
+}
+
+async fn a_rate_limit_holds_across_publishers_for_its_subscription_only(backend: Backend) {
+    let t = Desk::new(backend).await;
+    let slow = Receiver::start().await;
+    let fast = Receiver::start().await;
+    let refused = t
+        .admin
+        .create_subscription(&json!({"url": slow.url, "rate_limit": 0}))
+        .await;
+    assert_problem(refused, 422, "/problems/validation").await;
+    let capped = t
+        .admin
+        .create_subscription(
+            &json!({"url": slow.url, "event_types": ["lead.created"], "rate_limit": 2}),
+        )
+        .await
+        .expect(201)
+        .await;
+    assert_eq!(capped["rate_limit"], 2);
+    slow.set_secret(capped["secret"].as_str().unwrap());
+    let capped = id_of(&capped);
+    let free = id_of(&t.admin.subscribe(&fast, json!(["lead.created"])).await);
+    for n in 0..6 {
+        t.lead(&format!("q-{n}"), "Ada").await;
+    }
+
+    // Two publishers, as two worker processes would run them.
+    let one = t.app.publisher(publishing::settings_with(8, "127.0.0.1"));
+    let two = t.app.publisher(publishing::settings_with(8, "127.0.0.1"));
+    let all_delivered = async || {
+        t.deliveries(capped, "delivered").await == 6 && t.deliveries(free, "delivered").await == 6
+    };
+    tokio::join!(
+        publish_until(&one, "every delivery (one)", DRAIN, all_delivered),
+        publish_until(&two, "every delivery (two)", DRAIN, all_delivered),
+    );
+    assert_eq!(fast.accepted().len(), 6);
+    assert_eq!(slow.accepted().len(), 6);
+
+    // At most two a second to the capped subscription: any three of its
+    // deliveries span a turn of a second (less a little for the time a
+    // request takes).
+    let mut at: Vec<chrono::DateTime<chrono::Utc>> = outbox_delivery::Entity::find()
+        .filter(outbox_delivery::Column::SubscriptionId.eq(capped))
+        .all(&t.app.db)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| d.delivered_at.unwrap())
+        .collect();
+    at.sort();
+    for three in at.windows(3) {
+        assert!(
+            three[2] - three[0] >= chrono::Duration::milliseconds(800),
+            "three deliveries within {} ms: {at:?}",
+            (three[2] - three[0]).num_milliseconds()
+        );
+    }
+
+    // Lifted: `null` clears the cap.
+    let lifted: Value = t
+        .admin
+        .patch_subscription(capped, &json!({"rate_limit": null}))
+        .await
+        .expect_json(200)
+        .await;
+    assert_eq!(lifted["rate_limit"], Value::Null);
 }

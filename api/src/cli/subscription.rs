@@ -27,6 +27,10 @@ pub enum SubscriptionCommand {
         /// A note for people: whose system this is.
         #[arg(long)]
         description: Option<String>,
+        /// Deliveries a second at most (1 to 10000), across every worker
+        /// process; without it, no cap.
+        #[arg(long)]
+        rate_limit: Option<i32>,
     },
     /// List subscriptions (secrets are never shown).
     List {
@@ -70,6 +74,7 @@ const COLUMNS: &[&str] = &[
     "description",
     "disabled_reason",
     "failing_since",
+    "rate_limit",
 ];
 
 pub async fn run_subscription(
@@ -83,6 +88,7 @@ pub async fn run_subscription(
             url,
             event_types,
             description,
+            rate_limit,
         } => {
             // The row and its sealed secret are written together.
             let txn = db.begin_write().await?;
@@ -94,6 +100,7 @@ pub async fn run_subscription(
                     url,
                     event_types,
                     description,
+                    rate_limit,
                 },
             )
             .await

@@ -833,6 +833,7 @@ pub fn subscription() -> Value {
         "disabled_reason": null,
         "version": 1,
         "failing_since": null,
+        "rate_limit": null,
         "created_at": "2026-11-02T14:25:10Z"
     })
 }

@@ -56,6 +56,7 @@ async fn create(
                     url: input.url,
                     event_types: input.event_types,
                     description: input.description,
+                    rate_limit: input.rate_limit,
                 };
                 let created = subscription::create(txn, &outbound, &keyring, new).await?;
                 let location = format!("/api/subscriptions/{}", created.subscription.id);

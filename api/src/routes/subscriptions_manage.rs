@@ -151,6 +151,7 @@ async fn patch(
                     event_types: input.event_types,
                     description: input.description.map(Some),
                     enabled: input.enabled,
+                    rate_limit: input.rate_limit.change(),
                 };
                 let updated = subscription::update(txn, &outbound, id, patch, &if_match).await?;
                 Reply::tagged(StatusCode::OK, &updated)

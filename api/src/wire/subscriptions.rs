@@ -1,5 +1,6 @@
 //! What `/api/subscriptions` takes and shows.
 
+use domain::field_presence::Patch;
 use domain::outbound::subscription::SubscriptionView;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -17,6 +18,9 @@ pub struct SubscriptionIn {
     #[serde(default)]
     pub event_types: Vec<String>,
     pub description: Option<String>,
+    /// Deliveries a second at most (1 to 10000), across every worker
+    /// process; left out: no cap.
+    pub rate_limit: Option<i32>,
 }
 
 /// A new subscription with its signing secret.
@@ -48,6 +52,10 @@ pub struct PatchIn {
     pub description: Option<String>,
     /// `false` stops deliveries; `true` resumes them (also after a `410`).
     pub enabled: Option<bool>,
+    /// Deliveries a second at most (1 to 10000); `null` lifts the cap.
+    #[serde(default, skip_serializing_if = "Patch::is_absent")]
+    #[schema(value_type = Option<i32>)]
+    pub rate_limit: Patch<i32>,
 }
 
 impl Versioned for SubscriptionView {

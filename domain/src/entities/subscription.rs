@@ -19,6 +19,10 @@ pub struct Model {
     pub version: i64,
     /// Since when its deliveries have failed with no success in between.
     pub failing_since: Option<ChronoDateTimeUtc>,
+    /// Deliveries a second at most, across every publisher; `None`: no cap.
+    pub rate_limit: Option<i32>,
+    /// When the next turn of a capped subscription's deliveries may start.
+    pub rate_next_at: Option<ChronoDateTimeUtc>,
     pub created_at: ChronoDateTimeUtc,
     pub updated_at: ChronoDateTimeUtc,
 }

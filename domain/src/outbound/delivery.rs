@@ -174,10 +174,16 @@ pub async fn claim_due(db: &Store, limit: u64, lease: Duration) -> Result<Vec<Cl
         )
         .and_where(Expr::col((o.clone(), outbox_event::Column::State)).eq(outbox::PENDING))
         .to_owned();
+    // A capped subscription's deliveries wait for its next turn.
     let active_subscriptions = Query::select()
         .column(subscription::Column::Id)
         .from(subscription::Entity)
         .and_where(Expr::col(subscription::Column::State).eq(subscriptions::ACTIVE))
+        .cond_where(
+            sea_orm::Condition::any()
+                .add(Expr::col(subscription::Column::RateNextAt).is_null())
+                .add(Expr::col(subscription::Column::RateNextAt).lte(now)),
+        )
         .to_owned();
     let due = Query::select()
         .column((d.clone(), outbox_delivery::Column::Id))
@@ -236,7 +242,67 @@ pub async fn claim_due(db: &Store, limit: u64, lease: Duration) -> Result<Vec<Cl
         claim_then_look_up(db, claim).await?
     };
     claimed.sort_by_key(|c| (c.delivery.outbox_event_id, c.delivery.id));
-    Ok(claimed)
+    take_turns(db, claimed, now).await
+}
+
+/// Keeps, of each capped subscription's claims, one second's worth at its
+/// `rate_limit`, if this publisher wins the subscription's turn: moving
+/// `rate_next_at` on is a compare-and-set, so of publishers in any number
+/// of processes one takes a turn. The rest go back, due again at the next
+/// turn. Claims of uncapped subscriptions pass through.
+async fn take_turns(
+    db: &Store,
+    claimed: Vec<Claimed>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Claimed>, Error> {
+    let mut per_capped: HashMap<i64, (i32, usize)> = HashMap::new();
+    for claim in &claimed {
+        if let Some(limit) = claim.subscription.rate_limit {
+            per_capped
+                .entry(claim.subscription.id)
+                .or_insert((limit, 0))
+                .1 += 1;
+        }
+    }
+    if per_capped.is_empty() {
+        return Ok(claimed);
+    }
+    let mut allowed: HashMap<i64, usize> = HashMap::new();
+    for (&id, &(limit, wanted)) in &per_capped {
+        let limit = usize::try_from(std::cmp::max(limit, 1)).unwrap_or(1);
+        let taking = wanted.min(limit);
+        // The turn lasts as long as the deliveries it takes need.
+        let turn_ms = i64::try_from(taking * 1_000 / limit).unwrap_or(1_000);
+        let won = subscription::Entity::update_many()
+            .col_expr(
+                subscription::Column::RateNextAt,
+                Expr::value(now + chrono::Duration::milliseconds(turn_ms)),
+            )
+            .filter(subscription::Column::Id.eq(id))
+            .filter(
+                sea_orm::Condition::any()
+                    .add(subscription::Column::RateNextAt.is_null())
+                    .add(subscription::Column::RateNextAt.lte(now)),
+            )
+            .exec(db)
+            .await?
+            .rows_affected
+            == 1;
+        allowed.insert(id, if won { taking } else { 0 });
+    }
+    let (mut kept, mut back) = (Vec::new(), Vec::new());
+    for claim in claimed {
+        match allowed.get_mut(&claim.subscription.id) {
+            Some(0) => back.push(claim),
+            Some(left) => {
+                *left -= 1;
+                kept.push(claim);
+            }
+            None => kept.push(claim),
+        }
+    }
+    release(db, &back).await?;
+    Ok(kept)
 }
 
 /// PostgreSQL: the claim and what a request needs (the event, the

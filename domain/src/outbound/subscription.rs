@@ -34,6 +34,9 @@ pub struct SubscriptionView {
     /// Since when its deliveries have failed with no success in between;
     /// `null` while they succeed.
     pub failing_since: Option<chrono::DateTime<chrono::Utc>>,
+    /// Deliveries a second at most, across every worker process; `null`:
+    /// as fast as `LEADPIPE_DELIVERY_PER_SUBSCRIPTION` allows.
+    pub rate_limit: Option<i32>,
     pub created_at: chrono::DateTime<chrono::Utc>,
 }
 
@@ -48,6 +51,7 @@ impl From<subscription::Model> for SubscriptionView {
             disabled_reason: m.disabled_reason,
             version: m.version,
             failing_since: m.failing_since,
+            rate_limit: m.rate_limit,
             created_at: m.created_at,
         }
     }
@@ -72,6 +76,20 @@ pub struct NewSubscription {
     pub url: String,
     pub event_types: Vec<String>,
     pub description: Option<String>,
+    pub rate_limit: Option<i32>,
+}
+
+/// The most a subscription's `rate_limit` may be, deliveries a second.
+pub const MAX_RATE_LIMIT: i32 = 10_000;
+
+fn checked_rate_limit(limit: Option<i32>) -> Result<Option<i32>, Error> {
+    match limit {
+        Some(n) if !(1..=MAX_RATE_LIMIT).contains(&n) => Err(Error::invalid(
+            "rate_limit",
+            "must be 1 to 10000 deliveries a second (null: no cap)",
+        )),
+        other => Ok(other),
+    }
 }
 
 /// The subscription's signing secret, opened (a legacy plaintext one as it is).
@@ -165,6 +183,8 @@ pub struct SubscriptionPatch {
     pub description: Option<Option<String>>,
     /// `true`: active again (clears the reason); `false`: disabled by hand.
     pub enabled: Option<bool>,
+    /// `Some(None)` lifts the cap.
+    pub rate_limit: Option<Option<i32>>,
 }
 
 /// Applies a patch, checking the URL as creation does; only at a version
@@ -212,6 +232,9 @@ async fn apply<C: ConnectionTrait>(
             Column::EventTypes,
             Expr::value(serde_json::json!(known_event_types(types)?)),
         );
+    }
+    if let Some(limit) = patch.rate_limit {
+        update = update.col_expr(Column::RateLimit, Expr::value(checked_rate_limit(limit)?));
     }
     if let Some(description) = patch.description {
         update = update.col_expr(
@@ -329,6 +352,7 @@ pub async fn create<C: ConnectionTrait>(
     let url = checked_url(policy, &new.url)?;
     let types = known_event_types(new.event_types)?;
     let description = checked_description(new.description)?;
+    let rate_limit = checked_rate_limit(new.rate_limit)?;
     let secret = generate_standard_secret();
     let now = clock::now();
     let model = subscription::ActiveModel {
@@ -343,6 +367,8 @@ pub async fn create<C: ConnectionTrait>(
         previous_secret_until: Set(None),
         version: Set(1),
         failing_since: Set(None),
+        rate_limit: Set(rate_limit),
+        rate_next_at: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
         ..Default::default()
