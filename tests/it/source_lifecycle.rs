@@ -106,6 +106,14 @@ async fn a_paused_source_holds_its_events_while_others_flow_and_resume_applies_t
         assert_eq!((event.state.as_str(), event.attempts), ("received", 0));
     }
     assert_eq!(app.count(lead::Entity).await, 1, "only the ads lead");
+    // Nor does an attempt at one by its id take it.
+    let step = app
+        .processor(workers::WorkerSettings::for_tests())
+        .process(held[0])
+        .await
+        .unwrap();
+    assert_eq!(step, workers::inbox_job::Step::NothingToDo);
+    assert_eq!(app.inbox_event(held[0]).await.state, "received");
 
     // The state shows in the list, the source and the stats.
     let admin = app.admin_token().await;

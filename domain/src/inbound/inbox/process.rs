@@ -5,6 +5,7 @@
 //! out — finds nothing to do.
 
 use crate::actor::Actor;
+use crate::inbound::source::state::held_source_names;
 use crate::natural_key::KeyHasher;
 use std::time::Duration;
 
@@ -66,6 +67,8 @@ pub async fn claim<C: ConnectionTrait>(
         .col_expr(Column::UpdatedAt, Expr::value(now))
         .filter(Column::Id.eq(id))
         .filter(claimable(now, lease))
+        // A paused source's event waits, as in a batch's claim.
+        .filter(Column::Source.not_in_subquery(held_source_names()))
         .exec_with_returning(conn)
         .await?;
     Ok(claimed.into_iter().next())

@@ -128,23 +128,18 @@ pub async fn remove<C: ConnectionTrait>(
     name: &str,
     if_match: &IfMatch,
 ) -> Result<Removal, Error> {
-    let stored = find_stored(conn, name).await?.ok_or(Error::NotFound)?;
-    if_match.check(stored.version)?;
     let now = Utc::now();
-    let removed = source::Entity::update_many()
-        .col_expr(Column::State, Expr::value(SourceState::Removed.as_str()))
-        .col_expr(Column::Secrets, Expr::value(serde_json::json!([])))
-        .col_expr(Column::PullUrl, Expr::value(Option::<String>::None))
-        .col_expr(Column::PullAuthHeader, Expr::value(Option::<String>::None))
-        .col_expr(Column::PullAuthSecret, Expr::value(Option::<String>::None))
-        .col_expr(Column::ReconcileCron, Expr::value(Option::<String>::None))
-        .col_expr(Column::Version, Expr::value(stored.version + 1))
-        .col_expr(Column::UpdatedAt, Expr::value(now))
-        .filter(Column::Name.eq(name))
-        .filter(Column::Version.eq(stored.version))
-        .exec(conn)
-        .await?;
-    if removed.rows_affected == 0 {
+    // Without If-Match a concurrent change just means: read again.
+    let mut cleared = false;
+    for _ in 0..3 {
+        let stored = find_stored(conn, name).await?.ok_or(Error::NotFound)?;
+        if_match.check(stored.version)?;
+        if clear(conn, name, stored.version, now).await? {
+            cleared = true;
+            break;
+        }
+    }
+    if !cleared {
         let current = find_stored(conn, name).await?.ok_or(Error::NotFound)?;
         return Err(Error::PreconditionFailed {
             current: current.version,
@@ -179,4 +174,28 @@ pub async fn remove<C: ConnectionTrait>(
         revoked_intake_principals: revoked.rows_affected,
         abandoned_events: abandoned.rows_affected,
     })
+}
+
+/// Clears the source row at `version` (secrets, pull settings) and marks it
+/// removed; false when its version moved meanwhile.
+async fn clear<C: ConnectionTrait>(
+    conn: &C,
+    name: &str,
+    version: i64,
+    now: chrono::DateTime<Utc>,
+) -> Result<bool, Error> {
+    let cleared = source::Entity::update_many()
+        .col_expr(Column::State, Expr::value(SourceState::Removed.as_str()))
+        .col_expr(Column::Secrets, Expr::value(serde_json::json!([])))
+        .col_expr(Column::PullUrl, Expr::value(Option::<String>::None))
+        .col_expr(Column::PullAuthHeader, Expr::value(Option::<String>::None))
+        .col_expr(Column::PullAuthSecret, Expr::value(Option::<String>::None))
+        .col_expr(Column::ReconcileCron, Expr::value(Option::<String>::None))
+        .col_expr(Column::Version, Expr::value(version + 1))
+        .col_expr(Column::UpdatedAt, Expr::value(now))
+        .filter(Column::Name.eq(name))
+        .filter(Column::Version.eq(version))
+        .exec(conn)
+        .await?;
+    Ok(cleared.rows_affected == 1)
 }
