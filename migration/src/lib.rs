@@ -48,6 +48,7 @@ mod m20261207_000980_speed_to_lead;
 mod m20261207_000990_users_and_sessions;
 mod m20261207_001000_api_tokens;
 mod m20261207_001020_subscription_failing_since;
+mod m20261207_001040_source_expected_interval;
 
 pub struct Migrator;
 
@@ -96,6 +97,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_000990_users_and_sessions::Migration),
             Box::new(m20261207_001000_api_tokens::Migration),
             Box::new(m20261207_001020_subscription_failing_since::Migration),
+            Box::new(m20261207_001040_source_expected_interval::Migration),
         ]
     }
 }

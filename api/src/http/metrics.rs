@@ -206,6 +206,8 @@ impl Gauges {
         let mut inbox = Vec::new();
         let mut oldest = Vec::new();
         let mut leads = Vec::new();
+        let mut quiet = Vec::new();
+        let mut usual_gap = Vec::new();
         for source in &stats.sources {
             let name = sanitize_label_value(&source.source);
             for (state, n) in &source.inbox {
@@ -219,6 +221,12 @@ impl Gauges {
                 aged(source.oldest_unprocessed_age_seconds),
             ));
             leads.push((format!("{{source=\"{name}\"}}"), source.leads as f64));
+            if let Some(q) = source.quiet_seconds {
+                quiet.push((format!("{{source=\"{name}\"}}"), q + age));
+            }
+            if let Some(gap) = source.usual_gap_seconds {
+                usual_gap.push((format!("{{source=\"{name}\"}}"), gap));
+            }
         }
         family(
             out,
@@ -235,6 +243,20 @@ impl Gauges {
             oldest,
         );
         family(out, "leadpipe_leads", "gauge", "Leads by source", leads);
+        family(
+            out,
+            "leadpipe_source_quiet_seconds",
+            "gauge",
+            "Seconds since the source's newest inbox event was received, by configured source that has delivered",
+            quiet,
+        );
+        family(
+            out,
+            "leadpipe_source_usual_gap_seconds",
+            "gauge",
+            "The source's usual gap between deliveries: its expected_interval, else the median of its recent gaps (absent with too few deliveries)",
+            usual_gap,
+        );
         family(
             out,
             "leadpipe_outbox_events_pending",
