@@ -11,6 +11,7 @@ use chrono::{DateTime, Duration, Utc};
 use domain::auth::Role;
 use domain::entities::{inbox_event, reconcile_run};
 use leadpipe_tests::prometheus::{sample, series_value};
+use leadpipe_tests::webhooks::standard_secret;
 use leadpipe_tests::{Backend, TestApp, on_both_backends};
 use sea_orm::{ActiveModelTrait, Set};
 use serde_json::{Value, json};
@@ -188,6 +189,25 @@ async fn an_expected_interval_is_the_usual_gap_of_its_source(backend: Backend) {
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
     let partner = stats_of(&app, &ops, "partner").await;
     assert_eq!(seconds(&partner["usual_gap_seconds"]), 600.0, "{partner}");
+
+    // Given at creation, it shows as written; a source that never delivered
+    // has a usual gap but no silence to compare it with yet.
+    let response = app
+        .api(&admin)
+        .create_source(&json!({"name": "nightly", "scheme": "standard-webhooks",
+            "secrets": [standard_secret(b"nightly-signing-key-0123456789")],
+            "expected_interval": "1d"}))
+        .await;
+    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["expected_interval"], "1d", "{body}");
+    let nightly = stats_of(&app, &ops, "nightly").await;
+    assert_eq!(
+        seconds(&nightly["usual_gap_seconds"]),
+        86_400.0,
+        "{nightly}"
+    );
+    assert_eq!(nightly["quiet_seconds"], Value::Null, "{nightly}");
 
     // Not a duration: refused, naming the field.
     let response = app
