@@ -1978,9 +1978,9 @@ function renderSeries(series) {
     chart(
       "chart-missed",
       "Missed by webhooks",
-      `${plural(sum("missed"), "record")} of ${plural(reconciled, "reconciled record")} (${percent(missedShare)})`,
+      `${sum("missed")} of ${plural(reconciled, "reconciled record")} (${percent(missedShare)})`,
       missedBars.node,
-      `found by reconcile per ${per}, peak ${plural(missedBars.peak, "record")}`,
+      `per ${per}, peak ${plural(missedBars.peak, "record")}`,
     ),
     el("p", { class: "muted" }, `${b.length} buckets, ${span}`),
   );

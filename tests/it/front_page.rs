@@ -885,10 +885,7 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
     wait_for_text(
         &browser,
         "#chart-missed figcaption",
-        &format!(
-            "Missed by webhooks {} records of 3 reconciled records",
-            run.missed
-        ),
+        &format!("Missed by webhooks {} of 3 reconciled records", run.missed),
     )
     .await;
     browser

@@ -26,7 +26,8 @@ const UNPROCESSED: [InboxState; 3] = [
     InboxState::Failed,
 ];
 
-/// Deliveries of events first received in a window, and how many were repeats.
+/// Deliveries of events first received in a window, how many were repeats,
+/// and what reconcile pulled in the window and found the webhooks missed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Window {
     pub events: i64,
