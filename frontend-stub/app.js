@@ -48,6 +48,9 @@ const NEXT_STATUS = {
 
 // A backlog is "growing" once its oldest event has waited this long.
 const BACKLOG_ALERT_SECONDS = 300;
+// As the LeadpipeSourceQuiet alert: 10 usual gaps, and at least 18 hours.
+const QUIET_GAPS = 10;
+const QUIET_FLOOR_SECONDS = 18 * 3600;
 
 // One session's memory. Signing out never clears it piece by piece: it
 // loads a fresh page, so nothing of one session reaches the next.
@@ -1810,6 +1813,24 @@ function waiting(seconds) {
   return seconds > BACKLOG_ALERT_SECONDS ? flagged(text, `backlog over ${duration(BACKLOG_ALERT_SECONDS)}`) : text;
 }
 
+/** Whether a source has been quiet for longer than its rhythm allows. */
+function tooQuiet(s) {
+  return s.quiet_seconds !== null && s.usual_gap_seconds !== null && s.quiet_seconds > QUIET_GAPS * s.usual_gap_seconds && s.quiet_seconds > QUIET_FLOOR_SECONDS;
+}
+
+/** How long a source has been quiet, against its usual gap. */
+function quiet(s) {
+  if (s.quiet_seconds === null || s.quiet_seconds === undefined) return "—";
+  const usual = s.usual_gap_seconds === null ? "" : ` (usually ${duration(s.usual_gap_seconds)})`;
+  return tooQuiet(s) ? flagged(`${duration(s.quiet_seconds)}${usual}`, "quiet for too long") : `${duration(s.quiet_seconds)}${usual}`;
+}
+
+/** What the webhooks missed of what reconcile found, in a window. */
+function missed(w) {
+  if (!w.reconciled) return "—";
+  return [percent(w.missed_rate), el("span", { class: "muted" }, ` (${w.missed} of ${plural(w.reconciled, "record")})`)];
+}
+
 function deadCount(n, one, many) {
   return n > 0 ? flagged(plural(n, one, many), "dead letters") : plural(n, one, many);
 }
@@ -1822,6 +1843,7 @@ function renderAlerts(stats) {
     if (s.inbox.dead > 0) alerts.push(`${s.source}: ${plural(s.inbox.dead, "dead inbox event")}`);
     const age = s.oldest_unprocessed_age_seconds;
     if (age !== null && age > BACKLOG_ALERT_SECONDS) alerts.push(`${s.source}: oldest unprocessed event waiting ${duration(age)}`);
+    if (tooQuiet(s)) alerts.push(`${s.source}: no delivery for ${duration(s.quiet_seconds)}, usually every ${duration(s.usual_gap_seconds)}`);
   }
   const dead = stats.outbox.deliveries.dead || 0;
   if (dead > 0) alerts.push(`outgoing: ${plural(dead, "dead delivery", "dead deliveries")}`);
@@ -1834,7 +1856,7 @@ function renderAlerts(stats) {
 function loadStats() {
   return optional($("stats"), "/api/ops/stats", (stats) => {
     renderAlerts(stats);
-    const head = ["Source", "Received (1 h)", "Received (24 h)", "Duplicates (24 h)", "Waiting", "Oldest waiting", "Failed", "Dead", "Leads"];
+    const head = ["Source", "Received (1 h)", "Received (24 h)", "Duplicates (24 h)", "Missed by webhooks (24 h)", "Quiet for", "Waiting", "Oldest waiting", "Failed", "Dead", "Leads"];
     const rows = stats.sources.map((s) => {
       const waitingCount = (s.inbox.received || 0) + (s.inbox.processing || 0) + (s.inbox.failed || 0);
       return el(
@@ -1844,6 +1866,8 @@ function loadStats() {
         el("td", {}, plural(s.last_hour.events, "event")),
         el("td", {}, plural(s.last_day.events, "event")),
         el("td", { class: "duplicate-rate" }, percent(s.last_day.duplicate_rate), el("span", { class: "muted" }, ` (${s.last_day.duplicates} of ${plural(s.last_day.deliveries, "delivery", "deliveries")})`)),
+        el("td", { class: "missed-rate" }, missed(s.last_day)),
+        el("td", { class: "quiet" }, quiet(s)),
         el("td", {}, plural(waitingCount, "event")),
         el("td", { class: "oldest" }, waiting(s.oldest_unprocessed_age_seconds)),
         el("td", {}, plural(s.inbox.failed || 0, "event")),
@@ -1934,6 +1958,9 @@ function renderSeries(series) {
   const span = series.window === "1h" ? `${clock(series.from)}–${clock(series.to)}` : `${when(series.from)} – ${when(series.to)}`;
   const receivedBars = barChart(b, "received", "event");
   const processedBars = barChart(b, "processed", "event");
+  const missedBars = barChart(b, "missed", "record");
+  const reconciled = sum("reconciled");
+  const missedShare = reconciled ? sum("missed") / reconciled : 0;
   const chart = (id, title, figure, node, scale) => {
     node.setAttribute("aria-label", `${title}: ${figure}, ${scale}, over ${span}`);
     return el(
@@ -1949,6 +1976,13 @@ function renderSeries(series) {
     chart("chart-received", "Received", plural(received, "event"), receivedBars.node, `per ${per}, peak ${plural(receivedBars.peak, "event")}`),
     chart("chart-processed", "Processed", plural(sum("processed"), "event"), processedBars.node, `per ${per}, peak ${plural(processedBars.peak, "event")}`),
     chart("chart-duplicates", "Duplicate rate", percent(rate), lineChart(b, "duplicate_rate"), "per bucket, 0–100 %"),
+    chart(
+      "chart-missed",
+      "Missed by webhooks",
+      `${sum("missed")} of ${plural(reconciled, "reconciled record")} (${percent(missedShare)})`,
+      missedBars.node,
+      `per ${per}, peak ${plural(missedBars.peak, "record")}`,
+    ),
     el("p", { class: "muted" }, `${b.length} buckets, ${span}`),
   );
 }

@@ -50,6 +50,7 @@ mod m20261207_001000_api_tokens;
 mod m20261207_001010_source_state;
 mod m20261207_001020_subscription_failing_since;
 mod m20261207_001030_subscription_rate_limit;
+mod m20261207_001040_source_expected_interval;
 
 pub struct Migrator;
 
@@ -100,6 +101,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_001010_source_state::Migration),
             Box::new(m20261207_001020_subscription_failing_since::Migration),
             Box::new(m20261207_001030_subscription_rate_limit::Migration),
+            Box::new(m20261207_001040_source_expected_interval::Migration),
         ]
     }
 }

@@ -865,6 +865,13 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
         "oldest unprocessed event waiting 10 min",
     )
     .await;
+    // What the webhooks of crm missed of what reconcile pulled.
+    wait_for_text(
+        &browser,
+        "#source-stats tr[data-source=\"crm\"] td.missed-rate",
+        &format!("({} of 3 records)", run.missed),
+    )
+    .await;
     let stats = text_of(&browser, "#stats").await;
     assert!(!stats.contains('{'), "no raw JSON: {stats}");
 
@@ -874,6 +881,13 @@ async fn ops_sees_figures_alerts_and_charts_and_retries_a_dead_event(backend: Ba
     wait_for_count(&browser, "#chart-duplicates svg circle.point", 60).await;
     wait_for_text(&browser, "#chart-received figcaption", "Received 2 events").await;
     wait_for_text(&browser, "#chart-received figcaption", "per minute").await;
+    wait_for_count(&browser, "#chart-missed svg rect.bar", 60).await;
+    wait_for_text(
+        &browser,
+        "#chart-missed figcaption",
+        &format!("Missed by webhooks {} of 3 reconciled records", run.missed),
+    )
+    .await;
     browser
         .execute("window.scrollTo(0, 0);", vec![])
         .await

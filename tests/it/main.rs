@@ -27,6 +27,7 @@ mod lead_jobs;
 mod lead_routing;
 mod lifecycle;
 mod listener;
+mod lost_webhooks;
 mod merges;
 mod metrics_contract;
 mod migrations;

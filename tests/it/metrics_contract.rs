@@ -1,7 +1,8 @@
 //! The alert rules and the dashboard in `deploy/` against the series the code
 //! really emits: the pipeline runs a little (a lead, a webhook and its
 //! duplicate, a forged delivery, a dead inbox event, a reconcile that finds
-//! missed deliveries, a rate-limited guesser), then every metric the rules file and the
+//! missed deliveries, a source whose usual gap is configured, a rate-limited
+//! guesser), then every metric the rules file and the
 //! dashboard name must be in the scrape, with the label values they select
 //! on. A renamed metric or label fails here rather than silently never
 //! alerting in production.
@@ -164,6 +165,9 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
         "leadpipe_inbox_events",
         "leadpipe_outbox_deliveries",
         "leadpipe_reconcile_missed_total",
+        "leadpipe_reconcile_records_total",
+        "leadpipe_source_quiet_seconds",
+        "leadpipe_source_usual_gap_seconds",
         "leadpipe_webhook_deliveries_total",
         "leadpipe_metrics_gauges_age_seconds",
         "leadpipe_http_request_duration_seconds_bucket",
@@ -217,7 +221,8 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
         .api(&app.admin_token().await)
         .patch_source(
             source,
-            &json!({"pull_url": fake.pull_url, "pull_page_size": 10}),
+            &json!({"pull_url": fake.pull_url, "pull_page_size": 10,
+                    "expected_interval": "1h"}),
         )
         .await;
     assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
@@ -306,6 +311,8 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
         1.0
     );
     assert_eq!(value("leadpipe_reconcile_missed_total", &[&src]), 2.0);
+    assert_eq!(value("leadpipe_reconcile_records_total", &[&src]), 3.0);
+    assert_eq!(value("leadpipe_source_usual_gap_seconds", &[&src]), 3600.0);
     assert_eq!(
         value(
             "leadpipe_webhook_deliveries_total",

@@ -222,6 +222,36 @@ async fn source_update_changes_only_the_flags_given(backend: Backend) {
     expected["allowed_event_types"] = json!([]);
     assert_eq!(config(&app, "partner").await, expected);
 
+    // How often it usually delivers, for the quiet alert; reset: learned.
+    let updated = app.run_cli(
+        &[
+            "source",
+            "update",
+            "--name",
+            "partner",
+            "--expected-interval",
+            "90m",
+        ],
+        &[],
+    );
+    assert!(updated.status.success(), "{}", output_text(&updated));
+    expected["expected_interval"] = json!("90m");
+    assert_eq!(config(&app, "partner").await, expected);
+    let updated = app.run_cli(
+        &[
+            "source",
+            "update",
+            "--name",
+            "partner",
+            "--reset",
+            "expected_interval",
+        ],
+        &[],
+    );
+    assert!(updated.status.success(), "{}", output_text(&updated));
+    expected["expected_interval"] = Value::Null;
+    assert_eq!(config(&app, "partner").await, expected);
+
     // The secrets alone, same scheme: the new one verifies, the old no more.
     assert!(hmac_verifies(&app, "partner", HEX_SECRET, "u-1").await);
     let updated = app.run_cli(

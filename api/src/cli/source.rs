@@ -96,7 +96,7 @@ pub struct UpdateArgs {
 
 /// The fields `source update --reset` puts back to their defaults, named as
 /// in the API.
-const RESETTABLE: [&str; 18] = [
+const RESETTABLE: [&str; 19] = [
     "tolerance_secs",
     "signature_header",
     "event_id_header",
@@ -115,6 +115,7 @@ const RESETTABLE: [&str; 18] = [
     "pull_auth_header",
     "pull_page_size",
     "cron",
+    "expected_interval",
 ];
 
 /// Where the verification secrets come from.
@@ -210,6 +211,10 @@ pub struct FieldArgs {
     /// (`0 */15 * * * *`: every quarter hour).
     #[arg(long)]
     cron: Option<String>,
+    /// How often the source usually delivers (`30m`, `2h`, `1d`): the quiet
+    /// alert compares its silence with this instead of a learned gap.
+    #[arg(long)]
+    expected_interval: Option<String>,
 }
 
 impl SecretArgs {
@@ -511,6 +516,7 @@ mod tests {
             pull_auth_secret_file: None,
             pull_page_size: Some(100),
             cron: text("0 */5 * * * *"),
+            expected_interval: text("2h"),
         }
     }
 

@@ -208,6 +208,8 @@ impl Gauges {
         let mut oldest = Vec::new();
         let mut leads = Vec::new();
         let mut paused = Vec::new();
+        let mut quiet = Vec::new();
+        let mut usual_gap = Vec::new();
         for source in &stats.sources {
             let name = sanitize_label_value(&source.source);
             let held = source.state == Some(SourceState::Paused.as_str());
@@ -230,6 +232,12 @@ impl Gauges {
                 },
             ));
             leads.push((format!("{{source=\"{name}\"}}"), source.leads as f64));
+            if let Some(q) = source.quiet_seconds {
+                quiet.push((format!("{{source=\"{name}\"}}"), q + age));
+            }
+            if let Some(gap) = source.usual_gap_seconds {
+                usual_gap.push((format!("{{source=\"{name}\"}}"), gap));
+            }
         }
         family(
             out,
@@ -252,6 +260,20 @@ impl Gauges {
             "gauge",
             "1 while a webhook source is paused (its events wait), else 0",
             paused,
+        );
+        family(
+            out,
+            "leadpipe_source_quiet_seconds",
+            "gauge",
+            "Seconds since the source's newest inbox event was received, by configured source that has delivered",
+            quiet,
+        );
+        family(
+            out,
+            "leadpipe_source_usual_gap_seconds",
+            "gauge",
+            "The source's usual gap between deliveries: its expected_interval, else the median of its recent gaps (absent with too few deliveries)",
+            usual_gap,
         );
         family(
             out,

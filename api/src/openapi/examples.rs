@@ -808,6 +808,7 @@ pub fn source() -> Value {
         "pull_page_size": 200,
         "cron": "0 */15 * * * *",
         "reconcile_cursor": "2026-12-01T08:00:00Z",
+        "expected_interval": null,
         "version": 1,
         "state": "active"
     })
@@ -1138,13 +1139,19 @@ pub fn stats() -> Value {
             "source": "partner",
             "inbox": {"dead": 1, "failed": 1, "processed": 1873, "skipped": 14},
             "all_time": {"events": 1889, "deliveries": 1952, "duplicates": 63,
-                         "duplicate_rate": 0.0323},
+                         "duplicate_rate": 0.0323, "reconciled": 1934, "missed": 45,
+                         "missed_rate": 0.0233},
             "last_hour": {"events": 12, "deliveries": 12, "duplicates": 0,
-                          "duplicate_rate": 0.0},
+                          "duplicate_rate": 0.0, "reconciled": 13, "missed": 1,
+                          "missed_rate": 0.0769},
             "last_day": {"events": 240, "deliveries": 247, "duplicates": 7,
-                         "duplicate_rate": 0.0283},
+                         "duplicate_rate": 0.0283, "reconciled": 244, "missed": 4,
+                         "missed_rate": 0.0164},
             "oldest_unprocessed_age_seconds": 9860.4,
-            "leads": 1512
+            "leads": 1512,
+            "last_received_at": "2026-12-01T11:56:12Z",
+            "quiet_seconds": 228.0,
+            "usual_gap_seconds": 312.5
         }],
         "outbox": {"events_pending": 0, "deliveries": {"dead": 1, "failed": 2, "held": 0},
                    "oldest_undelivered_age_seconds": 41033.2},
@@ -1160,15 +1167,18 @@ pub fn stats() -> Value {
 pub fn stats_series() -> Value {
     let bucket = |start: &str, received: u64, processed: u64, deliveries: u64, rate: f64| {
         json!({"start": start, "received": received, "processed": processed,
-               "deliveries": deliveries, "duplicate_rate": rate})
+               "deliveries": deliveries, "duplicate_rate": rate,
+               "reconciled": 0, "missed": 0, "missed_rate": 0.0})
     };
     json!({
         "window": "1h",
+        "source": null,
         "bucket_seconds": 60,
         "from": "2026-12-01T11:00:00Z",
         "to": "2026-12-01T12:00:00Z",
         "buckets": [
-            bucket("2026-12-01T11:00:00Z", 4, 4, 6, 0.0),
+            with(bucket("2026-12-01T11:00:00Z", 4, 4, 6, 0.0),
+                 json!({"reconciled": 13, "missed": 1, "missed_rate": 0.0769})),
             bucket("2026-12-01T11:01:00Z", 7, 7, 10, 0.125)
         ]
     })

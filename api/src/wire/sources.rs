@@ -43,6 +43,9 @@ pub struct SourceOut {
     pub cron: Option<String>,
     /// Where the next reconcile run continues (`null`: from the start).
     pub reconcile_cursor: Option<String>,
+    /// How often the source usually delivers (`2h`), when configured; `null`:
+    /// learned from its deliveries (`usual_gap_seconds` in `/api/ops/stats`).
+    pub expected_interval: Option<String>,
     /// The configuration's version, also its `ETag` (`"3"`): send it as
     /// `If-Match` with a change. Moving the reconcile cursor leaves it.
     pub version: i64,
@@ -97,6 +100,9 @@ impl From<source::Model> for SourceOut {
             pull_page_size: m.pull_page_size,
             cron: m.reconcile_cron,
             reconcile_cursor: m.reconcile_cursor,
+            expected_interval: m
+                .expected_interval_secs
+                .map(domain::inbound::source::interval::show),
             version: m.version,
             state: m.state,
         }
@@ -141,6 +147,7 @@ mod tests {
             pull_page_size: 100,
             reconcile_cron: Some("0 */5 * * * *".into()),
             reconcile_cursor: Some("cursor-1".into()),
+            expected_interval_secs: Some(7200),
             version: 1,
             state: "active".into(),
         }

@@ -35,6 +35,9 @@ pub struct Model {
     pub pull_page_size: i64,
     pub reconcile_cron: Option<String>,
     pub reconcile_cursor: Option<String>,
+    /// How often the source usually delivers, in seconds, when configured
+    /// (else learned: `ops::rhythm`).
+    pub expected_interval_secs: Option<i64>,
     /// The configuration's version, its `ETag`: every change moves it (the
     /// reconcile cursor and a re-sealing of the secrets do not).
     pub version: i64,

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Duration, Utc};
-use sea_orm::sea_query::{Asterisk, Expr, ExprTrait, Func, Query};
+use sea_orm::sea_query::{Alias, Asterisk, Expr, ExprTrait, Func, Query};
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QuerySelect, Select,
     TransactionSession, TransactionTrait,
@@ -13,7 +13,9 @@ use sea_orm::{
 use serde::Serialize;
 
 use crate::clock;
-use crate::entities::{inbox_event, lead, outbox_delivery, outbox_event, source, subscription};
+use crate::entities::{
+    inbox_event, lead, outbox_delivery, outbox_event, reconcile_run, source, subscription,
+};
 use crate::inbound::inbox::InboxState;
 use crate::inbound::source::SourceState;
 use crate::outbound::subscription as subscriptions;
@@ -25,7 +27,8 @@ const UNPROCESSED: [InboxState; 3] = [
     InboxState::Failed,
 ];
 
-/// Deliveries of events first received in a window, and how many were repeats.
+/// Deliveries of events first received in a window, how many were repeats,
+/// and what reconcile pulled in the window and found the webhooks missed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Window {
     pub events: i64,
@@ -33,6 +36,15 @@ pub struct Window {
     pub duplicates: i64,
     /// duplicates / deliveries; 0 when nothing arrived.
     pub duplicate_rate: f64,
+    /// Records reconcile pulled from the source's API in runs that last
+    /// wrote in the window (dry runs not counted).
+    pub reconciled: i64,
+    /// Of those, the records reconcile had to create or update: deliveries
+    /// the webhooks missed.
+    pub missed: i64,
+    /// missed / reconciled: the share of what reconcile found that the
+    /// webhooks had not brought; 0 when reconcile found nothing.
+    pub missed_rate: f64,
 }
 
 impl Window {
@@ -48,7 +60,27 @@ impl Window {
             deliveries,
             duplicates,
             duplicate_rate,
+            ..Default::default()
         }
+    }
+
+    /// The same, with what reconcile found in the window.
+    pub(crate) fn reconciled(self, reconciled: i64, missed: i64) -> Self {
+        Self {
+            reconciled,
+            missed,
+            missed_rate: share(missed, reconciled),
+            ..self
+        }
+    }
+}
+
+/// part / whole; 0 when the whole is 0.
+pub(crate) fn share(part: i64, whole: i64) -> f64 {
+    if whole > 0 {
+        part as f64 / whole as f64
+    } else {
+        0.0
     }
 }
 
@@ -68,6 +100,15 @@ pub struct SourceStats {
     pub oldest_unprocessed_age_seconds: Option<f64>,
     /// Leads from the source, not counting those merged into another.
     pub leads: i64,
+    /// When its newest inbox event was first received; `null` before its
+    /// first delivery. Configured sources only, as the two below.
+    pub last_received_at: Option<DateTime<Utc>>,
+    /// Seconds since then: how long the source has been quiet.
+    pub quiet_seconds: Option<f64>,
+    /// Its usual gap between deliveries, in seconds: its `expected_interval`
+    /// when configured, else the median gap between its last 21 deliveries
+    /// of the last 28 days; `null` with fewer than 6 of them.
+    pub usual_gap_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
@@ -157,10 +198,52 @@ async fn windows<C: ConnectionTrait>(
         query = query.filter(inbox_event::Column::ReceivedAt.gte(since));
     }
     let rows: Vec<(String, i64, i64)> = query.into_tuple().all(conn).await?;
-    Ok(rows
+    let mut windows: BTreeMap<String, Window> = rows
         .into_iter()
         .map(|(source, events, deliveries)| (source, Window::new(events, deliveries)))
-        .collect())
+        .collect();
+    for (source, reconciled, missed) in reconciled(conn, since).await? {
+        let window = windows.remove(&source).unwrap_or_default();
+        windows.insert(source, window.reconciled(reconciled, missed));
+    }
+    Ok(windows)
+}
+
+/// What reconcile pulled and found missing, per source, in the runs (dry
+/// runs aside) that last wrote since `since`: (source, reconciled, missed).
+async fn reconciled<C: ConnectionTrait>(
+    conn: &C,
+    since: Option<DateTime<Utc>>,
+) -> Result<Vec<(String, i64, i64)>, DbErr> {
+    let mut query = with_reconcile_counts(
+        reconcile_run::Entity::find()
+            .select_only()
+            .column(reconcile_run::Column::Source),
+    )
+    .group_by(reconcile_run::Column::Source);
+    if let Some(since) = since {
+        query = query.filter(reconcile_run::Column::HeartbeatAt.gte(since));
+    }
+    query.into_tuple().all(conn).await
+}
+
+/// Adds `reconciled` (records pulled) and `missed` to a grouped query over
+/// reconcile runs, after the columns it groups by; dry runs are left out
+/// (they repair nothing). A run counts when it last wrote (`heartbeat_at`).
+pub(crate) fn with_reconcile_counts(
+    query: Select<reconcile_run::Entity>,
+) -> Select<reconcile_run::Entity> {
+    // SUM of a BIGINT is a NUMERIC on PostgreSQL: cast back.
+    let sum = |col: reconcile_run::Column| {
+        Func::cast_as(
+            Func::coalesce([Expr::col(col).sum(), Expr::val(0)]),
+            Alias::new("bigint"),
+        )
+    };
+    query
+        .expr_as(sum(reconcile_run::Column::Fetched), "reconciled")
+        .expr_as(sum(reconcile_run::Column::Missed), "missed")
+        .filter(reconcile_run::Column::DryRun.eq(false))
 }
 
 pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, crate::Error> {
@@ -257,6 +340,15 @@ async fn collect_with<C: ConnectionTrait>(
                     _ => stats.last_day = window,
                 }
             }
+        }
+    }
+
+    for (source, rhythm) in super::rhythm::of_sources(conn, now).await? {
+        entry(&mut sources, &source);
+        if let Some(stats) = sources.get_mut(&source) {
+            stats.last_received_at = rhythm.last_received_at;
+            stats.quiet_seconds = age(now, rhythm.last_received_at);
+            stats.usual_gap_seconds = rhythm.usual_gap_seconds;
         }
     }
 

@@ -15,7 +15,8 @@ pub fn configure(cfg: &mut Routes<'_>) {
     cfg.service(stats_series);
 }
 
-/// Inbox events received and processed, and the duplicate rate, per bucket.
+/// Inbox events received and processed, the duplicate rate, and what
+/// reconcile found the webhooks missed, per bucket; of every source or one.
 ///
 /// Buckets are aligned to the clock (whole minutes, quarter hours); the
 /// last one is the current, still filling. Every bucket is present, with
@@ -41,5 +42,6 @@ async fn stats_series(
         .as_deref()
         .map_or(Ok(SeriesWindow::Hour), str::parse)
         .map_err(|e: String| ApiError::invalid("window", e))?;
-    Ok(HttpResponse::Ok().json(series::series(state.reads.db(), window).await?))
+    Ok(HttpResponse::Ok()
+        .json(series::series(state.reads.db(), window, query.source.as_deref()).await?))
 }

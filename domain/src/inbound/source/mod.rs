@@ -14,6 +14,7 @@
 //! ([`create`]) and changing ([`update`]) are separate on purpose: a create
 //! never replaces a working configuration.
 
+pub mod interval;
 mod patch;
 pub mod pull;
 pub mod schedule;
@@ -127,6 +128,10 @@ pub struct SourceConfig {
     pub pull_page_size: Option<i64>,
     /// When to reconcile by itself: cron with a seconds field (`0 */5 * * * *`).
     pub cron: Option<String>,
+    /// How often the source usually delivers (`30m`, `2h`, `1d`): the quiet
+    /// alert compares its silence with this instead of the gap leadpipe
+    /// learns from its deliveries.
+    pub expected_interval: Option<String>,
 }
 
 impl fmt::Debug for SourceConfig {
@@ -614,6 +619,7 @@ mod tests {
             pull_page_size: 100,
             reconcile_cron: None,
             reconcile_cursor: None,
+            expected_interval_secs: None,
             version: 1,
             state: "active".into(),
         }

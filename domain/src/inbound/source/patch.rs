@@ -96,6 +96,10 @@ pub struct SourcePatch {
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub cron: Patch<String>,
+    /// `null`: learn the usual gap from the deliveries again.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub expected_interval: Patch<String>,
 }
 
 // Hand-written so the secrets never reach logs through `{:?}`.
@@ -205,6 +209,10 @@ impl SourcePatch {
             pull_auth_secret: self.pull_auth_secret,
             pull_page_size: or_stored(self.pull_page_size, &Some(stored.pull_page_size)),
             cron,
+            expected_interval: or_stored(
+                self.expected_interval,
+                &stored.expected_interval_secs.map(super::interval::show),
+            ),
         })
     }
 }
@@ -262,6 +270,7 @@ mod tests {
             pull_page_size: 50,
             reconcile_cron: Some("0 */15 * * * *".into()),
             reconcile_cursor: None,
+            expected_interval_secs: None,
             version: 3,
             state: "active".into(),
         }

@@ -103,6 +103,7 @@ fn model(scheme: Scheme, keys: &Keyring) -> source::Model {
         pull_page_size: 100,
         reconcile_cron: None,
         reconcile_cursor: None,
+        expected_interval_secs: None,
         version: 1,
         state: "active".into(),
     }

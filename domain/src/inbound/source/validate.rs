@@ -36,6 +36,7 @@ pub struct NewSource {
     pub(super) allowed_event_types: Vec<String>,
     pub(super) mapping: RecordMapping,
     pub(super) pull: ValidPull,
+    pub(super) expected_interval_secs: Option<i64>,
 }
 
 impl fmt::Debug for NewSource {
@@ -88,6 +89,7 @@ impl NewSource {
             pull_page_size: Set(self.pull.page_size),
             reconcile_cron: Set(self.pull.cron.clone()),
             reconcile_cursor: NotSet,
+            expected_interval_secs: Set(self.expected_interval_secs),
             version: NotSet,
             state: NotSet,
         }
@@ -250,6 +252,19 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
         outbound,
     );
 
+    let expected_interval_secs = match input
+        .expected_interval
+        .as_deref()
+        .map(super::interval::parse)
+    {
+        None => None,
+        Some(Ok(secs)) => Some(secs),
+        Some(Err(rule)) => {
+            errors.push(FieldError::new("expected_interval", rule));
+            None
+        }
+    };
+
     match scheme {
         Some(scheme) if errors.is_empty() => Ok(NewSource {
             name,
@@ -262,6 +277,7 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
             allowed_event_types,
             mapping,
             pull,
+            expected_interval_secs,
         }),
         _ => Err(Error::Invalid(errors)),
     }
