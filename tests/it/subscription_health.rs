@@ -134,6 +134,10 @@ async fn a_subscription_failing_for_days_is_disabled_announced_held_and_enabled_
     assert_eq!(announced.len(), 1);
     assert_eq!(announced[0].body["type"], "subscription.disabled");
     assert_eq!(announced[0].body["data"]["subscription_id"], sub);
+    assert!(
+        announced[0].body["data"].get("url").is_none(),
+        "another receiver's URL may hold its secret"
+    );
     assert!(announced[0].signature_ok);
     assert!(
         everything
@@ -387,6 +391,7 @@ async fn a_rate_limit_holds_across_publishers_for_its_subscription_only(backend:
     }
 
     // Two publishers, as two worker processes would run them.
+    let started = chrono::Utc::now();
     let one = t.app.publisher(publishing::settings_with(8, "127.0.0.1"));
     let two = t.app.publisher(publishing::settings_with(8, "127.0.0.1"));
     let all_delivered = async || {
@@ -399,25 +404,22 @@ async fn a_rate_limit_holds_across_publishers_for_its_subscription_only(backend:
     assert_eq!(fast.accepted().len(), 6);
     assert_eq!(slow.accepted().len(), 6);
 
-    // At most two a second to the capped subscription: any three of its
-    // deliveries span a turn of a second (less a little for the time a
-    // request takes).
-    let mut at: Vec<chrono::DateTime<chrono::Utc>> = outbox_delivery::Entity::find()
-        .filter(outbox_delivery::Column::SubscriptionId.eq(capped))
-        .all(&t.app.db)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|d| d.delivered_at.unwrap())
-        .collect();
-    at.sort();
-    for three in at.windows(3) {
-        assert!(
-            three[2] - three[0] >= chrono::Duration::milliseconds(800),
-            "three deliveries within {} ms: {at:?}",
-            (three[2] - three[0]).num_milliseconds()
-        );
-    }
+    // At most two a second to the capped subscription, in turns: three
+    // turns of two moved its turn pointer on by three seconds from before
+    // the first, and its deliveries arrived over two turns at least (the
+    // others went as fast as they came).
+    let next = t.subscription(capped).await.rate_next_at.unwrap();
+    assert!(
+        next - started >= chrono::Duration::milliseconds(2_900),
+        "three turns of a second: {next} after {started}"
+    );
+    let arrived: Vec<std::time::Instant> = slow.accepted().iter().map(|r| r.at).collect();
+    let (first, last) = (arrived.iter().min().unwrap(), arrived.iter().max().unwrap());
+    assert!(
+        *last - *first >= Duration::from_millis(1_500),
+        "six deliveries at two a second arrived within {:?}",
+        *last - *first
+    );
 
     // Lifted: `null` clears the cap.
     let lifted: Value = t

@@ -17,6 +17,8 @@ pub struct Received {
     pub signature_ok: bool,
     /// What the receiver answered.
     pub status: u16,
+    /// When the request arrived.
+    pub at: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -87,6 +89,7 @@ async fn hook(
     });
     let answer = state.answer;
     state.received.push(Received {
+        at: std::time::Instant::now(),
         webhook_id: header("webhook-id"),
         body: serde_json::from_slice(&body).unwrap_or_default(),
         signature_ok,

@@ -175,11 +175,12 @@ pub struct DealCreated {
 /// An operational event: a subscription's deliveries failed with no success
 /// for `LEADPIPE_SUBSCRIPTION_DISABLE_AFTER`, so it was disabled (its
 /// deliveries are held until it is enabled again). Sent only to the
-/// subscriptions that list `subscription.disabled` by name.
+/// subscriptions that list `subscription.disabled` by name. Not its URL: a
+/// receiver's URL may carry its own secret (as Slack's do), and this goes
+/// to other receivers; `GET /api/subscriptions/{id}` has it.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct SubscriptionDisabled {
     pub subscription_id: i64,
-    pub url: String,
     pub reason: String,
     /// The first failure with no success after it.
     pub failing_since: chrono::DateTime<chrono::Utc>,

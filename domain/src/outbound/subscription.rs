@@ -514,7 +514,6 @@ pub async fn note_outcomes<C: ConnectionTrait>(
         }
         let event = crate::outbound::events::SubscriptionDisabled {
             subscription_id: sub.id,
-            url: sub.url.clone(),
             reason,
             failing_since: since,
         };
