@@ -231,6 +231,18 @@ async fn text_of(browser: &Client, css: &str) -> String {
         .unwrap()
 }
 
+/// The page's text for a failure message: a page being reloaded (signing
+/// out loads a fresh one) has no text yet, which is no failure itself.
+async fn page_text(browser: &Client) -> String {
+    match browser.find(Locator::Css("body")).await {
+        Ok(body) => body
+            .text()
+            .await
+            .unwrap_or_else(|e| format!("(unreadable: {e})")),
+        Err(e) => format!("(no page: {e})"),
+    }
+}
+
 /// Waits until the element's text contains `expected`.
 async fn wait_for_text(browser: &Client, css: &str, expected: &str) {
     eventually(&format!("`{css}` to show {expected:?}"), WAIT, async || {
@@ -239,7 +251,7 @@ async fn wait_for_text(browser: &Client, css: &str, expected: &str) {
         {
             return Ok(());
         }
-        Err(format!("page: {}", text_of(browser, "body").await))
+        Err(format!("page: {}", page_text(browser).await))
     })
     .await;
 }
