@@ -331,6 +331,18 @@ async fn one_subscription_reads_with_its_health_and_needs_ops(backend: Backend) 
     assert_eq!(read["failing_since"], Value::Null);
     assert!(read.get("secret").is_none(), "never the secret");
 
+    // Enabling one that is on changes nothing, not even its version.
+    let again: Value = t
+        .admin
+        .post(&format!("/api/subscriptions/{sub}/enable"), &json!({}))
+        .await
+        .expect_json(200)
+        .await;
+    assert_eq!(
+        (again["state"].clone(), again["version"].clone()),
+        (json!("active"), json!(1))
+    );
+
     let ops = t.app.api_as(Role::Ops, None).await;
     ops.get(&format!("/api/subscriptions/{sub}"))
         .await

@@ -531,6 +531,12 @@ pub async fn enable<C: ConnectionTrait>(
     id: i64,
     if_match: &IfMatch,
 ) -> Result<SubscriptionView, Error> {
+    let current = find(conn, id).await?;
+    if_match.check(current.version)?;
+    // Already on: nothing changes, not even its version.
+    if current.state == ACTIVE {
+        return Ok(current.into());
+    }
     let patch = SubscriptionPatch {
         enabled: Some(true),
         ..SubscriptionPatch::default()
