@@ -290,6 +290,27 @@ async fn a_removed_source_is_unknown_its_tokens_stop_and_its_events_and_leads_st
     .await;
     let list = app.api(&admin).get("/api/sources").await.expect(200).await;
     assert_eq!(list["data"].as_array().unwrap().len(), 1);
+    // Gone from the figures too: a removed source is not "quiet".
+    let stats = app
+        .api(&admin)
+        .get("/api/ops/stats")
+        .await
+        .expect(200)
+        .await;
+    assert!(
+        stats["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["source"] != "webform" || s["quiet_seconds"].is_null()),
+        "{stats}"
+    );
+    assert!(
+        !app.metrics()
+            .await
+            .contains("leadpipe_source_quiet_seconds{source=\"webform\"}"),
+        "no quiet time for a removed source"
+    );
     assert_problem(
         app.api(&admin).delete("/api/sources/webform").await,
         404,

@@ -15,6 +15,7 @@ use sea_orm::{
 };
 
 use crate::entities::{inbox_event, source};
+use crate::inbound::source::SourceState;
 
 /// Deliveries a gap is learned from: the newest events of a source.
 pub const RECENT: u64 = 21;
@@ -35,7 +36,8 @@ pub struct Rhythm {
     pub usual_gap_seconds: Option<f64>,
 }
 
-/// The rhythm of every configured source, by name.
+/// The rhythm of every configured source, by name (not a removed one's: it
+/// is quiet for good, and no alert should say so).
 pub async fn of_sources<C: ConnectionTrait>(
     conn: &C,
     now: DateTime<Utc>,
@@ -44,6 +46,7 @@ pub async fn of_sources<C: ConnectionTrait>(
         .select_only()
         .column(source::Column::Name)
         .column(source::Column::ExpectedIntervalSecs)
+        .filter(source::Column::State.ne(SourceState::Removed.as_str()))
         .into_tuple()
         .all(conn)
         .await?;
