@@ -340,6 +340,20 @@ pub async fn execute_until(
     };
     let heartbeat = tokio::spawn(heartbeat(db.clone(), run.id));
     let result = tracing::Instrument::instrument(result, span.clone()).await;
+    // A batch that fails while the server is stopping (its connections and
+    // spooled upload going away) was interrupted, not refused: the same
+    // file imported again resumes it.
+    // Only after an error: a stop already taken must not be polled again.
+    let stopping = result.is_err()
+        && std::future::poll_fn(|cx| std::task::Poll::Ready(stop.as_mut().poll(cx).is_ready()))
+            .await;
+    let result = match result {
+        Err(err) if stopping => {
+            span.in_scope(|| tracing::warn!(error = %err, "import batch failed while stopping"));
+            Ok(true)
+        }
+        other => other,
+    };
     heartbeat.abort();
     drop(rx);
     let _ = producer.await;
