@@ -760,33 +760,40 @@ fn every_json_request_body_has_a_realistic_example_that_fits_its_schema() {
                 continue;
             };
             let at = format!("{} {path}", method.to_uppercase());
-            let Some(example) = body.get("example") else {
-                problems.push(format!("{at}: no example"));
-                continue;
-            };
-            let mut found = Vec::new();
-            placeholders(example, "", &mut found);
-            if !found.is_empty() {
-                problems.push(format!("{at}: \"string\" at {found:?}"));
-            }
-            let Value::Object(mut schema) = body["schema"].clone() else {
-                problems.push(format!("{at}: no schema"));
-                continue;
-            };
-            schema.insert("components".into(), doc["components"].clone());
-            let validator = jsonschema::draft202012::options()
-                .should_validate_formats(true)
-                .build(&Value::Object(schema))
-                .unwrap();
-            for error in validator.iter_errors(example) {
-                problems.push(format!(
-                    "{at}: the example does not fit: {error} (at \"{}\")",
-                    error.instance_path()
-                ));
-            }
+            check_example(&doc, &at, body, &mut problems);
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What is wrong with `media`'s example (a request body's or an answer's
+/// JSON content): missing, a `"string"` placeholder, or not fitting its
+/// schema.
+fn check_example(doc: &Value, at: &str, media: &Value, problems: &mut Vec<String>) {
+    let Some(example) = media.get("example") else {
+        problems.push(format!("{at}: no example"));
+        return;
+    };
+    let mut found = Vec::new();
+    placeholders(example, "", &mut found);
+    if !found.is_empty() {
+        problems.push(format!("{at}: \"string\" at {found:?}"));
+    }
+    let Value::Object(mut schema) = media["schema"].clone() else {
+        problems.push(format!("{at}: no schema"));
+        return;
+    };
+    schema.insert("components".into(), doc["components"].clone());
+    let validator = jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(&Value::Object(schema))
+        .unwrap();
+    for error in validator.iter_errors(example) {
+        problems.push(format!(
+            "{at}: the example does not fit: {error} (at \"{}\")",
+            error.instance_path()
+        ));
+    }
 }
 
 /// `/docs` shows each JSON success answer with a realistic example too: one
@@ -817,30 +824,7 @@ fn every_json_success_response_has_a_realistic_example_that_fits_its_schema() {
                     continue;
                 };
                 checked += 1;
-                let Some(example) = media.get("example") else {
-                    problems.push(format!("{at}: no example"));
-                    continue;
-                };
-                let mut found = Vec::new();
-                placeholders(example, "", &mut found);
-                if !found.is_empty() {
-                    problems.push(format!("{at}: \"string\" at {found:?}"));
-                }
-                let Value::Object(mut schema) = media["schema"].clone() else {
-                    problems.push(format!("{at}: no schema"));
-                    continue;
-                };
-                schema.insert("components".into(), doc["components"].clone());
-                let validator = jsonschema::draft202012::options()
-                    .should_validate_formats(true)
-                    .build(&Value::Object(schema))
-                    .unwrap();
-                for error in validator.iter_errors(example) {
-                    problems.push(format!(
-                        "{at}: the example does not fit: {error} (at \"{}\")",
-                        error.instance_path()
-                    ));
-                }
+                check_example(&doc, &at, media, &mut problems);
             }
         }
     }
