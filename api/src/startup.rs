@@ -92,7 +92,7 @@ impl Application {
             ),
             None => crate::http::read_replica::Reads::primary_only(db.clone()),
         };
-        let imports = crate::http::imports::ImportTasks::on_current_runtime();
+        let imports = crate::http::imports::ImportTasks::on_current_runtime(&db);
         let unknown_source = Arc::new(domain::inbound::source::StandIn::new(&settings.keyring));
         let state = web::Data::new(AppState {
             key_health: Arc::default(),

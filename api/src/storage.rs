@@ -233,6 +233,25 @@ pub async fn another_pool(store: &Store, url: &str, max_connections: u32) -> any
     Ok(store.with_pool(open_pool(url, max_connections, signals).await?))
 }
 
+/// `store` on a PostgreSQL pool of its own of `max_connections`, opened
+/// lazily: each connection is opened by the first task that needs it and
+/// belongs to that task's runtime. Work that outlives the HTTP workers (an
+/// import draining after the server stopped) uses one made on the main
+/// runtime: a connection an HTTP worker opened fails once that worker's
+/// runtime shuts down. SQLite's connections run on threads of their own and
+/// belong to no runtime, so there it is `store` itself.
+pub fn lazy_pool_of_its_own(store: &Store, max_connections: u32) -> Store {
+    let Some(pool) = store.postgres_pool() else {
+        return store.clone();
+    };
+    let options = (*pool.connect_options()).clone();
+    let pool = pool_options(PgPoolOptions::new())
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_lazy_with(options);
+    store.with_pool(SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
+}
+
 /// A pool on `url`; on SQLite, a commit of each of its connections that
 /// stored work bumps `signals`.
 async fn open_pool(

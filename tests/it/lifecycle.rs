@@ -571,7 +571,12 @@ async fn sigterm_during_an_import_waits_for_it(backend: Backend) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!((run.state.as_str(), run.rows as usize), ("done", rows));
+    assert_eq!(
+        (run.state.as_str(), run.rows as usize),
+        ("done", rows),
+        "{:?}",
+        run.error
+    );
     assert_eq!(app.count(lead::Entity).await as usize, rows);
 }
 

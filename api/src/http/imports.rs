@@ -3,13 +3,19 @@
 //!
 //! An import outlives the request that started it, so it runs on the main
 //! runtime, not on the HTTP worker that took the upload (those stop with
-//! the server).
+//! the server), and on connections of its own that main runtime opened:
+//! one an HTTP worker opened fails once that worker has stopped.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use domain::store::Store;
 use tokio::sync::watch;
+
+/// Connections the imports of one process share: a batch in flight and a
+/// heartbeat each, a few imports at once.
+const IMPORT_CONNECTIONS: u32 = 4;
 
 /// How long stopped imports get to commit their batch in flight and record
 /// `interrupted`.
@@ -20,6 +26,7 @@ pub struct ImportTasks {
     running: Arc<watch::Sender<usize>>,
     stop: Arc<watch::Sender<bool>>,
     runtime: tokio::runtime::Handle,
+    db: Store,
 }
 
 /// Counts one running import until dropped (a panic included).
@@ -32,20 +39,22 @@ impl Drop for Running {
 }
 
 impl ImportTasks {
-    /// Spawns on the current runtime: call it from the main one.
-    pub fn on_current_runtime() -> Self {
+    /// Spawns on the current runtime, on a pool of `db`'s database of its
+    /// own: call it from the main one.
+    pub fn on_current_runtime(db: &Store) -> Self {
         Self {
             running: Arc::new(watch::channel(0).0),
             stop: Arc::new(watch::channel(false).0),
             runtime: tokio::runtime::Handle::current(),
+            db: crate::storage::lazy_pool_of_its_own(db, IMPORT_CONNECTIONS),
         }
     }
 
-    /// Runs `import`, handing it a future that completes when the grace
-    /// period of a stop has run out.
+    /// Runs `import` with the imports' store, handing it a future that
+    /// completes when the grace period of a stop has run out.
     pub fn spawn<F, Fut>(&self, import: F)
     where
-        F: FnOnce(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) -> Fut,
+        F: FnOnce(Store, std::pin::Pin<Box<dyn Future<Output = ()> + Send>>) -> Fut,
         Fut: Future<Output = ()> + Send + 'static,
     {
         self.running.send_modify(|n| *n += 1);
@@ -56,7 +65,7 @@ impl ImportTasks {
                 std::future::pending::<()>().await;
             }
         });
-        let task = import(stopped);
+        let task = import(self.db.clone(), stopped);
         self.runtime.spawn(async move {
             let _running = running;
             task.await;

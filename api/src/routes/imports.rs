@@ -132,8 +132,7 @@ async fn start(
     };
     let prepared = import::prepare(&state.db, &spec, temp.path()).await?;
     let run = prepared.run.clone();
-    let db = state.db.clone();
-    state.imports.spawn(move |stop| async move {
+    state.imports.spawn(move |db, stop| async move {
         // The temporary file lives until the import is done with it.
         let _temp = temp;
         // Each committed chunk that wrote leads wakes the lead drain itself.
