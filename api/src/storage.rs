@@ -171,6 +171,89 @@ async fn sqlite_migration_lock(url: &str) -> anyhow::Result<Option<std::fs::File
     Ok(Some(file))
 }
 
+/// On SQLite one long-running process writes: `serve` (with its workers)
+/// or `work` takes this for its life, and a second one refuses to start.
+/// The in-process write turn ([`Store::begin_write`]) cannot reach another
+/// process, so two would contend for the file's lock and answer "database
+/// is locked". One-off commands (`token create`, `import`, …) do not take
+/// it: SQLite's own lock and busy timeout take their writes in turn.
+pub struct SqliteWriter {
+    _file: std::fs::File,
+}
+
+/// Another process holds the SQLite writer lock; the command line exits
+/// with code 4 (a conflict) for it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the SQLite database {file} is already written by {holder}: on SQLite one `leadpipe serve` (its workers in it) or one `leadpipe work` writes. Stop that one first, or move to PostgreSQL to run several"
+)]
+pub struct WriterTaken {
+    pub file: String,
+    /// `process 1234 (`leadpipe serve`, since …)`, as the holder wrote it.
+    pub holder: String,
+}
+
+/// Takes the writer lock of `url`'s SQLite file for `command`: an exclusive
+/// lock on a file beside it, which names the holder and is released when
+/// the process ends, however it ends. `None` for PostgreSQL and an
+/// in-memory database.
+pub fn sqlite_writer(url: &str, command: &str) -> anyhow::Result<Option<SqliteWriter>> {
+    use std::io::{Read, Seek, Write};
+    if Backend::of(url)? != Backend::Sqlite {
+        return Ok(None);
+    }
+    let Some(path) = sqlite_file(url)? else {
+        return Ok(None);
+    };
+    refuse_missing_sqlite_directory(url)?;
+    let mut lock_path = path.clone().into_os_string();
+    lock_path.push(".writer-lock");
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).read(true).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&lock_path).map_err(|e| {
+        anyhow::anyhow!(
+            "opening {}: {e}",
+            std::path::Path::new(&lock_path).display()
+        )
+    })?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let holder = if holder.is_empty() {
+                "another leadpipe process".to_owned()
+            } else {
+                holder.to_owned()
+            };
+            return Err(WriterTaken {
+                file: path.display().to_string(),
+                holder,
+            }
+            .into());
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            anyhow::bail!(
+                "locking {}: {e}",
+                std::path::Path::new(&lock_path).display()
+            )
+        }
+    }
+    // Who holds it, for the next one's message.
+    file.set_len(0)?;
+    file.rewind()?;
+    writeln!(
+        file,
+        "process {} (`leadpipe {command}`, since {})",
+        std::process::id(),
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )?;
+    Ok(Some(SqliteWriter { _file: file }))
+}
+
 /// The options every pool opens with. No idle reaper: in sqlx 0.9.0 a race
 /// can wrap its idle count to `usize::MAX`, and the reaper then spins a
 /// runtime thread at 100% CPU for good (transact-rs/sqlx#3645; a test

@@ -251,6 +251,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         if cause.is::<storage::Unreachable>() {
             return Some(Exit::Unavailable);
         }
+        if cause.is::<storage::WriterTaken>() {
+            return Some(Exit::Conflict);
+        }
         if let Some(err) = cause.downcast_ref::<domain::Error>() {
             return match err {
                 domain::Error::NotFound => Some(Exit::NotFound),
@@ -321,6 +324,7 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
                 // Refuse bad worker settings before serving anything.
                 settings.validate().map_err(anyhow::Error::msg)?;
             }
+            let _writer = storage::sqlite_writer(&db.database_url, "serve")?;
             let mut http = http;
             http.outbound_allow = cli.outbound.outbound_allow.clone();
             http.reconcile = settings.reconcile.clone();
@@ -375,6 +379,7 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
             workers,
             retired: _,
         } => {
+            let _writer = storage::sqlite_writer(&db.database_url, "work")?;
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
             let conn = storage::open(
