@@ -19,7 +19,10 @@ use sea_orm::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sea_orm::sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
 };
-use sea_orm::{ConnectionTrait, DatabaseConnection, SqlxPostgresConnector, SqlxSqliteConnector};
+use sea_orm::{
+    ConnectionTrait, DatabaseConnection, SqlxPostgresConnector, SqlxSqliteConnector,
+    TransactionTrait,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -134,9 +137,17 @@ pub async fn migrate_behind(url: &str, pooling: &Pooling) -> anyhow::Result<()> 
 /// database already up to date is fine.
 async fn refuse_pending_migrations(url: &str, pooling: &Pooling) -> anyhow::Result<()> {
     let db = open_pool(url, pooling, 1, None).await?;
-    let pending = Migrator::get_pending_migrations(&db).await;
+    // Read-only (no migration table created) and in a transaction, so the
+    // pooler keeps each prepared statement with its bind.
+    let pending = async {
+        let txn = db.begin().await?;
+        let pending = Migrator::get_pending_migrations_read_only(&txn).await?;
+        txn.commit().await?;
+        Ok::<_, sea_orm::DbErr>(pending.len())
+    }
+    .await;
     db.close().await?;
-    let pending = pending?.len();
+    let pending = pending?;
     if pending > 0 {
         anyhow::bail!(
             "{pending} migration(s) pending, and behind a transaction-mode pooler (LEADPIPE_DB_POOLER=transaction) leadpipe migrates only over DATABASE_DIRECT_URL: set it to PostgreSQL itself, or run `leadpipe migrate` with DATABASE_URL pointing there"
