@@ -90,7 +90,7 @@ proptest! {
         headers in proptest::collection::vec((header_names(), header_values()), 0..8),
         body in proptest::collection::vec(any::<u8>(), 0..256),
     ) {
-        let request = VerifyRequest { headers: &headers, body: &body, now_unix: NOW };
+        let request = VerifyRequest { headers: &headers, body: &body, now_unix: NOW, target: None };
         // Random headers carry no valid MAC of this body under these secrets.
         prop_assert!(verify(&config(scheme), &request).is_err());
     }
@@ -126,9 +126,9 @@ proptest! {
         let at = flip.index(tampered.len());
         tampered[at] ^= 0x01;
         for (scheme, headers) in cases {
-            let ok = VerifyRequest { headers: &headers, body: &body, now_unix: NOW };
+            let ok = VerifyRequest { headers: &headers, body: &body, now_unix: NOW, target: None };
             prop_assert!(verify(&config(scheme), &ok).is_ok(), "{scheme:?} rejected its own signature");
-            let bad = VerifyRequest { headers: &headers, body: &tampered, now_unix: NOW };
+            let bad = VerifyRequest { headers: &headers, body: &tampered, now_unix: NOW, target: None };
             prop_assert!(verify(&config(scheme), &bad).is_err(), "{scheme:?} accepted a tampered body");
         }
     }

@@ -68,6 +68,12 @@ pub struct Source {
     pub mapping: RecordMapping,
     /// The sender's pull API, for reconcile; `None` without a `pull_url`.
     pub pull: Option<PullConfig>,
+    /// Where a delivery's events sit when it carries several (see
+    /// [`crate::inbound::events`]); `None`: the body is one event.
+    pub events: Option<String>,
+    /// The subscription handshake's token (`meta-lead-ads`), opened; never
+    /// shown, never logged.
+    pub verify_token: Option<String>,
 }
 
 impl Source {
@@ -132,6 +138,14 @@ pub struct SourceConfig {
     /// alert compares its silence with this instead of the gap leadpipe
     /// learns from its deliveries.
     pub expected_interval: Option<String>,
+    /// Where a delivery's events sit when it carries several: a JSON pointer
+    /// whose `*` segments stand for every element of an array
+    /// (`/entry/*/changes/*`, `/*`). The event id and type pointers and
+    /// `record_pointer` then point into each event.
+    pub events_pointer: Option<String>,
+    /// `meta-lead-ads`: the token Meta's subscription handshake must name.
+    /// Write-only.
+    pub verify_token: Option<String>,
 }
 
 impl fmt::Debug for SourceConfig {
@@ -179,6 +193,9 @@ pub async fn create<C: ConnectionTrait>(
         model.pull_auth_secret = Set(Some(
             keys.seal(secret, &Place::pull_auth_secret(&valid.name))?,
         ));
+    }
+    if let Some(token) = &valid.verify_token {
+        model.verify_token = Set(Some(keys.seal(token, &Place::verify_token(&valid.name))?));
     }
     // A removed source's row still holds the name: the new source takes it
     // over, from the start of reconcile, its version moving on.
@@ -236,6 +253,9 @@ pub async fn update<C: ConnectionTrait>(
         }
         if let SecretChange::Set(secret) = &valid.pull.auth_secret {
             model.pull_auth_secret = Set(Some(keys.seal(secret, &Place::pull_auth_secret(name))?));
+        }
+        if let Some(token) = &valid.verify_token {
+            model.verify_token = Set(Some(keys.seal(token, &Place::verify_token(name))?));
         }
         let saved = source::Entity::update_many()
             .set(model)
@@ -377,8 +397,14 @@ fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, Db
         .scheme
         .parse()
         .map_err(|e: crate::inbound::signature::ParseSchemeError| DbErr::Custom(e.to_string()))?;
-    let (secrets, pull_auth) = match keys {
+    let (secrets, pull_auth, verify_token) = match keys {
         Some(keys) => {
+            let verify_token = model
+                .verify_token
+                .as_ref()
+                .map(|v| keys.open(v, &Place::verify_token(&model.name)))
+                .transpose()
+                .map_err(|e| DbErr::Custom(format!("source {}: verify_token: {e}", model.name)))?;
             let pull_auth = model
                 .pull_auth_secret
                 .as_ref()
@@ -387,9 +413,9 @@ fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, Db
                 .map_err(|e| {
                     DbErr::Custom(format!("source {}: pull_auth_secret: {e}", model.name))
                 })?;
-            (open_secrets(model, keys)?, pull_auth)
+            (open_secrets(model, keys)?, pull_auth, verify_token)
         }
-        None => (Vec::new(), None),
+        None => (Vec::new(), None, None),
     };
     let mut config = SchemeConfig::new(scheme, secrets);
     config.tolerance_secs = model.tolerance_secs;
@@ -417,6 +443,8 @@ fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, Db
             model.pull_page_size,
             model.reconcile_cron.as_ref(),
         ),
+        events: model.events_pointer.clone(),
+        verify_token,
     })
 }
 
@@ -620,6 +648,8 @@ mod tests {
             reconcile_cron: None,
             reconcile_cursor: None,
             expected_interval_secs: None,
+            events_pointer: None,
+            verify_token: None,
             version: 1,
             state: "active".into(),
         }
