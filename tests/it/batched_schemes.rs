@@ -7,6 +7,7 @@
 
 use api::config::HttpSettings;
 use domain::entities::{inbox_event, lead};
+use leadpipe_tests::cli::output_text;
 use leadpipe_tests::webhooks::{Headers, now};
 use leadpipe_tests::{Backend, TestApp, assert_problem, on_both_backends};
 use sea_orm::{ColumnTrait, EntityTrait, QueryFilter, QueryOrder};
@@ -274,6 +275,28 @@ async fn meta_handshake_answers_only_the_stored_verify_token(backend: Backend) {
         .unwrap();
     let stored = row.verify_token.unwrap();
     assert!(!stored.contains("a-new-verify-token"), "{stored}");
+
+    // From the command line, the token from the environment (not argv).
+    let added = app
+        .cli_with_server_key()
+        .args([
+            "source",
+            "add",
+            "--name",
+            "meta-cli",
+            "--scheme",
+            "meta-lead-ads",
+        ])
+        .args(["--secret-env", "META_APP_SECRET"])
+        .env("META_APP_SECRET", META_SECRET)
+        .env("LEADPIPE_VERIFY_TOKEN", "cli-verify-token")
+        .output()
+        .unwrap();
+    assert!(added.status.success(), "{}", output_text(&added));
+    assert!(!output_text(&added).contains("cli-verify-token"));
+    let by_cli = "hub.mode=subscribe&hub.challenge=5&hub.verify_token=cli-verify-token";
+    let response = handshake(&app, "meta-cli", by_cli).await;
+    assert_eq!(response.text().await.unwrap(), "5");
     assert_eq!(app.count(inbox_event::Entity).await, 0);
 }
 

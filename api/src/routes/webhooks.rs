@@ -321,7 +321,6 @@ struct HandshakeQuery {
 )]
 #[get("/webhooks/{source}")]
 async fn webhook_handshake(
-    _: Admitted,
     state: web::Data<AppState>,
     req: HttpRequest,
     name: web::Path<String>,
