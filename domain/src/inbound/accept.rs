@@ -80,7 +80,8 @@ impl Door {
             .found
             .as_ref()
             .filter(|s| s.scheme.scheme == Scheme::MetaLeadAds)
-            .and_then(|s| s.verify_token.as_deref());
+            .and_then(|s| s.verify_token.as_ref())
+            .map(|token| token.0.as_str());
         let challenge = meta::handshake_challenge(handshake, token);
         match &challenge {
             Some(_) => {

@@ -21,7 +21,7 @@ pub(super) fn verify(
 }
 
 /// A subscription handshake's query: `hub.mode`, `hub.challenge`, `hub.verify_token`.
-#[derive(Debug, Default, Clone, serde::Deserialize)]
+#[derive(Default, Clone, serde::Deserialize)]
 pub struct Handshake {
     #[serde(rename = "hub.mode")]
     pub mode: Option<String>,
@@ -29,6 +29,16 @@ pub struct Handshake {
     pub challenge: Option<String>,
     #[serde(rename = "hub.verify_token")]
     pub verify_token: Option<String>,
+}
+
+// Hand-written so the token given never reaches a log through `{:?}`.
+impl std::fmt::Debug for Handshake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handshake")
+            .field("mode", &self.mode)
+            .field("verify_token", &"[redacted]")
+            .finish_non_exhaustive()
+    }
 }
 
 /// The challenge to answer, when `handshake` subscribes with the token the
