@@ -297,6 +297,19 @@ async fn meta_handshake_answers_only_the_stored_verify_token(backend: Backend) {
     let by_cli = "hub.mode=subscribe&hub.challenge=5&hub.verify_token=cli-verify-token";
     let response = handshake(&app, "meta-cli", by_cli).await;
     assert_eq!(response.text().await.unwrap(), "5");
+    // Another scheme has no handshake: the token goes with the old scheme.
+    let moved = app
+        .api(&admin)
+        .patch_source(
+            "meta-cli",
+            &json!({"scheme": "github", "secrets": ["sixteen-byte-key"]}),
+        )
+        .await;
+    assert_eq!(moved.status(), 200);
+    let moved = body_of(moved).await;
+    assert_eq!(moved["verify_token_set"], false, "{moved}");
+    assert_eq!(moved["events_pointer"], Value::Null, "{moved}");
+    assert_eq!(handshake(&app, "meta-cli", by_cli).await.status(), 403);
     assert_eq!(app.count(inbox_event::Entity).await, 0);
 }
 
@@ -342,6 +355,20 @@ async fn hubspot_v3_events_signed_over_the_public_url_become_leads_once(backend:
         problem.to_string().contains("LEADPIPE_PUBLIC_URL"),
         "{problem}"
     );
+    let hmac = bare
+        .api(&admin)
+        .create_source(&json!({"name": "crm", "scheme": "hmac-sha256",
+            "secrets": [HUBSPOT_SECRET]}))
+        .await;
+    assert_eq!(hmac.status(), 201);
+    let refused = bare
+        .api(&admin)
+        .patch_source(
+            "crm",
+            &json!({"scheme": "hubspot-v3", "secrets": [HUBSPOT_SECRET]}),
+        )
+        .await;
+    assert_problem(refused, 422, "/problems/validation").await;
     drop(bare);
 
     let mut http = HttpSettings::for_tests();
