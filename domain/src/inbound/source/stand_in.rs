@@ -142,6 +142,7 @@ mod tests {
             ("Typeform-Signature", Scheme::Typeform),
             ("Calendly-Webhook-Signature", Scheme::Calendly),
             ("X-Slack-Signature", Scheme::Slack),
+            ("X-HubSpot-Signature-v3", Scheme::HubspotV3),
             ("x-other", Scheme::HmacSha256),
         ] {
             let headers = [(header, "v")];
