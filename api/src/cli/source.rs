@@ -223,6 +223,7 @@ pub struct FieldArgs {
     events_pointer: Option<String>,
     /// meta-lead-ads: the token Meta's subscription handshake must name
     /// (write-only; not given on an update: the stored one stays).
+    /// Discouraged on the command line: use the environment variable.
     ///
     /// Sealed at rest, never shown; see docs/guide/webhooks.md#meta-lead-ads.
     #[arg(long, env = "LEADPIPE_VERIFY_TOKEN", hide_env_values = true)]
