@@ -1888,6 +1888,8 @@ function loadStats() {
       ["Oldest undelivered", waiting(o.oldest_undelivered_age_seconds)],
       ["Leads waiting for processing", plural(stats.leads_processing_backlog, "lead")],
     ];
+    if (d.held) totals.push(["Deliveries held for disabled subscriptions", flagged(plural(d.held, "delivery", "deliveries"), "sent once enabled")]);
+    loadSubscriptions(stats.subscriptions);
     return el(
       "div",
       {},
@@ -2030,6 +2032,122 @@ function leadLink(id) {
 
 function viewButton(label, onclick) {
   return el("button", { type: "button", class: "small", onclick }, label);
+}
+
+// ---------------------------------------------------------------- subscriptions
+
+/** A subscription's receiver: its URL, with its description beneath. */
+function receiverOf(sub) {
+  return el("span", { title: sub.url }, el("span", { class: "url" }, sub.url), sub.description ? el("span", { class: "sub" }, sub.description) : null);
+}
+
+/** Active, failing or disabled, in words; what needs attention flagged. */
+function subscriptionState(sub) {
+  if (sub.state === "disabled") {
+    // The server's reason names the setting; the time reads better local.
+    const why = sub.failing_since ? `no delivery succeeded since ${when(sub.failing_since)}` : sub.disabled_reason || "disabled by an admin";
+    return el("span", { title: sub.disabled_reason || "" }, flagged("disabled", "deliveries held"), el("span", { class: "sub" }, why));
+  }
+  if (sub.failing_since) return el("span", {}, flagged("active", "failing"), el("span", { class: "sub" }, `failing since ${when(sub.failing_since)}`));
+  return sub.state;
+}
+
+/** The last day's deliveries of one subscription (from the stats). */
+function lastDay(figures) {
+  if (!figures || !figures.attempts) return el("span", { class: "muted" }, "no attempts");
+  const dead = figures.dead ? [" · ", deadCount(figures.dead, "dead delivery", "dead deliveries")] : [];
+  return el("span", {}, `${percent(figures.success_rate)} of ${plural(figures.attempts, "attempt")} answered 2xx`, el("span", { class: "sub" }, plural(figures.delivered, "delivered", "delivered"), ...dead));
+}
+
+/** Subscriptions with their health; an admin enables and recovers them here. */
+async function loadSubscriptions(figures) {
+  const target = $("subscriptions");
+  let subs;
+  try {
+    subs = (await api("GET", "/api/subscriptions")).body.data;
+  } catch (err) {
+    return showProblem(err, target);
+  }
+  const byId = new Map((figures || []).map((f) => [f.subscription_id, f]));
+  const disabled = subs.filter((sub) => sub.state === "disabled");
+  if (disabled.length) {
+    $("ops-alerts").append(...disabled.map((sub) => el("li", { class: "alert" }, "⚠ ", `outgoing: ${sub.url} is disabled; its deliveries are held until it is enabled`)));
+    $("ops-alerts").hidden = false;
+  }
+  if (!subs.length) return target.replaceChildren(el("p", { class: "muted" }, "no subscriptions yet"));
+  const admin = state.me && state.me.role === "admin";
+  const actions = (sub) =>
+    admin
+      ? el(
+          "span",
+          { class: "actions" },
+          sub.state === "disabled" ? enableButton(sub) : null,
+          viewButton("Recover…", () => askRecover(sub)),
+        )
+      : null;
+  target.replaceChildren(
+    dataTable("subscription-table", subs, [
+      ["Receiver", receiverOf, "w-url"],
+      ["Events", (sub) => (sub.event_types.length ? sub.event_types.join(", ") : "every event"), "wrap"],
+      ["State", subscriptionState, "wrap w-state"],
+      ["Last day", (sub) => lastDay(byId.get(sub.id)), "wrap"],
+      ["Rate limit", (sub) => (sub.rate_limit ? `${sub.rate_limit} a second` : "—"), "w-num"],
+      ["", actions, "w-actions"],
+    ], (sub) => ({ dataset: { subscriptionId: String(sub.id) } })),
+    admin ? el("p", { id: "recover-result", class: "muted", role: "status" }) : el("p", { class: "muted" }, "an admin enables and recovers subscriptions"),
+  );
+}
+
+function enableButton(sub) {
+  return el(
+    "button",
+    {
+      type: "button",
+      class: "small enable",
+      onclick: async (e) => {
+        e.target.disabled = true;
+        try {
+          await api("POST", `/api/subscriptions/${sub.id}/enable`, { body: {}, headers: { "Idempotency-Key": uuid() } });
+          await loadStats();
+        } catch (err) {
+          showProblem(err, e.target);
+          e.target.disabled = false;
+        }
+      },
+    },
+    "Enable",
+  );
+}
+
+/** Opens the form that sends a subscription's failed deliveries again. */
+function askRecover(sub) {
+  const form = $("recover-form");
+  form.dataset.subscriptionId = String(sub.id);
+  $("recover-which").textContent = `${sub.url}: `;
+  // A day back by default, in the browser's own time zone.
+  const since = new Date(Date.now() - 24 * 3600 * 1000);
+  since.setMinutes(since.getMinutes() - since.getTimezoneOffset());
+  $("recover-since").value = since.toISOString().slice(0, 16);
+  form.hidden = false;
+  $("recover-since").focus();
+}
+
+async function recover(e) {
+  e.preventDefault();
+  const form = $("recover-form");
+  const id = form.dataset.subscriptionId;
+  const since = new Date($("recover-since").value);
+  if (isNaN(since)) return;
+  try {
+    const { body } = await api("POST", `/api/subscriptions/${id}/recover`, { body: { since: since.toISOString() }, headers: { "Idempotency-Key": uuid() } });
+    form.hidden = true;
+    await loadStats();
+    await loadDeadDeliveries();
+    const result = $("recover-result");
+    if (result) result.textContent = `Sent again: ${plural(body.dead, "dead delivery", "dead deliveries")}, ${plural(body.failed, "delivery", "deliveries")} waiting for a retry.`;
+  } catch (err) {
+    showProblem(err, form);
+  }
 }
 
 function loadDeadEvents() {
@@ -2340,6 +2458,8 @@ document.addEventListener("DOMContentLoaded", async () => {
     });
   }
   $("refresh-ops").addEventListener("click", loadOps);
+  $("recover-form").addEventListener("submit", recover);
+  $("recover-cancel").addEventListener("click", () => ($("recover-form").hidden = true));
   $("reconcile-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const source = $("reconcile-source").value.trim();

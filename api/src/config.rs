@@ -45,9 +45,70 @@ pub struct DbSettings {
         help_heading = "Global options"
     )]
     pub db_max_connections: Option<u32>,
+    /// What sits between leadpipe and PostgreSQL: `none`, or `transaction`
+    /// for a transaction-mode pooler (PgBouncer, RDS Proxy, Supavisor).
+    ///
+    /// `transaction`: no named prepared statements (the pooler hands each
+    /// transaction to any server connection), and what needs a session of
+    /// its own — the migration lock and `LISTEN` for wake-ups — goes to
+    /// `DATABASE_DIRECT_URL`. Without that, workers poll for work (said at
+    /// start) and pending migrations are refused: run `leadpipe migrate`
+    /// against PostgreSQL itself.
+    #[arg(
+        long,
+        env = "LEADPIPE_DB_POOLER",
+        value_enum,
+        default_value = "none",
+        global = true,
+        help_heading = "Global options"
+    )]
+    pub db_pooler: crate::storage::Pooler,
+    /// PostgreSQL itself, past the pooler of `LEADPIPE_DB_POOLER`
+    /// (`postgres://…`; its value never shows in `--help`).
+    #[arg(
+        long,
+        env = "DATABASE_DIRECT_URL",
+        hide_env_values = true,
+        global = true,
+        help_heading = "Global options"
+    )]
+    pub database_direct_url: Option<String>,
 }
 
 impl DbSettings {
+    /// Opens the store (see [`crate::storage::open`]), as [`Self::pooling`] says.
+    pub async fn open(
+        &self,
+        max_connections: u32,
+        run_migrations: bool,
+        keyring: &Keyring,
+    ) -> anyhow::Result<domain::store::Store> {
+        crate::storage::open_behind(
+            &self.database_url,
+            &self.pooling(),
+            max_connections,
+            run_migrations,
+            keyring,
+        )
+        .await
+    }
+
+    /// Applies pending migrations (see [`crate::storage::migrate`]).
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        crate::storage::migrate_behind(&self.database_url, &self.pooling()).await
+    }
+
+    /// How this process reaches PostgreSQL (see [`crate::storage::Pooling`]).
+    pub fn pooling(&self) -> crate::storage::Pooling {
+        crate::storage::Pooling {
+            pooler: self.db_pooler,
+            direct_url: self
+                .database_direct_url
+                .clone()
+                .filter(|url| !url.trim().is_empty()),
+        }
+    }
+
     /// The pool size: the setting, else the backend's default. SQLite takes
     /// one writer at a time and every pooled connection keeps its own page
     /// cache, prepared statements and thread, so more than a few only cost

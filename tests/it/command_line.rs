@@ -555,3 +555,90 @@ async fn settings_left_empty_in_the_environment_file_are_defaults() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(ready, 200);
 }
+
+/// `leadpipe serve` on `url` at `port`, answering `/readyz`.
+async fn serve_until_ready(url: &str, port: u16) -> std::process::Child {
+    let mut serve = cli::command(url)
+        .arg("serve")
+        .env("LEADPIPE_BIND", format!("127.0.0.1:{port}"))
+        .env("LEADPIPE_SECRET_KEY", cli::server_key())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(status) = serve.try_wait().unwrap() {
+            let output = serve.wait_with_output().unwrap();
+            panic!("serve stopped ({status}): {}", stderr(&output));
+        }
+        let answer = client
+            .get(format!("http://127.0.0.1:{port}/readyz"))
+            .send()
+            .await;
+        if answer.is_ok_and(|a| a.status() == 200) {
+            return serve;
+        }
+        assert!(Instant::now() < deadline, "serve never became ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// On SQLite one long-running process writes: a second `serve`, or a `work`
+/// beside it, refuses to start naming the file and the process that writes
+/// it; a one-off command still writes; once the first is gone, even
+/// killed, another starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_writer_of_one_sqlite_file_refuses_to_start_naming_the_first() {
+    let dir = std::env::temp_dir().join(format!("leadpipe-writer-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("leads.db");
+    let url = format!("sqlite://{}?mode=rwc", file.display());
+    let mut first = serve_until_ready(&url, free_port()).await;
+
+    for args in [
+        &["serve", "--bind", &format!("127.0.0.1:{}", free_port())][..],
+        &["work"],
+    ] {
+        let mut second = cli::command(&url)
+            .args(args)
+            .env("LEADPIPE_SECRET_KEY", cli::server_key())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while second.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                second.kill().unwrap();
+                first.kill().unwrap();
+                panic!("{args:?} started beside a running serve on one SQLite file");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let refused = second.wait_with_output().unwrap();
+        let said = stderr(&refused);
+        assert_eq!(refused.status.code(), Some(4), "{args:?}: {said}");
+        assert!(
+            said.contains(&file.display().to_string())
+                && said.contains(&format!("process {} (`leadpipe serve`", first.id()))
+                && said.contains("move to PostgreSQL"),
+            "{args:?}: {said}"
+        );
+    }
+    // A one-off command takes its turn through SQLite's own lock.
+    let created = cli::command(&url)
+        .args(["token", "create", "--name", "ops-1", "--role", "ops"])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{}", stderr(&created));
+
+    // Killed without a chance to clean up: the lock goes with the process.
+    first.kill().unwrap();
+    let _ = first.wait();
+    let mut second = serve_until_ready(&url, free_port()).await;
+    second.kill().unwrap();
+    let _ = second.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -15,7 +15,7 @@ use std::time::Duration;
 use domain::auth::Role;
 use domain::entities::{
     activity, deal, idempotency_key, inbox_event, lead, lead_conversion, lead_merge,
-    outbox_delivery, task, user_session,
+    outbox_delivery, subscription, task, user_session,
 };
 use fantoccini::actions::{InputSource, KeyAction, KeyActions};
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -357,6 +357,7 @@ on_both_backends!(
     a_keyboard_alone_signs_in_opens_a_lead_and_changes_its_status,
     admin_reads_every_view_it_is_offered,
     a_user_signs_in_with_email_and_password_writes_and_signs_out,
+    admin_sees_a_disabled_subscription_recovers_and_enables_it,
 );
 
 /// Everything the page holds, hidden or not: the document's markup and its
@@ -1989,5 +1990,140 @@ async fn a_user_signs_in_with_email_and_password_writes_and_signs_out(backend: B
             .await
             .unwrap()
     );
+    browser.close().await.unwrap();
+}
+
+/// A receiver that failed for days: the Ops view flags its subscription
+/// disabled, and an admin sends its dead delivery again and enables it there.
+async fn admin_sees_a_disabled_subscription_recovers_and_enables_it(backend: Backend) {
+    let Some((chromium, chromedriver)) = browser_programs() else {
+        return;
+    };
+    let app = TestApp::spawn(backend).await;
+    let ada = person(&app, "Ada Admin", "ada.admin@example.com", Role::Admin).await;
+    let olive = person(&app, "Olive Ops", "olive@example.com", Role::Ops).await;
+    let receiver = leadpipe_tests::receiver::Receiver::start().await;
+    receiver.answer(500);
+    let created = app.api(&ada.token).subscribe(&receiver, json!([])).await;
+    let sub = created["id"].as_i64().unwrap();
+    app.api(&ada.token)
+        .new_lead(&json!({"source": "webform", "source_ref": "f-1", "name": "Ada Lovelace"}))
+        .await;
+    while workers::lead_processor::run_once(&app.db, 100)
+        .await
+        .unwrap()
+        > 0
+    {}
+    // Two attempts: the first starts the failing streak, which is then made
+    // six days old; the second fails past the limit, disabling it, and dies.
+    let publisher = app.publisher(leadpipe_tests::publishing::settings_with(2, "127.0.0.1"));
+    leadpipe_tests::publishing::publish_until(&publisher, "a failed attempt", WAIT, async || {
+        !receiver.received().is_empty()
+    })
+    .await;
+    app.exec(&format!(
+        "UPDATE subscription SET failing_since = '{}' WHERE id = {sub}",
+        (chrono::Utc::now() - chrono::Duration::days(6))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    ))
+    .await;
+    let stored = async || {
+        subscription::Entity::find_by_id(sub)
+            .one(&app.db)
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    leadpipe_tests::publishing::publish_until(
+        &publisher,
+        "the subscription disabled",
+        WAIT,
+        async || {
+            stored().await.state == "disabled"
+                && outbox_delivery::Entity::find()
+                    .filter(outbox_delivery::Column::State.eq("dead"))
+                    .one(&app.db)
+                    .await
+                    .unwrap()
+                    .is_some()
+        },
+    )
+    .await;
+
+    let driver = Driver::start(&chromedriver).await;
+    let browser = driver.browser(&chromium).await;
+    browser.goto(&app.url("/")).await.unwrap();
+
+    // Ops reads the state, with no buttons to change it.
+    sign_in_as(&browser, &olive).await;
+    wait_for_text(&browser, "#whoami", "Olive Ops (ops)").await;
+    click(&browser, "#tabs button[data-tab=\"ops\"]").await;
+    let row = format!("#subscription-table tr[data-subscription-id=\"{sub}\"]");
+    wait_for_text(&browser, &row, &receiver.url).await;
+    wait_for_text(&browser, &format!("{row} .alert"), "disabled").await;
+    wait_for_text(
+        &browser,
+        &format!("{row} td:nth-child(3)"),
+        "no delivery succeeded since",
+    )
+    .await;
+    wait_for_text(&browser, &row, "0.0 % of 2 attempts answered 2xx").await;
+    wait_for_text(
+        &browser,
+        "#ops-alerts",
+        "is disabled; its deliveries are held",
+    )
+    .await;
+    wait_for_text(&browser, "#subscriptions", "an admin enables and recovers").await;
+    assert!(
+        browser
+            .find(Locator::Css(&format!("{row} button")))
+            .await
+            .is_err(),
+        "ops gets no buttons"
+    );
+    click(&browser, "#sign-out").await;
+    wait_for(&browser, "#login:not([hidden])").await;
+
+    // The admin sends the dead delivery again: held while disabled.
+    sign_in_as(&browser, &ada).await;
+    wait_for_text(&browser, "#whoami", "Ada Admin (admin)").await;
+    click(&browser, "#tabs button[data-tab=\"ops\"]").await;
+    wait_for_text(&browser, &row, "disabled").await;
+    browser
+        .execute(
+            "document.getElementById('subscriptions').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    look(&browser, "ops-subscriptions").await;
+    click(&browser, &format!("{row} button:not(.enable)")).await;
+    wait_for(&browser, "#recover-form:not([hidden])").await;
+    click(&browser, "#recover-form button[type=\"submit\"]").await;
+    wait_for_text(
+        &browser,
+        "#recover-result",
+        "Sent again: 1 dead delivery, 0 deliveries waiting for a retry.",
+    )
+    .await;
+    wait_for_text(&browser, "#outbox-stats", "1 delivery (sent once enabled)").await;
+
+    // Enabled: the held delivery goes out to the mended receiver.
+    receiver.answer(200);
+    click(&browser, &format!("{row} button.enable")).await;
+    eventually("the subscription enabled", WAIT, async || {
+        (stored().await.state == "active").then_some(())
+    })
+    .await;
+    wait_for_text(&browser, &format!("{row} td:nth-child(3)"), "active").await;
+    leadpipe_tests::publishing::publish_until(
+        &publisher,
+        "the delivery accepted",
+        WAIT,
+        async || !receiver.accepted().is_empty(),
+    )
+    .await;
+    assert_eq!(receiver.accepted()[0].body["type"], "lead.created");
     browser.close().await.unwrap();
 }

@@ -37,6 +37,7 @@ mod observability;
 mod openapi;
 mod ops_series;
 mod outbox;
+mod pooler;
 mod read_replica;
 mod reconcile;
 mod reconcile_cli;

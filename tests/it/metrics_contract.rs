@@ -168,6 +168,8 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
         "leadpipe_reconcile_records_total",
         "leadpipe_source_quiet_seconds",
         "leadpipe_source_usual_gap_seconds",
+        "leadpipe_source_reconciled_records",
+        "leadpipe_source_missed_records",
         "leadpipe_webhook_deliveries_total",
         "leadpipe_metrics_gauges_age_seconds",
         "leadpipe_http_request_duration_seconds_bucket",
@@ -312,6 +314,9 @@ async fn rules_and_dashboard_use_only_series_the_code_emits(backend: Backend) {
     );
     assert_eq!(value("leadpipe_reconcile_missed_total", &[&src]), 2.0);
     assert_eq!(value("leadpipe_reconcile_records_total", &[&src]), 3.0);
+    // The same run as the database has it, for every process to report.
+    assert_eq!(value("leadpipe_source_reconciled_records", &[&src]), 3.0);
+    assert_eq!(value("leadpipe_source_missed_records", &[&src]), 2.0);
     assert_eq!(value("leadpipe_source_usual_gap_seconds", &[&src]), 3600.0);
     assert_eq!(
         value(

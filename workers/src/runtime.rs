@@ -90,6 +90,12 @@ pub async fn run(
     tracing::info!(worker = %base, concurrency = settings.concurrency, batch = settings.batch_size, "inbox worker starting");
     let leads = Arc::new(LeadProcessor::new(db.clone(), settings.clone()));
     // Other processes announce their work by NOTIFY, on PostgreSQL alone.
+    if db.postgres_pool().is_some() && matches!(db.wake_ups(), domain::store::WakeUps::Polling) {
+        tracing::warn!(
+            poll_interval = ?settings.poll_interval,
+            "behind a transaction-mode pooler without DATABASE_DIRECT_URL: workers find new work by polling, not by LISTEN"
+        );
+    }
     let listener = db
         .postgres_pool()
         .is_some()

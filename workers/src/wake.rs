@@ -12,7 +12,7 @@
 
 use std::time::Duration;
 
-use domain::store::{Store, Work};
+use domain::store::{Store, WakeUps, Work};
 use sea_orm::sqlx::postgres::PgListener;
 use tokio::sync::watch;
 
@@ -110,7 +110,12 @@ pub(crate) async fn next(
 /// process's inbox, or lead and outbox workers, reconnecting after a pause
 /// when the connection is lost, until `stop`.
 pub(crate) async fn listen(store: Store, stop: watch::Receiver<bool>) {
-    let Some(pool) = store.postgres_pool().cloned() else {
+    let pool = match store.wake_ups() {
+        WakeUps::OwnPool => store.postgres_pool().cloned(),
+        WakeUps::Direct(pool) => Some(pool.clone()),
+        WakeUps::Polling => None,
+    };
+    let Some(pool) = pool else {
         return;
     };
     let signals = store.signals().clone();

@@ -251,6 +251,9 @@ pub fn exit_code(err: &anyhow::Error) -> u8 {
         if cause.is::<storage::Unreachable>() {
             return Some(Exit::Unavailable);
         }
+        if cause.is::<storage::WriterTaken>() {
+            return Some(Exit::Conflict);
+        }
         if let Some(err) = cause.downcast_ref::<domain::Error>() {
             return match err {
                 domain::Error::NotFound => Some(Exit::NotFound),
@@ -321,17 +324,14 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
                 // Refuse bad worker settings before serving anything.
                 settings.validate().map_err(anyhow::Error::msg)?;
             }
+            let _writer = storage::sqlite_writer(&db.database_url, "serve")?;
             let mut http = http;
             http.outbound_allow = cli.outbound.outbound_allow.clone();
             http.reconcile = settings.reconcile.clone();
             http.keyring = keyring;
-            let conn = storage::open(
-                &db.database_url,
-                db.max_connections()?,
-                !no_migrate,
-                &http.keyring,
-            )
-            .await?;
+            let conn = db
+                .open(db.max_connections()?, !no_migrate, &http.keyring)
+                .await?;
             refuse_keys_that_do_not_open(&conn, &http.keyring).await?;
             let app = Application::build(conn.clone(), http.clone())?;
             let imports = app.imports();
@@ -375,15 +375,12 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
             workers,
             retired: _,
         } => {
+            let _writer = storage::sqlite_writer(&db.database_url, "work")?;
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
-            let conn = storage::open(
-                &db.database_url,
-                db.max_connections()?,
-                !no_migrate,
-                &keyring,
-            )
-            .await?;
+            let conn = db
+                .open(db.max_connections()?, !no_migrate, &keyring)
+                .await?;
             refuse_keys_that_do_not_open(&conn, &keyring).await?;
             let settings = workers
                 .with_outbound(cli.outbound.policy())
@@ -414,7 +411,7 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
             }
         }
         Command::Prune => {
-            let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
+            let conn = db.open(1, true, &unused_keys()).await?;
             let deleted = workers::housekeeping::sweep_once(&conn).await?;
             println!("deleted {deleted} expired idempotency keys");
         }
@@ -424,24 +421,24 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
         }
         Command::Import(args) => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 2, true, &keyring).await?;
+            let conn = db.open(2, true, &keyring).await?;
             import::run(&conn, args).await?;
         }
         Command::Migrate => {
-            storage::migrate(&db.database_url).await?;
+            db.migrate().await?;
             println!("migrations applied");
         }
         Command::Token { command } => {
-            let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
+            let conn = db.open(1, true, &unused_keys()).await?;
             token::run_token(&conn, command).await?;
         }
         Command::User { command } => {
-            let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
+            let conn = db.open(1, true, &unused_keys()).await?;
             user::run_user(&conn, command).await?;
         }
         Command::Source { command } => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            let conn = db.open(1, true, &keyring).await?;
             // A secret sealed under a wrong key would stop every process
             // that has the right one (without a key nothing is sealed).
             if !keyring.key_ids().is_empty() {
@@ -451,7 +448,7 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
         }
         Command::Subscription { command } => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            let conn = db.open(1, true, &keyring).await?;
             if !keyring.key_ids().is_empty() {
                 refuse_keys_that_do_not_open(&conn, &keyring).await?;
             }
@@ -460,45 +457,45 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
         }
         Command::Secrets { command } => {
             let keyring = cli.secrets.keyring()?;
-            secrets::run_secrets(&db.database_url, &keyring, command).await?;
+            secrets::run_secrets(db, &keyring, command).await?;
         }
         Command::Delivery { command } => {
-            let conn = storage::open(&db.database_url, 1, true, &unused_keys()).await?;
+            let conn = db.open(1, true, &unused_keys()).await?;
             delivery::run_delivery(&conn, command).await?;
         }
         Command::Team { command } => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            let conn = db.open(1, true, &keyring).await?;
             team::run_team(&conn, command).await?;
         }
         Command::Report { command } => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            let conn = db.open(1, true, &keyring).await?;
             team::run_report(&conn, command).await?;
         }
         Command::Task { command } => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            let conn = db.open(1, true, &keyring).await?;
             task::run_task(&conn, command).await?;
         }
         Command::Lead { command } => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            let conn = db.open(1, true, &keyring).await?;
             lead::run_lead(&conn, command).await?;
         }
         Command::Export(args) => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            let conn = db.open(1, true, &keyring).await?;
             lead::run_export(&conn, args).await?;
         }
         Command::Inbox { command } => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 1, true, &keyring).await?;
+            let conn = db.open(1, true, &keyring).await?;
             inbox::run_inbox(&conn, command).await?;
         }
         Command::Reconcile(args) => {
             let keyring = cli.secrets.keyring()?;
-            let conn = storage::open(&db.database_url, 2, true, &keyring).await?;
+            let conn = db.open(2, true, &keyring).await?;
             reconcile::run(&conn, args, cli.outbound.policy(), keyring).await?;
         }
         Command::Demo(mut args) => {

@@ -13,7 +13,7 @@ pub enum SecretsCommand {
 
 /// Checks for a sealing key before it opens the database.
 pub async fn run_secrets(
-    database_url: &str,
+    db: &crate::config::DbSettings,
     keyring: &Keyring,
     command: SecretsCommand,
 ) -> anyhow::Result<()> {
@@ -22,7 +22,7 @@ pub async fn run_secrets(
             let Some(key_id) = keyring.current_key_id().map(str::to_owned) else {
                 anyhow::bail!(domain::sealed::SealError::NoKey);
             };
-            let conn = crate::storage::open(database_url, 1, true, keyring).await?;
+            let conn = db.open(1, true, keyring).await?;
             let report = domain::secret_rotation::rotate(&conn, keyring).await?;
             println!(
                 "re-sealed under key '{key_id}': {} source secrets, {} pull auth values, {} \

@@ -210,6 +210,8 @@ impl Gauges {
         let mut paused = Vec::new();
         let mut quiet = Vec::new();
         let mut usual_gap = Vec::new();
+        let mut reconciled = Vec::new();
+        let mut missed = Vec::new();
         for source in &stats.sources {
             let name = sanitize_label_value(&source.source);
             let held = source.state == Some(SourceState::Paused.as_str());
@@ -237,6 +239,11 @@ impl Gauges {
             }
             if let Some(gap) = source.usual_gap_seconds {
                 usual_gap.push((format!("{{source=\"{name}\"}}"), gap));
+            }
+            let recent = &source.recent_reconcile;
+            if recent.reconciled > 0 {
+                reconciled.push((format!("{{source=\"{name}\"}}"), recent.reconciled as f64));
+                missed.push((format!("{{source=\"{name}\"}}"), recent.missed as f64));
             }
         }
         family(
@@ -274,6 +281,20 @@ impl Gauges {
             "gauge",
             "The source's usual gap between deliveries: its expected_interval, else the median of its recent gaps (absent with too few deliveries)",
             usual_gap,
+        );
+        family(
+            out,
+            "leadpipe_source_reconciled_records",
+            "gauge",
+            "Records reconcile pulled from the source's API in the last 6 hours (runs that wrote then, dry runs aside), whichever process ran them",
+            reconciled,
+        );
+        family(
+            out,
+            "leadpipe_source_missed_records",
+            "gauge",
+            "Of those, the records the webhooks had not brought (reconcile created or updated them)",
+            missed,
         );
         family(
             out,

@@ -109,7 +109,16 @@ pub struct SourceStats {
     /// when configured, else the median gap between its last 21 deliveries
     /// of the last 28 days; `null` with fewer than 6 of them.
     pub usual_gap_seconds: Option<f64>,
+    /// What reconcile pulled and found missing over the last
+    /// [`RECENT_RECONCILE_HOURS`]: the metrics gauges' figures (the API shows
+    /// the windows above instead).
+    #[serde(skip)]
+    pub recent_reconcile: Window,
 }
+
+/// The window of [`SourceStats::recent_reconcile`], in hours: the
+/// missed-webhooks alert's.
+pub const RECENT_RECONCILE_HOURS: i64 = 6;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct OutboxStats {
@@ -251,7 +260,8 @@ pub async fn collect<C: ConnectionTrait>(conn: &C) -> Result<Stats, crate::Error
 }
 
 /// What the metrics gauges show: [`collect`] without the delivery windows
-/// (`all_time`, `last_hour`, `last_day` stay zero), three aggregates fewer.
+/// (`all_time`, `last_hour`, `last_day` stay zero), three aggregates fewer,
+/// and with each source's `recent_reconcile`.
 ///
 /// On PostgreSQL in a transaction that plans no parallel workers: counting
 /// a large `lead` table in parallel took three processes (on two cores, the
@@ -339,6 +349,16 @@ async fn collect_with<C: ConnectionTrait>(
                     1 => stats.last_hour = window,
                     _ => stats.last_day = window,
                 }
+            }
+        }
+    }
+
+    if !with_windows {
+        let since = now - Duration::hours(RECENT_RECONCILE_HOURS);
+        for (source, reconciled, missed) in reconciled(conn, Some(since)).await? {
+            entry(&mut sources, &source);
+            if let Some(stats) = sources.get_mut(&source) {
+                stats.recent_reconcile = Window::default().reconciled(reconciled, missed);
             }
         }
     }

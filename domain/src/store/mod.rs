@@ -26,7 +26,7 @@ use std::sync::atomic::AtomicBool;
 
 use sea_orm::{
     ConnectionTrait, DatabaseConnection, DbBackend, DbErr, ExecResult, QueryResult, Statement,
-    StatementBuilder,
+    StatementBuilder, TransactionTrait,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -41,6 +41,24 @@ pub use write::WriteTxn;
 pub struct Store {
     db: DatabaseConnection,
     shared: Arc<Shared>,
+    wake_ups: WakeUps,
+    /// Statements run alone on the store each get a transaction of their
+    /// own (see [`Store::behind_transaction_pooler`]).
+    statement_transactions: bool,
+}
+
+/// Where the workers of a PostgreSQL store `LISTEN` for wake-ups.
+#[derive(Clone, Debug, Default)]
+pub enum WakeUps {
+    /// On a connection of the store's own pool.
+    #[default]
+    OwnPool,
+    /// On this pool of PostgreSQL itself: the store's pool goes through a
+    /// transaction-mode pooler, where a `LISTEN` does not outlive its
+    /// transaction.
+    Direct(sea_orm::sqlx::PgPool),
+    /// Nowhere: the workers find new work by polling alone.
+    Polling,
 }
 
 struct Shared {
@@ -66,7 +84,29 @@ impl Store {
                 signals,
                 scrub_pending: AtomicBool::new(false),
             }),
+            wake_ups: WakeUps::default(),
+            statement_transactions: false,
         }
+    }
+
+    /// The same store for a pool that goes through a transaction-mode
+    /// pooler: a statement run alone on the store is sent inside a
+    /// transaction of its own. sqlx prepares a statement, waits for the
+    /// server to be ready, then binds it; between the two the pooler may
+    /// hand the connection to another client, and the bind reaches a server
+    /// that never saw the statement. Inside a transaction the pooler keeps
+    /// the server connection.
+    pub fn behind_transaction_pooler(self, wake_ups: WakeUps) -> Self {
+        Self {
+            wake_ups,
+            statement_transactions: true,
+            ..self
+        }
+    }
+
+    /// Where its workers listen for wake-ups (PostgreSQL).
+    pub fn wake_ups(&self) -> &WakeUps {
+        &self.wake_ups
     }
 
     /// The same store on another pool of the same database (a group
@@ -75,6 +115,8 @@ impl Store {
         Self {
             db,
             shared: self.shared.clone(),
+            wake_ups: self.wake_ups.clone(),
+            statement_transactions: self.statement_transactions,
         }
     }
 
@@ -215,6 +257,12 @@ impl ConnectionTrait for Store {
 
     async fn execute_raw(&self, stmt: Statement) -> Result<ExecResult, DbErr> {
         let _turn = self.autocommit_turn(&stmt.sql).await?;
+        if self.statement_transactions {
+            let txn = self.db.begin().await?;
+            let done = txn.execute_raw(stmt).await?;
+            txn.commit().await?;
+            return Ok(done);
+        }
         self.db.execute_raw(stmt).await
     }
 
@@ -225,11 +273,23 @@ impl ConnectionTrait for Store {
 
     async fn query_one_raw(&self, stmt: Statement) -> Result<Option<QueryResult>, DbErr> {
         let _turn = self.autocommit_turn(&stmt.sql).await?;
+        if self.statement_transactions {
+            let txn = self.db.begin().await?;
+            let row = txn.query_one_raw(stmt).await?;
+            txn.commit().await?;
+            return Ok(row);
+        }
         self.db.query_one_raw(stmt).await
     }
 
     async fn query_all_raw(&self, stmt: Statement) -> Result<Vec<QueryResult>, DbErr> {
         let _turn = self.autocommit_turn(&stmt.sql).await?;
+        if self.statement_transactions {
+            let txn = self.db.begin().await?;
+            let rows = txn.query_all_raw(stmt).await?;
+            txn.commit().await?;
+            return Ok(rows);
+        }
         self.db.query_all_raw(stmt).await
     }
 }

@@ -75,8 +75,11 @@ pub async fn notify(
     pool: &sea_orm::sqlx::PgPool,
     channel: &str,
 ) -> Result<(), sea_orm::sqlx::Error> {
-    sea_orm::sqlx::query("SELECT pg_notify($1, '')")
-        .bind(channel)
+    // By the simple protocol, one message: no statement to prepare, which a
+    // transaction-mode pooler could split from its bind. The channel is one
+    // of ours, a plain identifier.
+    debug_assert!(channel.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'));
+    sea_orm::sqlx::raw_sql(sea_orm::sqlx::AssertSqlSafe(format!("NOTIFY {channel}")))
         .execute(pool)
         .await?;
     Ok(())

@@ -2,13 +2,17 @@
 //! Schema changes run on a dedicated one-connection pool before the app pool
 //! opens, so no pooled SQLite connection caches a half-built schema.
 
+mod pooling;
+
+pub use pooling::{Pooler, Pooling};
+
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use domain::sealed::Keyring;
 use domain::store::signals::signal_sqlite_commits;
-use domain::store::{Signals, Store};
+use domain::store::{Signals, Store, WakeUps};
 use migration::{Migrator, MigratorTrait};
 use sea_orm::sqlx::pool::PoolOptions;
 use sea_orm::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -110,12 +114,44 @@ fn restrict_sqlite_files(_url: &str) -> anyhow::Result<()> {
 /// Applies every pending migration on a one-connection pool, holding the
 /// migration lock.
 pub async fn migrate(url: &str) -> anyhow::Result<()> {
+    migrate_behind(url, &Pooling::default()).await
+}
+
+/// [`migrate`] for a database reached as `pooling` says: behind a
+/// transaction-mode pooler over its direct URL.
+pub async fn migrate_behind(url: &str, pooling: &Pooling) -> anyhow::Result<()> {
+    if Backend::of(url)? == Backend::Postgres && pooling.behind_transaction_pooler() {
+        return match &pooling.direct_url {
+            Some(direct) => migrate_here(direct).await,
+            None => refuse_pending_migrations(url, pooling).await,
+        };
+    }
+    migrate_here(url).await
+}
+
+/// Behind a transaction-mode pooler with no direct URL: the lock cannot be
+/// held across the migrations' transactions, so nothing is applied; a
+/// database already up to date is fine.
+async fn refuse_pending_migrations(url: &str, pooling: &Pooling) -> anyhow::Result<()> {
+    let db = open_pool(url, pooling, 1, None).await?;
+    let pending = Migrator::get_pending_migrations(&db).await;
+    db.close().await?;
+    let pending = pending?.len();
+    if pending > 0 {
+        anyhow::bail!(
+            "{pending} migration(s) pending, and behind a transaction-mode pooler (LEADPIPE_DB_POOLER=transaction) leadpipe migrates only over DATABASE_DIRECT_URL: set it to PostgreSQL itself, or run `leadpipe migrate` with DATABASE_URL pointing there"
+        );
+    }
+    Ok(())
+}
+
+async fn migrate_here(url: &str) -> anyhow::Result<()> {
     // SQLite's lock is taken before the first connection: that connection
     // switches a fresh file to WAL, which needs the file to itself and fails
     // at once with "database is locked" when another process is connecting.
     refuse_missing_sqlite_directory(url)?;
     let file_lock = sqlite_migration_lock(url).await?;
-    let db = open_pool(url, 1, None).await?;
+    let db = open_pool(url, &Pooling::default(), 1, None).await?;
     let pg_lock = Backend::of(url)? == Backend::Postgres;
     if pg_lock {
         db.execute_unprepared(&format!("SELECT pg_advisory_lock({PG_MIGRATION_LOCK})"))
@@ -171,6 +207,89 @@ async fn sqlite_migration_lock(url: &str) -> anyhow::Result<Option<std::fs::File
     Ok(Some(file))
 }
 
+/// On SQLite one long-running process writes: `serve` (with its workers)
+/// or `work` takes this for its life, and a second one refuses to start.
+/// The in-process write turn ([`Store::begin_write`]) cannot reach another
+/// process, so two would contend for the file's lock and answer "database
+/// is locked". One-off commands (`token create`, `import`, …) do not take
+/// it: SQLite's own lock and busy timeout take their writes in turn.
+pub struct SqliteWriter {
+    _file: std::fs::File,
+}
+
+/// Another process holds the SQLite writer lock; the command line exits
+/// with code 4 (a conflict) for it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the SQLite database {file} is already written by {holder}: on SQLite one `leadpipe serve` (its workers in it) or one `leadpipe work` writes. Stop that one first, or move to PostgreSQL to run several"
+)]
+pub struct WriterTaken {
+    pub file: String,
+    /// `process 1234 (`leadpipe serve`, since …)`, as the holder wrote it.
+    pub holder: String,
+}
+
+/// Takes the writer lock of `url`'s SQLite file for `command`: an exclusive
+/// lock on a file beside it, which names the holder and is released when
+/// the process ends, however it ends. `None` for PostgreSQL and an
+/// in-memory database.
+pub fn sqlite_writer(url: &str, command: &str) -> anyhow::Result<Option<SqliteWriter>> {
+    use std::io::{Read, Seek, Write};
+    if Backend::of(url)? != Backend::Sqlite {
+        return Ok(None);
+    }
+    let Some(path) = sqlite_file(url)? else {
+        return Ok(None);
+    };
+    refuse_missing_sqlite_directory(url)?;
+    let mut lock_path = path.clone().into_os_string();
+    lock_path.push(".writer-lock");
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).read(true).write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&lock_path).map_err(|e| {
+        anyhow::anyhow!(
+            "opening {}: {e}",
+            std::path::Path::new(&lock_path).display()
+        )
+    })?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let holder = if holder.is_empty() {
+                "another leadpipe process".to_owned()
+            } else {
+                holder.to_owned()
+            };
+            return Err(WriterTaken {
+                file: path.display().to_string(),
+                holder,
+            }
+            .into());
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            anyhow::bail!(
+                "locking {}: {e}",
+                std::path::Path::new(&lock_path).display()
+            )
+        }
+    }
+    // Who holds it, for the next one's message.
+    file.set_len(0)?;
+    file.rewind()?;
+    writeln!(
+        file,
+        "process {} (`leadpipe {command}`, since {})",
+        std::process::id(),
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    )?;
+    Ok(Some(SqliteWriter { _file: file }))
+}
+
 /// The options every pool opens with. No idle reaper: in sqlx 0.9.0 a race
 /// can wrap its idle count to `usize::MAX`, and the reaper then spins a
 /// runtime thread at 100% CPU for good (transact-rs/sqlx#3645; a test
@@ -215,22 +334,63 @@ pub async fn open(
     run_migrations: bool,
     keyring: &Keyring,
 ) -> anyhow::Result<Store> {
+    open_behind(
+        url,
+        &Pooling::default(),
+        max_connections,
+        run_migrations,
+        keyring,
+    )
+    .await
+}
+
+/// [`open`] for a database reached as `pooling` says.
+pub async fn open_behind(
+    url: &str,
+    pooling: &Pooling,
+    max_connections: u32,
+    run_migrations: bool,
+    keyring: &Keyring,
+) -> anyhow::Result<Store> {
     if run_migrations {
-        migrate(url).await?;
+        migrate_behind(url, pooling).await?;
     }
     let signals = Signals::new();
-    let db = open_pool(url, max_connections, Some(signals.clone())).await?;
-    Ok(Store::new(db, keyring, signals))
+    let db = open_pool(url, pooling, max_connections, Some(signals.clone())).await?;
+    let store = Store::new(db, keyring, signals);
+    if Backend::of(url)? != Backend::Postgres || !pooling.behind_transaction_pooler() {
+        return Ok(store);
+    }
+    Ok(store.behind_transaction_pooler(wake_ups_past_the_pooler(pooling)?))
+}
+
+/// Behind a transaction-mode pooler the workers listen for wake-ups on one
+/// lazily opened connection to PostgreSQL itself, or nowhere without one.
+fn wake_ups_past_the_pooler(pooling: &Pooling) -> anyhow::Result<WakeUps> {
+    let Some(direct) = &pooling.direct_url else {
+        return Ok(WakeUps::Polling);
+    };
+    let pool = pool_options(PgPoolOptions::new())
+        .max_connections(1)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_lazy_with(PgConnectOptions::from_str(direct)?);
+    Ok(WakeUps::Direct(pool))
 }
 
 /// `store` on a pool of its own of `max_connections` on `url` (the
-/// database `store` opened): the same write turn, signals and keys.
+/// database `store` opened): the same write turn, signals and keys, and on
+/// PostgreSQL the same connect options (a pooler's among them).
 pub async fn another_pool(store: &Store, url: &str, max_connections: u32) -> anyhow::Result<Store> {
-    let signals = match Backend::of(url)? {
-        Backend::Sqlite => Some(store.signals().clone()),
-        Backend::Postgres => None,
-    };
-    Ok(store.with_pool(open_pool(url, max_connections, signals).await?))
+    if let Some(pool) = store.postgres_pool() {
+        let pool = pool_options(PgPoolOptions::new())
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect_with((*pool.connect_options()).clone())
+            .await?;
+        return Ok(store.with_pool(SqlxPostgresConnector::from_sqlx_postgres_pool(pool)));
+    }
+    let signals = Some(store.signals().clone());
+    Ok(store.with_pool(open_pool(url, &Pooling::default(), max_connections, signals).await?))
 }
 
 /// `store` on a PostgreSQL pool of its own of `max_connections`, opened
@@ -256,6 +416,7 @@ pub fn lazy_pool_of_its_own(store: &Store, max_connections: u32) -> Store {
 /// stored work bumps `signals`.
 async fn open_pool(
     url: &str,
+    pooling: &Pooling,
     max_connections: u32,
     signals: Option<Arc<Signals>>,
 ) -> anyhow::Result<DatabaseConnection> {
@@ -286,7 +447,7 @@ async fn open_pool(
             SqlxSqliteConnector::from_sqlx_sqlite_pool(pool)
         }
         Backend::Postgres => {
-            let options = PgConnectOptions::from_str(url)?;
+            let options = postgres_options(url, pooling)?;
             // One connection first, to say at once why none opens: the
             // pool retries a refused connection until its acquire timeout
             // and then reports only that it timed out.
@@ -298,6 +459,18 @@ async fn open_pool(
                 .await?;
             SqlxPostgresConnector::from_sqlx_postgres_pool(pool)
         }
+    })
+}
+
+/// `url`'s options; behind a transaction-mode pooler with the statement
+/// cache off, so every statement is prepared unnamed (sqlx ≥ 0.9.1) and
+/// none outlives its transaction.
+fn postgres_options(url: &str, pooling: &Pooling) -> anyhow::Result<PgConnectOptions> {
+    let options = PgConnectOptions::from_str(url)?;
+    Ok(if pooling.behind_transaction_pooler() {
+        options.statement_cache_capacity(0)
+    } else {
+        options
     })
 }
 
@@ -483,7 +656,7 @@ pub async fn backup(url: &str, target: &std::path::Path) -> anyhow::Result<u64> 
         .open(&target)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", target.display()))?;
     let copied = async {
-        let db = open_pool(url, 1, None).await?;
+        let db = open_pool(url, &Pooling::default(), 1, None).await?;
         let path = target
             .to_str()
             .ok_or_else(|| anyhow::anyhow!("the backup path must be valid UTF-8"))?;
@@ -541,7 +714,9 @@ mod tests {
     async fn pools_open_without_the_idle_reaper() {
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}?mode=rwc", dir.path().join("t.db").display());
-        let db = open_pool(&url, 2, None).await.expect("sqlite pool");
+        let db = open_pool(&url, &Pooling::default(), 2, None)
+            .await
+            .expect("sqlite pool");
         let options = db.get_sqlite_connection_pool().options();
         assert_eq!(
             (
