@@ -153,6 +153,27 @@ pub const ENVIRONMENT_ONLY: &[EnvironmentOnly] = &[
 /// A listening address, `HOST:PORT`, checked before anything runs: clap's
 /// refusal names the flag (exit code 2), where binding it later said only
 /// "invalid port value".
+/// `http(s)://host[:port][/prefix]`, without a query or fragment; stored
+/// without its trailing `/`. Empty: unset.
+fn public_url(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(String::new());
+    }
+    let rule = "give the public base URL senders call, e.g. https://hooks.example.com (no query)";
+    let url = reqwest::Url::parse(text).map_err(|e| format!("{e}: {rule}"))?;
+    if !matches!(url.scheme(), "http" | "https")
+        || url.host_str().is_none()
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(rule.into());
+    }
+    Ok(text.trim_end_matches('/').to_owned())
+}
+
 fn listen_address(text: &str) -> Result<String, String> {
     if text.is_empty() {
         // Unset (see `Cli::empty_means_unset`).
@@ -243,6 +264,15 @@ pub struct HttpSettings {
     /// Address the HTTP server listens on.
     #[arg(long, env = "LEADPIPE_BIND", default_value = "127.0.0.1:8080", value_parser = listen_address)]
     pub bind: String,
+    /// The service's public base URL as senders call it, behind any proxy
+    /// (`https://hooks.example.com`, or with the path prefix a proxy strips).
+    ///
+    /// hubspot-v3 signs the full URL it called, which the server cannot see
+    /// behind a proxy: without this setting such a source cannot be created
+    /// through the API, and its deliveries are refused (401, reason
+    /// `no_public_url`). See docs/guide/webhooks.md#hubspot.
+    #[arg(long, env = "LEADPIPE_PUBLIC_URL", value_parser = public_url)]
+    pub public_url: Option<String>,
     /// Largest request body accepted, in bytes (larger: 413).
     #[arg(long, env = "LEADPIPE_MAX_BODY_BYTES", default_value_t = 256 * 1024)]
     pub max_body_bytes: usize,
@@ -454,6 +484,7 @@ impl HttpSettings {
             auth_fail_per_minute: 30,
             webhook_rate: 500,
             webhook_burst: 1000,
+            public_url: None,
             inbox_backlog_limit: 10_000,
             database_read_url: None,
             read_max_lag_secs: 5.0,
@@ -467,6 +498,11 @@ impl HttpSettings {
         std::time::Duration::try_from_secs_f64(self.read_max_lag_secs)
             .unwrap_or_default()
             .max(std::time::Duration::from_millis(100))
+    }
+
+    /// [`Self::public_url`], when set.
+    pub fn public_base(&self) -> Option<&str> {
+        self.public_url.as_deref().filter(|url| !url.is_empty())
     }
 
     pub fn outbound_policy(&self) -> domain::net_guard::OutboundPolicy {

@@ -70,6 +70,15 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
             )?,
             None => None,
         };
+        let verify = match &row.verify_token {
+            Some(value) => reseal(
+                value,
+                &Place::verify_token(&row.name),
+                &mut changed,
+                &mut report.already_current,
+            )?,
+            None => None,
+        };
         if changed == 0 && pull.is_none() {
             continue;
         }
@@ -85,6 +94,11 @@ pub async fn rotate<C: ConnectionTrait>(conn: &C, keys: &Keyring) -> Result<Rota
             update = update
                 .col_expr(source::Column::PullAuthSecret, Expr::value(pull))
                 .filter(source::Column::PullAuthSecret.eq(row.pull_auth_secret.clone()));
+        }
+        if let Some(verify) = verify {
+            update = update
+                .col_expr(source::Column::VerifyToken, Expr::value(verify))
+                .filter(source::Column::VerifyToken.eq(row.verify_token.clone()));
         }
         if update.exec(conn).await?.rows_affected == 1 {
             report.source_secrets += changed;

@@ -8,13 +8,20 @@
 use leadpipe_domain::idempotency::IdempotencyKey;
 use leadpipe_domain::inbound::mapping::{RecordMapping, map_record};
 use leadpipe_domain::inbound::signature::{
-    Scheme, SchemeConfig, VerifyRequest, github, hmac_header, standard_webhooks, stripe, verify,
+    RequestTarget, Scheme, SchemeConfig, VerifyRequest, github, hmac_header, standard_webhooks,
+    stripe, verify,
 };
 use leadpipe_domain::lead::record::LeadRecord;
 use proptest::prelude::*;
 
 const NOW: i64 = 1_764_500_000;
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+const URI: &str = "https://hooks.example.com/webhooks/crm";
+/// Ignored by every scheme but hubspot-v3, which signs it.
+const TARGET: Option<RequestTarget<'static>> = Some(RequestTarget {
+    method: "POST",
+    uri: URI,
+});
 
 fn schemes() -> impl Strategy<Value = Scheme> {
     prop_oneof![
@@ -24,7 +31,9 @@ fn schemes() -> impl Strategy<Value = Scheme> {
         Just(Scheme::HmacSha256),
         Just(Scheme::Typeform),
         Just(Scheme::Calendly),
-        Just(Scheme::Slack)
+        Just(Scheme::Slack),
+        Just(Scheme::MetaLeadAds),
+        Just(Scheme::HubspotV3)
     ]
 }
 
@@ -41,6 +50,8 @@ fn header_names() -> impl Strategy<Value = String> {
         Just("calendly-webhook-signature".to_owned()),
         Just("x-slack-signature".to_owned()),
         Just("x-slack-request-timestamp".to_owned()),
+        Just("x-hubspot-signature-v3".to_owned()),
+        Just("x-hubspot-request-timestamp".to_owned()),
         "[a-z-]{1,20}",
     ]
 }
@@ -79,6 +90,18 @@ fn slack_signature(ts: i64, body: &[u8]) -> String {
     format!("v0={}", hex::encode(mac.finalize().into_bytes()))
 }
 
+/// base64 of the HMAC-SHA256 of method + URI + body + timestamp, as HubSpot (v3) signs.
+fn hubspot_signature(uri: &str, body: &[u8], millis: i64) -> String {
+    use base64::Engine as _;
+    use hmac::{Hmac, KeyInit, Mac};
+    let mut mac = <Hmac<sha2::Sha256> as KeyInit>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(b"POST");
+    mac.update(uri.as_bytes());
+    mac.update(body);
+    mac.update(millis.to_string().as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
 fn config(scheme: Scheme) -> SchemeConfig {
     SchemeConfig::new(scheme, vec![SECRET.to_owned(), "rotated-secret".to_owned()])
 }
@@ -90,7 +113,7 @@ proptest! {
         headers in proptest::collection::vec((header_names(), header_values()), 0..8),
         body in proptest::collection::vec(any::<u8>(), 0..256),
     ) {
-        let request = VerifyRequest { headers: &headers, body: &body, now_unix: NOW };
+        let request = VerifyRequest { headers: &headers, body: &body, now_unix: NOW, target: None };
         // Random headers carry no valid MAC of this body under these secrets.
         prop_assert!(verify(&config(scheme), &request).is_err());
     }
@@ -121,14 +144,20 @@ proptest! {
                 ("x-slack-request-timestamp".into(), ts.to_string()),
                 ("x-slack-signature".into(), slack_signature(ts, &body)),
             ]),
+            // Meta signs as GitHub does.
+            (Scheme::MetaLeadAds, vec![("x-hub-signature-256".into(), github::sign(SECRET, &body))]),
+            (Scheme::HubspotV3, vec![
+                ("x-hubspot-request-timestamp".into(), (ts * 1000).to_string()),
+                ("x-hubspot-signature-v3".into(), hubspot_signature(URI, &body, ts * 1000)),
+            ]),
         ];
         let mut tampered = body.clone();
         let at = flip.index(tampered.len());
         tampered[at] ^= 0x01;
         for (scheme, headers) in cases {
-            let ok = VerifyRequest { headers: &headers, body: &body, now_unix: NOW };
+            let ok = VerifyRequest { headers: &headers, body: &body, now_unix: NOW, target: TARGET };
             prop_assert!(verify(&config(scheme), &ok).is_ok(), "{scheme:?} rejected its own signature");
-            let bad = VerifyRequest { headers: &headers, body: &tampered, now_unix: NOW };
+            let bad = VerifyRequest { headers: &headers, body: &tampered, now_unix: NOW, target: TARGET };
             prop_assert!(verify(&config(scheme), &bad).is_err(), "{scheme:?} accepted a tampered body");
         }
     }

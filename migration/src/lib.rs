@@ -52,6 +52,7 @@ mod m20261207_001020_subscription_failing_since;
 mod m20261207_001030_subscription_rate_limit;
 mod m20261207_001040_source_expected_interval;
 mod m20261207_001050_reconcile_run_heartbeat_index;
+mod m20261207_001060_source_batches;
 
 pub struct Migrator;
 
@@ -104,6 +105,7 @@ impl MigratorTrait for Migrator {
             Box::new(m20261207_001030_subscription_rate_limit::Migration),
             Box::new(m20261207_001040_source_expected_interval::Migration),
             Box::new(m20261207_001050_reconcile_run_heartbeat_index::Migration),
+            Box::new(m20261207_001060_source_batches::Migration),
         ]
     }
 }

@@ -570,6 +570,7 @@ async fn a_stored_event_wakes_the_workers_without_polling(backend: Backend) {
                 headers: &headers,
                 body: &body,
                 correlation_id: None,
+                target: None,
             },
             Utc::now(),
         )

@@ -242,6 +242,7 @@ async fn event_stored_without_a_wake_up_is_finished_by_the_poll(backend: Backend
             headers: &headers,
             body: &body,
             correlation_id: None,
+            target: None,
         },
         Utc::now(),
     )

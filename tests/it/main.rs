@@ -4,6 +4,7 @@
 //!
 //! Run one module with `cargo test -p leadpipe-tests --test it openapi::`.
 
+mod batched_schemes;
 mod claim_limits;
 mod command_line;
 mod configuration;

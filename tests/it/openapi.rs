@@ -240,6 +240,7 @@ const PUBLIC: &[&str] = &[
     "readyz",
     "openapi",
     "receive_webhook",
+    "webhook_handshake",
     "sign_in",
 ];
 

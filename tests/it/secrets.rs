@@ -423,6 +423,15 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
         )
         .await;
     assert_eq!(saved.status(), 201);
+    // A Meta source's handshake token is sealed as its secret is.
+    let meta = app
+        .api(&admin)
+        .create_source(
+            &json!({"name": "meta", "scheme": "meta-lead-ads",
+                    "secrets": ["meta-app-secret-rotating"], "verify_token": "rotating-verify-token"}),
+        )
+        .await;
+    assert_eq!(meta.status(), 201);
     let created: Value = app
         .api(&admin)
         .create_subscription(
@@ -476,7 +485,7 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
     let report = String::from_utf8_lossy(&rotated.stdout).into_owned();
     assert!(
         report.contains(
-            "1 source secrets, 1 pull auth values, 2 subscription secrets, 2 stored replies"
+            "3 source secrets, 1 pull auth values, 2 subscription secrets, 2 stored replies"
         ),
         "{report}"
     );
@@ -491,6 +500,19 @@ async fn rotate_reseals_everything_under_the_new_key(backend: Backend) {
     assert_eq!(
         source.pull.unwrap().auth.unwrap().value,
         "pull-rotating-value"
+    );
+    let meta = domain::inbound::source::find(&app.db, "meta", &new_only)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        meta.verify_token.map(|token| token.0).as_deref(),
+        Some("rotating-verify-token")
+    );
+    let meta_row = app.source_row("meta").await;
+    assert_eq!(
+        sealed::sealed_key_id(meta_row.verify_token.as_deref().unwrap()),
+        Some("new")
     );
     let row = app.source_row("rot").await;
     assert!(row.secrets.to_string().contains("lpsec:v1:new:"));

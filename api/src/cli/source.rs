@@ -96,7 +96,8 @@ pub struct UpdateArgs {
 
 /// The fields `source update --reset` puts back to their defaults, named as
 /// in the API.
-const RESETTABLE: [&str; 19] = [
+const RESETTABLE: [&str; 20] = [
+    "events_pointer",
     "tolerance_secs",
     "signature_header",
     "event_id_header",
@@ -215,6 +216,19 @@ pub struct FieldArgs {
     /// alert compares its silence with this instead of a learned gap.
     #[arg(long)]
     expected_interval: Option<String>,
+    /// Where a delivery's events sit when it carries several, `*` standing
+    /// for every element of an array (default /entry/*/changes/* for
+    /// meta-lead-ads, /* for hubspot-v3, else none).
+    #[arg(long)]
+    events_pointer: Option<String>,
+    /// meta-lead-ads: the token Meta's subscription handshake must name
+    /// (write-only; not given on an update: the stored one stays).
+    /// Discouraged on the command line: use the environment variable.
+    ///
+    /// Sealed at rest, never shown; see docs/guide/webhooks.md#meta-lead-ads.
+    #[arg(long, env = "LEADPIPE_VERIFY_TOKEN", hide_env_values = true)]
+    #[serde(skip)]
+    verify_token: Option<String>,
 }
 
 impl SecretArgs {
@@ -393,6 +407,9 @@ async fn add(
     if let Some(secret) = pull_auth_secret {
         body.insert("pull_auth_secret".into(), secret.into());
     }
+    if let Some(token) = fields.verify_token.take() {
+        body.insert("verify_token".into(), token.into());
+    }
     let input: SourceConfig = serde_json::from_value(Value::Object(body))?;
     let new = NewSource::parse(input, outbound).map_err(describe)?;
     let created = source::create(db, new, keys)
@@ -457,6 +474,9 @@ async fn update(
     if let Some(secret) = pull_auth_secret {
         body.insert("pull_auth_secret".into(), secret.into());
     }
+    if let Some(token) = fields.verify_token.take() {
+        body.insert("verify_token".into(), token.into());
+    }
     let patch: SourcePatch = serde_json::from_value(Value::Object(body))?;
     if patch.is_empty() {
         anyhow::bail!("nothing to change: give the options to change, or --reset FIELD");
@@ -517,6 +537,8 @@ mod tests {
             pull_page_size: Some(100),
             cron: text("0 */5 * * * *"),
             expected_interval: text("2h"),
+            events_pointer: text("/*"),
+            verify_token: text("kept out of the fields too"),
         }
     }
 

@@ -809,6 +809,8 @@ pub fn source() -> Value {
         "cron": "0 */15 * * * *",
         "reconcile_cursor": "2026-12-01T08:00:00Z",
         "expected_interval": null,
+        "events_pointer": null,
+        "verify_token_set": false,
         "version": 1,
         "state": "active"
     })

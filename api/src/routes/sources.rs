@@ -10,6 +10,7 @@
 use actix_web::http::header;
 use actix_web::{HttpRequest, delete, get, patch, post};
 use actix_web::{HttpResponse, web};
+use domain::inbound::signature::Scheme;
 use domain::inbound::source::state::{self as source_state, SourceState};
 use domain::inbound::source::{self, NewSource, SourceConfig, SourcePatch};
 
@@ -103,6 +104,7 @@ async fn create_source(
 ) -> Result<HttpResponse, ApiError> {
     let input = write.read().await?.input;
     let name = input.name.trim().to_owned();
+    needs_public_url(&state, Some(&input.scheme))?;
     let new = NewSource::parse(input, &state.http.outbound_policy())?;
     let created = source::create(&state.db, new, &state.http.keyring)
         .await
@@ -118,6 +120,22 @@ async fn create_source(
         .insert_header((header::LOCATION, format!("/api/sources/{}", created.name)))
         .insert_header((header::ETAG, etag(created.version)))
         .json(created))
+}
+
+/// A `hubspot-v3` source verifies nothing without the service's public
+/// URL (HubSpot signs the URL it called): refused rather than saved to
+/// refuse every delivery.
+fn needs_public_url(state: &AppState, scheme: Option<&str>) -> Result<(), ApiError> {
+    let hubspot = scheme.and_then(|s| s.parse::<Scheme>().ok()) == Some(Scheme::HubspotV3);
+    if hubspot && state.http.public_base().is_none() {
+        return Err(domain::Error::invalid(
+            "scheme",
+            "hubspot-v3 signs the full URL it called, which this server cannot know: set \
+             LEADPIPE_PUBLIC_URL (the public base URL senders call) and restart first",
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// Change a webhook source: only the fields given.
@@ -150,6 +168,7 @@ async fn patch_source(
 ) -> Result<HttpResponse, ApiError> {
     let name = name.into_inner();
     let write = write.read().await?;
+    needs_public_url(&state, write.input.scheme.as_deref())?;
     let if_match = if_match_version(write.request());
     let changed = source::update(
         &state.db,

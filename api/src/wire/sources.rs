@@ -46,6 +46,12 @@ pub struct SourceOut {
     /// How often the source usually delivers (`2h`), when configured; `null`:
     /// learned from its deliveries (`usual_gap_seconds` in `/api/ops/stats`).
     pub expected_interval: Option<String>,
+    /// Where a delivery's events sit when it carries several (`*`: every
+    /// element of an array); `null`: a delivery is one event.
+    pub events_pointer: Option<String>,
+    /// Whether a subscription handshake token is stored (`meta-lead-ads`);
+    /// the token itself is write-only.
+    pub verify_token_set: bool,
     /// The configuration's version, also its `ETag` (`"3"`): send it as
     /// `If-Match` with a change. Moving the reconcile cursor leaves it.
     pub version: i64,
@@ -78,6 +84,8 @@ impl From<source::Model> for SourceOut {
             secret_count: m.secret_count(),
             allowed_event_types: m.allowed_event_types(),
             pull_auth_configured: m.pull_auth_secret.is_some(),
+            verify_token_set: m.verify_token.is_some(),
+            events_pointer: m.events_pointer,
             name: m.name,
             scheme: m.scheme,
             tolerance_secs: m.tolerance_secs,
@@ -148,6 +156,8 @@ mod tests {
             reconcile_cron: Some("0 */5 * * * *".into()),
             reconcile_cursor: Some("cursor-1".into()),
             expected_interval_secs: Some(7200),
+            events_pointer: None,
+            verify_token: Some("sealed-verify-token".into()),
             version: 1,
             state: "active".into(),
         }

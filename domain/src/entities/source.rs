@@ -38,6 +38,12 @@ pub struct Model {
     /// How often the source usually delivers, in seconds, when configured
     /// (else learned: `ops::rhythm`).
     pub expected_interval_secs: Option<i64>,
+    /// Where a delivery's events sit when it carries several: a JSON
+    /// pointer whose `*` segments stand for every element of an array.
+    pub events_pointer: Option<String>,
+    /// Write-only, as `secrets`: the token a subscription handshake must
+    /// name (`meta-lead-ads`).
+    pub verify_token: Option<String>,
     /// The configuration's version, its `ETag`: every change moves it (the
     /// reconcile cursor and a re-sealing of the secrets do not).
     pub version: i64,

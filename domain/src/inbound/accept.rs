@@ -11,9 +11,9 @@ use chrono::{DateTime, Utc};
 
 use crate::Error;
 use crate::inbound::inbox::InboxState;
-use crate::inbound::inbox::receive::{Delivery, Received, receive};
+use crate::inbound::inbox::receive::{Delivery, Received, receive, receive_events};
 use crate::inbound::signature::standard_webhooks::SvixNames;
-use crate::inbound::signature::{self, Scheme, VerifyRequest, slack};
+use crate::inbound::signature::{self, Scheme, VerifyRequest, meta, slack};
 use crate::inbound::source::{self, Source, StandIn};
 use crate::sealed::Keyring;
 use crate::source_name::is_valid_source_name;
@@ -33,6 +33,9 @@ pub struct Door {
 pub enum Accepted {
     /// Stored in the inbox (or found there: a repeat).
     Stored(Received),
+    /// A delivery of a source with an `events_pointer`: each event it
+    /// carried, stored or found.
+    Batch(Vec<Received>),
     /// A sender's handshake, answered with this challenge and not stored:
     /// a `slack` source's `url_verification`.
     Challenge(String),
@@ -66,6 +69,31 @@ impl Door {
         self.found
             .as_ref()
             .map_or(UNKNOWN_SOURCE, |s| s.name.as_str())
+    }
+
+    /// Meta's subscription handshake: the challenge to answer when the
+    /// source is a `meta-lead-ads` one and the handshake names its
+    /// `verify_token`; `None` for anything else, a name nobody configured
+    /// included (the same work and answer, so names cannot be probed).
+    pub fn handshake(&self, handshake: &meta::Handshake) -> Option<String> {
+        let token = self
+            .found
+            .as_ref()
+            .filter(|s| s.scheme.scheme == Scheme::MetaLeadAds)
+            .and_then(|s| s.verify_token.as_ref())
+            .map(|token| token.0.as_str());
+        let challenge = meta::handshake_challenge(handshake, token);
+        match &challenge {
+            Some(_) => {
+                count(self.label(), "challenge", "");
+                tracing::info!(source = %self.label(), "webhook handshake answered");
+            }
+            None => {
+                count(self.label(), "rejected", "handshake_refused");
+                tracing::warn!(source = %self.label(), reason = "handshake_refused", "webhook rejected");
+            }
+        }
+        challenge
     }
 
     /// Counts a delivery refused before its signature could be checked
@@ -104,6 +132,7 @@ impl Door {
             headers: &svix_names,
             body: delivery.body,
             correlation_id: delivery.correlation_id.clone(),
+            target: delivery.target,
         };
         let delivery = if source.scheme.scheme == Scheme::StandardWebhooks {
             &standard
@@ -116,6 +145,7 @@ impl Door {
                 headers: delivery.headers,
                 body: delivery.body,
                 now_unix: now.timestamp(),
+                target: delivery.target,
             },
         );
         let rejected = match (known, verified) {
@@ -140,30 +170,53 @@ impl Door {
             tracing::info!(source = %source.name, "webhook handshake answered");
             return Ok(Accepted::Challenge(challenge));
         }
-        // One statement on the pool: the store takes SQLite's write turn.
+        // One statement on the pool a row: the store takes SQLite's write turn.
+        if let Some(pointer) = &source.events {
+            let batch = receive_events(store, store.hasher(), &source, delivery, pointer, now)
+                .await
+                .map_err(|error| {
+                    if matches!(error, Error::Invalid(_)) {
+                        tracing::warn!(source = %source.name, "webhook refused: too many events");
+                        count(&source.name, "rejected", "too_many_events");
+                    }
+                    Refused::Failed(error)
+                })?;
+            for received in &batch {
+                noted(&source.name, received);
+            }
+            if batch.iter().any(Received::needs_processing) {
+                store.enqueued(Work::Inbox);
+            }
+            return Ok(Accepted::Batch(batch));
+        }
         let received = receive(store, store.hasher(), &source, delivery, now)
             .await
             .map_err(Refused::Failed)?;
-        let result = if received.duplicate {
-            "duplicate"
-        } else if received.state == InboxState::Skipped {
-            "skipped"
-        } else {
-            "accepted"
-        };
-        count(&source.name, result, "");
-        tracing::info!(
-            source = %source.name,
-            inbox_event_id = received.id,
-            state = received.state.as_str(),
-            duplicate = received.duplicate,
-            "webhook received"
-        );
+        noted(&source.name, &received);
         if received.needs_processing() {
             store.enqueued(Work::Inbox);
         }
         Ok(Accepted::Stored(received))
     }
+}
+
+/// Counts and logs a stored (or found) event.
+fn noted(source: &str, received: &Received) {
+    let result = if received.duplicate {
+        "duplicate"
+    } else if received.state == InboxState::Skipped {
+        "skipped"
+    } else {
+        "accepted"
+    };
+    count(source, result, "");
+    tracing::info!(
+        source = %source,
+        inbox_event_id = received.id,
+        state = received.state.as_str(),
+        duplicate = received.duplicate,
+        "webhook received"
+    );
 }
 
 /// `leadpipe_webhook_deliveries_total{source, result, reason}`.

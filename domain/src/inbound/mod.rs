@@ -5,6 +5,7 @@
 //! webhook door's policy ([`accept`]).
 
 pub mod accept;
+pub mod events;
 pub mod inbox;
 pub mod mapping;
 pub mod signature;

@@ -85,10 +85,13 @@ pub async fn of_sources<C: ConnectionTrait>(
 /// seconds; `None` with fewer than [`MIN_DELIVERIES`].
 pub fn usual_gap(mut received: Vec<DateTime<Utc>>, since: DateTime<Utc>) -> Option<f64> {
     received.retain(|t| *t >= since);
+    received.sort();
+    // The events of one batched delivery (`events_pointer`) share the
+    // instant it was received: one delivery, not gaps of zero.
+    received.dedup();
     if received.len() < MIN_DELIVERIES {
         return None;
     }
-    received.sort();
     let mut gaps: Vec<i64> = received
         .windows(2)
         .map(|w| (w[1] - w[0]).num_milliseconds())
@@ -126,5 +129,17 @@ mod tests {
         more.push(at(50));
         assert_eq!(usual_gap(more.clone(), at(0)), Some(600.0));
         assert_eq!(usual_gap(more, at(5)), None, "the first is too old");
+    }
+
+    #[test]
+    fn the_events_of_one_batched_delivery_are_one_delivery() {
+        // Six deliveries 10 minutes apart, each carrying three events.
+        let times: Vec<_> = [0, 10, 20, 30, 40, 50]
+            .into_iter()
+            .flat_map(|m| [at(m); 3])
+            .collect();
+        assert_eq!(usual_gap(times, at(0)), Some(600.0));
+        let one_batch = vec![at(0); 21];
+        assert_eq!(usual_gap(one_batch, at(0)), None);
     }
 }

@@ -121,6 +121,13 @@ pub async fn first_unopenable<C: ConnectionTrait>(
                 format!("the pull auth value of source '{}'", row.name),
             ));
         }
+        if let Some(token) = row.verify_token {
+            values.push((
+                token,
+                Place::verify_token(&row.name),
+                format!("the verify token of source '{}'", row.name),
+            ));
+        }
     }
     for row in subscription::Entity::find().all(conn).await? {
         let what = format!("the secret of subscription {}", row.id);

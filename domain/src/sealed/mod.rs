@@ -49,6 +49,10 @@ impl Place {
         Self::new("source", source, "pull_auth_secret")
     }
 
+    pub fn verify_token(source: &str) -> Self {
+        Self::new("source", source, "verify_token")
+    }
+
     pub fn subscription_secret(id: i64) -> Self {
         Self::new("subscription", &id.to_string(), "secret")
     }

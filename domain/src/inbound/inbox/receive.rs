@@ -15,8 +15,9 @@ use sha2::{Digest, Sha256};
 
 use super::InboxState;
 use crate::entities::inbox_event::{self, Column};
+use crate::inbound::events::events_in;
 use crate::inbound::mapping::{key_hash_of, record_in};
-use crate::inbound::signature::HeaderLookup;
+use crate::inbound::signature::{HeaderLookup, RequestTarget};
 use crate::inbound::source::{Locator, Source};
 
 const MAX_EVENT_ID_LEN: usize = 255;
@@ -36,6 +37,9 @@ pub struct Delivery<'a> {
     pub headers: &'a dyn HeaderLookup,
     pub body: &'a [u8],
     pub correlation_id: Option<String>,
+    /// The method and full URL the sender called, when the service's
+    /// public URL is known (schemes that sign it need it).
+    pub target: Option<RequestTarget<'a>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,30 +94,103 @@ pub async fn receive<C: ConnectionTrait>(
     // Parsed only to find the id, the type and the natural key; the worker
     // maps the record.
     let document: Option<Value> = serde_json::from_slice(delivery.body).ok();
-    let (event_id, from) = event_identity(source, delivery, document.as_ref());
-    let event_type = locate(
-        source.event_type.as_ref(),
-        delivery.headers,
-        document.as_ref(),
-    )
-    // Too long to index, or holding a NUL that PostgreSQL's `text` refuses
-    // (the receipt would fail there and not on SQLite): treated as absent.
-    .filter(|t| t.len() <= 255 && !t.contains('\0'));
-    let state = if source.allows(event_type.as_deref()) {
-        InboxState::Received
-    } else {
-        InboxState::Skipped
-    };
-    let headers = kept_headers(source, delivery.headers);
+    let (event_id, from) =
+        event_identity(source, delivery.headers, delivery.body, document.as_ref());
     // A header the signature does not cover can be changed, or left out,
     // by anyone who replays a captured delivery; the signed body cannot. So
     // wherever the id is not signed, the body's hash is recorded whatever id
     // the delivery carries or lacks: a signed body makes one event.
     let body_sha256 =
         (!source.event_id_is_signed()).then(|| hex::encode(Sha256::digest(delivery.body)));
+    let event = Event {
+        body: delivery.body,
+        document: document.as_ref(),
+        event_id,
+        from,
+        body_sha256,
+    };
+    store_event(conn, hasher, source, delivery, event, now).await
+}
+
+/// Stores each event a delivery carries, by the source's `events_pointer`
+/// ([`crate::inbound::events`]): one row per element, the element its body,
+/// its id, type and record found by the source's pointers into it. The id
+/// comes from the signed body, so the element's id alone makes it one event:
+/// a batch sent again stores nothing new, one that overlaps an earlier batch
+/// only its new events. A delivery in which the pointer finds no event is
+/// stored whole, as one, so that nothing is lost (ops sees what came).
+/// Each row is its own statement: should one fail, the sender's retry
+/// finds the others stored and stores the rest.
+pub async fn receive_events<C: ConnectionTrait>(
+    conn: &C,
+    hasher: &KeyHasher,
+    source: &Source,
+    delivery: &Delivery<'_>,
+    events_pointer: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<Received>, crate::Error> {
+    let document: Option<Value> = serde_json::from_slice(delivery.body).ok();
+    let elements = match &document {
+        Some(document) => events_in(events_pointer, document)
+            .map_err(|too_many| crate::Error::invalid("body", &too_many.to_string()))?,
+        None => Vec::new(),
+    };
+    if elements.is_empty() {
+        return Ok(vec![receive(conn, hasher, source, delivery, now).await?]);
+    }
+    let mut received = Vec::with_capacity(elements.len());
+    for element in elements {
+        let body = serde_json::to_vec(element).map_err(|e| DbErr::Custom(e.to_string()))?;
+        let (event_id, from) = event_identity(source, delivery.headers, &body, Some(element));
+        let event = Event {
+            body: &body,
+            document: Some(element),
+            event_id,
+            from,
+            body_sha256: None,
+        };
+        received.push(store_event(conn, hasher, source, delivery, event, now).await?);
+    }
+    Ok(received)
+}
+
+/// One event to store: its body and parsed document, its identity, and its
+/// body's hash where that must identify it too.
+struct Event<'a> {
+    body: &'a [u8],
+    document: Option<&'a Value>,
+    event_id: String,
+    from: EventIdFrom,
+    body_sha256: Option<String>,
+}
+
+async fn store_event<C: ConnectionTrait>(
+    conn: &C,
+    hasher: &KeyHasher,
+    source: &Source,
+    delivery: &Delivery<'_>,
+    event: Event<'_>,
+    now: DateTime<Utc>,
+) -> Result<Received, crate::Error> {
+    let Event {
+        body,
+        document,
+        event_id,
+        from,
+        body_sha256,
+    } = event;
+    let event_type = locate(source.event_type.as_ref(), delivery.headers, document)
+        // Too long to index, or holding a NUL that PostgreSQL's `text` refuses
+        // (the receipt would fail there and not on SQLite): treated as absent.
+        .filter(|t| t.len() <= 255 && !t.contains('\0'));
+    let state = if source.allows(event_type.as_deref()) {
+        InboxState::Received
+    } else {
+        InboxState::Skipped
+    };
+    let headers = kept_headers(source, delivery.headers);
     // So an erasure finds this event even if it never makes a lead.
     let key_hash = document
-        .as_ref()
         .and_then(|document| record_in(&source.mapping, document))
         .and_then(|record| key_hash_of(hasher, &source.name, &source.mapping, record));
 
@@ -145,7 +222,7 @@ pub async fn receive<C: ConnectionTrait>(
             from.as_str().into(),
             event_type.into(),
             headers.into(),
-            delivery.body.to_vec().into(),
+            body.to_vec().into(),
             body_sha256.clone().into(),
             key_hash.into(),
             state.as_str().into(),
@@ -223,12 +300,15 @@ async fn count_repeat<C: ConnectionTrait>(
     Ok(rows.into_iter().next())
 }
 
+/// The event's id as the source locates it in `headers` or `document`, or
+/// a hash of the source's name and `body` when there is none.
 fn event_identity(
     source: &Source,
-    delivery: &Delivery<'_>,
+    headers: &dyn HeaderLookup,
+    body: &[u8],
     document: Option<&Value>,
 ) -> (String, EventIdFrom) {
-    let given = locate(source.event_id.as_ref(), delivery.headers, document).map(|id| {
+    let given = locate(source.event_id.as_ref(), headers, document).map(|id| {
         let from = match source.event_id {
             Some(Locator::Header(_)) => EventIdFrom::Header,
             _ => EventIdFrom::Pointer,
@@ -244,7 +324,7 @@ fn event_identity(
             let mut hash = Sha256::new();
             hash.update(source.name.as_bytes());
             hash.update(b"\n");
-            hash.update(delivery.body);
+            hash.update(body);
             (
                 format!("sha256:{}", hex::encode(hash.finalize())),
                 EventIdFrom::Hash,
@@ -310,14 +390,8 @@ mod tests {
                 updated_at: None,
             },
             pull: None,
-        }
-    }
-
-    fn delivery<'a>(headers: &'a dyn HeaderLookup, body: &'a [u8]) -> Delivery<'a> {
-        Delivery {
-            headers,
-            body,
-            correlation_id: None,
+            events: None,
+            verify_token: None,
         }
     }
 
@@ -327,13 +401,13 @@ mod tests {
         let body = br#"{"id":"evt_body","n":7}"#;
         let s = source(Some(Locator::Header("x-event-id".into())));
         assert_eq!(
-            event_identity(&s, &delivery(&h, body), None),
+            event_identity(&s, &h, body, None),
             ("evt_1".into(), EventIdFrom::Header)
         );
         let doc: Value = serde_json::from_slice(body).unwrap();
         let s = source(Some(Locator::Pointer("/n".into())));
         assert_eq!(
-            event_identity(&s, &delivery(&h, body), Some(&doc)),
+            event_identity(&s, &h, body, Some(&doc)),
             ("7".into(), EventIdFrom::Pointer)
         );
     }
@@ -342,16 +416,16 @@ mod tests {
     fn missing_id_falls_back_to_a_hash_of_source_and_body() {
         let s = source(Some(Locator::Header("x-event-id".into())));
         let none: [(&str, &str); 0] = [];
-        let (a, from) = event_identity(&s, &delivery(&none, b"{}"), None);
+        let (a, from) = event_identity(&s, &none, b"{}", None);
         assert_eq!(from, EventIdFrom::Hash);
         assert!(a.starts_with("sha256:") && a.len() == 71);
-        let (b, _) = event_identity(&s, &delivery(&none, b"{}"), None);
+        let (b, _) = event_identity(&s, &none, b"{}", None);
         assert_eq!(a, b);
-        let (c, _) = event_identity(&s, &delivery(&none, b"{ }"), None);
+        let (c, _) = event_identity(&s, &none, b"{ }", None);
         assert_ne!(a, c);
         let mut other = s.clone();
         other.name = "other".into();
-        assert_ne!(a, event_identity(&other, &delivery(&none, b"{}"), None).0);
+        assert_ne!(a, event_identity(&other, &none, b"{}", None).0);
     }
 
     #[test]
@@ -359,7 +433,7 @@ mod tests {
         let long = "x".repeat(300);
         let h = [("x-event-id", long.as_str())];
         let s = source(Some(Locator::Header("x-event-id".into())));
-        let (id, from) = event_identity(&s, &delivery(&h, b""), None);
+        let (id, from) = event_identity(&s, &h, b"", None);
         assert_eq!(from, EventIdFrom::Header);
         assert!(id.len() <= MAX_EVENT_ID_LEN);
     }

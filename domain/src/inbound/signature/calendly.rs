@@ -35,6 +35,7 @@ mod tests {
                 headers: &headers,
                 body,
                 now_unix: now,
+                target: None,
             },
         )
     }
@@ -76,6 +77,7 @@ mod tests {
                 headers: &headers,
                 body: BODY,
                 now_unix: 1_700_000_000,
+                target: None,
             },
         );
         assert_eq!(

@@ -66,6 +66,7 @@ mod tests {
             headers: &headers,
             body: BODY,
             now_unix: 0,
+            target: None,
         };
         assert_eq!(
             verify_any(&cfg(&[public]), &req),
@@ -92,6 +93,7 @@ mod tests {
                 headers,
                 body,
                 now_unix: i64::MAX,
+                target: None,
             },
         )
     }

@@ -92,6 +92,7 @@ mod tests {
                 headers,
                 body,
                 now_unix: 0,
+                target: None,
             },
         )
     }

@@ -9,6 +9,8 @@
 pub mod calendly;
 pub mod github;
 pub mod hmac_header;
+pub mod hubspot;
+pub mod meta;
 pub mod slack;
 pub mod standard_webhooks;
 pub mod stripe;
@@ -55,10 +57,14 @@ pub enum Scheme {
     Calendly,
     /// Slack v0: `X-Slack-Signature`, `X-Slack-Request-Timestamp`.
     Slack,
+    /// Meta Lead Ads: `X-Hub-Signature-256` (GitHub's format), keyed with the app secret.
+    MetaLeadAds,
+    /// HubSpot v3: `X-HubSpot-Signature-v3` over method, URI, body and timestamp.
+    HubspotV3,
 }
 
 impl Scheme {
-    pub const ALL: [Scheme; 7] = [
+    pub const ALL: [Scheme; 9] = [
         Scheme::StandardWebhooks,
         Scheme::Github,
         Scheme::Stripe,
@@ -66,6 +72,8 @@ impl Scheme {
         Scheme::Typeform,
         Scheme::Calendly,
         Scheme::Slack,
+        Scheme::MetaLeadAds,
+        Scheme::HubspotV3,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -77,6 +85,8 @@ impl Scheme {
             Scheme::Typeform => "typeform",
             Scheme::Calendly => "calendly",
             Scheme::Slack => "slack",
+            Scheme::MetaLeadAds => "meta-lead-ads",
+            Scheme::HubspotV3 => "hubspot-v3",
         }
     }
 
@@ -91,7 +101,9 @@ impl Scheme {
             | Scheme::HmacSha256
             | Scheme::Typeform
             | Scheme::Calendly
-            | Scheme::Slack => None,
+            | Scheme::Slack
+            | Scheme::MetaLeadAds
+            | Scheme::HubspotV3 => None,
         }
     }
 
@@ -106,7 +118,9 @@ impl Scheme {
             | Scheme::HmacSha256
             | Scheme::Typeform
             | Scheme::Calendly
-            | Scheme::Slack => None,
+            | Scheme::Slack
+            | Scheme::MetaLeadAds
+            | Scheme::HubspotV3 => None,
         }
     }
 
@@ -114,7 +128,11 @@ impl Scheme {
     pub const fn is_timestamped(self) -> bool {
         matches!(
             self,
-            Scheme::StandardWebhooks | Scheme::Stripe | Scheme::Calendly | Scheme::Slack
+            Scheme::StandardWebhooks
+                | Scheme::Stripe
+                | Scheme::Calendly
+                | Scheme::Slack
+                | Scheme::HubspotV3
         )
     }
 }
@@ -127,7 +145,7 @@ impl fmt::Display for Scheme {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown webhook signature scheme {0:?} (expected standard-webhooks, github, stripe, hmac-sha256, typeform, calendly or slack)"
+    "unknown webhook signature scheme {0:?} (expected standard-webhooks, github, stripe, hmac-sha256, typeform, calendly, slack, meta-lead-ads or hubspot-v3)"
 )]
 pub struct ParseSchemeError(pub String);
 
@@ -209,6 +227,17 @@ pub struct VerifyRequest<'a> {
     pub body: &'a [u8],
     /// Current time; injected so verification stays pure and testable.
     pub now_unix: i64,
+    /// The method and full URL the sender called, for schemes that sign
+    /// them (hubspot-v3); `None` when the service's public URL is unknown.
+    pub target: Option<RequestTarget<'a>>,
+}
+
+/// A request's method and the full URL (`https://host/path?query`) the
+/// sender called, as it called it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestTarget<'a> {
+    pub method: &'a str,
+    pub uri: &'a str,
 }
 
 /// How one webhook source signs its requests.
@@ -248,6 +277,8 @@ impl SchemeConfig {
             Scheme::Typeform => typeform::SIGNATURE_HEADER,
             Scheme::Calendly => calendly::SIGNATURE_HEADER,
             Scheme::Slack => slack::SIGNATURE_HEADER,
+            Scheme::MetaLeadAds => meta::SIGNATURE_HEADER,
+            Scheme::HubspotV3 => hubspot::SIGNATURE_HEADER,
             Scheme::HmacSha256 => non_blank(self.signature_header.as_deref())
                 .unwrap_or(hmac_header::DEFAULT_SIGNATURE_HEADER),
         }
@@ -290,7 +321,9 @@ pub fn secret_problem(scheme: Scheme, secret: &str) -> Option<&'static str> {
         | Scheme::HmacSha256
         | Scheme::Typeform
         | Scheme::Calendly
-        | Scheme::Slack => {
+        | Scheme::Slack
+        | Scheme::MetaLeadAds
+        | Scheme::HubspotV3 => {
             if is_ed25519_key(secret) {
                 Some(
                     "whpk_/whsk_ values are ed25519 keys, not HMAC secrets; a public key \
@@ -358,6 +391,10 @@ pub enum SignatureError {
     NoMatchingSignature,
     #[error("no usable secret configured for this scheme")]
     NoUsableSecret,
+    /// The scheme signs the URL the sender called, and the service's public
+    /// URL is not configured.
+    #[error("the scheme signs the URL called, and the service's public URL is not configured")]
+    NoRequestTarget,
 }
 
 impl SignatureError {
@@ -369,6 +406,7 @@ impl SignatureError {
             SignatureError::TimestampOutsideTolerance { .. } => "timestamp_outside_tolerance",
             SignatureError::NoMatchingSignature => "no_matching_signature",
             SignatureError::NoUsableSecret => "no_usable_secret",
+            SignatureError::NoRequestTarget => "no_public_url",
         }
     }
 
@@ -391,6 +429,8 @@ pub fn verify(cfg: &SchemeConfig, req: &VerifyRequest<'_>) -> Result<Verified, S
         Scheme::Typeform => typeform::verify(cfg, req),
         Scheme::Calendly => calendly::verify(cfg, req),
         Scheme::Slack => slack::verify(cfg, req),
+        Scheme::MetaLeadAds => meta::verify(cfg, req),
+        Scheme::HubspotV3 => hubspot::verify(cfg, req),
     }
 }
 
@@ -653,6 +693,7 @@ mod tests {
             },
             SignatureError::NoMatchingSignature,
             SignatureError::NoUsableSecret,
+            SignatureError::NoRequestTarget,
         ];
         let mut reasons: Vec<_> = errors.iter().map(SignatureError::reason).collect();
         reasons.sort_unstable();

@@ -78,6 +78,7 @@ mod tests {
                 headers: &headers,
                 body,
                 now_unix: now,
+                target: None,
             },
         )
     }

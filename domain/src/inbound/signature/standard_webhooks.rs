@@ -309,6 +309,7 @@ mod tests {
                 headers,
                 body,
                 now_unix: now,
+                target: None,
             },
         )
     }

@@ -117,6 +117,7 @@ mod tests {
                 headers,
                 body,
                 now_unix: now,
+                target: None,
             },
         )
     }

@@ -58,6 +58,7 @@ mod tests {
                 headers: &headers,
                 body,
                 now_unix: 0,
+                target: None,
             },
         )
     }

@@ -68,6 +68,22 @@ pub struct Source {
     pub mapping: RecordMapping,
     /// The sender's pull API, for reconcile; `None` without a `pull_url`.
     pub pull: Option<PullConfig>,
+    /// Where a delivery's events sit when it carries several (see
+    /// [`crate::inbound::events`]); `None`: the body is one event.
+    pub events: Option<String>,
+    /// The subscription handshake's token (`meta-lead-ads`), opened; never
+    /// shown, never logged.
+    pub verify_token: Option<Opened>,
+}
+
+/// A write-only value, opened for use: its `Debug` shows nothing of it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Opened(pub String);
+
+impl fmt::Debug for Opened {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
 }
 
 impl Source {
@@ -132,6 +148,14 @@ pub struct SourceConfig {
     /// alert compares its silence with this instead of the gap leadpipe
     /// learns from its deliveries.
     pub expected_interval: Option<String>,
+    /// Where a delivery's events sit when it carries several: a JSON pointer
+    /// whose `*` segments stand for every element of an array
+    /// (`/entry/*/changes/*`, `/*`). The event id and type pointers and
+    /// `record_pointer` then point into each event.
+    pub events_pointer: Option<String>,
+    /// `meta-lead-ads`: the token Meta's subscription handshake must name.
+    /// Write-only.
+    pub verify_token: Option<String>,
 }
 
 impl fmt::Debug for SourceConfig {
@@ -179,6 +203,9 @@ pub async fn create<C: ConnectionTrait>(
         model.pull_auth_secret = Set(Some(
             keys.seal(secret, &Place::pull_auth_secret(&valid.name))?,
         ));
+    }
+    if let Some(token) = &valid.verify_token {
+        model.verify_token = Set(Some(keys.seal(token, &Place::verify_token(&valid.name))?));
     }
     // A removed source's row still holds the name: the new source takes it
     // over, from the start of reconcile, its version moving on.
@@ -236,6 +263,9 @@ pub async fn update<C: ConnectionTrait>(
         }
         if let SecretChange::Set(secret) = &valid.pull.auth_secret {
             model.pull_auth_secret = Set(Some(keys.seal(secret, &Place::pull_auth_secret(name))?));
+        }
+        if let Some(token) = &valid.verify_token {
+            model.verify_token = Set(Some(keys.seal(token, &Place::verify_token(name))?));
         }
         let saved = source::Entity::update_many()
             .set(model)
@@ -377,8 +407,14 @@ fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, Db
         .scheme
         .parse()
         .map_err(|e: crate::inbound::signature::ParseSchemeError| DbErr::Custom(e.to_string()))?;
-    let (secrets, pull_auth) = match keys {
+    let (secrets, pull_auth, verify_token) = match keys {
         Some(keys) => {
+            let verify_token = model
+                .verify_token
+                .as_ref()
+                .map(|v| keys.open(v, &Place::verify_token(&model.name)).map(Opened))
+                .transpose()
+                .map_err(|e| DbErr::Custom(format!("source {}: verify_token: {e}", model.name)))?;
             let pull_auth = model
                 .pull_auth_secret
                 .as_ref()
@@ -387,9 +423,9 @@ fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, Db
                 .map_err(|e| {
                     DbErr::Custom(format!("source {}: pull_auth_secret: {e}", model.name))
                 })?;
-            (open_secrets(model, keys)?, pull_auth)
+            (open_secrets(model, keys)?, pull_auth, verify_token)
         }
-        None => (Vec::new(), None),
+        None => (Vec::new(), None, None),
     };
     let mut config = SchemeConfig::new(scheme, secrets);
     config.tolerance_secs = model.tolerance_secs;
@@ -417,6 +453,8 @@ fn to_source(model: &source::Model, keys: Option<&Keyring>) -> Result<Source, Db
             model.pull_page_size,
             model.reconcile_cron.as_ref(),
         ),
+        events: model.events_pointer.clone(),
+        verify_token,
     })
 }
 
@@ -492,6 +530,93 @@ mod tests {
         assert_eq!(v.event_type, Some(Locator::Header("x-github-event".into())));
         let v = validate_strict(input("hmac-sha256", &[HMAC])).unwrap();
         assert_eq!(v.event_id, None);
+    }
+
+    #[test]
+    fn batching_schemes_default_to_their_senders_shapes() {
+        let meta = validate_strict(input("meta-lead-ads", &[HMAC])).unwrap();
+        assert_eq!(meta.events.as_deref(), Some("/entry/*/changes/*"));
+        assert_eq!(
+            meta.event_id,
+            Some(Locator::Pointer("/value/leadgen_id".into()))
+        );
+        assert_eq!(meta.event_type, Some(Locator::Pointer("/field".into())));
+        assert_eq!(meta.allowed_event_types, ["leadgen"]);
+        assert_eq!(
+            (
+                meta.mapping.record.as_str(),
+                meta.mapping.source_ref.as_str()
+            ),
+            ("/value", "/leadgen_id")
+        );
+        let hubspot = validate_strict(input("hubspot-v3", &[HMAC])).unwrap();
+        assert_eq!(hubspot.events.as_deref(), Some("/*"));
+        assert_eq!(hubspot.event_id, Some(Locator::Pointer("/eventId".into())));
+        assert_eq!(
+            (
+                hubspot.mapping.record.as_str(),
+                hubspot.mapping.source_ref.as_str()
+            ),
+            ("", "/objectId")
+        );
+        assert!(hubspot.allowed_event_types.is_empty());
+        // Others deliver one event at a time unless told.
+        assert_eq!(
+            validate_strict(input("github", &[HMAC])).unwrap().events,
+            None
+        );
+    }
+
+    #[test]
+    fn events_need_a_star_and_ids_from_a_pointer() {
+        let mut i = input("hmac-sha256", &[HMAC]);
+        i.events_pointer = Some("/items".into());
+        assert_eq!(
+            fields(validate_strict(i.clone()).unwrap_err()),
+            ["events_pointer"]
+        );
+        i.events_pointer = Some("/items/*".into());
+        i.event_id_header = Some("x-event-id".into());
+        assert_eq!(
+            fields(validate_strict(i.clone()).unwrap_err()),
+            ["event_id_pointer"]
+        );
+        i.event_id_header = None;
+        i.event_id_pointer = Some("/id".into());
+        assert_eq!(
+            validate_strict(i).unwrap().events.as_deref(),
+            Some("/items/*")
+        );
+        // github's id is a header: batching it needs a pointer instead.
+        let mut g = input("github", &[HMAC]);
+        g.events_pointer = Some("/*".into());
+        assert_eq!(
+            fields(validate_strict(g).unwrap_err()),
+            ["event_id_pointer"]
+        );
+    }
+
+    #[test]
+    fn only_meta_takes_a_verify_token() {
+        let mut i = input("meta-lead-ads", &[HMAC]);
+        i.verify_token = Some(" token ".into());
+        assert_eq!(
+            validate_strict(i.clone()).unwrap().verify_token.as_deref(),
+            Some("token")
+        );
+        i.verify_token = Some("  ".into());
+        assert_eq!(fields(validate_strict(i).unwrap_err()), ["verify_token"]);
+        let mut other = input("github", &[HMAC]);
+        other.verify_token = Some("token".into());
+        assert_eq!(
+            fields(validate_strict(other).unwrap_err()),
+            ["verify_token"]
+        );
+        let i = SourceConfig {
+            verify_token: Some("write-only-token".into()),
+            ..input("meta-lead-ads", &[HMAC])
+        };
+        assert!(!format!("{i:?}").contains("write-only-token"));
     }
 
     #[test]
@@ -620,6 +745,8 @@ mod tests {
             reconcile_cron: None,
             reconcile_cursor: None,
             expected_interval_secs: None,
+            events_pointer: None,
+            verify_token: None,
             version: 1,
             state: "active".into(),
         }
@@ -641,8 +768,10 @@ mod tests {
         assert!(!format!("{i:?}").contains("super-secret-value"));
         let m = stored(serde_json::json!(["super-secret-value"]));
         assert!(!format!("{m:?}").contains("super-secret-value"));
-        let s = to_source(&m, Some(&Keyring::none())).unwrap();
+        let mut s = to_source(&m, Some(&Keyring::none())).unwrap();
         assert!(!format!("{s:?}").contains("super-secret-value"));
+        s.verify_token = Some(Opened("opened-verify-token".into()));
+        assert!(!format!("{s:?}").contains("opened-verify-token"));
         assert!(!format!("{s:?}").contains("pull-secret-value"));
         assert!(!format!("{m:?}").contains("pull-secret-value"));
     }

@@ -100,6 +100,13 @@ pub struct SourcePatch {
     #[serde(default)]
     #[schema(value_type = Option<String>)]
     pub expected_interval: Patch<String>,
+    /// `null`: the scheme's default (`/entry/*/changes/*` for
+    /// meta-lead-ads, `/*` for hubspot-v3, else none: one event a delivery).
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub events_pointer: Patch<String>,
+    /// Write-only: replace the stored token (absent or `null`: kept).
+    pub verify_token: Option<String>,
 }
 
 // Hand-written so the secrets never reach logs through `{:?}`.
@@ -213,6 +220,9 @@ impl SourcePatch {
                 self.expected_interval,
                 &stored.expected_interval_secs.map(super::interval::show),
             ),
+            events_pointer: or_stored(self.events_pointer, &bound(&stored.events_pointer)),
+            // `None` keeps the stored token.
+            verify_token: self.verify_token,
         })
     }
 }
@@ -271,6 +281,8 @@ mod tests {
             reconcile_cron: Some("0 */15 * * * *".into()),
             reconcile_cursor: None,
             expected_interval_secs: None,
+            events_pointer: None,
+            verify_token: None,
             version: 3,
             state: "active".into(),
         }

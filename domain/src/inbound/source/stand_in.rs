@@ -13,7 +13,8 @@ use rand::RngCore;
 use super::{Source, to_source};
 use crate::entities::source;
 use crate::inbound::signature::{
-    HeaderLookup, Scheme, calendly, github, hmac_header, slack, standard_webhooks, typeform,
+    HeaderLookup, Scheme, calendly, github, hmac_header, hubspot, meta, slack, standard_webhooks,
+    typeform,
 };
 use crate::sealed::{Keyring, Place};
 
@@ -61,6 +62,10 @@ fn signature_header(scheme: Scheme) -> &'static str {
         Scheme::Typeform => typeform::SIGNATURE_HEADER,
         Scheme::Calendly => calendly::SIGNATURE_HEADER,
         Scheme::Slack => slack::SIGNATURE_HEADER,
+        // GitHub's header: a delivery carrying it gets GitHub's stand-in,
+        // the same work.
+        Scheme::MetaLeadAds => meta::SIGNATURE_HEADER,
+        Scheme::HubspotV3 => hubspot::SIGNATURE_HEADER,
     }
 }
 
@@ -104,6 +109,8 @@ fn model(scheme: Scheme, keys: &Keyring) -> source::Model {
         reconcile_cron: None,
         reconcile_cursor: None,
         expected_interval_secs: None,
+        events_pointer: None,
+        verify_token: None,
         version: 1,
         state: "active".into(),
     }
@@ -135,6 +142,7 @@ mod tests {
             ("Typeform-Signature", Scheme::Typeform),
             ("Calendly-Webhook-Signature", Scheme::Calendly),
             ("X-Slack-Signature", Scheme::Slack),
+            ("X-HubSpot-Signature-v3", Scheme::HubspotV3),
             ("x-other", Scheme::HmacSha256),
         ] {
             let headers = [(header, "v")];

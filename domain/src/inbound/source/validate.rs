@@ -37,6 +37,9 @@ pub struct NewSource {
     pub(super) mapping: RecordMapping,
     pub(super) pull: ValidPull,
     pub(super) expected_interval_secs: Option<i64>,
+    pub(super) events: Option<String>,
+    /// `None`: keep the stored one (none for a new source).
+    pub(super) verify_token: Option<String>,
 }
 
 impl fmt::Debug for NewSource {
@@ -90,6 +93,13 @@ impl NewSource {
             reconcile_cron: Set(self.pull.cron.clone()),
             reconcile_cursor: NotSet,
             expected_interval_secs: Set(self.expected_interval_secs),
+            events_pointer: Set(self.events.clone()),
+            // Sealed by the caller when given; only Meta's scheme has one.
+            verify_token: if self.scheme == Scheme::MetaLeadAds {
+                NotSet
+            } else {
+                Set(None)
+            },
             version: NotSet,
             state: NotSet,
         }
@@ -118,7 +128,7 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
         Err(_) => {
             errors.push(FieldError::new(
                 "scheme",
-                "must be one of standard-webhooks, github, stripe, hmac-sha256, typeform, calendly, slack",
+                "must be one of standard-webhooks, github, stripe, hmac-sha256, typeform, calendly, slack, meta-lead-ads, hubspot-v3",
             ));
             None
         }
@@ -175,6 +185,37 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
             ),
         ));
     }
+    let events = match input.events_pointer {
+        Some(p) if is_valid_pointer(&p) && p.split('/').any(|t| t == "*") => Some(p),
+        Some(_) => {
+            errors.push(FieldError::new(
+                "events_pointer",
+                "must be a JSON pointer with at least one '*' segment (every element of an array), at most 255 characters",
+            ));
+            None
+        }
+        None => scheme.and_then(default_events),
+    };
+    if events.is_some() && matches!(event_id, Some(Locator::Header(_))) {
+        errors.push(FieldError::new(
+            "event_id_pointer",
+            "is needed with events_pointer: a header cannot tell the events of one delivery apart; give a pointer into each event",
+        ));
+    }
+    let verify_token = input.verify_token.map(|t| t.trim().to_owned());
+    if let Some(token) = &verify_token {
+        if scheme.is_some_and(|s| s != Scheme::MetaLeadAds) {
+            errors.push(FieldError::new(
+                "verify_token",
+                "only the meta-lead-ads scheme has a subscription handshake",
+            ));
+        } else if token.is_empty() || token.len() > 255 {
+            errors.push(FieldError::new(
+                "verify_token",
+                "must be 1 to 255 characters",
+            ));
+        }
+    }
     let event_type = locator(
         &mut errors,
         ("event_type_header", input.event_type_header),
@@ -183,7 +224,7 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
     .or_else(|| scheme.and_then(default_event_type));
     let allowed_event_types: Vec<String> = input
         .allowed_event_types
-        .unwrap_or_default()
+        .unwrap_or_else(|| scheme.map(default_allowed_event_types).unwrap_or_default())
         .into_iter()
         .map(|t| t.trim().to_owned())
         .collect();
@@ -214,17 +255,10 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
         }
         value
     };
+    let defaults = scheme.map_or(DEFAULT_MAPPING, default_mapping);
     let mapping = RecordMapping {
-        record: pointer(
-            "record_pointer",
-            input.record_pointer,
-            DEFAULT_RECORD_POINTER,
-        ),
-        source_ref: pointer(
-            "source_ref_pointer",
-            input.source_ref_pointer,
-            DEFAULT_SOURCE_REF_POINTER,
-        ),
+        record: pointer("record_pointer", input.record_pointer, defaults.0),
+        source_ref: pointer("source_ref_pointer", input.source_ref_pointer, defaults.1),
         email: Some(pointer("email_pointer", input.email_pointer, "/email")),
         name: Some(pointer("name_pointer", input.name_pointer, "/name")),
         phone: Some(pointer("phone_pointer", input.phone_pointer, "/phone")),
@@ -236,7 +270,7 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
         updated_at: Some(pointer(
             "updated_at_pointer",
             input.updated_at_pointer,
-            "/updated_at",
+            defaults.2,
         )),
     };
 
@@ -278,6 +312,8 @@ fn validate(input: SourceConfig, outbound: &OutboundPolicy) -> Result<NewSource,
             mapping,
             pull,
             expected_interval_secs,
+            events,
+            verify_token,
         }),
         _ => Err(Error::Invalid(errors)),
     }
@@ -293,7 +329,11 @@ fn secret_rule(scheme: Scheme) -> &'static str {
         | Scheme::HmacSha256
         | Scheme::Typeform
         | Scheme::Calendly
-        | Scheme::Slack => "must be 1 to 8 secrets of at least 16 bytes (never whpk_/whsk_ keys)",
+        | Scheme::Slack
+        | Scheme::MetaLeadAds
+        | Scheme::HubspotV3 => {
+            "must be 1 to 8 secrets of at least 16 bytes (never whpk_/whsk_ keys)"
+        }
     }
 }
 
@@ -310,6 +350,45 @@ fn default_event_id(scheme: Scheme) -> Option<Locator> {
         Scheme::Typeform | Scheme::Slack => Some(Locator::Pointer("/event_id".into())),
         // Calendly's events have none: the signed body's hash stands in.
         Scheme::HmacSha256 | Scheme::Calendly => None,
+        // Into each event of the delivery (`default_events`).
+        Scheme::MetaLeadAds => Some(Locator::Pointer("/value/leadgen_id".into())),
+        Scheme::HubspotV3 => Some(Locator::Pointer("/eventId".into())),
+    }
+}
+
+/// Senders that batch: Meta puts each lead in a change of an entry,
+/// HubSpot sends an array of events.
+fn default_events(scheme: Scheme) -> Option<String> {
+    match scheme {
+        Scheme::MetaLeadAds => Some("/entry/*/changes/*".into()),
+        Scheme::HubspotV3 => Some("/*".into()),
+        _ => None,
+    }
+}
+
+/// A Page subscribed for leads may be subscribed to other fields too:
+/// only `leadgen` changes are leads.
+fn default_allowed_event_types(scheme: Scheme) -> Vec<String> {
+    match scheme {
+        Scheme::MetaLeadAds => vec!["leadgen".into()],
+        _ => Vec::new(),
+    }
+}
+
+/// `record_pointer`, `source_ref_pointer` and `updated_at_pointer` by default.
+const DEFAULT_MAPPING: (&str, &str, &str) = (
+    DEFAULT_RECORD_POINTER,
+    DEFAULT_SOURCE_REF_POINTER,
+    "/updated_at",
+);
+
+fn default_mapping(scheme: Scheme) -> (&'static str, &'static str, &'static str) {
+    match scheme {
+        // A change's value: `{leadgen_id, form_id, page_id, ad_id, created_time}`.
+        Scheme::MetaLeadAds => ("/value", "/leadgen_id", "/created_time"),
+        // An event is the record: the CRM object's id, and when it happened (ms).
+        Scheme::HubspotV3 => ("", "/objectId", "/occurredAt"),
+        _ => DEFAULT_MAPPING,
     }
 }
 
@@ -320,6 +399,8 @@ fn default_event_type(scheme: Scheme) -> Option<Locator> {
         Scheme::Typeform => Some(Locator::Pointer("/event_type".into())),
         Scheme::Calendly => Some(Locator::Pointer("/event".into())),
         Scheme::Slack => Some(Locator::Pointer("/event/type".into())),
+        Scheme::MetaLeadAds => Some(Locator::Pointer("/field".into())),
+        Scheme::HubspotV3 => Some(Locator::Pointer("/subscriptionType".into())),
         Scheme::HmacSha256 => None,
     }
 }
