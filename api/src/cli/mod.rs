@@ -315,6 +315,8 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
             workers,
             retired: _,
         } => {
+            // Before anything is logged: a second writer says only why not.
+            let _writer = storage::sqlite_writer(&db.database_url, "serve")?;
             let keyring = cli.secrets.keyring()?;
             crate::config::log_keyring(&keyring);
             let settings = workers
@@ -324,7 +326,6 @@ pub async fn run_with(mut cli: Cli) -> anyhow::Result<()> {
                 // Refuse bad worker settings before serving anything.
                 settings.validate().map_err(anyhow::Error::msg)?;
             }
-            let _writer = storage::sqlite_writer(&db.database_url, "serve")?;
             let mut http = http;
             http.outbound_allow = cli.outbound.outbound_allow.clone();
             http.reconcile = settings.reconcile.clone();
